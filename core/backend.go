@@ -1,0 +1,115 @@
+package simba
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// SessionID identifies one session incarnation on a backend. It is never
+// reused: a random 128-bit value on SQL, Redis and the memory backend, the
+// Zookeeper session id on Zookeeper (R-SES-2).
+type SessionID string
+
+// SessionGrant is a backend's answer to [Backend.OpenSession].
+type SessionGrant struct {
+	// ID is the new session's identifier.
+	ID SessionID
+	// Remaining is the validity the backend granted, measured by the
+	// backend's own clock from when it handled the call. It may be less than
+	// the lease asked for (a Zookeeper server caps it at maxSessionTimeout).
+	Remaining time.Duration
+}
+
+// KeepAliveReply is a backend's answer to [Backend.KeepAlive].
+type KeepAliveReply struct {
+	// Remaining is the session's validity after the renewal, measured by
+	// the backend.
+	Remaining time.Duration
+	// Leases maps every lease name this session owns to the token of the
+	// term that owns it.
+	Leases map[string]uint64
+	// Groups maps every group this session joined to the number of live
+	// sessions that are members of it (this one included).
+	Groups map[string]int
+}
+
+// AcquireResult is a backend's answer to [Backend.Acquire].
+type AcquireResult struct {
+	// Won reports whether the session owns the lease after the call.
+	Won bool
+	// Token is the new term's fencing token when Won is true, zero
+	// otherwise.
+	Token uint64
+}
+
+// ErrSessionExpired is returned (possibly wrapped) by a backend when the
+// session it was given has expired or is unknown. An expired session is
+// never revived (R-SES-3).
+var ErrSessionExpired = errors.New("simba: session expired")
+
+// Backend is the service provider interface every backend implements: a
+// small stateless adapter over a store that can expire sessions and keep
+// per-name counters. Every timing decision is taken by the engine in this
+// package; a backend only reports what the store says.
+//
+// Every method must be safe for concurrent use. The engine gives every call
+// a context with a deadline (the renew period in effect, R-DL-2); a backend
+// must return soon after the context is done. Errors other than
+// [ErrSessionExpired] are treated as transient.
+//
+// The package backendtest in this module is the conformance suite every
+// implementation must pass.
+type Backend interface {
+	// OpenSession creates a new session that expires after lease unless it
+	// is kept alive. The identifier must never have been used before.
+	OpenSession(ctx context.Context, lease time.Duration) (SessionGrant, error)
+
+	// KeepAlive renews session s for lease from now (backend time) and
+	// reports the remaining validity, the leases s owns and the member
+	// counts of the groups s joined, in one step. It returns
+	// ErrSessionExpired when s has expired or was closed; it never revives
+	// such a session.
+	KeepAlive(ctx context.Context, s SessionID, lease time.Duration) (KeepAliveReply, error)
+
+	// Acquire makes s the owner of the lease name when the lease is free
+	// (never owned, released, or owned by an expired session) or already
+	// owned by s. Each successful call starts a new term: the token is
+	// greater than every token name has had before, on this backend, for
+	// any session. When another live session owns the lease, Acquire
+	// returns Won == false and no error. It returns ErrSessionExpired when s
+	// has expired.
+	Acquire(ctx context.Context, s SessionID, name string) (AcquireResult, error)
+
+	// Release frees the lease name if s owns it with exactly token, and is
+	// a no-op (nil error) otherwise, so a late release never frees a later
+	// term (R-TERM-7).
+	Release(ctx context.Context, s SessionID, name string, token uint64) error
+
+	// JoinGroup makes s a member of group until it leaves or the session
+	// ends, and returns the number of live members after the join. Joining
+	// twice is the same as joining once.
+	JoinGroup(ctx context.Context, s SessionID, group string) (members int, err error)
+
+	// LeaveGroup ends the membership of s in group; leaving a group s is
+	// not a member of is a no-op.
+	LeaveGroup(ctx context.Context, s SessionID, group string) error
+
+	// CloseSession ends s at once: every lease it owns becomes free and
+	// every membership ends (R-SES-4). Closing an expired or unknown
+	// session is a no-op.
+	CloseSession(ctx context.Context, s SessionID) error
+}
+
+// ReleaseNotifier is implemented by backends that broadcast releases
+// (Redis over pub/sub, Zookeeper through watches, the memory backend), so
+// that a candidate takes a cleanly released lease over at once (R-CAND-2).
+// The engine discovers it with a type assertion.
+type ReleaseNotifier interface {
+	// WatchRelease returns a channel that is closed once the lease name may
+	// have become free after the call: released, or its owner's session
+	// ended. Spurious wake-ups are allowed; a missed one only delays the
+	// candidate to its next regular attempt. The watch is dropped when ctx
+	// is done, after which the channel may never be closed.
+	WatchRelease(ctx context.Context, name string) (<-chan struct{}, error)
+}

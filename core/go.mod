@@ -1,0 +1,5 @@
+module github.com/simba-go/simba/core
+
+go 1.25
+
+require go.uber.org/goleak v1.3.0 // indirect
