@@ -1,0 +1,413 @@
+package simbaredis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	simba "github.com/simba-go/simba/core"
+)
+
+var (
+	_ simba.Backend         = (*Backend)(nil)
+	_ simba.ReleaseNotifier = (*Backend)(nil)
+)
+
+// Backend is the Redis implementation of simba.Backend and
+// simba.ReleaseNotifier. Every method is one atomic Lua script on the server
+// (a single round trip), is safe for concurrent use and returns soon after
+// its context is done, provided the client honours context deadlines (Open
+// makes sure of it; see New).
+type Backend struct {
+	client      redis.UniversalClient
+	ownsClient  bool
+	prefix      string
+	channel     string
+	log         *slog.Logger
+	onWarning   func(Warning)
+	notify      *notifier
+	closed      atomic.Bool
+	policyMu    sync.Mutex
+	policyKnown atomic.Bool
+
+	warnMu   sync.Mutex
+	warnings []Warning
+}
+
+// New returns a Backend over client, which stays the caller's: Close does
+// not close it. Standalone and Sentinel (failover) clients work with any key
+// prefix; a *redis.ClusterClient or *redis.Ring needs a prefix with a hash
+// tag (such as "{simba}:") so that every key of an operation lives in one
+// slot, and New fails without one.
+//
+// The engine bounds every call with a context deadline; go-redis honours it
+// only when the client was built with ContextTimeoutEnabled. Without it a
+// call against an unresponsive server lasts until the client's read timeout,
+// and New records a WarnContextTimeouts warning.
+//
+// New does not contact the server. It fails only on a nil client or
+// invalid options (errors.Is(err, ErrInvalidOptions)).
+func New(client redis.UniversalClient, opts Options) (*Backend, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	switch client.(type) {
+	case *redis.ClusterClient, *redis.Ring:
+		if !hasHashTag(o.KeyPrefix) {
+			return nil, fmt.Errorf("%w: KeyPrefix %q: a cluster or ring client needs a hash tag in the prefix, like \"{simba}:\"",
+				ErrInvalidOptions, o.KeyPrefix)
+		}
+	}
+	b := &Backend{
+		client:    client,
+		prefix:    o.KeyPrefix,
+		channel:   o.KeyPrefix + "released",
+		log:       o.Logger,
+		onWarning: o.OnWarning,
+	}
+	b.notify = newNotifier(client, b.channel, b.log)
+	if enabled, known := contextTimeouts(client); known && !enabled {
+		b.warn(Warning{Code: WarnContextTimeouts, Message: "the redis client was built without ContextTimeoutEnabled: " +
+			"calls against an unresponsive server last until its read timeout instead of the engine's deadline"})
+	}
+	return b, nil
+}
+
+// Open connects to the Redis server of rawURL and returns a Backend that
+// owns the connection: Close closes it. URLs are those of go-redis's
+// ParseURL: redis://[user:password@]host[:port][/db][?options] for plain
+// TCP, rediss:// for TLS, unix:///path for a socket. opts.TLSConfig,
+// opts.Username and opts.Password override what the URL says.
+//
+// Open checks the connection and the credentials with a PING bounded by ctx:
+// an unreachable server fails with the dial error, a refused password with
+// an error matching ErrAuth. Errors never contain the password.
+// For Sentinel or Cluster, build the go-redis client yourself and use New.
+func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
+	if _, err := opts.withDefaults(); err != nil {
+		return nil, err
+	}
+	copts, where, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if opts.TLSConfig != nil {
+		copts.TLSConfig = opts.TLSConfig
+	}
+	if opts.Username != "" {
+		copts.Username = opts.Username
+	}
+	if opts.Password != "" {
+		copts.Password = opts.Password
+	}
+	copts.ContextTimeoutEnabled = true
+	client := redis.NewClient(copts)
+	if err := client.Ping(ctx).Err(); err != nil {
+		_ = client.Close()
+		return nil, wrapErr("connect to "+where, err)
+	}
+	b, err := New(client, opts)
+	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	b.ownsClient = true
+	return b, nil
+}
+
+// parseURL turns rawURL into client options and a description of the
+// server that is safe to print (the URL with its password redacted).
+func parseURL(rawURL string) (*redis.Options, string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Error repeats the whole URL, password included: keep only
+		// the reason.
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, "", fmt.Errorf("%w: redis URL: %v", ErrInvalidOptions, err)
+	}
+	where := u.Redacted()
+	copts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: redis URL %s: %v", ErrInvalidOptions, where, err)
+	}
+	return copts, where, nil
+}
+
+// contextTimeouts reports whether client honours context deadlines, when
+// its type tells.
+func contextTimeouts(client redis.UniversalClient) (enabled, known bool) {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled, true
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled, true
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled, true
+	}
+	return false, false
+}
+
+// Close stops the release subscription, wakes every release watcher and,
+// when the Backend was made by Open, closes its client. Sessions are left
+// to expire on the server (close them first with CloseSession to free
+// their leases at once). Close is idempotent; every other method returns
+// ErrClosed afterwards.
+func (b *Backend) Close() error {
+	if !b.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	b.notify.close()
+	if b.ownsClient {
+		return wrapErr("close", b.client.Close())
+	}
+	return nil
+}
+
+// KeyPrefix returns the prefix of every key and channel this Backend uses.
+func (b *Backend) KeyPrefix() string { return b.prefix }
+
+// OpenSession creates a session with a random 128-bit id that expires lease
+// (rounded down to whole milliseconds, at least 1ms) after this call unless
+// kept alive. The first call of a Backend also reads the server's
+// maxmemory-policy once (see WarnEvictionPolicy), which costs one more round
+// trip.
+func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
+	if b.closed.Load() {
+		return simba.SessionGrant{}, ErrClosed
+	}
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return simba.SessionGrant{}, err
+	}
+	b.checkEvictionPolicy(ctx)
+	sid := newSessionID()
+	n, err := openScript.Run(ctx, b.client, []string{b.sessionKey(sid)}, ms).Int64()
+	if err != nil {
+		return simba.SessionGrant{}, wrapErr("open session", err)
+	}
+	if n <= 0 {
+		return simba.SessionGrant{}, fmt.Errorf("simbaredis: open session: server reported %dms remaining", n)
+	}
+	return simba.SessionGrant{ID: simba.SessionID(sid), Remaining: time.Duration(n) * time.Millisecond}, nil
+}
+
+// KeepAlive renews s for lease from now (server time) and reports, from the
+// same atomic step, the remaining validity, every lease whose hash still
+// names s (with its token) and the live member count of every group s
+// joined. It returns an error matching simba.ErrSessionExpired when s has
+// expired, was closed or is not an id this package issued.
+//
+// A lease or group key that another program overwrote with another type is
+// left out of the reply (the lease is then no longer reported as owned)
+// and recorded as a WarnWrongTypeKey warning, so that one damaged key does
+// not end the whole session.
+func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
+	if known, err := b.check(s); !known {
+		return simba.KeepAliveReply{}, orExpired(err, "keep-alive", s)
+	}
+	ms, err := leaseMillis(lease)
+	if err != nil {
+		return simba.KeepAliveReply{}, err
+	}
+	sid := string(s)
+	keys := []string{b.sessionKey(sid), b.ownedKey(sid), b.joinedKey(sid)}
+	res, err := keepAliveScript.Run(ctx, b.client, keys, ms, b.prefix, sid).Slice()
+	if err != nil {
+		return simba.KeepAliveReply{}, wrapErr("keep-alive", err)
+	}
+	reply, bad, err := parseKeepAlive(res)
+	if err != nil {
+		return simba.KeepAliveReply{}, fmt.Errorf("simbaredis: keep-alive: %w", err)
+	}
+	if reply.Remaining < 0 {
+		return simba.KeepAliveReply{}, expired("keep-alive", s)
+	}
+	for _, key := range bad {
+		b.warn(Warning{Code: WarnWrongTypeKey, Message: "key " + key + " does not hold the type Simba writes there; it is ignored"})
+	}
+	return reply, nil
+}
+
+// Acquire makes s the owner of name when the lease is free, owned by an
+// expired session or already owned by s, and returns the new term's token:
+// the lease's counter plus one, so tokens of a name strictly increase as
+// long as the lease hash survives (see the README on failover and
+// eviction). It returns Won == false when another live session owns the
+// lease, an error matching simba.ErrSessionExpired when s is gone, a
+// *simba.NameError for an invalid name, and one matching ErrWrongType when
+// the lease key holds something else than a hash.
+func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
+	if known, err := b.check(s, name); !known {
+		return simba.AcquireResult{}, orExpired(err, "acquire", s)
+	}
+	sid := string(s)
+	keys := []string{b.leaseKey(name), b.sessionKey(sid), b.ownedKey(sid)}
+	n, err := acquireScript.Run(ctx, b.client, keys, sid, b.prefix, name).Int64()
+	switch {
+	case err != nil:
+		return simba.AcquireResult{}, wrapErr(fmt.Sprintf("acquire %q", name), err)
+	case n < 0:
+		return simba.AcquireResult{}, expired("acquire", s)
+	case n == 0:
+		return simba.AcquireResult{}, nil
+	}
+	return simba.AcquireResult{Won: true, Token: uint64(n)}, nil
+}
+
+// Release frees name if s owns it with exactly token and publishes the
+// release, so that watchers on every Backend sharing the server wake at
+// once. It is a no-op otherwise, so a late release never frees a later
+// term.
+func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, token uint64) error {
+	if known, err := b.check(s, name); !known {
+		return err
+	}
+	sid := string(s)
+	keys := []string{b.leaseKey(name), b.ownedKey(sid)}
+	tok := strconv.FormatUint(token, 10)
+	err := releaseScript.Run(ctx, b.client, keys, sid, tok, b.channel, name).Err()
+	return wrapErr(fmt.Sprintf("release %q", name), err)
+}
+
+// JoinGroup makes s a member of group until it leaves or the session ends
+// and returns the live member count. Membership is a sorted set scored by
+// each member's session expiry, so members whose session expired stop
+// counting without anyone cleaning up.
+func (b *Backend) JoinGroup(ctx context.Context, s simba.SessionID, group string) (int, error) {
+	if known, err := b.check(s, group); !known {
+		return 0, orExpired(err, "join group", s)
+	}
+	sid := string(s)
+	keys := []string{b.sessionKey(sid), b.joinedKey(sid), b.groupKey(group)}
+	n, err := joinScript.Run(ctx, b.client, keys, sid, group).Int64()
+	switch {
+	case err != nil:
+		return 0, wrapErr(fmt.Sprintf("join group %q", group), err)
+	case n < 0:
+		return 0, expired("join group", s)
+	}
+	return int(n), nil
+}
+
+// LeaveGroup ends the membership of s in group; it is a no-op when s is not
+// a member.
+func (b *Backend) LeaveGroup(ctx context.Context, s simba.SessionID, group string) error {
+	if known, err := b.check(s, group); !known {
+		return err
+	}
+	sid := string(s)
+	keys := []string{b.joinedKey(sid), b.groupKey(group)}
+	err := leaveScript.Run(ctx, b.client, keys, sid, group).Err()
+	return wrapErr(fmt.Sprintf("leave group %q", group), err)
+}
+
+// CloseSession ends s at once: every lease it owns is freed and its release
+// published, every membership ends, and its keys are deleted. Closing an
+// expired or unknown session is a no-op.
+func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
+	if known, err := b.check(s); !known {
+		return err
+	}
+	sid := string(s)
+	keys := []string{b.sessionKey(sid), b.ownedKey(sid), b.joinedKey(sid)}
+	err := closeScript.Run(ctx, b.client, keys, sid, b.prefix, b.channel).Err()
+	return wrapErr("close session", err)
+}
+
+// WatchRelease returns a channel that is closed once name may have become
+// free: a release or session close published by any Backend on the same
+// server and prefix. The first call starts the Backend's one shared
+// subscription. Every (re)connection of that subscription wakes every
+// watcher, since releases may have been missed meanwhile; Close wakes them
+// too. When ctx is done the watch is dropped and the channel may never be
+// closed.
+func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
+	if err := simba.ValidateName(name); err != nil {
+		return nil, err
+	}
+	return b.notify.watch(ctx, name)
+}
+
+func (b *Backend) sessionKey(sid string) string { return b.prefix + "session:" + sid }
+func (b *Backend) ownedKey(sid string) string   { return b.prefix + "owned:" + sid }
+func (b *Backend) joinedKey(sid string) string  { return b.prefix + "joined:" + sid }
+func (b *Backend) leaseKey(name string) string  { return b.prefix + "lease:" + name }
+func (b *Backend) groupKey(group string) string { return b.prefix + "group:" + group }
+
+// check starts every operation on a session: it fails with ErrClosed
+// after Close and with the *simba.NameError of an invalid name, and
+// reports known == false (with a nil error) when s cannot be an id this
+// package issued, so no such session exists. known is false whenever err
+// is not nil.
+func (b *Backend) check(s simba.SessionID, names ...string) (known bool, err error) {
+	if b.closed.Load() {
+		return false, ErrClosed
+	}
+	for _, name := range names {
+		if err := simba.ValidateName(name); err != nil {
+			return false, err
+		}
+	}
+	return validSessionID(string(s)), nil
+}
+
+// orExpired returns err, or when it is nil the error of op on a session
+// that does not exist.
+func orExpired(err error, op string, s simba.SessionID) error {
+	if err != nil {
+		return err
+	}
+	return expired(op, s)
+}
+
+func expired(op string, s simba.SessionID) error {
+	return fmt.Errorf("simbaredis: %s: session %q: %w", op, string(s), simba.ErrSessionExpired)
+}
+
+// leaseMillis converts a session lease to the whole milliseconds Redis
+// expires keys with.
+func leaseMillis(lease time.Duration) (int64, error) {
+	ms := lease.Milliseconds()
+	if ms < 1 {
+		return 0, fmt.Errorf("simbaredis: session lease %v: must be at least 1ms", lease)
+	}
+	return ms, nil
+}
+
+// sessionIDLength is the length of a session id: 128 random bits in hex.
+const sessionIDLength = 32
+
+// newSessionID returns 128 bits from the system's secure random source in
+// lower-case hex (crypto/rand.Read never fails; it aborts the program when
+// the source is broken).
+func newSessionID() string {
+	var raw [sessionIDLength / 2]byte
+	_, _ = rand.Read(raw[:])
+	return hex.EncodeToString(raw[:])
+}
+
+// validSessionID reports whether s has the shape of an id newSessionID
+// makes; anything else cannot name a session of this package.
+func validSessionID(s string) bool {
+	if len(s) != sessionIDLength {
+		return false
+	}
+	return strings.Trim(s, "0123456789abcdef") == ""
+}

@@ -1,0 +1,23 @@
+// Package simbaredis is the Redis backend of Simba: sessions, leases and
+// group memberships kept in Redis 7 (standalone, Sentinel, or Cluster with a
+// hash-tagged key prefix) through go-redis v9.
+//
+// A session is a hash simba:session:<id> that expires (PX) one lease after
+// its last keep-alive; the id is 128 random bits and never reused. A lease
+// is a hash simba:lease:<name> holding the owning session and a token that
+// grows by one with every term; it never expires, so tokens keep growing
+// for as long as the server keeps its data. Every operation is one Lua
+// script that Redis runs atomically, reading time from the server's TIME,
+// never from the client's clock; Acquire, Release and KeepAlive therefore
+// cost one round trip each, whatever the number of leases a session holds.
+// Releases and session closes are published on simba:released, and
+// WatchRelease turns them into immediate take-overs on the other nodes.
+//
+// What can go wrong in production, and what to run instead when fencing
+// must hold across a failover, is in the module's README: asynchronous
+// replication and key eviction can both make a token go back.
+//
+// Use Open to connect from a URL (the Backend owns the connection), or New
+// to wrap a go-redis client you already have (it stays yours). Then hand
+// the Backend to simba.New.
+package simbaredis

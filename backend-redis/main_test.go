@@ -1,0 +1,108 @@
+package simbaredis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// serverURL returns the URL of the test server from SIMBA_TEST_REDIS_URL.
+// Without it the test is skipped, unless CI is set: CI must never pass by
+// skipping.
+func serverURL(t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("SIMBA_TEST_REDIS_URL")
+	if u == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("SIMBA_TEST_REDIS_URL is not set and CI is: run tools/testenv/up redis")
+		}
+		t.Skip("SIMBA_TEST_REDIS_URL is not set (eval \"$(tools/testenv/up redis)\")")
+	}
+	return u
+}
+
+// testPrefix returns a key prefix no other test or run uses, with a hash
+// tag so that the tests also cover the Cluster-ready layout.
+func testPrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "{simbatest-" + hex.EncodeToString(b[:]) + "}:"
+}
+
+// rawClient returns a plain client of url for inspecting and damaging
+// keys; it is closed when the test ends.
+func rawClient(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatalf("ParseURL: %v", err)
+	}
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// openBackend opens a Backend on url with opts (a fresh test prefix when
+// opts.KeyPrefix is empty). When the test ends it is closed and every key
+// under its prefix deleted.
+func openBackend(t testing.TB, url string, opts Options) *Backend {
+	t.Helper()
+	if opts.KeyPrefix == "" {
+		opts.KeyPrefix = testPrefix()
+	}
+	b, err := Open(callCtx(t), url, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	raw := rawClient(t, url)
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		deleteKeys(t, raw, opts.KeyPrefix)
+	})
+	return b
+}
+
+// deleteKeys removes every key under prefix.
+func deleteKeys(t testing.TB, c *redis.Client, prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	iter := c.Scan(ctx, 0, escapeGlob(prefix)+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		c.Del(ctx, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Logf("cleaning keys under %q: %v", prefix, err)
+	}
+}
+
+// escapeGlob quotes the characters SCAN MATCH treats specially.
+func escapeGlob(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\':
+			out = append(out, '\\')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+// callCtx returns the context of one backend call in a test.
+func callCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

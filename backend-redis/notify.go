@@ -1,0 +1,237 @@
+package simbaredis
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Timing of the release subscription.
+const (
+	// defaultHealthInterval is how long the subscription may stay silent
+	// before it is pinged; a ping unanswered for as long again counts as a
+	// lost connection.
+	defaultHealthInterval = 5 * time.Second
+	// minResubscribe and maxResubscribe bound the backoff between attempts
+	// to subscribe again after the subscription was lost.
+	minResubscribe = 100 * time.Millisecond
+	maxResubscribe = 5 * time.Second
+)
+
+// notifier owns a Backend's one subscription to the release channel and
+// dispatches its messages to per-name waiters. The subscription starts with
+// the first watch and ends with close. A lost subscription is replaced by a
+// new one; each confirmed (re)subscription wakes every waiter, because a
+// release may have gone by while nobody listened.
+type notifier struct {
+	client  redis.UniversalClient
+	channel string
+	log     *slog.Logger
+	health  time.Duration
+
+	mu            sync.Mutex
+	waiters       map[string]map[*waiter]struct{}
+	started       bool
+	closed        bool
+	cancel        context.CancelFunc
+	done          chan struct{}
+	ps            *redis.PubSub // the current subscription, closed by close
+	subscriptions int           // confirmed (re)subscriptions so far
+}
+
+// waiter is one WatchRelease call.
+type waiter struct {
+	name string
+	ch   chan struct{}
+	stop func() bool // deregisters the context.AfterFunc that drops it
+}
+
+func newNotifier(client redis.UniversalClient, channel string, log *slog.Logger) *notifier {
+	return &notifier{
+		client:  client,
+		channel: channel,
+		log:     log,
+		health:  defaultHealthInterval,
+		waiters: make(map[string]map[*waiter]struct{}),
+	}
+}
+
+// watch registers a waiter for name that lives until it is woken or ctx
+// is done.
+func (n *notifier) watch(ctx context.Context, name string) (<-chan struct{}, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil, ErrClosed
+	}
+	if !n.started {
+		n.start()
+	}
+	w := &waiter{name: name, ch: make(chan struct{})}
+	set := n.waiters[name]
+	if set == nil {
+		set = make(map[*waiter]struct{})
+		n.waiters[name] = set
+	}
+	set[w] = struct{}{}
+	// Registered under n.mu: drop cannot run before w.stop is set.
+	w.stop = context.AfterFunc(ctx, func() { n.drop(w) })
+	return w.ch, nil
+}
+
+// drop removes w without waking it (its context ended).
+func (n *notifier) drop(w *waiter) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if set := n.waiters[w.name]; set != nil {
+		delete(set, w)
+		if len(set) == 0 {
+			delete(n.waiters, w.name)
+		}
+	}
+}
+
+// wakeLocked wakes and removes every waiter of name. n.mu must be held.
+func (n *notifier) wakeLocked(name string) {
+	for w := range n.waiters[name] {
+		close(w.ch)
+		w.stop()
+	}
+	delete(n.waiters, name)
+}
+
+// wakeAllLocked wakes and removes every waiter. n.mu must be held.
+func (n *notifier) wakeAllLocked() {
+	for name := range n.waiters {
+		n.wakeLocked(name)
+	}
+}
+
+func (n *notifier) released(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.wakeLocked(name)
+}
+
+func (n *notifier) subscribed() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.subscriptions++
+	n.wakeAllLocked()
+}
+
+// start launches the subscription goroutine. n.mu must be held.
+func (n *notifier) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	n.started = true
+	n.cancel = cancel
+	n.done = make(chan struct{})
+	go n.run(ctx)
+}
+
+// close stops the subscription, waits for its goroutine and wakes every
+// waiter. It is idempotent.
+func (n *notifier) close() {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	n.closed = true
+	started, ps := n.started, n.ps
+	if started {
+		n.cancel()
+	}
+	n.wakeAllLocked()
+	n.mu.Unlock()
+	if ps != nil {
+		_ = ps.Close() // interrupts a blocked receive
+	}
+	if started {
+		<-n.done
+	}
+}
+
+// setPS makes ps the current subscription, or reports false when the
+// notifier was closed meanwhile.
+func (n *notifier) setPS(ps *redis.PubSub) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return false
+	}
+	n.ps = ps
+	return true
+}
+
+// run keeps a subscription to the release channel until ctx ends.
+func (n *notifier) run(ctx context.Context) {
+	defer close(n.done)
+	delay := minResubscribe
+	for {
+		ps := n.client.Subscribe(ctx, n.channel)
+		if !n.setPS(ps) {
+			_ = ps.Close()
+			return
+		}
+		live, err := n.receive(ctx, ps)
+		_ = ps.Close()
+		if ctx.Err() != nil {
+			return
+		}
+		if live {
+			delay = minResubscribe
+		}
+		n.log.Debug("simbaredis: release subscription lost, subscribing again", "error", err, "after", delay)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(delay*2, maxResubscribe)
+	}
+}
+
+// receive dispatches the messages of ps until it fails. live reports
+// whether the subscription was confirmed before it failed.
+func (n *notifier) receive(ctx context.Context, ps *redis.PubSub) (live bool, err error) {
+	pinged := false
+	for {
+		msg, err := ps.ReceiveTimeout(ctx, n.health)
+		if err != nil {
+			if ctx.Err() != nil || pinged || !isTimeout(err) {
+				return live, err
+			}
+			if err := ps.Ping(ctx); err != nil {
+				return live, err
+			}
+			pinged = true
+			continue
+		}
+		pinged = false
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				live = true
+				n.subscribed()
+			}
+		case *redis.Message:
+			n.released(m.Payload)
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

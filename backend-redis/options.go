@@ -1,0 +1,100 @@
+package simbaredis
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+)
+
+// DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
+const DefaultKeyPrefix = "simba:"
+
+// MaxKeyPrefixLength is the longest key prefix accepted, in bytes.
+const MaxKeyPrefixLength = 64
+
+// ErrInvalidOptions is matched (with errors.Is) by every error New and Open
+// return for an Options field that is out of bounds.
+var ErrInvalidOptions = errors.New("simbaredis: invalid options")
+
+// Options configures a Backend. The zero value is ready to use: every field
+// has a documented default.
+type Options struct {
+	// KeyPrefix is prepended to every key Simba writes and to the release
+	// channel. Default "simba:" (DefaultKeyPrefix).
+	//
+	// It must be 1 to 64 bytes of printable ASCII without spaces. Braces
+	// are allowed only as one Redis Cluster hash tag, for example
+	// "{simba}:": every Simba key then maps to the same hash slot, which a
+	// Redis Cluster (or a go-redis Ring) requires because each operation is
+	// one script over several keys. The price is that all of Simba's keys
+	// and load sit on the one shard that owns that slot.
+	KeyPrefix string
+
+	// Logger receives the backend's warnings (never a credential). Default
+	// slog.Default().
+	Logger *slog.Logger
+
+	// OnWarning, when set, is called once for every distinct operational
+	// warning the backend detects (see Warning), after it was logged. It
+	// must not block; it may be called from any goroutine.
+	OnWarning func(Warning)
+
+	// TLSConfig, used by Open only, enables TLS with this configuration,
+	// for redis:// URLs too. Default: no TLS for redis:// URLs, and for
+	// rediss:// URLs TLS 1.2+ verifying the URL's host name.
+	TLSConfig *tls.Config
+
+	// Username and Password, used by Open only, authenticate the
+	// connection (Redis 6 ACL user, or the legacy requirepass password when
+	// Username is empty). When set they replace the user information of the
+	// URL, which keeps secrets out of URLs. Default: taken from the URL.
+	Username string
+	Password string
+}
+
+// withDefaults returns o with its defaults filled in, or an error naming
+// the first field out of bounds.
+func (o Options) withDefaults() (Options, error) {
+	if o.KeyPrefix == "" {
+		o.KeyPrefix = DefaultKeyPrefix
+	}
+	if err := validatePrefix(o.KeyPrefix); err != nil {
+		return o, err
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}
+
+func validatePrefix(p string) error {
+	bad := func(reason string) error {
+		return fmt.Errorf("%w: KeyPrefix %q: %s", ErrInvalidOptions, p, reason)
+	}
+	if len(p) > MaxKeyPrefixLength {
+		return bad(fmt.Sprintf("%d bytes, at most %d allowed", len(p), MaxKeyPrefixLength))
+	}
+	for i := 0; i < len(p); i++ {
+		if c := p[i]; c <= ' ' || c > '~' {
+			return bad(fmt.Sprintf("byte %d (%q) is not printable ASCII without spaces", i, rune(c)))
+		}
+	}
+	if strings.ContainsAny(p, "{}") && !hasHashTag(p) {
+		return bad(`braces must form one non-empty hash tag, like "{simba}:"`)
+	}
+	return nil
+}
+
+// hasHashTag reports whether keys starting with p hash by a tag inside p,
+// following Redis Cluster's rule: the bytes between the first '{' and the
+// first '}' after it, when there is at least one.
+func hasHashTag(p string) bool {
+	open := strings.IndexByte(p, '{')
+	if open < 0 {
+		return false
+	}
+	end := strings.IndexByte(p[open+1:], '}')
+	return end > 0
+}

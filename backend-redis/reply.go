@@ -1,0 +1,105 @@
+package simbaredis
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+// errReply is wrapped by every error about a script reply of an unexpected
+// shape. It cannot happen with the scripts of this package unless the
+// server is not Redis-compatible.
+var errReply = errors.New("unexpected script reply")
+
+// parseKeepAlive decodes the reply of keepAliveScript. A reply of {-1}
+// yields a negative Remaining (the session is gone). bad lists the keys the
+// script skipped because they hold the wrong type.
+func parseKeepAlive(res []any) (reply simba.KeepAliveReply, bad []string, err error) {
+	if len(res) == 0 {
+		return reply, nil, fmt.Errorf("%w: empty", errReply)
+	}
+	ms, err := replyInt(res[0])
+	if err != nil {
+		return reply, nil, err
+	}
+	if ms < 0 {
+		reply.Remaining = -1
+		return reply, nil, nil
+	}
+	if len(res) != 4 {
+		return reply, nil, fmt.Errorf("%w: %d elements, want 4", errReply, len(res))
+	}
+	reply.Remaining = time.Duration(ms) * time.Millisecond
+	leases, err := replyPairs(res[1])
+	if err != nil {
+		return reply, nil, err
+	}
+	reply.Leases = make(map[string]uint64, len(leases)/2)
+	for i := 0; i < len(leases); i += 2 {
+		tok, err := strconv.ParseUint(leases[i+1], 10, 64)
+		if err != nil || tok == 0 {
+			return reply, nil, fmt.Errorf("%w: lease %q has token %q", errReply, leases[i], leases[i+1])
+		}
+		reply.Leases[leases[i]] = tok
+	}
+	groups, err := replyPairs(res[2])
+	if err != nil {
+		return reply, nil, err
+	}
+	reply.Groups = make(map[string]int, len(groups)/2)
+	for i := 0; i < len(groups); i += 2 {
+		n, err := strconv.Atoi(groups[i+1])
+		if err != nil || n < 0 {
+			return reply, nil, fmt.Errorf("%w: group %q has %q members", errReply, groups[i], groups[i+1])
+		}
+		reply.Groups[groups[i]] = n
+	}
+	bad, err = replyStrings(res[3])
+	return reply, bad, err
+}
+
+// replyPairs decodes a flat array of an even number of elements as strings.
+func replyPairs(v any) ([]string, error) {
+	s, err := replyStrings(v)
+	if err == nil && len(s)%2 != 0 {
+		err = fmt.Errorf("%w: odd number of elements", errReply)
+	}
+	return s, err
+}
+
+// replyStrings decodes an array whose elements are strings or integers.
+func replyStrings(v any) ([]string, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T, want an array", errReply, v)
+	}
+	out := make([]string, len(arr))
+	for i, e := range arr {
+		switch e := e.(type) {
+		case string:
+			out[i] = e
+		case int64:
+			out[i] = strconv.FormatInt(e, 10)
+		default:
+			return nil, fmt.Errorf("%w: element %d is %T", errReply, i, e)
+		}
+	}
+	return out, nil
+}
+
+func replyInt(v any) (int64, error) {
+	switch v := v.(type) {
+	case int64:
+		return v, nil
+	case string:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%w: %q is not an integer", errReply, v)
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("%w: %T, want an integer", errReply, v)
+}

@@ -1,0 +1,202 @@
+package simbaredis
+
+import "github.com/redis/go-redis/v9"
+
+// Every backend operation is one of the scripts below, run atomically by
+// Redis (EVALSHA, reloaded with EVAL after a NOSCRIPT). Times come from the
+// server's TIME; the client's clock is never used.
+//
+// Keys (P is the key prefix, sid a session id):
+//
+//	P session:<sid>  hash {opened}, PX = the session lease
+//	P owned:<sid>    hash lease name -> token, expires with the session
+//	P joined:<sid>   set of group names, expires with the session
+//	P lease:<name>   hash {session, token}, never expires
+//	P group:<group>  sorted set sid -> session expiry (ms, server time)
+//	P released       pub/sub channel, payload = released lease name
+//
+// Scripts that need keys they can only compute while running (the leases of
+// a session) build them from the prefix passed in ARGV. On Redis Cluster
+// that is only valid when every key shares one hash slot, which is why New
+// requires a hash tag in the prefix there.
+
+// prelude is shared by every script.
+//
+// try runs a command and returns nil when the key holds another type than
+// the command works on; other errors abort the script. must does the same
+// but aborts with an error that names the key. now is the server time in
+// whole milliseconds. int formats a number as an integer argument (Lua's
+// own conversion may print large numbers in exponent form). member renews
+// sid's membership of group key m until exp, drops members whose session
+// expiry has passed, keeps the key alive as long as its longest member and
+// returns the member count (nil if m is not a sorted set).
+const prelude = `
+local function try(cmd, key, ...)
+  local r = redis.pcall(cmd, key, ...)
+  if type(r) == 'table' and r.err then
+    if string.find(r.err, 'WRONGTYPE', 1, true) == 1 then return nil end
+    error(r)
+  end
+  return r
+end
+local function must(kind, cmd, key, ...)
+  local r = try(cmd, key, ...)
+  if r == nil then
+    error({err = 'WRONGTYPE key ' .. key .. ' holds a ' .. redis.call('TYPE', key)['ok'] .. ', not a ' .. kind})
+  end
+  return r
+end
+local function int(n) return string.format('%d', n) end
+local function now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function member(m, sid, t, exp)
+  if try('ZADD', m, int(exp), sid) == nil then return nil end
+  redis.call('ZREMRANGEBYSCORE', m, '-inf', '(' .. int(t))
+  local top = redis.call('ZRANGE', m, -1, -1, 'WITHSCORES')
+  if #top == 0 then return 0 end
+  redis.call('PEXPIREAT', m, int(tonumber(top[2])))
+  return redis.call('ZCARD', m)
+end
+`
+
+// openScript creates a session.
+// KEYS: session. ARGV: lease ms. Reply: remaining ms.
+var openScript = redis.NewScript(prelude + `
+local s = KEYS[1]
+if redis.call('EXISTS', s) == 1 then
+  return redis.error_reply('ERR session id already in use')
+end
+redis.call('HSET', s, 'opened', int(now()))
+redis.call('PEXPIRE', s, ARGV[1])
+return redis.call('PTTL', s)
+`)
+
+// keepAliveScript renews a session and reports what it owns.
+// KEYS: session, owned, joined. ARGV: lease ms, prefix, sid.
+// Reply: {-1} when the session is gone, else {remaining ms, {name, token,
+// ...}, {group, members, ...}, {key of the wrong type, ...}}.
+//
+// A lease is listed only if its hash still names this session; entries of
+// the owned hash that no longer match are dropped. A lease or group key of
+// the wrong type is skipped and reported rather than failing the whole
+// renewal, so one damaged key cannot expire the session.
+var keepAliveScript = redis.NewScript(prelude + `
+local s, o, j = KEYS[1], KEYS[2], KEYS[3]
+local ms, p, sid = ARGV[1], ARGV[2], ARGV[3]
+if must('hash', 'HLEN', s) == 0 then return {-1} end
+local owned = must('hash', 'HGETALL', o)
+local joined = must('set', 'SMEMBERS', j)
+redis.call('PEXPIRE', s, ms)
+local t = now()
+local exp = t + tonumber(ms)
+local leases, groups, bad = {}, {}, {}
+for i = 1, #owned, 2 do
+  local name, l = owned[i], p .. 'lease:' .. owned[i]
+  local cur = try('HMGET', l, 'session', 'token')
+  if cur == nil then
+    bad[#bad + 1] = l
+    redis.call('HDEL', o, name)
+  elseif cur[1] == sid and cur[2] then
+    leases[#leases + 1] = name
+    leases[#leases + 1] = cur[2]
+  else
+    redis.call('HDEL', o, name)
+  end
+end
+for _, g in ipairs(joined) do
+  local m = p .. 'group:' .. g
+  local n = member(m, sid, t, exp)
+  if n == nil then
+    bad[#bad + 1] = m
+  else
+    groups[#groups + 1] = g
+    groups[#groups + 1] = n
+  end
+end
+redis.call('PEXPIRE', o, ms)
+redis.call('PEXPIRE', j, ms)
+return {redis.call('PTTL', s), leases, groups, bad}
+`)
+
+// acquireScript starts a new term when the lease is free, owned by an
+// expired session, or owned by the caller.
+// KEYS: lease, session, owned. ARGV: sid, prefix, name.
+// Reply: -1 session gone, 0 held by another live session, else the token.
+var acquireScript = redis.NewScript(prelude + `
+local l, s, o = KEYS[1], KEYS[2], KEYS[3]
+local sid, p, name = ARGV[1], ARGV[2], ARGV[3]
+if must('hash', 'HLEN', s) == 0 then return -1 end
+must('hash', 'HLEN', o)
+local cur = must('hash', 'HGET', l, 'session')
+if cur and cur ~= sid and redis.call('EXISTS', p .. 'session:' .. cur) == 1 then
+  return 0
+end
+local token = redis.call('HINCRBY', l, 'token', 1)
+redis.call('HSET', l, 'session', sid)
+redis.call('HSET', o, name, redis.call('HGET', l, 'token'))
+redis.call('PEXPIRE', o, int(redis.call('PTTL', s)))
+return token
+`)
+
+// releaseScript frees a lease if the caller owns it with the given token
+// and announces it.
+// KEYS: lease, owned. ARGV: sid, token, channel, name.
+// Reply: 1 released, 0 not owned with that token.
+var releaseScript = redis.NewScript(prelude + `
+local l, o = KEYS[1], KEYS[2]
+local cur = must('hash', 'HMGET', l, 'session', 'token')
+if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
+must('hash', 'HDEL', o, ARGV[4])
+redis.call('HDEL', l, 'session')
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1
+`)
+
+// joinScript adds the session to a group.
+// KEYS: session, joined, group. ARGV: sid, group name.
+// Reply: -1 session gone, else the live member count.
+var joinScript = redis.NewScript(prelude + `
+local s, j, m = KEYS[1], KEYS[2], KEYS[3]
+if must('hash', 'HLEN', s) == 0 then return -1 end
+must('sorted set', 'ZCARD', m)
+must('set', 'SADD', j, ARGV[2])
+local ttl = redis.call('PTTL', s)
+redis.call('PEXPIRE', j, int(ttl))
+local t = now()
+return member(m, ARGV[1], t, t + ttl)
+`)
+
+// leaveScript removes the session from a group.
+// KEYS: joined, group. ARGV: sid, group name. Reply: 1.
+var leaveScript = redis.NewScript(prelude + `
+must('sorted set', 'ZREM', KEYS[2], ARGV[1])
+must('set', 'SREM', KEYS[1], ARGV[2])
+return 1
+`)
+
+// closeScript ends a session: frees and announces its leases, leaves its
+// groups and deletes its keys. Damaged lease or group keys are skipped.
+// KEYS: session, owned, joined. ARGV: sid, prefix, channel.
+// Reply: the number of leases freed.
+var closeScript = redis.NewScript(prelude + `
+local s, o, j = KEYS[1], KEYS[2], KEYS[3]
+local sid, p, ch = ARGV[1], ARGV[2], ARGV[3]
+local owned = try('HKEYS', o) or {}
+local joined = try('SMEMBERS', j) or {}
+local freed = 0
+for _, name in ipairs(owned) do
+  local l = p .. 'lease:' .. name
+  if try('HGET', l, 'session') == sid then
+    redis.call('HDEL', l, 'session')
+    redis.call('PUBLISH', ch, name)
+    freed = freed + 1
+  end
+end
+for _, g in ipairs(joined) do
+  try('ZREM', p .. 'group:' .. g, sid)
+end
+redis.call('DEL', s, o, j)
+return freed
+`)
