@@ -1,0 +1,208 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+var (
+	_ simba.Backend         = (*Conn)(nil)
+	_ simba.ReleaseNotifier = (*Conn)(nil)
+)
+
+// Conn is one node's connection to a [Server]. It implements
+// [simba.Backend] and [simba.ReleaseNotifier] by forwarding to the store,
+// through the faults set on it. A Conn may be used by many goroutines at
+// once, and its faults may be changed while calls are in flight; each call
+// reads them when it starts, except the lost reply, read when the store
+// has answered.
+//
+// A call that must wait for its context (stalled connection, lost reply)
+// waits for ever under a context without deadline.
+type Conn struct {
+	s *Server
+
+	mu      sync.Mutex
+	stalled bool
+	failErr error
+	drop    bool
+	delay   time.Duration
+	calls   map[string]int
+}
+
+// Stall black-holes the connection, like a partition or a paused network:
+// every call starting from now waits until its context is done and returns
+// an error wrapping the context's error, without reaching the store.
+// Release notifications to this connection are lost. A call that started
+// while stalled stays lost even if [Conn.Unstall] comes before its context
+// ends.
+func (c *Conn) Stall() { c.set(func() { c.stalled = true }) }
+
+// Unstall ends [Conn.Stall]: calls starting from now reach the store.
+func (c *Conn) Unstall() { c.set(func() { c.stalled = false }) }
+
+// Fail makes every call starting from now fail at once with an error
+// wrapping err, without reaching the store; Fail(nil) ends that. Release
+// notifications to a failing connection are lost.
+func (c *Conn) Fail(err error) { c.set(func() { c.failErr = err }) }
+
+// DropReplies(true) makes every call reach the store and take effect, then
+// wait until its context is done and return an error wrapping the
+// context's error, as if the reply were lost; release notifications are
+// lost too. DropReplies(false) ends that.
+func (c *Conn) DropReplies(on bool) { c.set(func() { c.drop = on }) }
+
+// Delay makes every call starting from now wait d before it reaches the
+// store; a call whose context ends during the wait returns an error wrapping
+// the context's error and never reaches the store. Delay(0) ends that.
+// Release notifications are not delayed.
+func (c *Conn) Delay(d time.Duration) { c.set(func() { c.delay = max(d, 0) }) }
+
+// Heal clears every fault of the connection.
+func (c *Conn) Heal() {
+	c.set(func() { c.stalled, c.failErr, c.drop, c.delay = false, nil, false, 0 })
+}
+
+// Server returns the store c is connected to.
+func (c *Conn) Server() *Server { return c.s }
+
+// Calls returns, per operation name, how many calls of this connection
+// reached the store (see [Server.Calls]).
+func (c *Conn) Calls() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.calls)
+}
+
+func (c *Conn) set(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f()
+}
+
+// count records a call of op that reached the store.
+func (c *Conn) count(op string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[op]++
+}
+
+// cutOff reports whether a notification to c is lost.
+func (c *Conn) cutOff() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stalled || c.failErr != nil || c.drop
+}
+
+// do runs op against the store through the faults of c.
+func (c *Conn) do(ctx context.Context, op string, f func() error) error {
+	c.mu.Lock()
+	stalled, failErr, delay := c.stalled, c.failErr, c.delay
+	c.mu.Unlock()
+	switch {
+	case failErr != nil:
+		return fmt.Errorf("memory: %s: connection failing: %w", op, failErr)
+	case stalled:
+		<-ctx.Done()
+		return fmt.Errorf("memory: %s: connection stalled: %w", op, ctx.Err())
+	case delay > 0:
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("memory: %s: delayed: %w", op, ctx.Err())
+		case <-t.C:
+		}
+	}
+	err := f()
+	c.mu.Lock()
+	drop := c.drop
+	c.mu.Unlock()
+	if drop {
+		<-ctx.Done()
+		return fmt.Errorf("memory: %s: reply lost: %w", op, ctx.Err())
+	}
+	return err
+}
+
+// OpenSession is [Server.OpenSession] through the faults of c.
+func (c *Conn) OpenSession(ctx context.Context, lease time.Duration) (g simba.SessionGrant, err error) {
+	err = c.do(ctx, OpOpenSession, func() (err error) {
+		g, err = c.s.openSession(ctx, lease, c)
+		return err
+	})
+	if err != nil {
+		return simba.SessionGrant{}, err
+	}
+	return g, nil
+}
+
+// KeepAlive is [Server.KeepAlive] through the faults of c.
+func (c *Conn) KeepAlive(ctx context.Context, id simba.SessionID, lease time.Duration) (r simba.KeepAliveReply, err error) {
+	err = c.do(ctx, OpKeepAlive, func() (err error) {
+		r, err = c.s.keepAlive(ctx, id, lease, c)
+		return err
+	})
+	if err != nil {
+		return simba.KeepAliveReply{}, err
+	}
+	return r, nil
+}
+
+// Acquire is [Server.Acquire] through the faults of c.
+func (c *Conn) Acquire(ctx context.Context, id simba.SessionID, name string) (r simba.AcquireResult, err error) {
+	err = c.do(ctx, OpAcquire, func() (err error) {
+		r, err = c.s.acquire(ctx, id, name, c)
+		return err
+	})
+	if err != nil {
+		return simba.AcquireResult{}, err
+	}
+	return r, nil
+}
+
+// Release is [Server.Release] through the faults of c.
+func (c *Conn) Release(ctx context.Context, id simba.SessionID, name string, token uint64) error {
+	return c.do(ctx, OpRelease, func() error { return c.s.release(ctx, id, name, token, c) })
+}
+
+// JoinGroup is [Server.JoinGroup] through the faults of c.
+func (c *Conn) JoinGroup(ctx context.Context, id simba.SessionID, group string) (n int, err error) {
+	err = c.do(ctx, OpJoinGroup, func() (err error) {
+		n, err = c.s.joinGroup(ctx, id, group, c)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// LeaveGroup is [Server.LeaveGroup] through the faults of c.
+func (c *Conn) LeaveGroup(ctx context.Context, id simba.SessionID, group string) error {
+	return c.do(ctx, OpLeaveGroup, func() error { return c.s.leaveGroup(ctx, id, group, c) })
+}
+
+// CloseSession is [Server.CloseSession] through the faults of c.
+func (c *Conn) CloseSession(ctx context.Context, id simba.SessionID) error {
+	return c.do(ctx, OpCloseSession, func() error { return c.s.closeSession(ctx, id, c) })
+}
+
+// WatchRelease is [Server.WatchRelease] through the faults of c. While c is
+// stalled, failing or dropping replies, the release notifications it would
+// get are lost: the channel is not closed.
+func (c *Conn) WatchRelease(ctx context.Context, name string) (ch <-chan struct{}, err error) {
+	err = c.do(ctx, OpWatchRelease, func() (err error) {
+		ch, err = c.s.watch(ctx, name, c)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ch, nil
+}

@@ -1,0 +1,75 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/simba-go/simba/core/memory"
+)
+
+// Two nodes contend for one lease; when the owner's session expires, the
+// other node wins the next term with a higher token.
+func Example() {
+	ctx := context.Background()
+	srv := memory.New()
+	node1, node2 := srv.Connect(), srv.Connect()
+
+	s1, _ := node1.OpenSession(ctx, 15*time.Second)
+	s2, _ := node2.OpenSession(ctx, 15*time.Second)
+	r1, _ := node1.Acquire(ctx, s1.ID, "report-job")
+	r2, _ := node2.Acquire(ctx, s2.ID, "report-job")
+	fmt.Println("node1 won:", r1.Won, "token", r1.Token)
+	fmt.Println("node2 won:", r2.Won)
+
+	srv.ExpireSession(s1.ID)
+	r2, _ = node2.Acquire(ctx, s2.ID, "report-job")
+	fmt.Println("node2 won:", r2.Won, "token", r2.Token)
+	// Output:
+	// node1 won: true token 1
+	// node2 won: false
+	// node2 won: true token 2
+}
+
+// A stalled connection black-holes every call until its context ends, as
+// a network partition would; the store is untouched.
+func ExampleConn_Stall() {
+	srv := memory.New()
+	node := srv.Connect()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+
+	node.Stall()
+	_, err := node.OpenSession(ctx, 15*time.Second)
+	fmt.Println(errors.Is(err, context.DeadlineExceeded), len(srv.Sessions()))
+	// Output: true 0
+}
+
+// Calls counts the calls that reached the store, per operation.
+func ExampleServer_Calls() {
+	ctx := context.Background()
+	srv := memory.New()
+	node := srv.Connect()
+	s, _ := node.OpenSession(ctx, 15*time.Second)
+	for range 3 {
+		_, _ = node.KeepAlive(ctx, s.ID, 15*time.Second)
+	}
+	fmt.Println(srv.Calls()[memory.OpKeepAlive], node.Calls()[memory.OpOpenSession])
+	// Output: 3 1
+}
+
+// TakeOver hands a lease to a phantom session, so that a test can check
+// how the previous owner reacts to losing it.
+func ExampleServer_TakeOver() {
+	ctx := context.Background()
+	srv := memory.New()
+	s, _ := srv.OpenSession(ctx, 15*time.Second)
+	_, _ = srv.Acquire(ctx, s.ID, "leader")
+
+	token := srv.TakeOver("leader")
+	reply, _ := srv.KeepAlive(ctx, s.ID, 15*time.Second)
+	_, stillOwned := reply.Leases["leader"]
+	fmt.Println(token, stillOwned)
+	// Output: 2 false
+}
