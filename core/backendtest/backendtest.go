@@ -1,0 +1,308 @@
+// Package backendtest is the conformance suite of the Simba backend SPI:
+// every [simba.Backend] (memory, Redis, PostgreSQL, MySQL, Zookeeper) must
+// pass [Run] before the engine can rely on it.
+//
+// The suite checks what the engine's guarantees are built on: fencing
+// tokens that only grow, a lease that stays with its live owner, sessions
+// that expire after the lease they were granted and never come back, close
+// and release semantics, group member counts, every valid lease name, and
+// one winner when many sessions race for a name. Every subtest uses lease
+// and group names with a random part, so it can run against a server that
+// keeps state from earlier runs, and closes the sessions it opened.
+package backendtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+// DefaultLease is the session lease the suite asks for when
+// Harness.Lease is zero.
+const DefaultLease = 2 * time.Second
+
+// Harness describes the backend under test.
+type Harness struct {
+	// New returns a backend connected to the store under test; each call
+	// is one simulated node, all share one store. It may register cleanups
+	// on t (closing its connections).
+	New func(t testing.TB) simba.Backend
+
+	// Lease is the session lease the suite asks for; expiry tests wait
+	// about this long in real time (memory backend: run inside synctest
+	// so it is instant). Default 2s ([DefaultLease]).
+	Lease time.Duration
+
+	// Synctest, when true, runs each subtest inside a testing/synctest
+	// bubble (memory backend only: a backend doing network I/O never lets
+	// the bubble's clock advance).
+	Synctest bool
+}
+
+// Run runs every conformance check against the backend h describes, each
+// as a subtest of t. Checks that wait for an expiry take between one and
+// two leases of real time unless h.Synctest is set.
+func Run(t *testing.T, h Harness) {
+	if h.New == nil {
+		t.Fatal("backendtest: Harness.New is nil")
+	}
+	if h.Lease <= 0 {
+		h.Lease = DefaultLease
+	}
+	run := randomHex(4)
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			body := func(t *testing.T) {
+				c.run(&env{t: t, h: h, prefix: "bt" + run + "-" + c.short + "-"})
+			}
+			if h.Synctest {
+				synctest.Test(t, body)
+			} else {
+				body(t)
+			}
+		})
+	}
+}
+
+// checks lists the subtests in the order they run. short keeps the lease
+// names of each subtest apart.
+var checks = []struct {
+	name, short string
+	run         func(*env)
+}{
+	{"OpenSessionGrantsFreshIDs", "open", testOpenSession},
+	{"TokensIncreaseAcrossTerms", "tok", testTokensIncrease},
+	{"TokenConstantWithinTerm", "term", testTokenConstant},
+	{"LeaseHeldByOtherSessionNotWon", "held", testHeldElsewhere},
+	{"ReleaseWithStaleTokenIsNoop", "stale", testReleaseStaleToken},
+	{"ReleaseByOtherSessionIsNoop", "other", testReleaseByOther},
+	{"KeepAliveDropsLeaseTakenOver", "lost", testKeepAliveDropsLost},
+	{"CloseFreesLeasesAtOnce", "close", testCloseFrees},
+	{"ExpiryAndNoRevival", "exp", testExpiry},
+	{"ValidNamesAtTheLimits", "name", testNames},
+	{"GroupMembership", "grp", testGroups},
+	{"ReleaseNotifier", "watch", testWatchRelease},
+	{"ConcurrentAcquireOneWinner", "race", testConcurrentAcquire},
+}
+
+// randomHex returns n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b)
+}
+
+// env is the state of one subtest.
+type env struct {
+	t      *testing.T
+	h      Harness
+	prefix string // unique to this subtest run
+}
+
+// name returns a lease or group name unique to this subtest run.
+func (e *env) name(s string) string { return e.prefix + s }
+
+// node returns a new connection to the store.
+func (e *env) node() simba.Backend { return e.h.New(e.t) }
+
+// ctx returns the context of one backend call: generous, so that only a
+// hung backend hits it.
+func (e *env) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(e.t.Context(), max(10*time.Second, 5*e.h.Lease))
+}
+
+// session is a session opened by the suite on one node.
+type session struct {
+	e  *env
+	b  simba.Backend
+	id simba.SessionID
+}
+
+// open opens a session on b, checks the grant and closes the session when
+// the subtest ends.
+func (e *env) open(b simba.Backend) *session {
+	e.t.Helper()
+	ctx, cancel := e.ctx()
+	defer cancel()
+	g, err := b.OpenSession(ctx, e.h.Lease)
+	if err != nil {
+		e.t.Fatalf("OpenSession(%v): %v", e.h.Lease, err)
+	}
+	if g.ID == "" {
+		e.t.Fatalf("OpenSession(%v) granted an empty session id", e.h.Lease)
+	}
+	e.checkRemaining("OpenSession", g.Remaining)
+	s := &session{e: e, b: b, id: g.ID}
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, 5*e.h.Lease))
+		defer cancel()
+		if err := b.CloseSession(ctx, g.ID); err != nil {
+			e.t.Errorf("cleanup: CloseSession(%s): %v", g.ID, err)
+		}
+	})
+	return s
+}
+
+// checkRemaining fails unless a granted validity lies in (0, Lease].
+func (e *env) checkRemaining(op string, d time.Duration) {
+	e.t.Helper()
+	if d <= 0 || d > e.h.Lease {
+		e.t.Fatalf("%s asked for a lease of %v and was granted %v, want a value in (0, %v]", op, e.h.Lease, d, e.h.Lease)
+	}
+}
+
+func (s *session) keepAlive() simba.KeepAliveReply {
+	s.e.t.Helper()
+	ctx, cancel := s.e.ctx()
+	defer cancel()
+	r, err := s.b.KeepAlive(ctx, s.id, s.e.h.Lease)
+	if err != nil {
+		s.e.t.Fatalf("KeepAlive(%s) of a live session: %v", s.id, err)
+	}
+	s.e.checkRemaining("KeepAlive", r.Remaining)
+	return r
+}
+
+func (s *session) acquire(name string) simba.AcquireResult {
+	s.e.t.Helper()
+	ctx, cancel := s.e.ctx()
+	defer cancel()
+	r, err := s.b.Acquire(ctx, s.id, name)
+	if err != nil {
+		s.e.t.Fatalf("Acquire(%s, %q): %v", s.id, name, err)
+	}
+	return r
+}
+
+// win acquires name and fails unless the session won it with a token > 0.
+func (s *session) win(name string) uint64 {
+	s.e.t.Helper()
+	r := s.acquire(name)
+	if !r.Won {
+		s.e.t.Fatalf("Acquire(%s, %q) = not won, want won", s.id, name)
+	}
+	if r.Token == 0 {
+		s.e.t.Fatalf("Acquire(%s, %q) won with token 0, want a token > 0", s.id, name)
+	}
+	return r.Token
+}
+
+// winAbove wins name and fails unless its token is above prev, the token
+// of an earlier term of name; why says what happened since.
+func (s *session) winAbove(name string, prev uint64, why string) uint64 {
+	s.e.t.Helper()
+	tok := s.win(name)
+	if tok <= prev {
+		s.e.t.Fatalf("Acquire(%s, %q) won with token %d %s, want more than the earlier term's %d", s.id, name, tok, why, prev)
+	}
+	return tok
+}
+
+// lose acquires name and fails unless the attempt was refused with
+// token 0, the lease being held by another live session.
+func (s *session) lose(name, why string) {
+	s.e.t.Helper()
+	r := s.acquire(name)
+	if r.Won {
+		s.e.t.Fatalf("Acquire(%s, %q) won with token %d, want not won: %s", s.id, name, r.Token, why)
+	}
+	if r.Token != 0 {
+		s.e.t.Fatalf("Acquire(%s, %q) lost with token %d, want token 0 when not won", s.id, name, r.Token)
+	}
+}
+
+func (s *session) release(name string, token uint64) {
+	s.e.t.Helper()
+	ctx, cancel := s.e.ctx()
+	defer cancel()
+	if err := s.b.Release(ctx, s.id, name, token); err != nil {
+		s.e.t.Fatalf("Release(%s, %q, %d): %v", s.id, name, token, err)
+	}
+}
+
+func (s *session) join(group string) int {
+	s.e.t.Helper()
+	ctx, cancel := s.e.ctx()
+	defer cancel()
+	n, err := s.b.JoinGroup(ctx, s.id, group)
+	if err != nil {
+		s.e.t.Fatalf("JoinGroup(%s, %q): %v", s.id, group, err)
+	}
+	return n
+}
+
+// joinWant joins group and fails unless the reply counts want members.
+func (s *session) joinWant(group string, want int, why string) {
+	s.e.t.Helper()
+	if got := s.join(group); got != want {
+		s.e.t.Fatalf("JoinGroup(%s, %q) = %d members, want %d: %s", s.id, group, got, want, why)
+	}
+}
+
+func (s *session) leave(group string) {
+	s.e.t.Helper()
+	ctx, cancel := s.e.ctx()
+	defer cancel()
+	if err := s.b.LeaveGroup(ctx, s.id, group); err != nil {
+		s.e.t.Fatalf("LeaveGroup(%s, %q): %v", s.id, group, err)
+	}
+}
+
+func (s *session) close() {
+	s.e.t.Helper()
+	ctx, cancel := s.e.ctx()
+	defer cancel()
+	if err := s.b.CloseSession(ctx, s.id); err != nil {
+		s.e.t.Fatalf("CloseSession(%s): %v", s.id, err)
+	}
+}
+
+// wantExpired fails unless keep-alive and acquire of the session are
+// refused with simba.ErrSessionExpired; name is the lease tried.
+func (s *session) wantExpired(name, why string) {
+	s.e.t.Helper()
+	ctx, cancel := s.e.ctx()
+	defer cancel()
+	if r, err := s.b.KeepAlive(ctx, s.id, s.e.h.Lease); !errors.Is(err, simba.ErrSessionExpired) {
+		s.e.t.Fatalf("KeepAlive(%s) %s = (%+v, %v), want an error wrapping simba.ErrSessionExpired", s.id, why, r, err)
+	}
+	if r, err := s.b.Acquire(ctx, s.id, name); !errors.Is(err, simba.ErrSessionExpired) {
+		s.e.t.Fatalf("Acquire(%s, %q) %s = (%+v, %v), want an error wrapping simba.ErrSessionExpired", s.id, name, why, r, err)
+	}
+}
+
+// wantLeases fails unless the reply lists exactly want (name -> token).
+func (s *session) wantLeases(r simba.KeepAliveReply, want map[string]uint64, why string) {
+	s.e.t.Helper()
+	if !sameMap(r.Leases, want) {
+		s.e.t.Fatalf("KeepAlive(%s).Leases = %v, want %v: %s", s.id, r.Leases, want, why)
+	}
+}
+
+// wantGroups fails unless the reply lists exactly want (group -> members).
+func (s *session) wantGroups(r simba.KeepAliveReply, want map[string]int, why string) {
+	s.e.t.Helper()
+	if !sameMap(r.Groups, want) {
+		s.e.t.Fatalf("KeepAlive(%s).Groups = %v, want %v: %s", s.id, r.Groups, want, why)
+	}
+}
+
+// sameMap reports whether got and want hold the same entries; a nil map
+// and an empty one are the same.
+func sameMap[V comparable](got, want map[string]V) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			return false
+		}
+	}
+	return true
+}

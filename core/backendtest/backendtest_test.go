@@ -1,0 +1,201 @@
+package backendtest_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
+	"github.com/simba-go/simba/core/memory"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// mutantEnv, when set, makes TestMutants run the suite against the broken
+// backends below instead of being skipped.
+const mutantEnv = "BACKENDTEST_MUTANTS"
+
+// mutants maps each deliberate defect to the checks that must catch it.
+var mutants = map[string][]string{
+	"none":                  nil,
+	"token-constant":        {"TokensIncreaseAcrossTerms"},
+	"not-exclusive":         {"LeaseHeldByOtherSessionNotWon", "ConcurrentAcquireOneWinner"},
+	"release-ignores-token": {"ReleaseWithStaleTokenIsNoop"},
+	"release-by-anyone":     {"ReleaseByOtherSessionIsNoop"},
+	"lists-lost-leases":     {"KeepAliveDropsLeaseTakenOver"},
+	"revives":               {"CloseFreesLeasesAtOnce", "ExpiryAndNoRevival"},
+	"expires-early":         {"ExpiryAndNoRevival"},
+	"never-expires":         {"ExpiryAndNoRevival"},
+	"overstates-remaining":  {"OpenSessionGrantsFreshIDs"},
+	"case-insensitive":      {"ValidNamesAtTheLimits"},
+	"leave-ignored":         {"GroupMembership"},
+	"watch-never-fires":     {"ReleaseNotifier"},
+}
+
+// TestSuiteCatchesBrokenBackends runs the suite against backends with one
+// defect each, in a child process since the suite fails its *testing.T,
+// and checks that every defect makes the expected checks fail while the
+// healthy backend passes everything.
+func TestSuiteCatchesBrokenBackends(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the suite in a child process")
+	}
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestMutants$", "-test.v")
+	cmd.Env = append(os.Environ(), mutantEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the suite passed every broken backend:\n%s", out)
+	}
+	results := make(map[string]string) // "kind/Check" -> PASS, FAIL or SKIP
+	for _, m := range regexp.MustCompile(`--- (PASS|FAIL|SKIP): TestMutants/(\S+)`).FindAllStringSubmatch(string(out), -1) {
+		results[m[2]] = m[1]
+	}
+	for kind, catchers := range mutants {
+		if kind == "none" {
+			if got := results[kind]; got != "PASS" {
+				t.Errorf("the healthy backend: %q, want PASS", got)
+			}
+			continue
+		}
+		for _, check := range catchers {
+			if got := results[kind+"/"+check]; got != "FAIL" {
+				t.Errorf("defect %s: check %s %q, want FAIL", kind, check, got)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("child output:\n%s", out)
+	}
+}
+
+// TestMutants is the child half of TestSuiteCatchesBrokenBackends.
+func TestMutants(t *testing.T) {
+	if os.Getenv(mutantEnv) == "" {
+		t.Skip("run by TestSuiteCatchesBrokenBackends")
+	}
+	for kind := range mutants {
+		t.Run(kind, func(t *testing.T) {
+			srv := memory.New()
+			backendtest.Run(t, backendtest.Harness{
+				New: func(testing.TB) simba.Backend {
+					return &mutant{Conn: srv.Connect(), srv: srv, kind: kind, won: make(map[simba.SessionID]map[string]uint64)}
+				},
+				Synctest: true,
+			})
+		})
+	}
+}
+
+// mutant is a memory connection with one defect, named by kind.
+type mutant struct {
+	*memory.Conn
+	srv  *memory.Server
+	kind string
+
+	mu  sync.Mutex
+	won map[simba.SessionID]map[string]uint64 // for lists-lost-leases
+}
+
+func (m *mutant) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
+	switch m.kind {
+	case "expires-early":
+		g, err := m.Conn.OpenSession(ctx, lease/2)
+		g.Remaining = lease
+		return g, err
+	case "never-expires":
+		g, err := m.Conn.OpenSession(ctx, 1000*lease)
+		g.Remaining = lease
+		return g, err
+	case "overstates-remaining":
+		g, err := m.Conn.OpenSession(ctx, lease)
+		g.Remaining = 2 * lease
+		return g, err
+	}
+	return m.Conn.OpenSession(ctx, lease)
+}
+
+func (m *mutant) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
+	asked := lease
+	switch m.kind {
+	case "expires-early":
+		asked = lease / 2
+	case "never-expires":
+		asked = 1000 * lease
+	}
+	r, err := m.Conn.KeepAlive(ctx, s, asked)
+	r.Remaining = lease
+	switch {
+	case m.kind == "revives" && errors.Is(err, simba.ErrSessionExpired):
+		return simba.KeepAliveReply{Remaining: lease}, nil
+	case m.kind == "lists-lost-leases" && err == nil:
+		m.mu.Lock()
+		for name, tok := range m.won[s] {
+			if _, ok := r.Leases[name]; !ok {
+				r.Leases[name] = tok
+			}
+		}
+		m.mu.Unlock()
+	}
+	return r, err
+}
+
+func (m *mutant) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
+	if m.kind == "case-insensitive" {
+		name = strings.ToLower(name)
+	}
+	r, err := m.Conn.Acquire(ctx, s, name)
+	switch {
+	case err != nil:
+	case m.kind == "token-constant" && r.Won:
+		r.Token = 1
+	case m.kind == "not-exclusive" && !r.Won:
+		r = simba.AcquireResult{Won: true, Token: m.srv.LastToken(name)}
+	case m.kind == "lists-lost-leases" && r.Won:
+		m.mu.Lock()
+		if m.won[s] == nil {
+			m.won[s] = make(map[string]uint64)
+		}
+		m.won[s][name] = r.Token
+		m.mu.Unlock()
+	}
+	return r, err
+}
+
+func (m *mutant) Release(ctx context.Context, s simba.SessionID, name string, token uint64) error {
+	if m.kind == "case-insensitive" {
+		name = strings.ToLower(name)
+	}
+	owner, current, ok := m.srv.Owner(name)
+	switch {
+	case m.kind == "release-ignores-token" && ok && owner == s:
+		token = current
+	case m.kind == "release-by-anyone" && ok:
+		s, token = owner, current
+	}
+	return m.Conn.Release(ctx, s, name, token)
+}
+
+func (m *mutant) LeaveGroup(ctx context.Context, s simba.SessionID, group string) error {
+	if m.kind == "leave-ignored" {
+		return nil
+	}
+	return m.Conn.LeaveGroup(ctx, s, group)
+}
+
+func (m *mutant) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
+	if m.kind == "watch-never-fires" {
+		return make(chan struct{}), nil
+	}
+	return m.Conn.WatchRelease(ctx, name)
+}
