@@ -1,7 +1,21 @@
 module github.com/simba-go/simba/backend-jdbc
 
-go 1.25
+go 1.25.0
 
-require github.com/simba-go/simba/core v0.0.0-00010101000000-000000000000
+require (
+	github.com/go-sql-driver/mysql v1.10.1
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/simba-go/simba/core v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
+
+require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)
 
 replace github.com/simba-go/simba/core => ../core

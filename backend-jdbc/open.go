@@ -1,0 +1,148 @@
+package simbasql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Open connects to the database named by rawURL and returns a backend that
+// owns its client; Close closes it.
+//
+//   - postgres://user:pass@host:5432/db?sslmode=require (or postgresql://):
+//     every parameter pgx understands, sslmode and pool_max_conns included.
+//   - mysql://user:pass@host:3306/db?tls=true: translated to a
+//     go-sql-driver/mysql configuration (parseTime is always on); the
+//     other query parameters are that driver's DSN parameters (tls,
+//     timeout, readTimeout, ...) or server variables.
+//
+// Options.TLS, when set, replaces the URL's TLS settings and
+// Options.Password its password. Open checks the connection and the schema
+// (or migrates it, with Options.Migrate) before it returns, so wrong
+// credentials, an unreachable server and missing tables are reported here.
+// Errors never contain the password.
+func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
+	if _, err := opts.resolve(); err != nil {
+		return nil, err
+	}
+	scheme, _, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		return nil, &OptionsError{Field: "url", Reason: "want postgres://, postgresql:// or mysql://"}
+	}
+	var (
+		b   *Backend
+		err error
+	)
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
+		b, err = openPostgres(ctx, rawURL, opts)
+	case "mysql":
+		b, err = openMySQL(ctx, rawURL, opts)
+	default:
+		return nil, &OptionsError{Field: "url", Reason: fmt.Sprintf("scheme %q: want postgres, postgresql or mysql", scheme)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := b.ready(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func openPostgres(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		// pgx masks the password in its parse errors.
+		return nil, &OptionsError{Field: "url", Reason: err.Error()}
+	}
+	if opts.TLS != nil {
+		cfg.ConnConfig.TLSConfig = opts.TLS.Clone()
+		for _, fb := range cfg.ConnConfig.Fallbacks {
+			fb.TLSConfig = opts.TLS.Clone()
+		}
+	}
+	if opts.Password != "" {
+		cfg.ConnConfig.Password = opts.Password
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("simbasql: connect: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("simbasql: connect: %w", err)
+	}
+	b, err := newBackend(Postgres, opts, func(t tables) store { return newPGStore(pool, t) }, pool.Close)
+	if err != nil {
+		pool.Close()
+	}
+	return b, err
+}
+
+// mysqlConfig translates a mysql:// URL into a driver configuration.
+func mysqlConfig(rawURL string, opts Options) (*mysql.Config, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Error would print the URL, password included.
+		return nil, &OptionsError{Field: "url", Reason: "not a valid mysql:// URL"}
+	}
+	// ParseDSN validates and applies the driver parameters; the address is
+	// filled in afterwards, so TLS is resolved again for the real host.
+	cfg, err := mysql.ParseDSN("/?" + u.RawQuery)
+	if err != nil {
+		return nil, &OptionsError{Field: "url", Reason: "query parameters: " + err.Error()}
+	}
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	if opts.Password != "" {
+		cfg.Passwd = opts.Password
+	}
+	if strings.Contains(cfg.User, ":") {
+		return nil, &OptionsError{Field: "url", Reason: "user name contains ':'"}
+	}
+	cfg.Net = "tcp"
+	cfg.Addr = u.Host
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:3306"
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if cfg.DBName == "" {
+		return nil, &OptionsError{Field: "url", Reason: "no database name in the path"}
+	}
+	cfg.ParseTime = true
+	cfg.TLS = nil // recomputed from TLSConfig for the real address
+	if opts.TLS != nil {
+		cfg.TLS = opts.TLS.Clone()
+	}
+	return cfg, nil
+}
+
+func openMySQL(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
+	cfg, err := mysqlConfig(rawURL, opts)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, &OptionsError{Field: "url", Reason: err.Error()}
+	}
+	db := sql.OpenDB(conn)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("simbasql: connect: %w", err)
+	}
+	b, err := newBackend(MySQL, opts, func(t tables) store { return newMySQLStore(db, t) }, func() { db.Close() })
+	if err != nil {
+		db.Close()
+	}
+	return b, err
+}
