@@ -2,6 +2,10 @@ module github.com/simba-go/simba/backend-zk
 
 go 1.25
 
-require github.com/simba-go/simba/core v0.0.0-00010101000000-000000000000
+require (
+	github.com/go-zookeeper/zk v1.0.4
+	github.com/simba-go/simba/core v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
 
 replace github.com/simba-go/simba/core => ../core

@@ -1,0 +1,218 @@
+package simbazk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	simba "github.com/simba-go/simba/core"
+)
+
+// ErrClosed is returned by every method of a [Backend] after Close.
+var ErrClosed = errors.New("simbazk: backend closed")
+
+// Backend is a [simba.Backend] and [simba.ReleaseNotifier] on a Zookeeper
+// ensemble. Each session it opens is a Zookeeper session on a connection
+// of its own; a further connection, dialed on first use, carries the
+// release watches. All methods are safe for concurrent use and return soon
+// after their context is done (the request already sent still completes
+// in the background).
+type Backend struct {
+	servers   []string
+	opts      Options
+	log       *slog.Logger
+	leasesDir string // Root/leases
+	groupsDir string // Root/groups
+
+	mu       sync.Mutex
+	closed   bool
+	closing  chan struct{} // closed by Close
+	sessions map[simba.SessionID]*session
+	conns    map[*session]struct{} // every session whose connection still runs
+	watcher  *watchConn            // nil until the first WatchRelease
+	watches  map[string]*releaseWatch
+	wg       sync.WaitGroup // every goroutine the backend started
+}
+
+var (
+	_ simba.Backend         = (*Backend)(nil)
+	_ simba.ReleaseNotifier = (*Backend)(nil)
+)
+
+// New returns a backend on the Zookeeper servers given as "host:port".
+// It validates opts and dials nothing: each session dials its own
+// connection. The backend owns every connection it opens; Close closes
+// them all.
+func New(servers []string, opts Options) (*Backend, error) {
+	if len(servers) == 0 {
+		return nil, &OptionsError{Field: "servers", Reason: "empty list"}
+	}
+	o, err := opts.resolve()
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{
+		servers:   append([]string(nil), servers...),
+		opts:      o,
+		log:       o.Logger.With("component", "simbazk"),
+		leasesDir: o.Root + "/leases",
+		groupsDir: o.Root + "/groups",
+		closing:   make(chan struct{}),
+		sessions:  make(map[simba.SessionID]*session),
+		conns:     make(map[*session]struct{}),
+		watches:   make(map[string]*releaseWatch),
+	}
+	return b, nil
+}
+
+// Open is [New] with a Zookeeper connect string,
+// "host:port,host:port[/chroot]". A chroot is placed before opts.Root (or
+// its default): "zk1:2181/app" keeps the leases under /app/simba/leases.
+func Open(connect string, opts Options) (*Backend, error) {
+	servers, chroot, err := ParseConnectString(connect)
+	if err != nil {
+		return nil, err
+	}
+	if chroot != "" {
+		root := opts.Root
+		if root == "" {
+			root = DefaultRoot
+		}
+		opts.Root = chroot + root
+	}
+	return New(servers, opts)
+}
+
+// Root returns the path under which the backend keeps its nodes.
+func (b *Backend) Root() string { return b.opts.Root }
+
+// Close closes every connection the backend opened, which ends every
+// session at once on the server (their leases are freed and their group
+// memberships end), and waits for the backend's goroutines. Calls in
+// flight fail; later calls return ErrClosed. Close is idempotent and
+// always returns nil.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	close(b.closing)
+	all := make([]*session, 0, len(b.conns))
+	for s := range b.conns {
+		all = append(all, s)
+	}
+	w := b.watcher
+	b.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Go(s.closeConn)
+	}
+	if w != nil {
+		wg.Go(w.close)
+	}
+	wg.Wait()
+	b.wg.Wait()
+	return nil
+}
+
+// spawn runs f on a goroutine that Close waits for. It reports false,
+// without running f, once the backend is closed.
+func (b *Backend) spawn(f func()) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.wg.Go(f)
+	return true
+}
+
+// call runs f on its own goroutine and returns its result, or the context's
+// error as soon as ctx is done. The Zookeeper client has no cancellation:
+// an abandoned f finishes in the background (a request is answered or
+// failed within the response timeout, at once when the connection closes).
+func call[T any](ctx context.Context, b *Backend, op string, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	var zero T
+	if err := ctx.Err(); err != nil {
+		return zero, fmt.Errorf("simbazk: %s: %w", op, err)
+	}
+	ch := make(chan result, 1)
+	if !b.spawn(func() {
+		v, err := f()
+		ch <- result{v, err}
+	}) {
+		return zero, ErrClosed
+	}
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-ch:
+			return r.v, r.err
+		default:
+		}
+		return zero, fmt.Errorf("simbazk: %s: %w", op, ctx.Err())
+	}
+}
+
+// session returns the live session id names, or simba.ErrSessionExpired
+// when it is unknown, closed or expired.
+func (b *Backend) session(id simba.SessionID) (*session, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	s, ok := b.sessions[id]
+	if !ok || s.expired.Load() {
+		return nil, fmt.Errorf("simbazk: session %s: %w", id, simba.ErrSessionExpired)
+	}
+	return s, nil
+}
+
+// leasePath is the node of lease name (a valid Simba name).
+func (b *Backend) leasePath(name string) string { return b.leasesDir + "/" + name }
+
+// groupPath is the node under which the members of group live.
+func (b *Backend) groupPath(group string) string { return b.groupsDir + "/" + group }
+
+// ensureParents creates every missing ancestor of path (persistent nodes
+// with the configured ACL).
+func (b *Backend) ensureParents(conn *zk.Conn, path string) error {
+	for i := 1; i < len(path); i++ {
+		if path[i] != '/' {
+			continue
+		}
+		if _, err := conn.Create(path[:i], nil, 0, b.opts.ACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("simbazk: create %s: %w", path[:i], err)
+		}
+	}
+	return nil
+}
+
+// zkLogger routes the Zookeeper client's messages to slog at debug level.
+type zkLogger struct{ l *slog.Logger }
+
+func (z zkLogger) Printf(format string, args ...any) {
+	if z.l.Enabled(context.Background(), slog.LevelDebug) {
+		z.l.Debug("zookeeper client: " + fmt.Sprintf(format, args...))
+	}
+}
+
+// clampTimeout turns a lease into a session timeout the protocol can carry.
+func clampTimeout(d time.Duration) time.Duration {
+	const most = time.Duration(1<<31-1) * time.Millisecond
+	return min(max(d, time.Millisecond), most)
+}

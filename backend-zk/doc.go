@@ -1,0 +1,30 @@
+// Package simbazk is the Zookeeper backend of Simba: leader election and
+// distributed locks whose sessions are Zookeeper sessions.
+//
+// The model maps one to one onto Zookeeper (spec R-BE-3):
+//
+//   - A Simba session is a Zookeeper session on a connection of its own.
+//     [Backend.OpenSession] dials it with the lease as session timeout; the
+//     server may negotiate a shorter one (maxSessionTimeout), which the
+//     grant reports so that the engine renews faster (R-DL-5). The
+//     [simba.SessionID] is the Zookeeper session id in hex (R-SES-2).
+//   - A lease is the ephemeral node Root/leases/{name}; its fencing token
+//     is the node's czxid, strictly increasing but not consecutive.
+//   - A group member is the ephemeral node Root/groups/{group}/{session}.
+//   - A release is broadcast through a watch on the lease node
+//     ([Backend.WatchRelease]), which fires on a clean release and on the
+//     deletion that follows the owner's session expiry (R-CAND-2).
+//
+// Only Simba's own calls renew a session: the Zookeeper client's
+// background pings are not sent, so a session that is no longer kept alive
+// expires after its negotiated timeout even while the process lives, as
+// the backend contract requires. Once Zookeeper reports a session expired,
+// its connection is closed and never allowed to open a replacement
+// session: every later call with that SessionID returns
+// [simba.ErrSessionExpired] (R-SES-3).
+//
+// Lease names are Simba names ([simba.ValidateName]): 1-128 characters of
+// [A-Za-z0-9._:-], other than "." and "..". Each is a valid Zookeeper path
+// component as it is, so a name and its node path map one to one without
+// escaping.
+package simbazk

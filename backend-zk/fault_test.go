@@ -1,0 +1,228 @@
+package simbazk
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+// newProxiedBackend returns a backend that reaches the test server through
+// a proxy the test can cut, and a backend on the server directly, both
+// under one root.
+func newProxiedBackend(t *testing.T) (viaProxy, direct *Backend, p *proxy) {
+	t.Helper()
+	direct, servers := newTestBackend(t, Options{})
+	p = newProxy(t, servers[0])
+	viaProxy, err := New([]string{p.addr()}, Options{Root: direct.Root(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = viaProxy.Close() })
+	return viaProxy, direct, p
+}
+
+func TestServerDownAtStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now
+
+	b, err := New([]string{addr}, Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	c, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = b.OpenSession(c, lease)
+	took := time.Since(start)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("OpenSession with the server down = %v, want a deadline error naming the refused connection", err)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("OpenSession took %v, want about the ctx deadline (1.5s)", took)
+	}
+	t.Logf("error after %v: %v", took.Round(time.Millisecond), err)
+}
+
+func TestExpiresWithoutKeepAlive(t *testing.T) {
+	// The Zookeeper client's pings must not keep a session alive: only the
+	// backend's calls do, as the SPI requires.
+	b, _ := newTestBackend(t, Options{})
+	a, c := mustOpen(t, b, lease), mustOpen(t, b, 30*time.Second)
+	mustAcquire(t, b, a, "x")
+	deadline := time.Now().Add(4 * lease)
+	for {
+		if r := mustAcquire(t, b, c, "x"); r.Won {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session with a %v lease still holds its lease after %v without keep-alive", lease, 4*lease)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	wantExpiredForever(t, b, a)
+}
+
+func TestKeepAliveKeepsSession(t *testing.T) {
+	b, _ := newTestBackend(t, Options{})
+	a, c := mustOpen(t, b, lease), mustOpen(t, b, 30*time.Second)
+	r := mustAcquire(t, b, a, "x")
+	for end := time.Now().Add(3 * lease); time.Now().Before(end); time.Sleep(lease / 3) {
+		if got := mustKeepAlive(t, b, a).Leases["x"]; got != r.Token {
+			t.Fatalf("KeepAlive leases[x] = %d, want %d", got, r.Token)
+		}
+	}
+	if r := mustAcquire(t, b, c, "x"); r.Won {
+		t.Fatal("a kept-alive session lost its lease")
+	}
+}
+
+// wantExpiredForever checks that session s is refused as expired, now and
+// a while later.
+func wantExpiredForever(t *testing.T, b *Backend, s simba.SessionID) {
+	t.Helper()
+	for i := range 3 {
+		if i > 0 {
+			time.Sleep(lease / 2)
+		}
+		if _, err := b.KeepAlive(ctx(t), s, lease); !errors.Is(err, simba.ErrSessionExpired) {
+			t.Fatalf("KeepAlive of the expired session = %v, want ErrSessionExpired", err)
+		}
+		if _, err := b.Acquire(ctx(t), s, "other"); !errors.Is(err, simba.ErrSessionExpired) {
+			t.Fatalf("Acquire on the expired session = %v, want ErrSessionExpired", err)
+		}
+		if _, err := b.JoinGroup(ctx(t), s, "g"); !errors.Is(err, simba.ErrSessionExpired) {
+			t.Fatalf("JoinGroup on the expired session = %v, want ErrSessionExpired", err)
+		}
+	}
+}
+
+func TestShortConnectionLoss(t *testing.T) {
+	b, direct, p := newProxiedBackend(t)
+	s := mustOpen(t, b, lease)
+	r := mustAcquire(t, b, s, "x")
+	other := mustOpen(t, direct, lease)
+
+	p.Cut()
+	time.Sleep(lease / 4)
+	p.Restore()
+
+	// The session reconnects with the same id and keeps its lease.
+	c, cancel := context.WithTimeout(context.Background(), lease/2)
+	defer cancel()
+	var reply simba.KeepAliveReply
+	var err error
+	for {
+		if reply, err = b.KeepAlive(c, s, lease); err == nil || c.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("KeepAlive after a %v cut: %v", lease/4, err)
+	}
+	if reply.Leases["x"] != r.Token {
+		t.Fatalf("KeepAlive leases = %v, want x:%d", reply.Leases, r.Token)
+	}
+	if r := mustAcquire(t, direct, other, "x"); r.Won {
+		t.Fatal("lease taken over after a short connection loss")
+	}
+}
+
+func TestLongConnectionLoss(t *testing.T) {
+	b, direct, p := newProxiedBackend(t)
+	s := mustOpen(t, b, lease)
+	mustAcquire(t, b, s, "x")
+	other := mustOpen(t, direct, 30*time.Second)
+
+	p.Cut()
+	// While cut, keep-alives fail but are not "expired": the client
+	// cannot know yet.
+	c, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, err := b.KeepAlive(c, s, lease)
+	cancel()
+	if err == nil || errors.Is(err, simba.ErrSessionExpired) {
+		t.Fatalf("KeepAlive while cut = %v, want a transient error", err)
+	}
+	// The server expires the session after its timeout; the lease frees.
+	deadline := time.Now().Add(4 * lease)
+	for !mustAcquire(t, direct, other, "x").Won {
+		if time.Now().After(deadline) {
+			t.Fatal("lease not freed after the session timeout")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p.Restore()
+	// Back online: the client learns the session expired, for good.
+	deadline = time.Now().Add(4 * lease)
+	for {
+		c, cancel := context.WithTimeout(context.Background(), lease/2)
+		_, err := b.KeepAlive(c, s, lease)
+		cancel()
+		if errors.Is(err, simba.ErrSessionExpired) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("KeepAlive after reconnecting = %v, want ErrSessionExpired", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wantExpiredForever(t, b, s)
+	// The old connection did not open a replacement session that could
+	// take anything: a new session is needed and works.
+	s2 := mustOpen(t, b, lease)
+	if s2 == s {
+		t.Fatalf("new session reused the id %s", s)
+	}
+	if r := mustAcquire(t, b, s2, "y"); !r.Won {
+		t.Fatal("new session cannot acquire")
+	}
+}
+
+func TestCappedSessionTimeout(t *testing.T) {
+	servers := testServers(t, "SIMBA_TEST_ZK_CAPPED_SERVERS")
+	b, err := New(servers, Options{Root: testRoot(t, servers), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	g, err := b.OpenSession(ctx(t), 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Remaining <= 0 || g.Remaining > 4*time.Second {
+		t.Fatalf("OpenSession(10s) on a server capped at 4s granted %v, want (0, 4s]", g.Remaining)
+	}
+	r, err := b.KeepAlive(ctx(t), g.ID, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Remaining != g.Remaining {
+		t.Fatalf("KeepAlive Remaining = %v, want the negotiated %v", r.Remaining, g.Remaining)
+	}
+}
+
+func TestContextHonoured(t *testing.T) {
+	b, _ := newTestBackend(t, Options{})
+	s := mustOpen(t, b, lease)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := b.Acquire(done, s, "x"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Acquire with a cancelled ctx = %v, want context.Canceled", err)
+	}
+	if _, err := b.KeepAlive(done, s, lease); !errors.Is(err, context.Canceled) {
+		t.Errorf("KeepAlive with a cancelled ctx = %v, want context.Canceled", err)
+	}
+	if _, err := b.OpenSession(done, lease); !errors.Is(err, context.Canceled) {
+		t.Errorf("OpenSession with a cancelled ctx = %v, want context.Canceled", err)
+	}
+}

@@ -1,0 +1,254 @@
+package simbazk
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	simba "github.com/simba-go/simba/core"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// testServers returns the servers named by env var key. Without it the
+// test is skipped, or fails when CI is set.
+func testServers(t testing.TB, key string) []string {
+	t.Helper()
+	v := os.Getenv(key)
+	if v == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set (CI requires a real Zookeeper)", key)
+		}
+		t.Skipf("%s is not set; run tools/testenv/up zk", key)
+	}
+	return strings.Split(v, ",")
+}
+
+// quiet is a logger for tests: debug records are dropped unless -v.
+func quiet() *slog.Logger {
+	if testing.Verbose() && os.Getenv("SIMBA_TEST_ZK_DEBUG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// testAuth is the digest identity of the tests that use one; the cleanup
+// of every test root authenticates with it.
+const testAuth = "simba:s3cret"
+
+// testRoot returns a root path of its own for one test, removed (with
+// everything under it) when the test ends.
+func testRoot(t testing.TB, servers []string) string {
+	root := "/simba-test/" + strings.ReplaceAll(t.Name(), "/", "_") + "-" + randomHex(4)
+	t.Cleanup(func() {
+		a := dialAdmin(t, servers)
+		defer a.close()
+		if err := a.conn.AddAuth("digest", []byte(testAuth)); err != nil {
+			t.Errorf("admin auth: %v", err)
+		}
+		a.removeAll(root)
+	})
+	return root
+}
+
+// newTestBackend returns a backend on SIMBA_TEST_ZK_SERVERS under a fresh
+// root, closed when the test ends.
+func newTestBackend(t testing.TB, opts Options) (*Backend, []string) {
+	t.Helper()
+	servers := testServers(t, "SIMBA_TEST_ZK_SERVERS")
+	if opts.Root == "" {
+		opts.Root = testRoot(t, servers)
+	}
+	if opts.Logger == nil {
+		opts.Logger = quiet()
+	}
+	b, err := New(servers, opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b, servers
+}
+
+// admin is a plain Zookeeper connection the tests use to look at and
+// tamper with the nodes behind the backend's back.
+type admin struct {
+	t      testing.TB
+	conn   *zk.Conn
+	events <-chan zk.Event
+}
+
+func dialAdmin(t testing.TB, servers []string) *admin {
+	t.Helper()
+	conn, events, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(zkLogger{quiet()}))
+	if err != nil {
+		t.Fatalf("admin connect: %v", err)
+	}
+	return &admin{t: t, conn: conn, events: events}
+}
+
+func (a *admin) close() {
+	a.conn.Close()
+	for range a.events {
+	}
+}
+
+// removeAll deletes path and everything under it.
+func (a *admin) removeAll(path string) {
+	children, _, err := a.conn.Children(path)
+	if errors.Is(err, zk.ErrNoNode) {
+		return
+	}
+	if err != nil {
+		a.t.Errorf("admin: children of %s: %v", path, err)
+		return
+	}
+	for _, c := range children {
+		a.removeAll(path + "/" + c)
+	}
+	if err := a.conn.Delete(path, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		a.t.Errorf("admin: delete %s: %v", path, err)
+	}
+}
+
+// ctx returns a context for one backend call in a test.
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// mustOpen opens a session with the given lease.
+func mustOpen(t testing.TB, b *Backend, lease time.Duration) simba.SessionID {
+	t.Helper()
+	g, err := b.OpenSession(ctx(t), lease)
+	if err != nil {
+		t.Fatalf("OpenSession(%v): %v", lease, err)
+	}
+	return g.ID
+}
+
+func mustAcquire(t testing.TB, b *Backend, s simba.SessionID, name string) simba.AcquireResult {
+	t.Helper()
+	r, err := b.Acquire(ctx(t), s, name)
+	if err != nil {
+		t.Fatalf("Acquire(%s, %q): %v", s, name, err)
+	}
+	return r
+}
+
+func mustKeepAlive(t testing.TB, b *Backend, s simba.SessionID) simba.KeepAliveReply {
+	t.Helper()
+	r, err := b.KeepAlive(ctx(t), s, 0)
+	if err != nil {
+		t.Fatalf("KeepAlive(%s): %v", s, err)
+	}
+	return r
+}
+
+// requests is how many requests (pings excluded) session s has sent.
+func requests(t testing.TB, b *Backend, s simba.SessionID) int64 {
+	t.Helper()
+	ss, err := b.session(s)
+	if err != nil {
+		t.Fatalf("session %s: %v", s, err)
+	}
+	return ss.requests.Load()
+}
+
+// proxy is a TCP proxy to a Zookeeper server that a test can cut: Cut
+// closes every connection and refuses new ones until Restore.
+type proxy struct {
+	ln       net.Listener
+	upstream string
+	wg       sync.WaitGroup
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]struct{}
+}
+
+func newProxy(t testing.TB, upstream string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("proxy listen: %v", err)
+	}
+	p := &proxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}}
+	p.wg.Go(p.accept)
+	t.Cleanup(p.close)
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		u, err := net.DialTimeout("tcp", p.upstream, time.Second)
+		if err != nil {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		p.conns[c], p.conns[u] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		pipe := func(dst, src net.Conn) {
+			_, _ = io.Copy(dst, src)
+			_ = dst.Close()
+			_ = src.Close()
+		}
+		p.wg.Go(func() { pipe(u, c) })
+		p.wg.Go(func() { pipe(c, u) })
+	}
+}
+
+// Cut closes every proxied connection and refuses new ones.
+func (p *proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	clear(p.conns)
+}
+
+// Restore accepts connections again.
+func (p *proxy) Restore() {
+	p.mu.Lock()
+	p.cut = false
+	p.mu.Unlock()
+}
+
+func (p *proxy) close() {
+	_ = p.ln.Close()
+	p.Cut()
+	p.wg.Wait()
+}

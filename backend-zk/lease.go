@@ -1,0 +1,220 @@
+package simbazk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/go-zookeeper/zk"
+	simba "github.com/simba-go/simba/core"
+)
+
+// acquireTries bounds how often Acquire retries when the node changes under
+// it (freed, or replaced) between two of its requests.
+const acquireTries = 4
+
+// Acquire creates the ephemeral node Root/leases/{name} for session id; the
+// token is the node's czxid. Creating the node and reading its stat is one
+// request (a multi of create and set-data), so an uncontended acquire is
+// one round trip. When the node exists and another session owns it, the
+// result is not won. When id itself owns it, a new term starts: the node
+// is deleted and created again in one multi guarded by its version, so the
+// token grows. Missing parents of the node are created on first use.
+//
+// It returns a *simba.NameError for an invalid name, and
+// simba.ErrSessionExpired once the session expired.
+func (b *Backend) Acquire(ctx context.Context, id simba.SessionID, name string) (simba.AcquireResult, error) {
+	if err := simba.ValidateName(name); err != nil {
+		return simba.AcquireResult{}, err
+	}
+	s, err := b.session(id)
+	if err != nil {
+		return simba.AcquireResult{}, err
+	}
+	return call(ctx, b, "acquire "+name, func() (simba.AcquireResult, error) { return s.acquire(ctx, name) })
+}
+
+func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult, error) {
+	path := s.b.leasePath(name)
+	op := "acquire " + name
+	created := false
+	for range acquireTries {
+		if err := ctx.Err(); err != nil {
+			return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: %w", op, err)
+		}
+		st, err := s.create(path)
+		switch {
+		case err == nil:
+			return s.won(op, name, path, st)
+		case errors.Is(err, zk.ErrNoNode) && !created:
+			if err := s.b.ensureParents(s.conn, path); err != nil {
+				return simba.AcquireResult{}, s.failed(ctx, op, err)
+			}
+			created = true
+			continue
+		case !errors.Is(err, zk.ErrNodeExists):
+			return simba.AcquireResult{}, s.failed(ctx, op, err)
+		}
+		ok, cur, err := s.conn.Exists(path)
+		switch {
+		case err != nil:
+			return simba.AcquireResult{}, s.failed(ctx, op, err)
+		case !ok:
+			continue // freed in between: try again
+		case cur.EphemeralOwner != s.zid.Load():
+			return simba.AcquireResult{}, nil
+		}
+		// This session owns it: start a new term with a new node.
+		res, err := s.conn.Multi(
+			&zk.DeleteRequest{Path: path, Version: cur.Version},
+			&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
+			&zk.SetDataRequest{Path: path, Version: -1},
+		)
+		switch {
+		case err == nil && len(res) == 3 && res[2].Stat != nil:
+			return s.won(op, name, path, res[2].Stat)
+		case err == nil:
+			return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: unexpected multi reply", op)
+		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
+			continue // changed in between: look again
+		default:
+			return simba.AcquireResult{}, s.failed(ctx, op, err)
+		}
+	}
+	return simba.AcquireResult{}, nil
+}
+
+// create creates the ephemeral node path and returns its stat, in one
+// request.
+func (s *session) create(path string) (*zk.Stat, error) {
+	res, err := s.conn.Multi(
+		&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
+		&zk.SetDataRequest{Path: path, Version: -1},
+	)
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != 2 || res[1].Stat == nil {
+		return nil, errors.New("unexpected multi reply")
+	}
+	return res[1].Stat, nil
+}
+
+// won records a node this session just created. A node owned by another
+// Zookeeper session means the connection is no longer this session's: the
+// node is removed and the session is expired.
+func (s *session) won(op, name, path string, st *zk.Stat) (simba.AcquireResult, error) {
+	if st.EphemeralOwner != s.zid.Load() {
+		_ = s.conn.Delete(path, st.Version)
+		s.expire("a node was created by another session on its connection")
+		return simba.AcquireResult{}, s.failed(context.Background(), op, zk.ErrSessionExpired)
+	}
+	s.mu.Lock()
+	s.leases[name] = st.Czxid
+	s.dirty = true
+	s.mu.Unlock()
+	return simba.AcquireResult{Won: true, Token: uint64(st.Czxid)}, nil
+}
+
+// Release deletes Root/leases/{name} if session id owns it with exactly
+// token (its czxid) and is a no-op otherwise, so a late release never frees
+// a later term. It reads the node's stat, then deletes that version: two
+// round trips.
+func (b *Backend) Release(ctx context.Context, id simba.SessionID, name string, token uint64) error {
+	if err := simba.ValidateName(name); err != nil {
+		return err
+	}
+	s, err := b.session(id)
+	if err != nil {
+		return err
+	}
+	if token == 0 || token > math.MaxInt64 {
+		return nil // no node ever had that czxid
+	}
+	_, err = call(ctx, b, "release "+name, func() (struct{}, error) { return struct{}{}, s.release(ctx, name, int64(token)) })
+	return err
+}
+
+func (s *session) release(ctx context.Context, name string, token int64) error {
+	path := s.b.leasePath(name)
+	ok, st, err := s.conn.Exists(path)
+	if err != nil {
+		return s.failed(ctx, "release "+name, err)
+	}
+	if ok && st.EphemeralOwner == s.zid.Load() && st.Czxid == token {
+		err := s.conn.Delete(path, st.Version)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+			return s.failed(ctx, "release "+name, err)
+		}
+	}
+	s.mu.Lock()
+	if s.leases[name] == token {
+		delete(s.leases, name)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// JoinGroup creates the ephemeral member node Root/groups/{group}/{id} and
+// returns the number of children of Root/groups/{group}: two round trips.
+// The group name follows the rules of lease names.
+func (b *Backend) JoinGroup(ctx context.Context, id simba.SessionID, group string) (int, error) {
+	if err := simba.ValidateName(group); err != nil {
+		return 0, err
+	}
+	s, err := b.session(id)
+	if err != nil {
+		return 0, err
+	}
+	return call(ctx, b, "join group "+group, func() (int, error) { return s.join(ctx, group) })
+}
+
+func (s *session) join(ctx context.Context, group string) (int, error) {
+	op := "join group " + group
+	dir := s.b.groupPath(group)
+	member := dir + "/" + string(s.id())
+	_, err := s.create(member)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = s.b.ensureParents(s.conn, member); err == nil {
+			_, err = s.create(member)
+		}
+	}
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return 0, s.failed(ctx, op, err)
+	}
+	s.mu.Lock()
+	s.groups[group] = struct{}{}
+	s.mu.Unlock()
+	ok, st, err := s.conn.Exists(dir)
+	if err != nil {
+		return 0, s.failed(ctx, op, err)
+	}
+	if !ok {
+		return 0, nil
+	}
+	return int(st.NumChildren), nil
+}
+
+// LeaveGroup deletes the member node of session id in group; leaving a
+// group the session is not in is a no-op.
+func (b *Backend) LeaveGroup(ctx context.Context, id simba.SessionID, group string) error {
+	if err := simba.ValidateName(group); err != nil {
+		return err
+	}
+	s, err := b.session(id)
+	if err != nil {
+		return err
+	}
+	_, err = call(ctx, b, "leave group "+group, func() (struct{}, error) {
+		s.mu.Lock()
+		delete(s.groups, group)
+		s.mu.Unlock()
+		err := s.conn.Delete(s.b.groupPath(group)+"/"+string(s.id()), -1)
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return struct{}{}, s.failed(ctx, "leave group "+group, err)
+		}
+		return struct{}{}, nil
+	})
+	return err
+}

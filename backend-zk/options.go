@@ -1,0 +1,198 @@
+package simbazk
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Defaults of [Options].
+const (
+	DefaultRoot        = "/simba"
+	DefaultDialTimeout = time.Second
+)
+
+// ErrInvalidOptions is matched (with errors.Is) by every *OptionsError.
+var ErrInvalidOptions = errors.New("simbazk: invalid options")
+
+// OptionsError reports an [Options] field or a server list that cannot be
+// used. Its message never contains a password.
+type OptionsError struct {
+	Field  string // e.g. "Root"
+	Reason string // what is wrong with it
+}
+
+func (e *OptionsError) Error() string { return "simbazk: options " + e.Field + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrInvalidOptions) true for every *OptionsError.
+func (e *OptionsError) Is(target error) bool { return target == ErrInvalidOptions }
+
+// Options configures a [Backend]. The zero value is usable: every field has
+// a documented default.
+//
+// Options holds a password in Auth: its String and LogValue methods print
+// "redacted" in its place, and the backend never logs it.
+type Options struct {
+	// Root is the absolute path under which Simba keeps its nodes: leases
+	// under Root/leases, group members under Root/groups. Missing parents
+	// are created on first use with ACL. It must not end with "/", contain
+	// an empty, "." or ".." component, or lie under /zookeeper.
+	// Default "/simba".
+	Root string
+
+	// Auth is a digest identity, "user:password", added to every
+	// connection before it is used. Empty means no authentication.
+	Auth string
+
+	// ACL is set on every node Simba creates (Root and its parents
+	// included). Default: when Auth is set, only the authenticated identity
+	// may create, modify or delete Simba's nodes and everyone may read them
+	// (auth:ALL plus world:anyone READ); without Auth, world:anyone ALL.
+	ACL []zk.ACL
+
+	// DialTimeout bounds each connection attempt to one server, TLS
+	// handshake included. Default 1s.
+	DialTimeout time.Duration
+
+	// TLS, when not nil, wraps every connection in TLS with this
+	// configuration (the server's secureClientPort). When ServerName is
+	// empty, the host of the server address is used.
+	TLS *tls.Config
+
+	// Dialer, when not nil, opens the raw connections instead of a
+	// net.Dialer (a proxy, a custom network). The context carries
+	// DialTimeout. TLS, when set, is layered on top.
+	Dialer func(ctx context.Context, network, address string) (net.Conn, error)
+
+	// Logger receives the backend's records, all at debug level: session
+	// state changes and the Zookeeper client's own messages, which are
+	// routed here instead of the standard logger. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// String describes o with the password of Auth redacted.
+func (o Options) String() string {
+	return fmt.Sprintf("simbazk.Options{Root:%q Auth:%s ACL:%d entries DialTimeout:%v TLS:%t Dialer:%t}",
+		o.Root, redact(o.Auth), len(o.ACL), o.DialTimeout, o.TLS != nil, o.Dialer != nil)
+}
+
+// GoString is String, so that %#v does not print the password either.
+func (o Options) GoString() string { return o.String() }
+
+// LogValue makes slog print o with the password of Auth redacted.
+func (o Options) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("root", o.Root),
+		slog.String("auth", redact(o.Auth)),
+		slog.Int("acl", len(o.ACL)),
+		slog.Duration("dial_timeout", o.DialTimeout),
+		slog.Bool("tls", o.TLS != nil),
+	)
+}
+
+// redact keeps the user of a "user:password" identity.
+func redact(auth string) string {
+	if auth == "" {
+		return `""`
+	}
+	user, _, _ := strings.Cut(auth, ":")
+	return user + ":redacted"
+}
+
+// resolve fills the defaults in a copy of o and validates it.
+func (o Options) resolve() (Options, error) {
+	if o.Root == "" {
+		o.Root = DefaultRoot
+	}
+	if err := validateRoot(o.Root); err != nil {
+		return o, err
+	}
+	if o.Auth != "" {
+		user, pass, ok := strings.Cut(o.Auth, ":")
+		if !ok || user == "" || pass == "" {
+			return o, &OptionsError{Field: "Auth", Reason: `want "user:password" with both parts non-empty`}
+		}
+	}
+	if o.DialTimeout < 0 {
+		return o, &OptionsError{Field: "DialTimeout", Reason: fmt.Sprintf("%v is negative", o.DialTimeout)}
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = DefaultDialTimeout
+	}
+	if o.ACL == nil {
+		if o.Auth != "" {
+			o.ACL = append(zk.AuthACL(zk.PermAll), zk.WorldACL(zk.PermRead)...)
+		} else {
+			o.ACL = zk.WorldACL(zk.PermAll)
+		}
+	}
+	if len(o.ACL) == 0 {
+		return o, &OptionsError{Field: "ACL", Reason: "empty: no identity could use the nodes (leave it nil for the default)"}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}
+
+// validateRoot checks that root is an absolute Zookeeper path Simba may own.
+func validateRoot(root string) error {
+	bad := func(reason string) error {
+		return &OptionsError{Field: "Root", Reason: fmt.Sprintf("%q: %s", root, reason)}
+	}
+	switch {
+	case !strings.HasPrefix(root, "/"):
+		return bad("must start with /")
+	case root == "/":
+		return bad(`must name a node below "/"`)
+	case strings.HasSuffix(root, "/"):
+		return bad("must not end with /")
+	case root == "/zookeeper" || strings.HasPrefix(root, "/zookeeper/"):
+		return bad("/zookeeper is reserved by the server")
+	}
+	for _, c := range strings.Split(root[1:], "/") {
+		switch c {
+		case "":
+			return bad("empty path component")
+		case ".", "..":
+			return bad(`"." and ".." are not valid path components`)
+		}
+		for _, r := range c {
+			if r < 0x20 || (r >= 0x7f && r <= 0x9f) || (r >= 0xd800 && r <= 0xf8ff) || (r >= 0xfff0 && r <= 0xffff) {
+				return bad(fmt.Sprintf("character %U is not allowed in a Zookeeper path", r))
+			}
+		}
+	}
+	return nil
+}
+
+// ParseConnectString splits a Zookeeper connect string,
+// "host:port,host:port[/chroot]", into its server list and its chroot
+// ("" when absent).
+func ParseConnectString(s string) (servers []string, chroot string, err error) {
+	hosts := s
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		hosts, chroot = s[:i], s[i:]
+		if chroot == "/" {
+			chroot = ""
+		} else if err := validateRoot(chroot); err != nil {
+			return nil, "", &OptionsError{Field: "connect string", Reason: "chroot " + err.(*OptionsError).Reason}
+		}
+	}
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			servers = append(servers, h)
+		}
+	}
+	if len(servers) == 0 {
+		return nil, "", &OptionsError{Field: "connect string", Reason: fmt.Sprintf("%q names no server", s)}
+	}
+	return servers, chroot, nil
+}

@@ -1,0 +1,417 @@
+package simbazk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	simba "github.com/simba-go/simba/core"
+)
+
+// errNoRevival is what the dialer of an expired session answers: its
+// connection must never open a replacement session.
+var errNoRevival = errors.New("simbazk: session expired, not reconnecting")
+
+// session is one Simba session: a Zookeeper session on its own connection.
+type session struct {
+	b    *Backend
+	conn *zk.Conn
+
+	zid      atomic.Int64 // Zookeeper session id; 0 until connected
+	timeout  atomic.Int64 // negotiated session timeout, in ns
+	ready    chan struct{}
+	expired  atomic.Bool
+	dead     chan struct{} // closed when expired
+	done     chan struct{} // closed when the connection's goroutines ended
+	requests atomic.Int64  // requests sent, pings excluded (tests, benchmarks)
+
+	closeOnce sync.Once
+	dialMu    sync.Mutex
+	dialErr   error // the last failed dial, for a clear OpenSession error
+
+	connMu sync.Mutex
+	down   bool          // a connection broke and no new one answered yet
+	next   chan struct{} // closed at the next connect response
+
+	mu       sync.Mutex
+	leases   map[string]int64 // lease name -> czxid of the node this session created
+	groups   map[string]struct{}
+	dirty    bool  // leases were added since the last verification
+	verified int64 // pzxid of Root/leases when the leases were last verified; -1 for none
+}
+
+// id is the session's SessionID: its Zookeeper session id in hex.
+func (s *session) id() simba.SessionID {
+	return simba.SessionID(fmt.Sprintf("%016x", s.zid.Load()))
+}
+
+// responseTimeout is how long a request may wait for its answer before
+// the connection is presumed dead: 2/3 of the session timeout, as the
+// Zookeeper client itself uses.
+func (s *session) responseTimeout() time.Duration {
+	return time.Duration(s.timeout.Load()) * 2 / 3
+}
+
+// dial opens a connection of the session; once expired it refuses.
+func (s *session) dial(network, address string, _ time.Duration) (net.Conn, error) {
+	if s.expired.Load() {
+		return nil, errNoRevival
+	}
+	c, err := s.b.dialRaw(network, address)
+	if err != nil {
+		s.dialMu.Lock()
+		s.dialErr = err
+		s.dialMu.Unlock()
+		return nil, err
+	}
+	sc := &sessionConn{Conn: c, s: s}
+	sc.handshake.Store(true)
+	return sc, nil
+}
+
+// connected is called with the connect response of each connection.
+func (s *session) connected(id int64, timeout time.Duration) {
+	defer func() {
+		s.connMu.Lock()
+		s.down = false
+		close(s.next)
+		s.next = make(chan struct{})
+		s.connMu.Unlock()
+	}()
+	switch {
+	case id == 0:
+		s.expire("the server reports it expired")
+	case s.zid.CompareAndSwap(0, id):
+		s.timeout.Store(int64(timeout))
+		close(s.ready)
+	case s.zid.Load() != id:
+		s.expire("the server opened a different session")
+	default:
+		s.timeout.Store(int64(timeout))
+	}
+}
+
+// expire marks the session expired for good and closes its connection.
+func (s *session) expire(reason string) {
+	if s.expired.Swap(true) {
+		return
+	}
+	close(s.dead)
+	b := s.b
+	b.log.Debug("session expired", "session", s.id(), "reason", reason)
+	b.mu.Lock()
+	if cur, ok := b.sessions[s.id()]; ok && cur == s {
+		delete(b.sessions, s.id())
+	}
+	b.mu.Unlock()
+	b.spawn(s.closeConn) // when closed, Close closes it
+}
+
+// closeConn closes the connection (once) and waits for its goroutines.
+func (s *session) closeConn() {
+	s.closeOnce.Do(s.conn.Close)
+	<-s.done
+}
+
+// failed maps an error of the Zookeeper client for op, marking the session
+// expired when the server says so. After a lost connection it waits (at
+// most until ctx is done) for the client's next connect: that is when an
+// expiry shows, so a session that expired while the connection was down
+// is reported expired rather than as a transient failure.
+func (s *session) failed(ctx context.Context, op string, err error) error {
+	if errors.Is(err, zk.ErrSessionExpired) {
+		s.expire("a request was refused as expired")
+	}
+	if !s.expired.Load() && (errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)) {
+		s.connMu.Lock()
+		down, next := s.down, s.next
+		s.connMu.Unlock()
+		if down {
+			select {
+			case <-next:
+			case <-s.dead:
+			case <-s.b.closing:
+			case <-ctx.Done():
+			}
+		}
+	}
+	if s.expired.Load() {
+		return fmt.Errorf("simbazk: %s: session %s: %w", op, s.id(), simba.ErrSessionExpired)
+	}
+	return fmt.Errorf("simbazk: %s: %w", op, err)
+}
+
+// lost is called when a connection of the session broke.
+func (s *session) lost() {
+	s.connMu.Lock()
+	s.down = true
+	s.connMu.Unlock()
+}
+
+// OpenSession dials a new Zookeeper session with lease as its session
+// timeout and waits until the server accepted it. The grant's Remaining is
+// the timeout the server negotiated, which is less than lease when the
+// server caps it (maxSessionTimeout) and more when lease is below the
+// server's minimum (2 ticks). When no server answers before ctx is done,
+// the error wraps ctx.Err() and names the last connection failure.
+func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
+	if lease <= 0 {
+		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: lease %v must be positive", lease)
+	}
+	s := &session{
+		b:        b,
+		ready:    make(chan struct{}),
+		dead:     make(chan struct{}),
+		done:     make(chan struct{}),
+		next:     make(chan struct{}),
+		leases:   make(map[string]int64),
+		groups:   make(map[string]struct{}),
+		verified: -1,
+	}
+	if err := ctx.Err(); err != nil {
+		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
+	}
+	conn, events, err := zk.Connect(b.servers, clampTimeout(lease),
+		zk.WithDialer(s.dial), zk.WithLogger(zkLogger{b.log}))
+	if err != nil {
+		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
+	}
+	s.conn = conn
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		conn.Close()
+		for range events {
+		}
+		return simba.SessionGrant{}, ErrClosed
+	}
+	b.conns[s] = struct{}{}
+	b.wg.Go(func() {
+		for range events { // the channel closes when the connection's goroutines end
+		}
+		b.mu.Lock()
+		delete(b.conns, s)
+		b.mu.Unlock()
+		close(s.done)
+	})
+	b.mu.Unlock()
+
+	abandon := func(err error) (simba.SessionGrant, error) {
+		b.spawn(s.closeConn)
+		return simba.SessionGrant{}, err
+	}
+	select {
+	case <-s.ready:
+	case <-s.dead:
+		return abandon(fmt.Errorf("simbazk: open session: %w", simba.ErrSessionExpired))
+	case <-b.closing:
+		return abandon(ErrClosed)
+	case <-ctx.Done():
+		s.dialMu.Lock()
+		last := s.dialErr
+		s.dialMu.Unlock()
+		if last != nil {
+			return abandon(fmt.Errorf("simbazk: open session: no Zookeeper server of %v answered (last: %v): %w", b.servers, last, ctx.Err()))
+		}
+		return abandon(fmt.Errorf("simbazk: open session: no session from %v yet: %w", b.servers, ctx.Err()))
+	}
+	if b.opts.Auth != "" {
+		if _, err := call(ctx, b, "open session: add auth", func() (struct{}, error) {
+			return struct{}{}, conn.AddAuth("digest", []byte(b.opts.Auth))
+		}); err != nil {
+			return abandon(err)
+		}
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return abandon(ErrClosed)
+	}
+	b.sessions[s.id()] = s
+	b.mu.Unlock()
+	b.log.Debug("session opened", "session", s.id(), "timeout", time.Duration(s.timeout.Load()))
+	return simba.SessionGrant{ID: s.id(), Remaining: time.Duration(s.timeout.Load())}, nil
+}
+
+// KeepAlive renews session id with one request (the server renews a
+// session on any request) and reports, in the same call, the leases it
+// owns and the member count of each group it joined. Remaining is the
+// negotiated session timeout, counted by the server from the request; the
+// lease argument is ignored, a Zookeeper session timeout being fixed when
+// the session opens.
+//
+// The leases reported are the ones this session acquired, checked against
+// the server: when no child of Root/leases was created or deleted since
+// the last check (its pzxid did not move), they all still exist and the
+// renewal request is the whole cost; otherwise each is read (pipelined)
+// and those deleted or no longer owned by this session are left out.
+//
+// It returns simba.ErrSessionExpired once the server reported the session
+// expired; such a session is never revived.
+func (b *Backend) KeepAlive(ctx context.Context, id simba.SessionID, _ time.Duration) (simba.KeepAliveReply, error) {
+	s, err := b.session(id)
+	if err != nil {
+		return simba.KeepAliveReply{}, err
+	}
+	return call(ctx, b, "keep-alive", func() (simba.KeepAliveReply, error) { return s.keepAlive(ctx) })
+}
+
+func (s *session) keepAlive(ctx context.Context) (simba.KeepAliveReply, error) {
+	s.mu.Lock()
+	leases := make(map[string]int64, len(s.leases))
+	for name, tok := range s.leases {
+		leases[name] = tok
+	}
+	groups := make([]string, 0, len(s.groups))
+	for g := range s.groups {
+		groups = append(groups, g)
+	}
+	dirty, verified := s.dirty, s.verified
+	s.dirty = false
+	s.mu.Unlock()
+
+	// One wave: Root/leases (the renewal itself) and every group's node.
+	paths := make([]string, 0, 1+len(groups))
+	paths = append(paths, s.b.leasesDir)
+	for _, g := range groups {
+		paths = append(paths, s.b.groupPath(g))
+	}
+	stats, err := s.existsAll(ctx, paths)
+	if err != nil {
+		s.mu.Lock()
+		s.dirty = s.dirty || dirty
+		s.mu.Unlock()
+		return simba.KeepAliveReply{}, s.failed(ctx, "keep-alive", err)
+	}
+	pzxid := int64(-1)
+	if stats[0] != nil {
+		pzxid = stats[0].Pzxid
+	}
+	reply := simba.KeepAliveReply{
+		Remaining: time.Duration(s.timeout.Load()),
+		Leases:    make(map[string]uint64, len(leases)),
+		Groups:    make(map[string]int, len(groups)),
+	}
+	for i, g := range groups {
+		if st := stats[1+i]; st != nil {
+			reply.Groups[g] = int(st.NumChildren)
+		} else {
+			reply.Groups[g] = 0
+		}
+	}
+
+	gone := map[string]int64{}
+	if len(leases) > 0 && (dirty || pzxid != verified) {
+		names := make([]string, 0, len(leases))
+		lpaths := make([]string, 0, len(leases))
+		for name := range leases {
+			names = append(names, name)
+			lpaths = append(lpaths, s.b.leasePath(name))
+		}
+		lstats, err := s.existsAll(ctx, lpaths)
+		if err != nil {
+			s.mu.Lock()
+			s.dirty = true
+			s.mu.Unlock()
+			return simba.KeepAliveReply{}, s.failed(ctx, "keep-alive", err)
+		}
+		zid := s.zid.Load()
+		for i, name := range names {
+			if st := lstats[i]; st == nil || st.EphemeralOwner != zid || st.Czxid != leases[name] {
+				gone[name] = leases[name]
+			}
+		}
+	}
+	for name, tok := range leases {
+		if _, lost := gone[name]; !lost {
+			reply.Leases[name] = uint64(tok)
+		}
+	}
+
+	s.mu.Lock()
+	for name, tok := range gone {
+		if s.leases[name] == tok {
+			delete(s.leases, name)
+		}
+	}
+	if !s.dirty {
+		s.verified = pzxid
+	}
+	s.mu.Unlock()
+	if s.expired.Load() {
+		return simba.KeepAliveReply{}, s.failed(ctx, "keep-alive", zk.ErrSessionExpired)
+	}
+	return reply, nil
+}
+
+// pipeline is how many reads existsAll keeps in flight.
+const pipeline = 64
+
+// existsAll reads the stat of every path, several requests in flight at a
+// time on the session's connection; a missing node gives a nil stat.
+func (s *session) existsAll(ctx context.Context, paths []string) ([]*zk.Stat, error) {
+	stats := make([]*zk.Stat, len(paths))
+	errs := make([]error, min(len(paths), pipeline))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range errs {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(paths) || ctx.Err() != nil {
+					return
+				}
+				ok, st, err := s.conn.Exists(paths[i])
+				if err != nil {
+					errs[w] = err
+					next.Store(int64(len(paths))) // stop the others
+					return
+				}
+				if ok {
+					stats[i] = st
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return stats, nil
+}
+
+// CloseSession ends session id at once: the server deletes its lease and
+// member nodes before it answers, so other sessions can take the leases
+// over right away (R-SES-4). Closing an unknown or expired session is a
+// no-op. When ctx ends first, the close completes in the background.
+func (b *Backend) CloseSession(ctx context.Context, id simba.SessionID) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return ErrClosed
+	}
+	s, ok := b.sessions[id]
+	delete(b.sessions, id)
+	b.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	_, err := call(ctx, b, "close session", func() (struct{}, error) {
+		s.closeConn()
+		return struct{}{}, nil
+	})
+	if errors.Is(err, ErrClosed) {
+		return nil // Close closes it
+	}
+	return err
+}

@@ -1,0 +1,165 @@
+package simbazk
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	simba "github.com/simba-go/simba/core"
+)
+
+// watchTimeout is the session timeout of the connection that carries the
+// release watches. It holds no ephemeral node, so its length only decides
+// how long the watches survive a lost connection.
+const watchTimeout = 10 * time.Second
+
+// watchConn is the backend's connection for release watches. Unlike a
+// session's, it may silently move to a new Zookeeper session after an
+// expiry: the watches it had fire then (a spurious wake-up) and later ones
+// work on the new session.
+type watchConn struct {
+	conn *zk.Conn
+	done chan struct{} // closed when the connection's goroutines ended
+	once sync.Once
+	auth chan struct{} // closed once the connection is set up (Auth added)
+	err  error         // the set-up's error, readable after auth is closed
+}
+
+func (w *watchConn) close() {
+	w.once.Do(w.conn.Close)
+	<-w.done
+}
+
+// releaseWatch is one Zookeeper watch on a lease node, shared by every
+// WatchRelease caller of that name until it fires.
+type releaseWatch struct {
+	fired chan struct{}
+}
+
+// WatchRelease returns a channel that is closed once the lease name may
+// have become free: its node was deleted (a release, or the owner's session
+// ended) or changed. When the node does not exist, the channel is already
+// closed. Every caller watching a name shares one Zookeeper watch, set with
+// one exists request when the first one asks; later callers pay nothing.
+//
+// A Zookeeper watch cannot be removed: when ctx is done the caller stops
+// waiting, the watch stays until the node changes or Close. Close fires
+// every pending watch and ends its goroutine. A lost watch connection also
+// fires the watches (spurious wake-ups are allowed by the contract).
+func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
+	if err := simba.ValidateName(name); err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if w, ok := b.watches[name]; ok {
+		b.mu.Unlock()
+		return w.fired, nil
+	}
+	w := &releaseWatch{fired: make(chan struct{})}
+	b.watches[name] = w
+	wc, err := b.watchConnLocked()
+	b.mu.Unlock()
+	if err != nil {
+		b.fire(name, w)
+		return nil, err
+	}
+
+	path := b.leasePath(name)
+	set := make(chan error, 1)
+	if !b.spawn(func() {
+		<-wc.auth
+		if wc.err != nil {
+			set <- wc.err
+			b.fire(name, w)
+			b.dropWatcher(wc)
+			return
+		}
+		exists, _, ev, err := wc.conn.ExistsW(path)
+		set <- err
+		if err == nil && exists {
+			select {
+			case <-ev: // deleted, changed, or the connection lost its watches
+			case <-b.closing:
+			}
+		}
+		b.fire(name, w)
+	}) {
+		b.fire(name, w)
+		return nil, ErrClosed
+	}
+	select {
+	case err := <-set:
+		if err != nil {
+			return nil, fmt.Errorf("simbazk: watch release %s: %w", name, err)
+		}
+		return w.fired, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("simbazk: watch release %s: %w", name, ctx.Err())
+	}
+}
+
+// fire closes w and forgets it, so that the next caller sets a new watch.
+func (b *Backend) fire(name string, w *releaseWatch) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.watches[name] == w {
+		delete(b.watches, name)
+		close(w.fired)
+	}
+}
+
+// watchConnLocked returns the watch connection, dialing it on first use.
+// b.mu must be held and the backend open.
+func (b *Backend) watchConnLocked() (*watchConn, error) {
+	if b.watcher != nil {
+		return b.watcher, nil
+	}
+	conn, events, err := zk.Connect(b.servers, watchTimeout,
+		zk.WithDialer(func(network, address string, _ time.Duration) (net.Conn, error) {
+			return b.dialRaw(network, address)
+		}),
+		zk.WithLogger(zkLogger{b.log}))
+	if err != nil {
+		return nil, fmt.Errorf("simbazk: watch connection: %w", err)
+	}
+	w := &watchConn{conn: conn, done: make(chan struct{}), auth: make(chan struct{})}
+	b.wg.Go(func() {
+		for range events {
+		}
+		close(w.done)
+	})
+	// Before the first watch: add Auth, then one plain round trip. The
+	// Zookeeper client reads its last zxid unsynchronised right after it
+	// connects when watches are already registered; letting that moment
+	// pass first keeps the race detector quiet about it.
+	b.wg.Go(func() {
+		defer close(w.auth)
+		if b.opts.Auth != "" {
+			if w.err = conn.AddAuth("digest", []byte(b.opts.Auth)); w.err != nil {
+				return
+			}
+		}
+		_, _, w.err = conn.Exists(b.opts.Root)
+	})
+	b.watcher = w
+	return w, nil
+}
+
+// dropWatcher closes a watch connection that could not be used, so that
+// the next WatchRelease dials a new one.
+func (b *Backend) dropWatcher(wc *watchConn) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.watcher != wc {
+		return // Close, or an earlier drop, closes it
+	}
+	b.watcher = nil
+	b.wg.Go(wc.close)
+}
