@@ -85,8 +85,9 @@ redis.call('SET', KEYS[2], ARGV[2])
 return 1
 `
 
-// fenceRead returns the token and the value, read together.
-const fenceRead = `return redis.call('MGET', KEYS[1], KEYS[2])`
+// fenceRead returns the token and the value, read together. GET, unlike
+// MGET, fails on a key of another type instead of reading it as missing.
+const fenceRead = `return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}`
 
 var (
 	fenceWriteScript = redis.NewScript(fenceWrite)
@@ -121,8 +122,9 @@ func (f *Fence) Read(ctx context.Context) (token uint64, value string, err error
 		return 0, "", fmt.Errorf("simbaredis: %s: %d replies, want 2", op, len(vals))
 	}
 	if s, ok := vals[0].(string); ok {
-		if token, err = strconv.ParseUint(s, 10, 64); err != nil {
-			return 0, "", fmt.Errorf("simbaredis: %s: key does not hold a token: %w", op, err)
+		token, err = strconv.ParseUint(s, 10, 64)
+		if err != nil || strconv.FormatUint(token, 10) != s {
+			return 0, "", fmt.Errorf("simbaredis: %s: key does not hold a token: %q", op, s)
 		}
 	}
 	value, _ = vals[1].(string)
