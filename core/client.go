@@ -1,0 +1,536 @@
+package simba
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Status is the state of a client's session (R-SES-5).
+type Status int
+
+// Session states.
+const (
+	StatusOpening   Status = iota // no session yet, or a new one after the last ended
+	StatusLive                    // the last keep-alive succeeded
+	StatusSuspended               // the last keep-alive failed, the deadline has not passed
+	StatusClosed                  // the client is closed
+)
+
+var statusNames = [...]string{"OPENING", "LIVE", "SUSPENDED", "CLOSED"}
+
+func (s Status) String() string {
+	if s < 0 || int(s) >= len(statusNames) {
+		return fmt.Sprintf("Status(%d)", int(s))
+	}
+	return statusNames[s]
+}
+
+// MarshalText makes statuses read as their names in JSON and logs.
+func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Option configures a Client.
+type Option func(*options) error
+
+type options struct {
+	cfg      Config
+	logger   *slog.Logger
+	listener func(context.Context, Event)
+	exec     Executor
+}
+
+// WithConfig sets the session timing; the zero fields take their defaults.
+// New fails with a *ConfigError when the result breaks a bound.
+func WithConfig(cfg Config) Option {
+	return func(o *options) error { o.cfg = cfg; return nil }
+}
+
+// WithLogger sets the structured logger. The default logs warnings and
+// errors only, through slog.Default. Credentials are never logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) error {
+		if l == nil {
+			return fmt.Errorf("%w: nil logger", ErrInvalidArgument)
+		}
+		o.logger = l
+		return nil
+	}
+}
+
+// WithEventListener registers fn to receive every Event of the client
+// (R-OBS-2), one at a time and in order, on the callback executor. The ctx
+// it gets marks the call as a callback: pass it to Client.Close from
+// there, and Close will not wait for the listener itself.
+func WithEventListener(fn func(ctx context.Context, e Event)) Option {
+	return func(o *options) error {
+		if fn == nil {
+			return fmt.Errorf("%w: nil event listener", ErrInvalidArgument)
+		}
+		o.listener = fn
+		return nil
+	}
+}
+
+// WithCallbackExecutor sets the Executor that runs listener callbacks.
+// When it rejects an OnElected, the election steps down for one lease
+// duration and that term's OnRevoked is not delivered either (R-CB-6).
+func WithCallbackExecutor(e Executor) Option {
+	return func(o *options) error {
+		if e == nil {
+			return fmt.Errorf("%w: nil executor", ErrInvalidArgument)
+		}
+		o.exec = e
+		return nil
+	}
+}
+
+// Client is one node's connection to a backend: it opens one session,
+// keeps it alive with one call per renew interval whatever the number of
+// leases it holds (R-SES-1), and runs the elections and locks of the node.
+// A Client is safe for concurrent use. Close it to free every lease at once.
+type Client struct {
+	b        Backend
+	notifier ReleaseNotifier
+	cfg      Config
+	log      *slog.Logger
+	exec     Executor
+	events   *dispatcher // nil without an event listener
+	onEvent  func(context.Context, Event)
+
+	mu      sync.Mutex
+	effects []func() // run by unlock, after the lock is released
+	closed  bool
+	status  Status
+	sess    *session // nil while opening
+	entries map[string]*entry
+
+	loopCtx  context.Context // ends the session loop and cancels calls in flight
+	loopStop context.CancelFunc
+	loopDone chan struct{}
+	wg       sync.WaitGroup // backend calls and watches
+}
+
+// session is one session incarnation as the engine sees it.
+type session struct {
+	id        SessionID
+	clock     *sessionClock
+	renew     time.Duration     // the renew period in effect (R-DL-2, R-DL-5)
+	released  map[string]uint64 // highest token released per name (R-CAND-4)
+	shortened bool              // SessionLeaseShortened published
+	ended     bool
+}
+
+// New returns a client of backend b and starts opening its session in the
+// background: New itself makes no backend call and never blocks. Elections
+// and locks may be used at once; they contend as soon as the session is
+// open. It fails on a nil backend or an invalid option or config.
+func New(b Backend, opts ...Option) (*Client, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil backend", ErrInvalidArgument)
+	}
+	o := options{exec: goExecutor{}}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: nil option", ErrInvalidArgument)
+		}
+		if err := opt(&o); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := o.cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if o.logger == nil {
+		o.logger = slog.New(quietHandler{slog.Default().Handler()})
+	}
+	c := &Client{
+		b:        b,
+		cfg:      cfg,
+		log:      o.logger,
+		exec:     o.exec,
+		onEvent:  o.listener,
+		entries:  make(map[string]*entry),
+		loopDone: make(chan struct{}),
+	}
+	c.notifier, _ = b.(ReleaseNotifier)
+	if c.onEvent != nil {
+		c.events = newDispatcher(c.exec)
+	}
+	c.loopCtx, c.loopStop = context.WithCancel(context.Background())
+	go c.run()
+	return c, nil
+}
+
+// Config returns the client's timing with every default filled in.
+func (c *Client) Config() Config { return c.cfg }
+
+// lock and unlock guard the engine state. unlock runs the effects queued
+// meanwhile (callbacks, events, goroutine starts) after releasing the
+// lock, so that no user code ever runs under it.
+func (c *Client) lock() { c.mu.Lock() }
+
+func (c *Client) unlock() {
+	fx := c.effects
+	c.effects = nil
+	c.mu.Unlock()
+	for _, f := range fx {
+		f()
+	}
+}
+
+// after queues f to run once the lock is released. Call with the lock held.
+func (c *Client) after(f func()) { c.effects = append(c.effects, f) }
+
+// goBackground starts f on a goroutine tracked by Close. Call with the
+// lock held.
+func (c *Client) goBackground(f func(ctx context.Context)) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f(c.loopCtx)
+	}()
+}
+
+// emit publishes an event to the listener. Call with the lock held.
+func (c *Client) emit(e Event) {
+	if c.events == nil {
+		return
+	}
+	e.Time = time.Now()
+	fn := c.onEvent
+	c.after(func() { c.events.push(task{run: func(ctx context.Context) { fn(ctx, e) }}) })
+}
+
+// Close stops every election and lock of the client, closes the session so
+// that the backend frees every lease at once (R-SES-4), and waits for the
+// last callbacks, bounded by ctx. Terms end with Stopped. Called from a
+// callback or leader work with the ctx it got, Close does not wait for that
+// callback itself (R-CB-5). Close is idempotent; later calls return nil.
+func (c *Client) Close(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c.lock()
+	if c.closed {
+		c.unlock()
+		return nil
+	}
+	c.closed = true
+	c.status = StatusClosed
+	var dispatchers []*dispatcher
+	for _, e := range c.entries {
+		if d := e.shutdown(); d != nil {
+			dispatchers = append(dispatchers, d)
+		}
+	}
+	sess := c.sess
+	c.sess = nil
+	if sess != nil {
+		sess.ended = true
+	}
+	c.emit(Event{Kind: EventSessionClosed, Session: sessionID(sess)})
+	c.unlock()
+
+	c.loopStop()
+	<-c.loopDone
+	var err error
+	if sess != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), sess.renew)
+		if cerr := c.b.CloseSession(cctx, sess.id); cerr != nil {
+			err = fmt.Errorf("simba: close session %s: %w", sess.id, cerr)
+		}
+		cancel()
+	}
+	c.wg.Wait()
+
+	self := callbackDispatcher(ctx)
+	if c.events != nil {
+		dispatchers = append(dispatchers, c.events)
+	}
+	for _, d := range dispatchers {
+		if d == self {
+			continue
+		}
+		select {
+		case <-d.idle():
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		}
+	}
+	return err
+}
+
+func sessionID(s *session) SessionID {
+	if s == nil {
+		return ""
+	}
+	return s.id
+}
+
+// run is the session loop: it opens a session, keeps it alive until it
+// ends, and opens the next, until Close.
+func (c *Client) run() {
+	defer close(c.loopDone)
+	for {
+		sess := c.open()
+		if sess == nil {
+			return
+		}
+		if !c.keepAlive(sess) {
+			return
+		}
+	}
+}
+
+// open opens a session, retrying with growing backoff, and installs it.
+// It returns nil when the client is closing.
+func (c *Client) open() *session {
+	backoff := c.cfg.MinBackoff
+	for {
+		sentAt := time.Now()
+		ctx, cancel := context.WithTimeout(c.loopCtx, c.cfg.RenewInterval)
+		grant, err := c.b.OpenSession(ctx, c.cfg.LeaseDuration)
+		cancel()
+		if c.loopCtx.Err() != nil {
+			if err == nil {
+				c.closeAbandoned(grant.ID)
+			}
+			return nil
+		}
+		if err == nil {
+			s := &session{id: grant.ID, clock: newSessionClock(), released: make(map[string]uint64)}
+			c.lock()
+			if c.closed {
+				c.unlock()
+				c.closeAbandoned(grant.ID)
+				return nil
+			}
+			c.setDeadline(s, sentAt, grant.Remaining)
+			if s.clock.remaining() > 0 {
+				c.sess = s
+				c.status = StatusLive
+				c.emit(Event{Kind: EventSessionOpened, Session: s.id, Granted: grant.Remaining})
+				c.log.Debug("simba: session opened", "session", s.id, "granted", grant.Remaining)
+				for _, e := range c.entries {
+					e.contend()
+				}
+				c.unlock()
+				return s
+			}
+			c.unlock()
+			c.closeAbandoned(grant.ID)
+			err = fmt.Errorf("simba: session %s granted %v, too short to use", grant.ID, grant.Remaining)
+		}
+		c.log.Debug("simba: open session failed", "err", err)
+		c.lock()
+		c.emit(Event{Kind: EventBackendError, Err: err})
+		c.unlock()
+		if !c.sleep(backoff) {
+			return nil
+		}
+		backoff = min(backoff*2, c.cfg.RenewInterval)
+	}
+}
+
+// closeAbandoned closes a session nobody will use, best effort.
+func (c *Client) closeAbandoned(id SessionID) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.RenewInterval)
+	defer cancel()
+	_ = c.b.CloseSession(ctx, id)
+}
+
+// sleep waits d, and reports false when the client closes first.
+func (c *Client) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.loopCtx.Done():
+		return false
+	}
+}
+
+// setDeadline applies R-DL-1 and R-DL-5 to a grant of remaining measured
+// from a call sent at sentAt. Call with the lock held.
+func (c *Client) setDeadline(s *session, sentAt time.Time, remaining time.Duration) {
+	local := c.cfg.localValidity(remaining)
+	s.clock.setDeadline(sentAt.Add(local))
+	s.renew = c.cfg.RenewInterval
+	if remaining < c.cfg.LeaseDuration && 2*c.cfg.RenewInterval > local {
+		s.renew = max(local/3, time.Millisecond)
+		if !s.shortened {
+			s.shortened = true
+			c.emit(Event{Kind: EventSessionLeaseShortened, Session: s.id, Granted: remaining})
+			c.log.Warn("simba: backend granted a shorter lease than asked; renewing every third of it",
+				"session", s.id, "asked", c.cfg.LeaseDuration, "granted", remaining, "renew", s.renew)
+		}
+	}
+}
+
+// keepAlive renews s until it ends. It reports false when the client is
+// closing, true when s ended and a new session is needed.
+func (c *Client) keepAlive(s *session) bool {
+	next := time.Now().Add(s.renew)
+	for {
+		deadline := s.clock.deadlineTime()
+		wake := next
+		if deadline.Before(wake) {
+			wake = deadline
+		}
+		if !c.sleep(time.Until(wake)) {
+			return false
+		}
+		if !time.Now().Before(deadline) {
+			c.endSession(s, DeadlinePassed, nil)
+			return true
+		}
+		sentAt := time.Now()
+		callEnd := sentAt.Add(s.renew)
+		if deadline.Before(callEnd) {
+			callEnd = deadline
+		}
+		ctx, cancel := context.WithDeadline(c.loopCtx, callEnd)
+		reply, err := c.b.KeepAlive(ctx, s.id, c.cfg.LeaseDuration)
+		cancel()
+		now := time.Now()
+		if c.loopCtx.Err() != nil {
+			return false
+		}
+		switch {
+		case !now.Before(deadline):
+			// A late reply never extends a passed deadline (R-DL-3).
+			c.endSession(s, DeadlinePassed, err)
+			return true
+		case errors.Is(err, ErrSessionExpired):
+			c.endSession(s, SessionExpired, err)
+			return true
+		case err != nil:
+			wait := min(max(deadline.Sub(now)/2, c.cfg.MinBackoff), c.cfg.RenewInterval)
+			next = now.Add(wait)
+			c.suspend(s, err)
+		default:
+			c.renewed(s, sentAt, reply)
+			next = sentAt.Add(s.renew)
+		}
+	}
+}
+
+// suspend records a failed keep-alive (R-DL-4).
+func (c *Client) suspend(s *session, err error) {
+	c.lock()
+	defer c.unlock()
+	if c.sess != s {
+		return
+	}
+	if c.status != StatusSuspended {
+		c.status = StatusSuspended
+		c.emit(Event{Kind: EventSessionSuspended, Session: s.id, Err: err})
+		c.log.Info("simba: keep-alive failed, session suspended", "session", s.id, "err", err)
+	}
+}
+
+// renewed applies a successful keep-alive reply.
+func (c *Client) renewed(s *session, sentAt time.Time, reply KeepAliveReply) {
+	c.lock()
+	defer c.unlock()
+	if c.sess != s {
+		return
+	}
+	c.setDeadline(s, sentAt, reply.Remaining)
+	if c.status != StatusLive {
+		c.status = StatusLive
+		c.emit(Event{Kind: EventSessionRestored, Session: s.id})
+	}
+	for name, e := range c.entries {
+		t := e.term
+		if t == nil {
+			if tok, ok := reply.Leases[name]; ok && e.attempt == nil {
+				e.release(s, tok) // an orphan: a release that never landed
+			}
+			continue
+		}
+		if t.session != s.id || !t.wonAt.Before(sentAt) {
+			continue // won after the keep-alive was sent: the reply may predate it
+		}
+		if tok, ok := reply.Leases[name]; !ok || tok != t.token {
+			e.lost(TakenOver) // R-TERM-8
+		}
+	}
+	for name, tok := range reply.Leases {
+		if _, ok := c.entries[name]; !ok {
+			c.releaseOrphan(s, name, tok)
+		}
+	}
+	c.groupCounts(reply.Groups)
+}
+
+// releaseOrphan releases a lease the session owns that no entry knows of.
+// Call with the lock held.
+func (c *Client) releaseOrphan(s *session, name string, token uint64) {
+	if token > s.released[name] {
+		s.released[name] = token
+	}
+	c.goBackground(func(ctx context.Context) { c.callRelease(ctx, s, name, token) })
+}
+
+// callRelease releases name at token on the backend, bounded by the renew
+// period in effect.
+func (c *Client) callRelease(ctx context.Context, s *session, name string, token uint64) error {
+	ctx, cancel := context.WithTimeout(ctx, s.renew)
+	defer cancel()
+	err := c.b.Release(ctx, s.id, name, token)
+	if err != nil {
+		c.log.Debug("simba: release failed", "name", name, "token", token, "err", err)
+		return fmt.Errorf("simba: release %s token %d: %w", name, token, err)
+	}
+	return nil
+}
+
+// endSession ends s: every term of it is revoked with reason, and the loop
+// opens a new session.
+func (c *Client) endSession(s *session, reason RevokeReason, cause error) {
+	c.lock()
+	defer c.unlock()
+	if c.sess != s {
+		return
+	}
+	s.ended = true
+	c.sess = nil
+	c.status = StatusOpening
+	for _, e := range c.entries {
+		if e.term != nil && e.term.session == s.id {
+			e.lost(reason)
+		}
+	}
+	kind := EventSessionExpired
+	if reason == DeadlinePassed {
+		kind = EventSessionDeadlinePassed
+		// The backend may still hold the session: free its leases sooner.
+		c.goBackground(func(context.Context) { c.closeAbandoned(s.id) })
+	}
+	c.emit(Event{Kind: kind, Session: s.id, Err: cause})
+	c.log.Warn("simba: session ended, every term revoked", "session", s.id, "reason", reason, "err", cause)
+}
+
+// jitteredRetry is a candidate's wait between attempts (R-CAND-1).
+func (c *Client) jitteredRetry() time.Duration {
+	d := c.cfg.RenewInterval / 2
+	if c.cfg.RetryJitter > 0 {
+		d += rand.N(c.cfg.RetryJitter)
+	}
+	return d
+}
+
+// quietHandler passes warnings and errors to the wrapped handler and drops
+// the rest, so a client is quiet by default.
+type quietHandler struct{ slog.Handler }
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}

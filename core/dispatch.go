@@ -1,0 +1,137 @@
+package simba
+
+import (
+	"context"
+	"sync"
+)
+
+// Executor runs callbacks: election listeners and the event listener. The
+// engine hands it one callback at a time per election, in order, and never
+// while holding an internal lock (R-CB-2). The default runs each callback
+// on a new goroutine.
+type Executor interface {
+	// Execute runs task, now or later, on a goroutine of its choice. An
+	// error means the task was rejected and will not run (R-CB-6).
+	Execute(task func()) error
+}
+
+// goExecutor is the default Executor: one goroutine per callback.
+type goExecutor struct{}
+
+func (goExecutor) Execute(task func()) error {
+	go task()
+	return nil
+}
+
+// callbackKey marks the context passed to callbacks and leader work, so a
+// blocking call made from there (Stop, StepDown, Client.Close) does not wait
+// for itself (R-CB-5).
+type callbackKey struct{}
+
+// callbackDispatcher returns the dispatcher whose callback ctx belongs to,
+// or nil.
+func callbackDispatcher(ctx context.Context) *dispatcher {
+	if ctx == nil {
+		return nil
+	}
+	d, _ := ctx.Value(callbackKey{}).(*dispatcher)
+	return d
+}
+
+// task is one callback. rejected, when set, runs instead of run if the
+// executor refuses the task; otherwise a refused task runs on its own
+// goroutine, so that callbacks stay paired.
+type task struct {
+	run      func(ctx context.Context)
+	rejected func()
+}
+
+// dispatcher runs the tasks pushed to it one at a time, in order, over an
+// Executor: the serial dispatcher of one election, or of the events.
+type dispatcher struct {
+	exec Executor
+	ctx  context.Context // carries callbackKey -> this dispatcher
+
+	mu      sync.Mutex
+	queue   []task
+	busy    bool
+	drained chan struct{} // closed when the queue empties; nil while idle
+}
+
+func newDispatcher(exec Executor) *dispatcher {
+	d := &dispatcher{exec: exec}
+	d.ctx = context.WithValue(context.Background(), callbackKey{}, d)
+	return d
+}
+
+// push queues t. It must not be called with the engine's lock held: a
+// rejected task's fallback may call into the engine.
+func (d *dispatcher) push(t task) {
+	d.mu.Lock()
+	d.queue = append(d.queue, t)
+	if d.busy {
+		d.mu.Unlock()
+		return
+	}
+	d.busy = true
+	d.drained = make(chan struct{})
+	d.mu.Unlock()
+	d.next()
+}
+
+// next hands the head of the queue to the executor; the task, once run,
+// calls next again. It returns when a task was accepted or the queue is
+// empty.
+func (d *dispatcher) next() {
+	for {
+		d.mu.Lock()
+		if len(d.queue) == 0 {
+			d.busy = false
+			close(d.drained)
+			d.drained = nil
+			d.mu.Unlock()
+			return
+		}
+		t := d.queue[0]
+		d.queue[0] = task{}
+		d.queue = d.queue[1:]
+		d.mu.Unlock()
+
+		err := d.exec.Execute(func() {
+			t.run(d.ctx)
+			d.next()
+		})
+		if err == nil {
+			return
+		}
+		if t.rejected != nil {
+			t.rejected()
+			continue
+		}
+		go func() {
+			t.run(d.ctx)
+			d.next()
+		}()
+		return
+	}
+}
+
+// barrier returns a channel closed once every task pushed before the call
+// has run.
+func (d *dispatcher) barrier() <-chan struct{} {
+	done := make(chan struct{})
+	d.push(task{run: func(context.Context) { close(done) }, rejected: func() { close(done) }})
+	return done
+}
+
+// idle returns a channel closed when the queue is empty.
+func (d *dispatcher) idle() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.drained == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return d.drained
+}

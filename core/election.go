@@ -1,0 +1,234 @@
+package simba
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Listener receives the terms of an election. Callbacks of one election run
+// one at a time, in order, never under an internal lock (R-CB-2); every
+// OnElected is followed by exactly one OnRevoked for the same term
+// (R-CB-1). The ctx they get marks them as callbacks: pass it to Stop,
+// StepDown or Client.Close called from there, and those will not wait for
+// the callback itself (R-CB-5). The ctx of OnElected also ends with the
+// term.
+type Listener interface {
+	OnElected(ctx context.Context, t *Term)
+	OnRevoked(ctx context.Context, t *Term, reason RevokeReason)
+}
+
+// ListenerFuncs adapts two functions to a Listener; a nil function is
+// skipped.
+type ListenerFuncs struct {
+	Elected func(ctx context.Context, t *Term)
+	Revoked func(ctx context.Context, t *Term, reason RevokeReason)
+}
+
+// OnElected calls f.Elected.
+func (f ListenerFuncs) OnElected(ctx context.Context, t *Term) {
+	if f.Elected != nil {
+		f.Elected(ctx, t)
+	}
+}
+
+// OnRevoked calls f.Revoked.
+func (f ListenerFuncs) OnRevoked(ctx context.Context, t *Term, reason RevokeReason) {
+	if f.Revoked != nil {
+		f.Revoked(ctx, t, reason)
+	}
+}
+
+// Election is a role one node of many plays at a time: while started, the
+// client contends for the lease of its name and reports every term it wins
+// to the listener. Elections of one name on one client share their state;
+// an Election value is cheap and safe for concurrent use.
+type Election struct {
+	c    *Client
+	name string
+}
+
+// electionRun is one Start..Stop of an election.
+type electionRun struct {
+	l Listener
+	d *dispatcher
+}
+
+// Election returns the election of name. The name is checked by Start.
+func (c *Client) Election(name string) *Election { return &Election{c: c, name: name} }
+
+// Name returns the lease name of the election.
+func (el *Election) Name() string { return el.name }
+
+// Start starts contending for the lease and reporting terms to l. It fails
+// with a *NameError for an invalid name (before any backend call),
+// ErrAlreadyStarted when the election is already started on this client
+// (R-CB-4), ErrNameInUse when a lock of this client uses the name, and
+// ErrClosed after Close.
+func (el *Election) Start(l Listener) error {
+	if l == nil {
+		return fmt.Errorf("%w: nil listener", ErrInvalidArgument)
+	}
+	if err := ValidateName(el.name); err != nil {
+		return err
+	}
+	c := el.c
+	c.lock()
+	defer c.unlock()
+	e, err := c.entryFor(el.name, kindElection)
+	if err != nil {
+		return err
+	}
+	if e.run != nil {
+		return fmt.Errorf("%w: %s", ErrAlreadyStarted, el.name)
+	}
+	e.run = &electionRun{l: l, d: newDispatcher(c.exec)}
+	e.cooldown = time.Time{}
+	e.contend()
+	return nil
+}
+
+// Term returns the current term of the election on this client, or nil.
+func (el *Election) Term() *Term {
+	c := el.c
+	c.lock()
+	defer c.unlock()
+	if e := c.entries[el.name]; e != nil && e.kind == kindElection {
+		return e.term
+	}
+	return nil
+}
+
+// Stop ends the election: it revokes the current term (Stopped), releases
+// the lease, delivers the last OnRevoked, and returns once that callback
+// ran (R-HO-1, R-CB-3); after that the listener receives nothing more.
+// Cancelling ctx stops the waiting, not the stop. It fails with
+// ErrNotStarted when the election is not started.
+func (el *Election) Stop(ctx context.Context) error {
+	return el.end(ctx, Stopped, 0)
+}
+
+// StepDown gives the current term up (SteppedDown) in the same order as
+// Stop, but keeps the election started: it contends again once cooldown
+// has passed, counted from the step-down (R-HO-4). It fails with
+// ErrNotStarted when the election is not started and ErrInvalidArgument
+// for a negative cooldown.
+func (el *Election) StepDown(ctx context.Context, cooldown time.Duration) error {
+	if cooldown < 0 {
+		return fmt.Errorf("%w: negative cooldown %v", ErrInvalidArgument, cooldown)
+	}
+	return el.end(ctx, SteppedDown, cooldown)
+}
+
+func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.Duration) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	c := el.c
+	c.lock()
+	e := c.entries[el.name]
+	if e == nil || e.kind != kindElection || e.run == nil {
+		closed := c.closed
+		c.unlock()
+		if closed {
+			return ErrClosed
+		}
+		return fmt.Errorf("%w: %s", ErrNotStarted, el.name)
+	}
+	run := e.run
+	e.abandon()
+	if reason == Stopped {
+		e.run = nil
+	} else {
+		e.cooldown = time.Now().Add(cooldown)
+		e.scheduleRetry(cooldown)
+	}
+	t := e.term
+	e.term = nil
+	var release func(context.Context) error
+	if t != nil && t.revoke(reason) {
+		c.emit(Event{Kind: EventRevoked, Session: t.session, Name: e.name, Token: t.token, Reason: reason})
+		release = e.releaseNow(t)
+	} else {
+		t = nil
+	}
+	c.unlock()
+
+	if t != nil {
+		// Ordered handover: revoked, released, then OnRevoked (R-HO-1/2).
+		if err := release(context.Background()); err != nil {
+			c.lock()
+			c.emit(Event{Kind: EventBackendError, Name: el.name, Err: err})
+			c.unlock()
+		}
+		run.d.push(revokedTask(run, t, reason))
+	}
+	done := run.d.barrier()
+	c.lock()
+	e.forget()
+	c.unlock()
+	if callbackDispatcher(ctx) == run.d {
+		return nil // called from this election's callback: do not wait for it
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// elected hands a new term to the listener. Call with the lock held.
+func (e *entry) elected(t *Term) {
+	c := e.c
+	run := e.run
+	c.after(func() {
+		run.d.push(task{
+			run: func(ctx context.Context) {
+				run.l.OnElected(context.WithValue(t.Context(), callbackKey{}, run.d), t)
+			},
+			rejected: func() { e.electedRejected(t) },
+		})
+	})
+}
+
+// electedRejected handles an OnElected the executor refused (R-CB-6):
+// nobody learns of the term, so the election steps down for one lease
+// duration and the term's OnRevoked is not delivered either.
+func (e *entry) electedRejected(t *Term) {
+	c := e.c
+	t.muted.Store(true)
+	c.lock()
+	defer c.unlock()
+	if e.run != nil {
+		e.cooldown = time.Now().Add(c.cfg.LeaseDuration)
+		e.abandon()
+		e.scheduleRetry(c.cfg.LeaseDuration)
+	}
+	if e.term == t {
+		e.term = nil
+		if t.revoke(SteppedDown) {
+			c.emit(Event{Kind: EventRevoked, Session: t.session, Name: e.name, Token: t.token, Reason: SteppedDown})
+			rel := e.releaseNow(t)
+			c.goBackground(func(ctx context.Context) { _ = rel(ctx) })
+		}
+	}
+}
+
+// revokedElection queues the OnRevoked of a term lost without waiting.
+// Call with the lock held.
+func (e *entry) revokedElection(t *Term, reason RevokeReason) {
+	run := e.run
+	if run == nil {
+		return
+	}
+	e.c.after(func() { run.d.push(revokedTask(run, t, reason)) })
+}
+
+func revokedTask(run *electionRun, t *Term, reason RevokeReason) task {
+	return task{run: func(ctx context.Context) {
+		if !t.muted.Load() {
+			run.l.OnRevoked(ctx, t, reason)
+		}
+	}}
+}

@@ -1,0 +1,39 @@
+package simba
+
+import "errors"
+
+// Sentinel errors. Every error returned by this package wraps one of these
+// or is a *NameError or *ConfigError, so callers can test with errors.Is.
+var (
+	// ErrClosed is returned by calls on a client that has been closed.
+	ErrClosed = errors.New("simba: client closed")
+
+	// ErrTermExpired is returned by Term.EnsureValid when the term has
+	// ended or will not stay valid for the asked duration (R-TERM-5).
+	ErrTermExpired = errors.New("simba: term expired")
+
+	// ErrLockTimeout is returned by Lock.Acquire when no term was won
+	// before the context's deadline (R-LOCK-1), and by Lock.TryAcquire when
+	// its one attempt got no answer within one lease duration.
+	ErrLockTimeout = errors.New("simba: lock timeout")
+
+	// ErrLockHeld is returned by Lock.TryAcquire when the lease is held by
+	// another session or by this client (R-LOCK-3).
+	ErrLockHeld = errors.New("simba: lock held")
+
+	// ErrAlreadyStarted is returned by Election.Start when the election is
+	// already started on this client (R-CB-4).
+	ErrAlreadyStarted = errors.New("simba: election already started")
+
+	// ErrNotStarted is returned by Election.Stop and Election.StepDown on
+	// an election that is not started.
+	ErrNotStarted = errors.New("simba: election not started")
+
+	// ErrNameInUse is returned when one client uses a name both as a lock
+	// and as an election: they would share one lease (R-LOCK-8).
+	ErrNameInUse = errors.New("simba: name already used by a lock or an election of this client")
+
+	// ErrInvalidArgument is wrapped by errors about nil listeners, nil
+	// functions and negative durations.
+	ErrInvalidArgument = errors.New("simba: invalid argument")
+)

@@ -1,0 +1,68 @@
+package simba
+
+import (
+	"fmt"
+	"time"
+)
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// The events a client publishes (R-OBS-2).
+const (
+	EventSessionOpened         EventKind = iota + 1 // a new session is live; Granted is its validity
+	EventSessionSuspended                           // a keep-alive failed; Err is why
+	EventSessionRestored                            // a keep-alive succeeded after failures
+	EventSessionDeadlinePassed                      // the local deadline passed: every term revoked
+	EventSessionExpired                             // the backend reported the session expired
+	EventSessionLeaseShortened                      // the backend granted less than asked (R-DL-5); Granted
+	EventSessionClosed                              // the client closed its session
+	EventElected                                    // a term was won; Name, Token
+	EventRevoked                                    // a term ended; Name, Token, Reason
+	EventBackendError                               // a backend call failed; Err, Name when about a lease
+)
+
+var eventNames = [...]string{"", "SessionOpened", "SessionSuspended", "SessionRestored", "SessionDeadlinePassed",
+	"SessionExpired", "SessionLeaseShortened", "SessionClosed", "Elected", "Revoked", "BackendError"}
+
+func (k EventKind) String() string {
+	if k <= 0 || int(k) >= len(eventNames) {
+		return fmt.Sprintf("EventKind(%d)", int(k))
+	}
+	return eventNames[k]
+}
+
+// MarshalText makes kinds read as their names in JSON and logs.
+func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Event is something that happened to a client's session or leases.
+type Event struct {
+	Kind    EventKind
+	Time    time.Time
+	Session SessionID
+	Name    string        // the lease, for Elected, Revoked and some BackendError
+	Token   uint64        // the term's token, for Elected and Revoked
+	Reason  RevokeReason  // for Revoked
+	Granted time.Duration // for SessionOpened and SessionLeaseShortened
+	Err     error         // for SessionSuspended, SessionExpired, BackendError
+}
+
+func (e Event) String() string {
+	s := e.Kind.String()
+	if e.Session != "" {
+		s += " session=" + string(e.Session)
+	}
+	if e.Name != "" {
+		s += fmt.Sprintf(" name=%s token=%d", e.Name, e.Token)
+	}
+	if e.Reason != NotRevoked {
+		s += " reason=" + e.Reason.String()
+	}
+	if e.Granted != 0 {
+		s += " granted=" + e.Granted.String()
+	}
+	if e.Err != nil {
+		s += " err=" + e.Err.Error()
+	}
+	return s
+}

@@ -1,0 +1,149 @@
+package simba
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// RevokeReason says why a term ended (R-TERM-6).
+type RevokeReason int
+
+// The reasons a term ends. The zero value, NotRevoked, is what Term.Reason
+// reports while the term lasts.
+const (
+	NotRevoked     RevokeReason = iota
+	Stopped                     // the election was stopped, the lock released or the client closed
+	SteppedDown                 // the election stepped down
+	DeadlinePassed              // the session's local deadline passed without a successful keep-alive
+	SessionExpired              // the backend reported the session expired
+	TakenOver                   // a keep-alive reply no longer listed the lease as this session's
+)
+
+var reasonNames = [...]string{"NOT_REVOKED", "STOPPED", "STEPPED_DOWN", "DEADLINE_PASSED", "SESSION_EXPIRED", "TAKEN_OVER"}
+
+func (r RevokeReason) String() string {
+	if r < 0 || int(r) >= len(reasonNames) {
+		return fmt.Sprintf("RevokeReason(%d)", int(r))
+	}
+	return reasonNames[r]
+}
+
+// MarshalText makes reasons read as their names in JSON and logs.
+func (r RevokeReason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// sessionClock is the local deadline of one session incarnation, on the
+// monotonic clock: nanoseconds since base. Terms read it on every call to
+// Valid and Remaining, so validity needs no watchdog (R-TERM-3).
+type sessionClock struct {
+	base     time.Time
+	deadline atomic.Int64
+}
+
+func newSessionClock() *sessionClock { return &sessionClock{base: time.Now()} }
+
+// remaining returns the time left before the deadline, or a value <= 0.
+func (s *sessionClock) remaining() time.Duration {
+	return time.Duration(s.deadline.Load()) - time.Since(s.base)
+}
+
+func (s *sessionClock) setDeadline(t time.Time) { s.deadline.Store(int64(t.Sub(s.base))) }
+
+func (s *sessionClock) deadlineTime() time.Time {
+	return s.base.Add(time.Duration(s.deadline.Load()))
+}
+
+// Term is one period during which this node owns a lease. Winning the same
+// name twice gives two terms (R-TERM-1). A Term is safe for concurrent use
+// and may be handed to any goroutine.
+//
+// Valid and Remaining are computed from the monotonic clock on every call:
+// a process that wakes from a long pause reads false at once, before the
+// engine has had a chance to revoke the term, and an ended term never
+// becomes valid again (R-TERM-3, R-TERM-4).
+type Term struct {
+	name    string
+	token   uint64
+	clock   *sessionClock
+	session SessionID
+	wonAt   time.Time // when the acquire reply arrived
+
+	ended  atomic.Bool
+	muted  atomic.Bool // OnElected was rejected: no OnRevoked either (R-CB-6)
+	reason atomic.Int32
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+func newTerm(name string, token uint64, session SessionID, clock *sessionClock, wonAt time.Time) *Term {
+	t := &Term{name: name, token: token, session: session, clock: clock, wonAt: wonAt}
+	t.ctx, t.cancel = context.WithCancelCause(context.Background())
+	return t
+}
+
+// Name returns the lease name.
+func (t *Term) Name() string { return t.name }
+
+// Token returns the fencing token: greater than zero, constant within the
+// term, strictly increasing across the terms of a name (R-TERM-2). Pass it
+// with every write to a protected resource.
+func (t *Term) Token() uint64 { return t.token }
+
+// Session returns the id of the session that won the term.
+func (t *Term) Session() SessionID { return t.session }
+
+// Valid reports whether the term has not been revoked and the session's
+// local deadline has not passed.
+func (t *Term) Valid() bool {
+	return !t.ended.Load() && t.clock.remaining() > 0
+}
+
+// Remaining returns the time left before the session's local deadline, or
+// zero once the term has ended.
+func (t *Term) Remaining() time.Duration {
+	if t.ended.Load() {
+		return 0
+	}
+	return max(t.clock.remaining(), 0)
+}
+
+// EnsureValid returns nil when the term stays valid for more than min, and
+// an error wrapping ErrTermExpired otherwise (R-TERM-5). Call it before a
+// step that should not start when the term is about to end; it narrows the
+// window for a stale owner, it does not close it (pass Token to the
+// resource for that).
+func (t *Term) EnsureValid(min time.Duration) error {
+	if t.ended.Load() {
+		return fmt.Errorf("%w: %s token %d ended: %s", ErrTermExpired, t.name, t.token, t.Reason())
+	}
+	if r := t.clock.remaining(); r <= min {
+		return fmt.Errorf("%w: %s token %d has %v left, %v needed", ErrTermExpired, t.name, t.token, max(r, 0), min)
+	}
+	return nil
+}
+
+// Done returns a channel closed when the term is revoked.
+func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+
+// Context returns a context cancelled when the term is revoked; its cause
+// (context.Cause) is an error wrapping ErrTermExpired that names the reason.
+func (t *Term) Context() context.Context { return t.ctx }
+
+// Reason returns why the term ended, or NotRevoked while it lasts.
+func (t *Term) Reason() RevokeReason { return RevokeReason(t.reason.Load()) }
+
+func (t *Term) String() string {
+	return fmt.Sprintf("term %s token %d", t.name, t.token)
+}
+
+// revoke ends the term with reason; it reports false when the term had
+// already ended, so each term is revoked exactly once (R-TERM-6).
+func (t *Term) revoke(reason RevokeReason) bool {
+	if !t.ended.CompareAndSwap(false, true) {
+		return false
+	}
+	t.reason.Store(int32(reason))
+	t.cancel(fmt.Errorf("%w: %s token %d: %s", ErrTermExpired, t.name, t.token, reason))
+	return true
+}
