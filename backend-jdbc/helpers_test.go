@@ -47,6 +47,9 @@ type dialectEnv struct {
 type adminDB interface {
 	exec(ctx context.Context, q string, args ...any) error
 	scalar(ctx context.Context, q string, dest any, args ...any) error
+	// execInTx runs q in a transaction left open (its row locks held)
+	// until commit is called.
+	execInTx(ctx context.Context, q string, args ...any) (commit func() error, err error)
 }
 
 type pgAdmin struct{ pool *pgxpool.Pool }
@@ -60,7 +63,31 @@ func (a pgAdmin) scalar(ctx context.Context, q string, dest any, args ...any) er
 	return a.pool.QueryRow(ctx, q, args...).Scan(dest)
 }
 
+func (a pgAdmin) execInTx(ctx context.Context, q string, args ...any) (func() error, error) {
+	tx, err := a.pool.Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, q, args...); err != nil {
+		tx.Rollback(ctx)
+		return nil, err
+	}
+	return func() error { return tx.Commit(ctx) }, nil
+}
+
 type myAdmin struct{ db *sql.DB }
+
+func (a myAdmin) execInTx(ctx context.Context, q string, args ...any) (func() error, error) {
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		tx.Rollback()
+		return nil, err
+	}
+	return tx.Commit, nil
+}
 
 func (a myAdmin) exec(ctx context.Context, q string, args ...any) error {
 	_, err := a.db.ExecContext(ctx, q, args...)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 
@@ -27,17 +29,15 @@ import (
 // credentials, an unreachable server and missing tables are reported here.
 // Errors never contain the password.
 func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
-	if _, err := opts.resolve(); err != nil {
+	opts, err := opts.resolve()
+	if err != nil {
 		return nil, err
 	}
 	scheme, _, ok := strings.Cut(rawURL, "://")
 	if !ok {
 		return nil, &OptionsError{Field: "url", Reason: "want postgres://, postgresql:// or mysql://"}
 	}
-	var (
-		b   *Backend
-		err error
-	)
+	var b *Backend
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
 		b, err = openPostgres(ctx, rawURL, opts)
@@ -110,20 +110,35 @@ func mysqlConfig(rawURL string, opts Options) (*mysql.Config, error) {
 		return nil, &OptionsError{Field: "url", Reason: "user name contains ':'"}
 	}
 	cfg.Net = "tcp"
-	cfg.Addr = u.Host
-	if cfg.Addr == "" {
+	switch host, port := u.Hostname(), u.Port(); {
+	case host == "":
 		cfg.Addr = "127.0.0.1:3306"
+	case port == "":
+		cfg.Addr = net.JoinHostPort(host, "3306")
+	default:
+		cfg.Addr = net.JoinHostPort(host, port)
 	}
 	cfg.DBName = strings.TrimPrefix(u.Path, "/")
 	if cfg.DBName == "" {
 		return nil, &OptionsError{Field: "url", Reason: "no database name in the path"}
 	}
 	cfg.ParseTime = true
+	cfg.Logger = driverLogger{opts.Logger}
 	cfg.TLS = nil // recomputed from TLSConfig for the real address
 	if opts.TLS != nil {
 		cfg.TLS = opts.TLS.Clone()
 	}
 	return cfg, nil
+}
+
+// driverLogger sends go-sql-driver/mysql's messages (dropped connections)
+// to Options.Logger at Debug level instead of the standard error.
+type driverLogger struct{ log *slog.Logger }
+
+func (l driverLogger) Print(v ...any) {
+	if l.log != nil {
+		l.log.Debug("simbasql: mysql driver: " + fmt.Sprint(v...))
+	}
 }
 
 func openMySQL(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
