@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -116,8 +117,15 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	copts.ContextTimeoutEnabled = true
 	client := redis.NewClient(copts)
+	dials := &dialRecorder{}
+	client.AddHook(dials)
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
+		if last := dials.lastErr(); last != nil && ctx.Err() != nil {
+			// The driver retried until ctx ended; say why it could not
+			// connect rather than only that time ran out.
+			err = fmt.Errorf("%w (last dial attempt: %v)", err, last)
+		}
 		return nil, wrapErr("connect to "+where, err)
 	}
 	b, err := New(client, opts)
@@ -148,6 +156,36 @@ func parseURL(rawURL string) (*redis.Options, string, error) {
 		return nil, "", fmt.Errorf("%w: redis URL %s: %v", ErrInvalidOptions, where, err)
 	}
 	return copts, where, nil
+}
+
+// dialRecorder is a go-redis hook that remembers the last failed dial.
+type dialRecorder struct {
+	mu   sync.Mutex
+	last error
+}
+
+func (d *dialRecorder) lastErr() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.last
+}
+
+func (d *dialRecorder) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err != nil {
+			d.mu.Lock()
+			d.last = err
+			d.mu.Unlock()
+		}
+		return conn, err
+	}
+}
+
+func (d *dialRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (d *dialRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // contextTimeouts reports whether client honours context deadlines, when

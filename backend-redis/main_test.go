@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	simba "github.com/simba-go/simba/core"
 	"go.uber.org/goleak"
 )
 
@@ -105,4 +106,32 @@ func callCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// mustWin acquires name for s and fails the test unless it was won.
+func mustWin(t *testing.T, b *Backend, s simba.SessionID, name string) simba.AcquireResult {
+	t.Helper()
+	r, err := b.Acquire(callCtx(t), s, name)
+	if err != nil || !r.Won {
+		t.Fatalf("Acquire(%q) = %+v, %v; want won", name, r, err)
+	}
+	return r
+}
+
+// watchSubscribed returns a watch of name on b made once b's release
+// subscription is confirmed, so that it sees every later release. The
+// watch ends with ctx.
+func watchSubscribed(t *testing.T, ctx context.Context, b *Backend, name string) <-chan struct{} {
+	t.Helper()
+	first, err := b.WatchRelease(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.notify.waitSubscribed(t, 1)
+	mustFire(t, first, "the subscription started") // the first subscription wakes every watcher
+	ch, err := b.WatchRelease(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }

@@ -1,0 +1,509 @@
+package simbaredis
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	simba "github.com/simba-go/simba/core"
+)
+
+func TestKeyPrefixValidation(t *testing.T) {
+	tests := []struct {
+		give    string
+		wantErr string // empty: valid
+	}{
+		{give: ""}, // default
+		{give: "simba:"},
+		{give: "app1/simba:"},
+		{give: "{simba}:"},
+		{give: "x{tag}y"},
+		{give: strings.Repeat("p", MaxKeyPrefixLength)},
+		{give: strings.Repeat("p", MaxKeyPrefixLength+1), wantErr: "at most 64"},
+		{give: "has space", wantErr: "printable ASCII"},
+		{give: "tab\t", wantErr: "printable ASCII"},
+		{give: "nl\n", wantErr: "printable ASCII"},
+		{give: "é:", wantErr: "printable ASCII"},
+		{give: "{simba:", wantErr: "hash tag"},
+		{give: "simba}:", wantErr: "hash tag"},
+		{give: "{}simba:", wantErr: "hash tag"},
+	}
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never contacted
+	defer client.Close()
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			b, err := New(client, Options{KeyPrefix: tt.give})
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("New(KeyPrefix %q): %v", tt.give, err)
+				}
+				want := tt.give
+				if want == "" {
+					want = DefaultKeyPrefix
+				}
+				if got := b.KeyPrefix(); got != want {
+					t.Errorf("KeyPrefix() = %q, want %q", got, want)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("New(KeyPrefix %q) = %v, want ErrInvalidOptions saying %q", tt.give, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestNewRefusesUnusableClients(t *testing.T) {
+	if _, err := New(nil, Options{}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("New(nil) = %v, want ErrInvalidOptions", err)
+	}
+	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	defer cluster.Close()
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "127.0.0.1:1"}})
+	defer ring.Close()
+	for name, c := range map[string]redis.UniversalClient{"cluster": cluster, "ring": ring} {
+		if _, err := New(c, Options{}); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "hash tag") {
+			t.Errorf("New(%s client, default prefix) = %v, want ErrInvalidOptions about a hash tag", name, err)
+		}
+		b, err := New(c, Options{KeyPrefix: "{simba}:"})
+		if err != nil {
+			t.Errorf("New(%s client, prefix {simba}:) = %v", name, err)
+			continue
+		}
+		_ = b.Close()
+	}
+}
+
+func TestNewWarnsWithoutContextTimeouts(t *testing.T) {
+	var got []Warning
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer client.Close()
+	b, err := New(client, Options{OnWarning: func(w Warning) { got = append(got, w) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Code != WarnContextTimeouts {
+		t.Fatalf("warnings passed to OnWarning = %+v, want one %s", got, WarnContextTimeouts)
+	}
+	if w := b.Warnings(); len(w) != 1 || w[0] != got[0] {
+		t.Fatalf("Warnings() = %+v, want %+v", w, got)
+	}
+
+	ok := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
+	defer ok.Close()
+	b, err = New(ok, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := b.Warnings(); len(w) != 0 {
+		t.Fatalf("Warnings() with ContextTimeoutEnabled = %+v, want none", w)
+	}
+}
+
+func TestOpenURLErrorsHideThePassword(t *testing.T) {
+	const secret = "s3cr3t-pw"
+	for _, u := range []string{
+		"redis://user:" + secret + "@127.0.0.1:notaport/0",
+		"redis://user:" + secret + "@127.0.0.1:6379/0/extra",
+		"redis://user:" + secret + "@127.0.0.1:6379/0?no_such_option=1",
+		"http://user:" + secret + "@127.0.0.1:6379/0",
+		"redis://user:" + secret + "@[::1/0",
+	} {
+		_, err := Open(context.Background(), u, Options{})
+		if !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("Open(%q) = %v, want ErrInvalidOptions", strings.ReplaceAll(u, secret, "***"), err)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error of an invalid URL shows the password: %v", err)
+		}
+	}
+}
+
+func TestInvalidInputNeverReachesTheServer(t *testing.T) {
+	// The client points at a port nobody listens on: any call that got
+	// through would fail with a dial error instead of the expected one.
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
+	defer client.Close()
+	b, err := New(client, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := callCtx(t)
+	good := simba.SessionID(strings.Repeat("ab", 16))
+	var nameErr *simba.NameError
+	for _, name := range []string{"", "a b", "..", strings.Repeat("x", 129), "a{b}"} {
+		if _, err := b.Acquire(ctx, good, name); !errors.As(err, &nameErr) {
+			t.Errorf("Acquire(%q) = %v, want a *simba.NameError", name, err)
+		}
+		if err := b.Release(ctx, good, name, 1); !errors.As(err, &nameErr) {
+			t.Errorf("Release(%q) = %v, want a *simba.NameError", name, err)
+		}
+		if _, err := b.JoinGroup(ctx, good, name); !errors.As(err, &nameErr) {
+			t.Errorf("JoinGroup(%q) = %v, want a *simba.NameError", name, err)
+		}
+		if err := b.LeaveGroup(ctx, good, name); !errors.As(err, &nameErr) {
+			t.Errorf("LeaveGroup(%q) = %v, want a *simba.NameError", name, err)
+		}
+		if _, err := b.WatchRelease(ctx, name); !errors.As(err, &nameErr) {
+			t.Errorf("WatchRelease(%q) = %v, want a *simba.NameError", name, err)
+		}
+	}
+	for _, lease := range []time.Duration{0, -time.Second, 999 * time.Microsecond} {
+		if _, err := b.OpenSession(ctx, lease); err == nil || !strings.Contains(err.Error(), "at least 1ms") {
+			t.Errorf("OpenSession(lease %v) = %v, want an error about the minimum", lease, err)
+		}
+		if _, err := b.KeepAlive(ctx, good, lease); err == nil || !strings.Contains(err.Error(), "at least 1ms") {
+			t.Errorf("KeepAlive(lease %v) = %v, want an error about the minimum", lease, err)
+		}
+	}
+	// Ids this package cannot have issued name no session.
+	for _, sid := range []simba.SessionID{"", "nope", simba.SessionID(strings.Repeat("AB", 16)), "../" + good} {
+		if _, err := b.KeepAlive(ctx, sid, time.Second); !errors.Is(err, simba.ErrSessionExpired) {
+			t.Errorf("KeepAlive(%q) = %v, want ErrSessionExpired", sid, err)
+		}
+		if _, err := b.Acquire(ctx, sid, "n"); !errors.Is(err, simba.ErrSessionExpired) {
+			t.Errorf("Acquire(%q) = %v, want ErrSessionExpired", sid, err)
+		}
+		if _, err := b.JoinGroup(ctx, sid, "g"); !errors.Is(err, simba.ErrSessionExpired) {
+			t.Errorf("JoinGroup(%q) = %v, want ErrSessionExpired", sid, err)
+		}
+		for op, err := range map[string]error{
+			"Release":      b.Release(ctx, sid, "n", 1),
+			"LeaveGroup":   b.LeaveGroup(ctx, sid, "g"),
+			"CloseSession": b.CloseSession(ctx, sid),
+		} {
+			if err != nil {
+				t.Errorf("%s(%q) = %v, want a no-op", op, sid, err)
+			}
+		}
+	}
+}
+
+func TestClosedBackend(t *testing.T) {
+	url := serverURL(t)
+	copts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copts.ContextTimeoutEnabled = true
+	user := redis.NewClient(copts)
+	defer user.Close()
+	b, err := New(user, Options{KeyPrefix: testPrefix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := callCtx(t)
+	g, err := b.OpenSession(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	watch, err := b.WatchRelease(ctx, "n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.CloseSession(ctx, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	select {
+	case <-watch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake a release watcher")
+	}
+	if err := user.Ping(ctx).Err(); err != nil {
+		t.Fatalf("Close closed the caller's client: %v", err)
+	}
+	for op, err := range map[string]error{
+		"OpenSession":  second(b.OpenSession(ctx, time.Second)),
+		"KeepAlive":    second(b.KeepAlive(ctx, g.ID, time.Second)),
+		"Acquire":      second(b.Acquire(ctx, g.ID, "n")),
+		"Release":      b.Release(ctx, g.ID, "n", 1),
+		"JoinGroup":    second(b.JoinGroup(ctx, g.ID, "g")),
+		"LeaveGroup":   b.LeaveGroup(ctx, g.ID, "g"),
+		"CloseSession": b.CloseSession(ctx, g.ID),
+		"WatchRelease": second(b.WatchRelease(ctx, "n")),
+	} {
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("%s after Close = %v, want ErrClosed", op, err)
+		}
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+// TestLayout checks the keys of the default prefix against the layout the
+// README documents.
+func TestLayout(t *testing.T) {
+	url := serverURL(t)
+	raw := rawClient(t, url)
+	b := openBackend(t, url, Options{KeyPrefix: DefaultKeyPrefix})
+	ctx := callCtx(t)
+	name, group := "layout-"+testPrefix()[1:17], "layout-g-"+testPrefix()[1:17]
+	t.Cleanup(func() { raw.Del(context.Background(), "simba:lease:"+name, "simba:group:"+group) })
+
+	g, err := b.OpenSession(ctx, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.CloseSession(context.Background(), g.ID) })
+	if !validSessionID(string(g.ID)) {
+		t.Fatalf("session id %q: want 32 lower-case hex digits", g.ID)
+	}
+	if g.Remaining <= 2900*time.Millisecond || g.Remaining > 3*time.Second {
+		t.Fatalf("granted %v for a 3s lease", g.Remaining)
+	}
+	mustWin(t, b, g.ID, name)
+	if _, err := b.JoinGroup(ctx, g.ID, group); err != nil {
+		t.Fatal(err)
+	}
+	sid := string(g.ID)
+	wantTTL := func(key string, min, max time.Duration) {
+		t.Helper()
+		ttl, err := raw.PTTL(ctx, key).Result()
+		if err != nil || ttl < min || ttl > max {
+			t.Errorf("PTTL %s = %v, %v; want in [%v, %v]", key, ttl, err, min, max)
+		}
+	}
+	wantHash := func(key string, want map[string]string) {
+		t.Helper()
+		got, err := raw.HGetAll(ctx, key).Result()
+		if err != nil {
+			t.Fatalf("HGETALL %s: %v", key, err)
+		}
+		for f, v := range want {
+			if got[f] != v {
+				t.Errorf("%s field %s = %q, want %q (hash %v)", key, f, got[f], v, got)
+			}
+		}
+	}
+	leaseKey := "simba:lease:" + name
+	wantHash(leaseKey, map[string]string{"session": sid, "token": "1"})
+	wantTTL(leaseKey, -1, -1) // never expires
+	wantHash("simba:owned:"+sid, map[string]string{name: "1"})
+	if ok, err := raw.SIsMember(ctx, "simba:joined:"+sid, group).Result(); err != nil || !ok {
+		t.Errorf("SISMEMBER simba:joined:%s %s = %v, %v", sid, group, ok, err)
+	}
+	score, err := raw.ZScore(ctx, "simba:group:"+group, sid).Result()
+	if err != nil {
+		t.Fatalf("ZSCORE: %v", err)
+	}
+	now, err := raw.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := time.Duration(score)*time.Millisecond - time.Duration(now.UnixNano()); left <= 2*time.Second || left > 3*time.Second {
+		t.Errorf("group member score is %v after server time, want the session expiry (3s lease)", left)
+	}
+	for _, key := range []string{"simba:session:" + sid, "simba:owned:" + sid, "simba:joined:" + sid, "simba:group:" + group} {
+		wantTTL(key, 2*time.Second, 3*time.Second)
+	}
+
+	if err := b.Release(ctx, g.ID, name, 1); err != nil {
+		t.Fatal(err)
+	}
+	got, err := raw.HGetAll(ctx, leaseKey).Result()
+	if err != nil || got["session"] != "" || got["token"] != "1" {
+		t.Errorf("lease hash after release = %v, %v; want only token 1 left", got, err)
+	}
+	if err := b.CloseSession(ctx, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := raw.Exists(ctx, "simba:session:"+sid, "simba:owned:"+sid, "simba:joined:"+sid).Result(); err != nil || n != 0 {
+		t.Errorf("%d session keys left after CloseSession (%v), want 0", n, err)
+	}
+	if n, err := raw.Exists(ctx, "simba:group:"+group).Result(); err != nil || n != 0 {
+		t.Errorf("group key left with its only member gone: %d, %v", n, err)
+	}
+}
+
+// commandCounter counts the commands a client sends.
+type commandCounter struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.mu.Lock()
+		c.names = append(c.names, cmd.Name())
+		c.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// take returns the commands sent since the last call.
+func (c *commandCounter) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.names
+	c.names = nil
+	return n
+}
+
+// TestOneRoundTripPerCall pins the cost of every operation: one EVALSHA,
+// plus one CONFIG GET at the first OpenSession of a Backend.
+func TestOneRoundTripPerCall(t *testing.T) {
+	url := serverURL(t)
+	b := openBackend(t, url, Options{})
+	counter := &commandCounter{}
+	b.client.AddHook(counter)
+	ctx := callCtx(t)
+
+	// Load the scripts once, as any earlier use of the server would.
+	g, err := b.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := counter.take(); len(got) < 2 || got[0] != "config" {
+		t.Fatalf("first OpenSession sent %v, want CONFIG GET then the script", got)
+	}
+	want := []string{"evalsha"}
+	check := func(op string) {
+		t.Helper()
+		if got := counter.take(); strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s sent %v, want %v", op, got, want)
+		}
+	}
+	g2, err := b.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("OpenSession")
+	_ = b.CloseSession(ctx, g2.ID)
+	counter.take()
+	for _, name := range []string{"a", "b", "c"} { // warm every script
+		mustWin(t, b, g.ID, name)
+		if _, err := b.JoinGroup(ctx, g.ID, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = b.LeaveGroup(ctx, g.ID, "c")
+	_ = b.Release(ctx, g.ID, "c", 1)
+	counter.take()
+
+	r := mustWin(t, b, g.ID, "d")
+	check("Acquire")
+	reply, err := b.KeepAlive(ctx, g.ID, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.Leases) != 3 || len(reply.Groups) != 2 {
+		t.Fatalf("KeepAlive = %+v, want 3 leases and 2 groups", reply)
+	}
+	check("KeepAlive with 3 leases and 2 groups")
+	if err := b.Release(ctx, g.ID, "d", r.Token); err != nil {
+		t.Fatal(err)
+	}
+	check("Release")
+	if _, err := b.JoinGroup(ctx, g.ID, "e"); err != nil {
+		t.Fatal(err)
+	}
+	check("JoinGroup")
+	if err := b.LeaveGroup(ctx, g.ID, "e"); err != nil {
+		t.Fatal(err)
+	}
+	check("LeaveGroup")
+	if err := b.CloseSession(ctx, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	check("CloseSession")
+}
+
+func TestWatchRelease(t *testing.T) {
+	url := serverURL(t)
+	prefix := testPrefix()
+	a := openBackend(t, url, Options{KeyPrefix: prefix})
+	w := openBackend(t, url, Options{KeyPrefix: prefix})
+	ctx := callCtx(t)
+	g, err := a.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chN := watchSubscribed(t, wctx, w, "n")
+	chM, err := w.WatchRelease(wctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustWin(t, a, g.ID, "n")
+	if err := a.Release(ctx, g.ID, "n", r.Token+1); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx, g.ID, "n", r.Token); err != nil {
+		t.Fatal(err)
+	}
+	mustFire(t, chN, "n was released")
+	select {
+	case <-chM:
+		t.Fatal("a watch of m fired on the release of n")
+	case <-time.After(200 * time.Millisecond):
+	}
+
+	// A watch whose context ends is dropped.
+	dctx, dcancel := context.WithCancel(ctx)
+	if _, err := w.WatchRelease(dctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.notify.count("x"); got != 1 {
+		t.Fatalf("%d watchers of x, want 1", got)
+	}
+	dcancel()
+	for deadline := time.Now().Add(5 * time.Second); w.notify.count("x") != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a watcher whose context ended was not dropped")
+		}
+	}
+	if _, err := w.WatchRelease(dctx, "x"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("WatchRelease with a done context = %v, want context.Canceled", err)
+	}
+}
+
+func mustFire(t *testing.T, ch <-chan struct{}, why string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("watch not fired 5s after %s", why)
+	}
+}
+
+// waitSubscribed waits until the notifier confirmed at least n
+// subscriptions.
+func (n *notifier) waitSubscribed(t *testing.T, want int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n.mu.Lock()
+		got := n.subscriptions
+		n.mu.Unlock()
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscriptions confirmed after 10s, want %d", got, want)
+		}
+	}
+}
+
+// count returns the number of watchers of name.
+func (n *notifier) count(name string) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.waiters[name])
+}

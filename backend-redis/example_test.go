@@ -1,0 +1,85 @@
+package simbaredis_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	simbaredis "github.com/simba-go/simba/backend-redis"
+	simba "github.com/simba-go/simba/core"
+)
+
+// Open connects from a URL and owns the connection; the Backend then drives
+// a Simba client. The example needs a Redis server, so it is compiled but
+// not run by go test.
+func ExampleOpen() {
+	ctx := context.Background()
+	b, err := simbaredis.Open(ctx, os.Getenv("REDIS_URL"), simbaredis.Options{
+		Password: os.Getenv("REDIS_PASSWORD"), // kept out of the URL
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+
+	client, err := simba.New(b)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close(ctx)
+
+	acquireCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	term, err := client.Lock("nightly-report").Acquire(acquireCtx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer term.Release(ctx)
+	fmt.Println("holding nightly-report with fencing token", term.Token())
+}
+
+// New wraps a go-redis client the application already has; it stays the
+// application's. On Redis Cluster the key prefix must carry a hash tag, and
+// ContextTimeoutEnabled lets every call end at the engine's deadline.
+func ExampleNew() {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs:                 []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
+		ContextTimeoutEnabled: true,
+	})
+	defer rdb.Close()
+
+	b, err := simbaredis.New(rdb, simbaredis.Options{KeyPrefix: "{simba}:"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+
+	client, err := simba.New(b)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close(context.Background())
+}
+
+// OnWarning hands operational warnings, such as an eviction policy that
+// can evict lease hashes (read when the first session opens), to the
+// application's alerting; Warnings lists what was found so far.
+func ExampleOptions_onWarning() {
+	b, err := simbaredis.Open(context.Background(), "redis://localhost:6379/0", simbaredis.Options{
+		OnWarning: func(w simbaredis.Warning) {
+			if w.Code == simbaredis.WarnEvictionPolicy {
+				fmt.Println("page the on-call:", w.Message)
+			}
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+	for _, w := range b.Warnings() {
+		fmt.Println(w.Code)
+	}
+}
