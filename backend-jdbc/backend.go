@@ -39,7 +39,7 @@ type Options struct {
 	TablePrefix string
 
 	// Migrate creates the tables (CREATE ... IF NOT EXISTS) on first use
-	// when they are missing. Default false: the tables must exist, and a
+	// when any of them is missing. Default false: the tables must exist, and a
 	// call fails with a *MissingTableError naming them until they do. The
 	// script is the one Schema returns.
 	Migrate bool
@@ -246,18 +246,16 @@ func (b *Backend) ready(ctx context.Context) error {
 	if b.schemaOK.Load() {
 		return nil
 	}
-	if b.opts.Migrate {
+	missing, err := b.st.missing(ctx)
+	switch {
+	case err != nil:
+		return b.wrap("schema check", err)
+	case len(missing) > 0 && b.opts.Migrate:
 		if err := b.Migrate(ctx); err != nil {
 			return err
 		}
-	} else {
-		missing, err := b.st.missing(ctx)
-		if err != nil {
-			return b.wrap("schema check", err)
-		}
-		if len(missing) > 0 {
-			return &MissingTableError{Tables: missing}
-		}
+	case len(missing) > 0:
+		return &MissingTableError{Tables: missing}
 	}
 	if err := b.st.prepare(ctx); err != nil {
 		return b.wrap("prepare", err)

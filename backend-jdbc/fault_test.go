@@ -22,6 +22,18 @@ func (f *fixture) renewSQL() string {
 	return "UPDATE " + f.prefix + "session SET expires_at = UTC_TIMESTAMP(6) + INTERVAL 60 SECOND WHERE id = ?"
 }
 
+// expire ends session s now, as if its last keep-alive had lapsed.
+func (f *fixture) expire(s simba.SessionID) {
+	f.t.Helper()
+	q := "UPDATE " + f.prefix + "session SET expires_at = now() - interval '1 second' WHERE id = $1"
+	if f.dialect == MySQL {
+		q = "UPDATE " + f.prefix + "session SET expires_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND WHERE id = ?"
+	}
+	if err := f.admin.exec(ctxT(f.t), q, string(s)); err != nil {
+		f.t.Fatalf("expire session: %v", err)
+	}
+}
+
 // TestTakeOverWaitsForRenewalInFlight: the owner's keep-alive has renewed
 // its session but not committed yet when the session's old expiry passes.
 // A candidate's Acquire must wait for that renewal and lose, never take

@@ -14,12 +14,12 @@ import (
 // connection pools, race for one name round after round. Each round must
 // have exactly one winner with a token above the previous round's. The
 // round ends alternately by a release, by the winner closing its session,
-// and by the winner's session expiring, so every way a lease becomes free
-// is raced for.
+// and by the winner's session expiring (its expires_at moved into the past
+// on the database clock, the state a lapsed keep-alive leaves), so every
+// way a lease becomes free is raced for.
 func TestRaceOneWinnerPerRound(t *testing.T) {
 	forEachDialect(t, func(t *testing.T, f *fixture) {
 		const sessions, nodes, rounds = 50, 5, 9
-		const shortLease = 400 * time.Millisecond
 		backends := make([]*Backend, nodes)
 		for i := range backends {
 			b, err := Open(ctxT(t), f.openURL(), Options{TablePrefix: f.prefix, Migrate: true})
@@ -34,21 +34,13 @@ func TestRaceOneWinnerPerRound(t *testing.T) {
 			s simba.SessionID
 		}
 		racers := make([]racer, sessions)
-		lease := func(i int) time.Duration {
-			if i%3 == 2 {
-				return shortLease // this round ends by expiry
-			}
-			return time.Minute
-		}
-		newRacer := func(i, round int) racer {
-			b := backends[i%nodes]
-			return racer{b: b, s: open(t, b, lease(round))}
-		}
+		const lease = time.Minute
 		const name = "contended"
 		var last uint64
 		for round := range rounds {
 			for i := range racers {
-				racers[i] = newRacer(i, round)
+				b := backends[i%nodes]
+				racers[i] = racer{b: b, s: open(t, b, lease)}
 			}
 			results := make([]simba.AcquireResult, sessions)
 			errs := make([]error, sessions)
@@ -84,7 +76,7 @@ func TestRaceOneWinnerPerRound(t *testing.T) {
 			}
 			last = tok
 			w := racers[winner]
-			if got := keepAliveOrExpired(t, w.b, w.s, lease(round)); got != tok {
+			if got := keepAliveOrExpired(t, w.b, w.s, lease); got != tok {
 				t.Fatalf("round %d: winner's keep-alive lists token %d, want %d", round, got, tok)
 			}
 			// Free the lease for the next round, and close the rest.
@@ -98,7 +90,7 @@ func TestRaceOneWinnerPerRound(t *testing.T) {
 					t.Fatal(err)
 				}
 			case 2:
-				time.Sleep(shortLease + 50*time.Millisecond)
+				f.expire(w.s)
 			}
 			for i, r := range racers {
 				if i != winner || round%3 != 2 {
