@@ -138,6 +138,30 @@ func TestShortConnectionLoss(t *testing.T) {
 	}
 }
 
+func TestBlackHoledConnection(t *testing.T) {
+	// Pings are not sent, so only a pending request can reveal a
+	// connection that went silent: it is dropped after 2/3 of the session
+	// timeout and the session goes on over a new one (the Zookeeper client
+	// waits 1s before it dials its only server again).
+	const lease = 6 * time.Second
+	b, _, p := newProxiedBackend(t)
+	s := mustOpen(t, b, lease)
+	r := mustAcquire(t, b, s, "x")
+
+	p.BlackHole()
+	start := time.Now()
+	c, cancel := context.WithTimeout(context.Background(), lease)
+	_, err := b.KeepAlive(c, s, lease)
+	cancel()
+	if err == nil || errors.Is(err, simba.ErrSessionExpired) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("KeepAlive over a black hole = %v, want the connection dropped before the ctx deadline", err)
+	}
+	t.Logf("silent connection dropped after %v: %v", time.Since(start).Round(time.Millisecond), err)
+	if got := mustKeepAlive(t, b, s).Leases["x"]; got != r.Token {
+		t.Fatalf("KeepAlive on the new connection lists x:%d, want %d", got, r.Token)
+	}
+}
+
 func TestLongConnectionLoss(t *testing.T) {
 	b, direct, p := newProxiedBackend(t)
 	s := mustOpen(t, b, lease)

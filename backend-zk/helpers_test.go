@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -174,15 +173,18 @@ func requests(t testing.TB, b *Backend, s simba.SessionID) int64 {
 }
 
 // proxy is a TCP proxy to a Zookeeper server that a test can cut: Cut
-// closes every connection and refuses new ones until Restore.
+// closes every connection and refuses new ones until Restore; BlackHole
+// silently drops the traffic of the open ones.
 type proxy struct {
 	ln       net.Listener
 	upstream string
 	wg       sync.WaitGroup
 
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
+	mu          sync.Mutex
+	cut         bool
+	conns       map[net.Conn]struct{}
+	gen         int // generation of new connections
+	frozenBelow int // connections of an older generation are black holes
 }
 
 func newProxy(t testing.TB, upstream string) *proxy {
@@ -218,9 +220,21 @@ func (p *proxy) accept() {
 			continue
 		}
 		p.conns[c], p.conns[u] = struct{}{}, struct{}{}
+		gen := p.gen
 		p.mu.Unlock()
 		pipe := func(dst, src net.Conn) {
-			_, _ = io.Copy(dst, src)
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := src.Read(buf)
+				if n > 0 && !p.frozen(gen) {
+					if _, werr := dst.Write(buf[:n]); werr != nil {
+						break
+					}
+				}
+				if err != nil {
+					break
+				}
+			}
 			_ = dst.Close()
 			_ = src.Close()
 		}
@@ -238,6 +252,21 @@ func (p *proxy) Cut() {
 		_ = c.Close()
 	}
 	clear(p.conns)
+}
+
+// BlackHole makes every open connection drop all it carries, in both
+// directions, without closing it; new connections work.
+func (p *proxy) BlackHole() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gen++
+	p.frozenBelow = p.gen
+}
+
+func (p *proxy) frozen(gen int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return gen < p.frozenBelow
 }
 
 // Restore accepts connections again.
