@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -118,11 +119,13 @@ type Client struct {
 type session struct {
 	id        SessionID
 	clock     *sessionClock
-	renew     time.Duration     // the renew period in effect (R-DL-2, R-DL-5)
+	renew     atomic.Int64      // the renew period in effect (R-DL-2, R-DL-5), read without the lock
 	released  map[string]uint64 // highest token released per name (R-CAND-4)
 	shortened bool              // SessionLeaseShortened published
 	ended     bool
 }
+
+func (s *session) renewPeriod() time.Duration { return time.Duration(s.renew.Load()) }
 
 // New returns a client of backend b and starts opening its session in the
 // background: New itself makes no backend call and never blocks. Elections
@@ -240,7 +243,7 @@ func (c *Client) Close(ctx context.Context) error {
 	<-c.loopDone
 	var err error
 	if sess != nil {
-		cctx, cancel := context.WithTimeout(context.Background(), sess.renew)
+		cctx, cancel := context.WithTimeout(context.Background(), sess.renewPeriod())
 		if cerr := c.b.CloseSession(cctx, sess.id); cerr != nil {
 			err = fmt.Errorf("simba: close session %s: %w", sess.id, cerr)
 		}
@@ -361,14 +364,14 @@ func (c *Client) sleep(d time.Duration) bool {
 func (c *Client) setDeadline(s *session, sentAt time.Time, remaining time.Duration) {
 	local := c.cfg.localValidity(remaining)
 	s.clock.setDeadline(sentAt.Add(local))
-	s.renew = c.cfg.RenewInterval
+	s.renew.Store(int64(c.cfg.RenewInterval))
 	if remaining < c.cfg.LeaseDuration && 2*c.cfg.RenewInterval > local {
-		s.renew = max(local/3, time.Millisecond)
+		s.renew.Store(int64(max(local/3, time.Millisecond)))
 		if !s.shortened {
 			s.shortened = true
 			c.emit(Event{Kind: EventSessionLeaseShortened, Session: s.id, Granted: remaining})
 			c.log.Warn("simba: backend granted a shorter lease than asked; renewing every third of it",
-				"session", s.id, "asked", c.cfg.LeaseDuration, "granted", remaining, "renew", s.renew)
+				"session", s.id, "asked", c.cfg.LeaseDuration, "granted", remaining, "renew", s.renewPeriod())
 		}
 	}
 }
@@ -376,7 +379,7 @@ func (c *Client) setDeadline(s *session, sentAt time.Time, remaining time.Durati
 // keepAlive renews s until it ends. It reports false when the client is
 // closing, true when s ended and a new session is needed.
 func (c *Client) keepAlive(s *session) bool {
-	next := time.Now().Add(s.renew)
+	next := time.Now().Add(s.renewPeriod())
 	for {
 		deadline := s.clock.deadlineTime()
 		wake := next
@@ -391,7 +394,7 @@ func (c *Client) keepAlive(s *session) bool {
 			return true
 		}
 		sentAt := time.Now()
-		callEnd := sentAt.Add(s.renew)
+		callEnd := sentAt.Add(s.renewPeriod())
 		if deadline.Before(callEnd) {
 			callEnd = deadline
 		}
@@ -416,7 +419,7 @@ func (c *Client) keepAlive(s *session) bool {
 			c.suspend(s, err)
 		default:
 			c.renewed(s, sentAt, reply)
-			next = sentAt.Add(s.renew)
+			next = sentAt.Add(s.renewPeriod())
 		}
 	}
 }
@@ -482,7 +485,7 @@ func (c *Client) releaseOrphan(s *session, name string, token uint64) {
 // callRelease releases name at token on the backend, bounded by the renew
 // period in effect.
 func (c *Client) callRelease(ctx context.Context, s *session, name string, token uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, s.renew)
+	ctx, cancel := context.WithTimeout(ctx, s.renewPeriod())
 	defer cancel()
 	err := c.b.Release(ctx, s.id, name, token)
 	if err != nil {

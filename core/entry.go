@@ -35,6 +35,8 @@ type entry struct {
 	attempt *attempt
 	retry   *time.Timer
 	watch   *watch
+	// watchFired is when a release watch last started an attempt.
+	watchFired time.Time
 
 	// election
 	run      *electionRun // nil while the election is not started
@@ -132,7 +134,7 @@ func (e *entry) contend() {
 	a := &attempt{sess: c.sess}
 	e.attempt = a
 	c.goBackground(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, a.sess.renew)
+		ctx, cancel := context.WithTimeout(ctx, a.sess.renewPeriod())
 		res, err := c.b.Acquire(ctx, a.sess.id, e.name)
 		cancel()
 		now := time.Now()
@@ -237,9 +239,17 @@ func (e *entry) startWatch() {
 			return
 		}
 		e.watch = nil
-		if fired {
-			e.contend()
+		if !fired {
+			return
 		}
+		// Backends may wake a watch spuriously: at most one attempt per
+		// MinBackoff comes from watches, the rest waits for the timer.
+		now := time.Now()
+		if now.Sub(e.watchFired) < c.cfg.MinBackoff {
+			return
+		}
+		e.watchFired = now
+		e.contend()
 	})
 }
 

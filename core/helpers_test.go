@@ -2,6 +2,7 @@ package simba_test
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func testConfig() simba.Config {
 // newClient returns a client of b closed at the end of the test.
 func newClient(t *testing.T, b simba.Backend, opts ...simba.Option) *simba.Client {
 	t.Helper()
-	opts = append([]simba.Option{simba.WithConfig(testConfig())}, opts...)
+	opts = append([]simba.Option{simba.WithConfig(testConfig()), simba.WithLogger(slog.New(slog.DiscardHandler))}, opts...)
 	c, err := simba.New(b, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)

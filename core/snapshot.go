@@ -51,7 +51,7 @@ func (c *Client) Snapshot() Snapshot {
 	if c.sess != nil {
 		s.Session.ID = c.sess.id
 		s.Session.Remaining = max(c.sess.clock.remaining(), 0)
-		s.Session.Renew = c.sess.renew
+		s.Session.Renew = c.sess.renewPeriod()
 		s.Session.Shortened = c.sess.shortened
 	}
 	now := time.Now()

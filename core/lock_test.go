@@ -1,0 +1,226 @@
+package simba_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// R-LOCK-1, R-LOCK-5: Acquire waits up to the ctx deadline; a second
+// acquire of a name this client holds waits for the release.
+func TestLockAcquireWaitsAndTimesOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		c := newClient(t, s.Connect())
+		l := c.Lock("inv")
+		lt, err := l.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		if _, err := l.Acquire(ctx); !errors.Is(err, simba.ErrLockTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("second Acquire: %v, want ErrLockTimeout", err)
+		}
+		if d := time.Since(start); d != 2*time.Second {
+			t.Fatalf("timed out after %v, want 2s", d)
+		}
+		got := make(chan *simba.LockTerm)
+		go func() {
+			lt2, err := l.Acquire(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			got <- lt2
+		}()
+		time.Sleep(time.Second)
+		if err := lt.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		lt2 := <-got
+		if lt2.Token() <= lt.Token() || !lt2.Valid() || lt.Valid() {
+			t.Fatalf("handover %v -> %v", lt.Term, lt2.Term)
+		}
+		_ = lt2.Close()
+	})
+}
+
+// R-LOCK-7: a lock lost early is released for good.
+func TestLockLostEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		c := newClient(t, s.Connect())
+		// The first term is taken over at once: the keep-alive will revoke it.
+		lt, err := c.Lock("x").Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.TakeOver("x")
+		time.Sleep(1100 * time.Millisecond)
+		if lt.Valid() || lt.Reason() != simba.TakenOver {
+			t.Fatalf("lock term valid=%v reason=%v after take-over", lt.Valid(), lt.Reason())
+		}
+		// R-LOCK-7: the lost lock is not re-acquired behind the user's back.
+		if snap := c.Snapshot(); len(snap.Leases) != 0 && snap.Leases[0].State == simba.StateCandidate {
+			t.Fatalf("lost lock contends again: %+v", snap.Leases)
+		}
+		if err := lt.EnsureValid(0); !errors.Is(err, simba.ErrTermExpired) {
+			t.Fatalf("EnsureValid after loss: %v", err)
+		}
+		if err := lt.Release(context.Background()); err != nil {
+			t.Fatalf("Release after loss: %v", err)
+		}
+	})
+}
+
+// R-LOCK-2: cancelling an acquire abandons it and releases what it won.
+func TestLockCancelReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		rec := &acquireTimes{Backend: s.Connect(), hold: make(chan struct{})}
+		c := newClient(t, rec)
+		ctx, cancel := context.WithCancel(context.Background())
+		errc := make(chan error)
+		go func() {
+			_, err := c.Lock("x").Acquire(ctx)
+			errc <- err
+		}()
+		synctest.Wait()
+		cancel()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled Acquire: %v", err)
+		}
+		close(rec.hold) // the acquire in flight wins now
+		synctest.Wait()
+		if id, _, ok := s.Owner("x"); ok {
+			t.Fatalf("lock still held by %s after a cancelled acquire", id)
+		}
+	})
+}
+
+// R-LOCK-3: TryAcquire makes one attempt.
+func TestTryAcquire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		c1 := newClient(t, s.Connect())
+		c2 := newClient(t, s.Connect())
+		lt, err := c1.Lock("x").TryAcquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c1.Lock("x").TryAcquire(context.Background()); !errors.Is(err, simba.ErrLockHeld) {
+			t.Fatalf("TryAcquire of a name this client holds: %v", err)
+		}
+		if _, err := c2.Lock("x").TryAcquire(context.Background()); !errors.Is(err, simba.ErrLockHeld) {
+			t.Fatalf("TryAcquire of a name another client holds: %v", err)
+		}
+		_ = lt.Release(context.Background())
+		conn := s.Connect()
+		conn.Stall()
+		c3 := newClient(t, conn)
+		start := time.Now()
+		if _, err := c3.Lock("y").TryAcquire(context.Background()); !errors.Is(err, simba.ErrLockTimeout) {
+			t.Fatalf("TryAcquire on an unreachable backend: %v", err)
+		}
+		if d := time.Since(start); d != 3*time.Second {
+			t.Fatalf("unanswered TryAcquire gave up after %v, want one lease duration", d)
+		}
+	})
+}
+
+// R-LOCK-6: a lock term released from another goroutine; release is
+// idempotent.
+func TestLockReleaseFromAnotherGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		c := newClient(t, s.Connect())
+		lt, _ := c.Lock("x").Acquire(context.Background())
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				if err := lt.Release(context.Background()); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if _, _, ok := s.Owner("x"); ok || lt.Reason() != simba.Stopped {
+			t.Fatalf("owned=%v reason=%v", ok, lt.Reason())
+		}
+	})
+}
+
+// R-LOCK-8: a lock and an election of one name on one client are refused.
+func TestLockElectionSameName(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newClient(t, memory.New())
+		_ = c.Election("x").Start(newRecorder())
+		if _, err := c.Lock("x").TryAcquire(context.Background()); !errors.Is(err, simba.ErrNameInUse) {
+			t.Fatalf("lock on an election's name: %v", err)
+		}
+		lt, _ := c.Lock("y").Acquire(context.Background())
+		if err := c.Election("y").Start(newRecorder()); !errors.Is(err, simba.ErrNameInUse) {
+			t.Fatalf("election on a lock's name: %v", err)
+		}
+		_ = lt.Close()
+	})
+}
+
+// Bad input: every misuse is a clear error, never a panic.
+func TestBadInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		if _, err := simba.New(nil); !errors.Is(err, simba.ErrInvalidArgument) {
+			t.Fatalf("New(nil): %v", err)
+		}
+		if _, err := simba.New(s, simba.WithConfig(simba.Config{LeaseDuration: -1})); !errors.Is(err, simba.ErrInvalidConfig) {
+			t.Fatalf("negative lease: %v", err)
+		}
+		if _, err := simba.New(s, nil); !errors.Is(err, simba.ErrInvalidArgument) {
+			t.Fatalf("nil option: %v", err)
+		}
+		if _, err := simba.New(s, simba.WithLogger(nil)); !errors.Is(err, simba.ErrInvalidArgument) {
+			t.Fatalf("nil logger: %v", err)
+		}
+		c := newClient(t, s.Connect())
+		if err := c.Election("bad name").Start(newRecorder()); !errors.Is(err, simba.ErrInvalidName) {
+			t.Fatalf("bad name: %v", err)
+		}
+		if _, err := c.Lock("").Acquire(context.Background()); !errors.Is(err, simba.ErrInvalidName) {
+			t.Fatalf("empty name: %v", err)
+		}
+		if s.Calls()[memory.OpAcquire] != 0 {
+			t.Fatal("an invalid name reached the backend")
+		}
+		if err := c.Election("e").Start(nil); !errors.Is(err, simba.ErrInvalidArgument) {
+			t.Fatalf("nil listener: %v", err)
+		}
+		//lint:ignore SA1012 a nil context is the bad input under test
+		if _, err := c.Lock("e").Acquire(nil); !errors.Is(err, simba.ErrInvalidArgument) { //nolint:staticcheck
+			t.Fatalf("nil ctx: %v", err)
+		}
+		if err := c.Election("never").Stop(context.Background()); !errors.Is(err, simba.ErrNotStarted) {
+			t.Fatalf("stop of an unstarted election: %v", err)
+		}
+		_ = c.Close(context.Background())
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		if err := c.Election("e").Start(newRecorder()); !errors.Is(err, simba.ErrClosed) {
+			t.Fatalf("Start after Close: %v", err)
+		}
+		if _, err := c.Lock("e").Acquire(context.Background()); !errors.Is(err, simba.ErrClosed) {
+			t.Fatalf("Acquire after Close: %v", err)
+		}
+		if err := c.Election("e").Stop(context.Background()); !errors.Is(err, simba.ErrClosed) {
+			t.Fatalf("Stop after Close: %v", err)
+		}
+	})
+}
