@@ -18,7 +18,8 @@ var (
 	ErrWrongType = errors.New("simbaredis: key holds the wrong type")
 
 	// ErrAuth is matched by the error of an operation the server refused
-	// for authentication or permission reasons (NOAUTH, WRONGPASS, NOPERM).
+	// for authentication or permission reasons (NOAUTH, WRONGPASS, NOPERM,
+	// or an ACL refusal of a command inside a script).
 	ErrAuth = errors.New("simbaredis: authentication or permission refused")
 )
 
@@ -53,7 +54,9 @@ func wrapErr(op string, err error) error {
 		kind = ErrClosed
 	case redis.HasErrorPrefix(err, "WRONGTYPE"):
 		kind = ErrWrongType
-	case redis.HasErrorPrefix(err, "NOAUTH"), redis.HasErrorPrefix(err, "WRONGPASS"), redis.HasErrorPrefix(err, "NOPERM"):
+	case redis.HasErrorPrefix(err, "NOAUTH"), redis.HasErrorPrefix(err, "WRONGPASS"), redis.HasErrorPrefix(err, "NOPERM"),
+		// an ACL refusal inside a script
+		redis.HasErrorPrefix(err, "The user executing the script can't"):
 		kind = ErrAuth
 	}
 	return &opError{op: op, kind: kind, err: err}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,8 +103,10 @@ func TestAuthentication(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port), Password: password})
 	defer admin.Close()
 	ctx := callCtx(t)
-	// An ACL user that may not run CONFIG, as on managed Redis.
-	if err := admin.Do(ctx, "ACL", "SETUSER", "simba", "on", ">"+userPassword, "~*", "&*", "+@all", "-config").Err(); err != nil {
+	// The README's least-rights user, without CONFIG as on managed Redis,
+	// for the prefix the Backends below use.
+	prefix := testPrefix()
+	if err := admin.Do(ctx, readmeACL(t, prefix, userPassword)...).Err(); err != nil {
 		t.Fatalf("ACL SETUSER: %v", err)
 	}
 	hostPort := fmt.Sprintf("127.0.0.1:%d", s.port)
@@ -134,6 +138,26 @@ func TestAuthentication(t *testing.T) {
 		})
 	}
 
+	// A user missing a command the scripts run is refused inside the script.
+	acl := readmeACL(t, prefix, userPassword)
+	acl[2] = "limited"
+	acl = slices.DeleteFunc(acl, func(a any) bool { return a == "+hincrby" })
+	if err := admin.Do(ctx, acl...).Err(); err != nil {
+		t.Fatalf("ACL SETUSER: %v", err)
+	}
+	limited, err := Open(ctx, "redis://limited:"+userPassword+"@"+hostPort, Options{KeyPrefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer limited.Close()
+	g, err := limited.OpenSession(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := limited.Acquire(ctx, g.ID, "n"); !errors.Is(err, ErrAuth) {
+		t.Fatalf("Acquire by a user without HINCRBY = %v, want ErrAuth", err)
+	}
+
 	for _, tt := range []struct {
 		name, url string
 		opts      Options
@@ -143,19 +167,13 @@ func TestAuthentication(t *testing.T) {
 		{name: "ACL user in options", url: "redis://" + hostPort, opts: Options{Username: "simba", Password: userPassword}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.opts.KeyPrefix = testPrefix()
+			tt.opts.KeyPrefix = prefix
 			b, err := Open(ctx, tt.url, tt.opts)
 			if err != nil {
 				t.Fatalf("Open: %v", err)
 			}
 			defer b.Close()
-			g, err := b.OpenSession(ctx, time.Second)
-			if err != nil {
-				t.Fatalf("OpenSession: %v", err)
-			}
-			if err := b.CloseSession(ctx, g.ID); err != nil {
-				t.Fatalf("CloseSession: %v", err)
-			}
+			useEveryOperation(t, b)
 			// The ACL user cannot read maxmemory-policy: not a failure,
 			// and no warning either way (the server says noeviction).
 			if w := b.Warnings(); len(w) != 0 {
@@ -445,4 +463,68 @@ func TestSubscriptionHealthCheck(t *testing.T) {
 	p.thaw()
 	mustFire(t, ch, "the frozen subscription was replaced")
 	b.notify.waitSubscribed(t, 2)
+}
+
+// readmeACL returns the ACL SETUSER command the README recommends, for
+// prefix and password, without the optional +config|get.
+func readmeACL(t *testing.T, prefix, password string) []any {
+	t.Helper()
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for l := range strings.Lines(string(readme)) {
+		if strings.HasPrefix(l, "ACL SETUSER simba ") {
+			line = strings.TrimSpace(l)
+		}
+	}
+	if line == "" {
+		t.Fatal("README.md has no ACL SETUSER line")
+	}
+	var args []any
+	for _, f := range strings.Fields(line) {
+		switch {
+		case f == ">PASSWORD":
+			f = ">" + password
+		case f == "+config|get":
+			continue
+		case strings.HasPrefix(f, "~simba:"), strings.HasPrefix(f, "&simba:"):
+			f = f[:1] + prefix + f[len("~simba:"):]
+		}
+		args = append(args, f)
+	}
+	return args
+}
+
+// useEveryOperation runs every operation of b once, with a second Backend
+// of the same server and prefix watching the release.
+func useEveryOperation(t *testing.T, b *Backend) {
+	t.Helper()
+	ctx := callCtx(t)
+	g, err := b.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatalf("OpenSession: %v", err)
+	}
+	r := mustWin(t, b, g.ID, "n")
+	if n, err := b.JoinGroup(ctx, g.ID, "g"); err != nil || n != 1 {
+		t.Fatalf("JoinGroup = %d, %v", n, err)
+	}
+	reply, err := b.KeepAlive(ctx, g.ID, 5*time.Second)
+	if err != nil || reply.Leases["n"] != r.Token || reply.Groups["g"] != 1 {
+		t.Fatalf("KeepAlive = %+v, %v", reply, err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := watchSubscribed(t, wctx, b, "n")
+	if err := b.Release(ctx, g.ID, "n", r.Token); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	mustFire(t, watch, "the release")
+	if err := b.LeaveGroup(ctx, g.ID, "g"); err != nil {
+		t.Fatalf("LeaveGroup: %v", err)
+	}
+	if err := b.CloseSession(ctx, g.ID); err != nil {
+		t.Fatalf("CloseSession: %v", err)
+	}
 }

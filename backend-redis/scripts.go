@@ -171,8 +171,9 @@ return member(m, ARGV[1], t, t + ttl)
 // leaveScript removes the session from a group.
 // KEYS: joined, group. ARGV: sid, group name. Reply: 1.
 var leaveScript = redis.NewScript(prelude + `
+must('set', 'SCARD', KEYS[1])
 must('sorted set', 'ZREM', KEYS[2], ARGV[1])
-must('set', 'SREM', KEYS[1], ARGV[2])
+redis.call('SREM', KEYS[1], ARGV[2])
 return 1
 `)
 
