@@ -226,7 +226,11 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closed = true
 	c.status = StatusClosed
 	var dispatchers []*dispatcher
+	var working []*Term
 	for _, e := range c.entries {
+		if e.term != nil {
+			working = append(working, e.term)
+		}
 		if d := e.shutdown(); d != nil {
 			dispatchers = append(dispatchers, d)
 		}
@@ -239,6 +243,14 @@ func (c *Client) Close(ctx context.Context) error {
 	c.emit(Event{Kind: EventSessionClosed, Session: sessionID(sess)})
 	c.unlock()
 
+	// Ordered handover: the leader work exits (or its deadline passes)
+	// before the session, and with it every lease, is released (R-HO-1).
+	self := callbackDispatcher(ctx)
+	for _, t := range working {
+		if self == nil && workTerm(ctx) == nil {
+			t.awaitWork(t.clock.deadlineTime())
+		}
+	}
 	c.loopStop()
 	<-c.loopDone
 	var err error
@@ -251,7 +263,6 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	c.wg.Wait()
 
-	self := callbackDispatcher(ctx)
 	if c.events != nil {
 		dispatchers = append(dispatchers, c.events)
 	}

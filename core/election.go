@@ -145,6 +145,10 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 	}
 	t := e.term
 	e.term = nil
+	var deadline time.Time
+	if t != nil {
+		deadline = t.clock.deadlineTime()
+	}
 	var release func(context.Context) error
 	if t != nil && t.revoke(reason) {
 		c.emit(Event{Kind: EventRevoked, Session: t.session, Name: e.name, Token: t.token, Reason: reason})
@@ -155,7 +159,13 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 	c.unlock()
 
 	if t != nil {
-		// Ordered handover: revoked, released, then OnRevoked (R-HO-1/2).
+		// Ordered handover: revoked (the work's ctx is cancelled), the work
+		// exited or the deadline at the stop passed, released, then
+		// OnRevoked (R-HO-1/2). Work that stops its own election is not
+		// waited for (R-CB-5).
+		if workTerm(ctx) != t {
+			t.awaitWork(deadline)
+		}
 		if err := release(context.Background()); err != nil {
 			c.lock()
 			c.emit(Event{Kind: EventBackendError, Name: el.name, Err: err})
@@ -167,7 +177,7 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 	c.lock()
 	e.forget()
 	c.unlock()
-	if callbackDispatcher(ctx) == run.d {
+	if callbackDispatcher(ctx) == run.d || workTerm(ctx) == t && t != nil {
 		return nil // called from this election's callback: do not wait for it
 	}
 	select {

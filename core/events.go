@@ -20,10 +20,11 @@ const (
 	EventElected                                    // a term was won; Name, Token
 	EventRevoked                                    // a term ended; Name, Token, Reason
 	EventBackendError                               // a backend call failed; Err, Name when about a lease
+	EventWorkFailed                                 // leader work returned an error or panicked; Name, Token, Err
 )
 
 var eventNames = [...]string{"", "SessionOpened", "SessionSuspended", "SessionRestored", "SessionDeadlinePassed",
-	"SessionExpired", "SessionLeaseShortened", "SessionClosed", "Elected", "Revoked", "BackendError"}
+	"SessionExpired", "SessionLeaseShortened", "SessionClosed", "Elected", "Revoked", "BackendError", "WorkFailed"}
 
 func (k EventKind) String() string {
 	if k <= 0 || int(k) >= len(eventNames) {

@@ -3,6 +3,7 @@ package simba
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -74,6 +75,11 @@ type Term struct {
 	reason atomic.Int32
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+
+	// Leader work running on the term; the ordered handover waits for it.
+	workMu   sync.Mutex
+	workers  int
+	workIdle chan struct{} // closed when workers drops to zero
 }
 
 func newTerm(name string, token uint64, session SessionID, clock *sessionClock, wonAt time.Time) *Term {
@@ -146,4 +152,47 @@ func (t *Term) revoke(reason RevokeReason) bool {
 	t.reason.Store(int32(reason))
 	t.cancel(fmt.Errorf("%w: %s token %d: %s", ErrTermExpired, t.name, t.token, reason))
 	return true
+}
+
+// addWork registers work running on t, and reports false when t has
+// already ended (the work must not start).
+func (t *Term) addWork() bool {
+	t.workMu.Lock()
+	defer t.workMu.Unlock()
+	if t.ended.Load() {
+		return false
+	}
+	if t.workers == 0 {
+		t.workIdle = make(chan struct{})
+	}
+	t.workers++
+	return true
+}
+
+// doneWork records that one work registered with addWork has exited.
+func (t *Term) doneWork() {
+	t.workMu.Lock()
+	defer t.workMu.Unlock()
+	t.workers--
+	if t.workers == 0 {
+		close(t.workIdle)
+	}
+}
+
+// awaitWork waits, after the term was revoked, until its work has exited
+// or deadline has passed, whichever comes first (R-HO-1).
+func (t *Term) awaitWork(deadline time.Time) {
+	t.workMu.Lock()
+	idle := t.workIdle
+	busy := t.workers > 0
+	t.workMu.Unlock()
+	if !busy {
+		return
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case <-idle:
+	case <-timer.C:
+	}
 }
