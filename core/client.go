@@ -108,6 +108,7 @@ type Client struct {
 	status  Status
 	sess    *session // nil while opening
 	entries map[string]*entry
+	groups  map[string]*groupState
 
 	loopCtx  context.Context // ends the session loop and cancels calls in flight
 	loopStop context.CancelFunc
@@ -158,6 +159,7 @@ func New(b Backend, opts ...Option) (*Client, error) {
 		exec:     o.exec,
 		onEvent:  o.listener,
 		entries:  make(map[string]*entry),
+		groups:   make(map[string]*groupState),
 		loopDone: make(chan struct{}),
 	}
 	c.notifier, _ = b.(ReleaseNotifier)
@@ -332,6 +334,10 @@ func (c *Client) open() *session {
 				c.log.Debug("simba: session opened", "session", s.id, "granted", grant.Remaining)
 				for _, e := range c.entries {
 					e.contend()
+				}
+				for _, gs := range c.groups {
+					gs.members = 0 // unknown until the new session joins
+					c.join(s, gs)
 				}
 				c.unlock()
 				return s

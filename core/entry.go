@@ -41,6 +41,7 @@ type entry struct {
 	// election
 	run      *electionRun // nil while the election is not started
 	cooldown time.Time    // no contention before this instant (R-HO-4)
+	group    *groupState  // the group this entry is a partition of, or nil
 
 	// lock
 	waiters []*waiter
@@ -117,7 +118,7 @@ func (e *entry) wants() bool {
 	}
 	switch e.kind {
 	case kindElection:
-		return e.run != nil && !time.Now().Before(e.cooldown)
+		return e.run != nil && !time.Now().Before(e.cooldown) && (e.group == nil || e.group.mayTake())
 	default:
 		return e.holder == nil && len(e.waiters) > 0
 	}
@@ -178,6 +179,9 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 	switch e.kind {
 	case kindElection:
 		e.elected(t)
+		if g := e.group; g != nil && g.members > 0 && g.held() > g.ceil() {
+			c.shed(g, g.ceil())
+		}
 	default:
 		e.lockWon(t)
 	}

@@ -185,8 +185,8 @@ func TestAbandonedAttemptReleases(t *testing.T) {
 		el := c.Election("e")
 		_ = el.Start(newRecorder())
 		synctest.Wait()
-		_ = el.Stop(context.Background())  // abandons the attempt in flight
-		_ = el.Start(newRecorder())        // must not send a second acquire meanwhile
+		_ = el.Stop(context.Background()) // abandons the attempt in flight
+		_ = el.Start(newRecorder())       // must not send a second acquire meanwhile
 		_ = el.Stop(context.Background())
 		synctest.Wait()
 		if n := len(rec.times()); n != 1 {

@@ -1,0 +1,160 @@
+package simba_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// groupNode is one node running a group, with the partitions it holds.
+type groupNode struct {
+	c      *simba.Client
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type partitionLog struct {
+	mu   sync.Mutex
+	held map[int]map[*groupNode]*simba.Term // partition -> node -> term while the work runs
+}
+
+func (l *partitionLog) count(n *groupNode) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := 0
+	for _, nodes := range l.held {
+		if nodes[n] != nil {
+			k++
+		}
+	}
+	return k
+}
+
+// overlap reports a partition held by two valid terms at once.
+func (l *partitionLog) overlap() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p, nodes := range l.held {
+		valid := 0
+		for _, t := range nodes {
+			if t.Valid() {
+				valid++
+			}
+		}
+		if valid > 1 {
+			return fmt.Errorf("partition %d held by %d valid terms", p, valid)
+		}
+	}
+	return nil
+}
+
+func startGroupNode(t *testing.T, s *memory.Server, log *partitionLog, n int) *groupNode {
+	c, err := simba.New(s.Connect(), simba.WithConfig(testConfig()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	node := &groupNode{c: c, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(node.done)
+		err := c.Group("work", n).Run(ctx, func(ctx context.Context, p int, term *simba.Term) error {
+			log.mu.Lock()
+			if log.held[p] == nil {
+				log.held[p] = map[*groupNode]*simba.Term{}
+			}
+			log.held[p][node] = term
+			log.mu.Unlock()
+			<-ctx.Done()
+			log.mu.Lock()
+			delete(log.held[p], node)
+			log.mu.Unlock()
+			return nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}()
+	return node
+}
+
+func (n *groupNode) stop() {
+	n.cancel()
+	<-n.done
+	_ = n.c.Close(context.Background())
+}
+
+// R-GRP-1, R-GRP-2: 1 to 5 nodes join, then leave; after each change the
+// spread settles within one of even, and no partition ever has two valid
+// terms.
+func TestGroupRebalance(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 10
+		s := memory.New()
+		log := &partitionLog{held: map[int]map[*groupNode]*simba.Term{}}
+		var nodes []*groupNode
+		check := func(stage string) {
+			t.Helper()
+			// Settle: a few renew intervals, checking for overlap throughout.
+			for range 100 {
+				time.Sleep(100 * time.Millisecond)
+				if err := log.overlap(); err != nil {
+					t.Fatalf("%s: %v", stage, err)
+				}
+			}
+			lo, hi, total := n, 0, 0
+			for _, node := range nodes {
+				k := log.count(node)
+				lo, hi, total = min(lo, k), max(hi, k), total+k
+			}
+			if total != n || hi-lo > 1 {
+				counts := []int{}
+				for _, node := range nodes {
+					counts = append(counts, log.count(node))
+				}
+				t.Fatalf("%s: partitions per node %v (total %d of %d), want within one of even", stage, counts, total, n)
+			}
+		}
+		for i := 1; i <= 5; i++ {
+			nodes = append(nodes, startGroupNode(t, s, log, n))
+			check(fmt.Sprintf("%d nodes", i))
+		}
+		for len(nodes) > 1 {
+			nodes[0].stop()
+			nodes = nodes[1:]
+			check(fmt.Sprintf("down to %d nodes", len(nodes)))
+		}
+		nodes[0].stop()
+	})
+}
+
+func TestGroupBadInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newClient(t, memory.New())
+		ctx := context.Background()
+		noop := func(context.Context, int, *simba.Term) error { return nil }
+		for _, tt := range []struct {
+			name string
+			n    int
+			fn   simba.PartitionFunc
+			want error
+		}{
+			{"g", 0, noop, simba.ErrInvalidArgument},
+			{"g", simba.MaxPartitions + 1, noop, simba.ErrInvalidArgument},
+			{"bad name", 2, noop, simba.ErrInvalidName},
+			{strings.Repeat("g", 127), 2, noop, simba.ErrInvalidName},
+			{"g", 2, nil, simba.ErrInvalidArgument},
+		} {
+			if err := c.Group(tt.name, tt.n).Run(ctx, tt.fn); !errors.Is(err, tt.want) {
+				t.Errorf("Group(%q, %d).Run = %v, want %v", tt.name, tt.n, err, tt.want)
+			}
+		}
+	})
+}
