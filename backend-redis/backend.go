@@ -372,9 +372,13 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 // WatchRelease returns a channel that is closed once name may have become
 // free: a release or session close published by any Backend on the same
 // server and prefix. The first call starts the Backend's one shared
-// subscription. Every (re)connection of that subscription wakes every
-// watcher, since releases may have been missed meanwhile; Close wakes them
-// too. When ctx is done the watch is dropped and the channel may never be
+// subscription; every call waits until that subscription is live (the
+// server confirmed it), so the watch hears every release published after
+// WatchRelease returned. If the subscription breaks, the next one wakes
+// every watcher registered before, since releases may have been missed
+// meanwhile; Close wakes them too. WatchRelease fails with ctx's error when
+// ctx ends before the subscription is live, and with ErrClosed after
+// Close. When ctx is done the watch is dropped and the channel may never be
 // closed.
 func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
 	if err := simba.ValidateName(name); err != nil {

@@ -36,7 +36,7 @@ func TestKeyPrefixValidation(t *testing.T) {
 	defer client.Close()
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
-			b, err := New(client, Options{KeyPrefix: tt.give})
+			b, err := New(client, Options{KeyPrefix: tt.give, Logger: quiet})
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("New(KeyPrefix %q): %v", tt.give, err)
@@ -69,7 +69,7 @@ func TestNewRefusesUnusableClients(t *testing.T) {
 		if _, err := New(c, Options{}); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "hash tag") {
 			t.Errorf("New(%s client, default prefix) = %v, want ErrInvalidOptions about a hash tag", name, err)
 		}
-		b, err := New(c, Options{KeyPrefix: "{simba}:"})
+		b, err := New(c, Options{KeyPrefix: "{simba}:", Logger: quiet})
 		if err != nil {
 			t.Errorf("New(%s client, prefix {simba}:) = %v", name, err)
 			continue
@@ -82,7 +82,7 @@ func TestNewWarnsWithoutContextTimeouts(t *testing.T) {
 	var got []Warning
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer client.Close()
-	b, err := New(client, Options{OnWarning: func(w Warning) { got = append(got, w) }})
+	b, err := New(client, Options{Logger: quiet, OnWarning: func(w Warning) { got = append(got, w) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestInvalidInputNeverReachesTheServer(t *testing.T) {
 	// through would fail with a dial error instead of the expected one.
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
 	defer client.Close()
-	b, err := New(client, Options{})
+	b, err := New(client, Options{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

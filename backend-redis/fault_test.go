@@ -91,10 +91,28 @@ func TestStalledConnection(t *testing.T) {
 			t.Fatalf("%s on a frozen connection = %v, want a transient error", op, err)
 		}
 	}
+	// The first watch waits for the subscription, bounded by its context.
+	var watchErr error
+	within(t, 1500*time.Millisecond, "WatchRelease on a frozen connection with a 300ms context", func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_, watchErr = b.WatchRelease(ctx, "n")
+	})
+	if !errors.Is(watchErr, context.DeadlineExceeded) {
+		t.Fatalf("WatchRelease on a frozen connection = %v, want context.DeadlineExceeded", watchErr)
+	}
 	p.thaw()
 	if _, err := b.KeepAlive(ctx, g.ID, 5*time.Second); err != nil {
 		t.Fatalf("KeepAlive after the network recovered: %v", err)
 	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watch := watchSubscribed(t, wctx, b, "n")
+	r := mustWin(t, b, g.ID, "n")
+	if err := b.Release(ctx, g.ID, "n", r.Token); err != nil {
+		t.Fatal(err)
+	}
+	mustFire(t, watch, "a release after the network recovered")
 }
 
 func TestAuthentication(t *testing.T) {
@@ -187,7 +205,7 @@ func TestEvictionPolicyWarning(t *testing.T) {
 	s := startServer(t, "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
 	ctx := callCtx(t)
 	var got []Warning
-	b := openBackend(t, s.url(), Options{OnWarning: func(w Warning) { got = append(got, w) }})
+	b := openBackend(t, s.url(), Options{Logger: quiet, OnWarning: func(w Warning) { got = append(got, w) }})
 	for range 2 {
 		g, err := b.OpenSession(ctx, time.Second)
 		if err != nil {
@@ -207,7 +225,7 @@ func TestEvictionPolicyWarning(t *testing.T) {
 		if err := raw.ConfigSet(ctx, "maxmemory-policy", policy).Err(); err != nil {
 			t.Fatal(err)
 		}
-		b := openBackend(t, s.url(), Options{})
+		b := openBackend(t, s.url(), Options{Logger: quiet})
 		g, err := b.OpenSession(ctx, time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -271,7 +289,7 @@ func TestWrongTypeKeys(t *testing.T) {
 	url := serverURL(t)
 	raw := rawClient(t, url)
 	var warned []Warning
-	b := openBackend(t, url, Options{OnWarning: func(w Warning) { warned = append(warned, w) }})
+	b := openBackend(t, url, Options{Logger: quiet, OnWarning: func(w Warning) { warned = append(warned, w) }})
 	p := b.KeyPrefix()
 	ctx := callCtx(t)
 	g, err := b.OpenSession(ctx, 5*time.Second)

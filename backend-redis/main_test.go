@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"os"
 	"testing"
 	"time"
@@ -118,20 +119,23 @@ func mustWin(t *testing.T, b *Backend, s simba.SessionID, name string) simba.Acq
 	return r
 }
 
-// watchSubscribed returns a watch of name on b made once b's release
-// subscription is confirmed, so that it sees every later release. The
-// watch ends with ctx.
+// watchSubscribed returns a watch of name on b, which WatchRelease makes
+// only once b's release subscription is live, so that it sees every later
+// release. The watch ends with ctx.
 func watchSubscribed(t *testing.T, ctx context.Context, b *Backend, name string) <-chan struct{} {
 	t.Helper()
-	first, err := b.WatchRelease(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.notify.waitSubscribed(t, 1)
-	mustFire(t, first, "the subscription started") // the first subscription wakes every watcher
 	ch, err := b.WatchRelease(ctx, name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.notify.mu.Lock()
+	live := b.notify.live
+	b.notify.mu.Unlock()
+	if !live {
+		t.Fatal("WatchRelease returned before the subscription was live")
+	}
 	return ch
 }
+
+// quiet is a logger for tests that provoke warnings on purpose.
+var quiet = slog.New(slog.DiscardHandler)

@@ -25,9 +25,14 @@ const (
 
 // notifier owns a Backend's one subscription to the release channel and
 // dispatches its messages to per-name waiters. The subscription starts with
-// the first watch and ends with close. A lost subscription is replaced by a
-// new one; each confirmed (re)subscription wakes every waiter, because a
-// release may have gone by while nobody listened.
+// the first watch and ends with close.
+//
+// A waiter is registered only while the subscription is live (confirmed by
+// the server), so it hears every release published after it was
+// registered, unless the connection breaks. A broken subscription is
+// replaced by a new one, and its confirmation wakes every waiter registered
+// before, because a release may have gone by while nobody listened. Watches
+// asked for meanwhile wait for the new subscription instead.
 type notifier struct {
 	client  redis.UniversalClient
 	channel string
@@ -41,6 +46,8 @@ type notifier struct {
 	cancel        context.CancelFunc
 	done          chan struct{}
 	ps            *redis.PubSub // the current subscription, closed by close
+	live          bool          // the current subscription is confirmed
+	ready         chan struct{} // closed once live or closed
 	subscriptions int           // confirmed (re)subscriptions so far
 }
 
@@ -58,22 +65,34 @@ func newNotifier(client redis.UniversalClient, channel string, log *slog.Logger)
 		log:     log,
 		health:  defaultHealthInterval,
 		waiters: make(map[string]map[*waiter]struct{}),
+		ready:   make(chan struct{}),
 	}
 }
 
 // watch registers a waiter for name that lives until it is woken or ctx
-// is done.
+// is done. It first waits, bounded by ctx, until the subscription is live.
 func (n *notifier) watch(ctx context.Context, name string) (<-chan struct{}, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	for !n.live && !n.closed {
+		if !n.started {
+			n.start()
+		}
+		ready := n.ready
+		n.mu.Unlock()
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			n.mu.Lock()
+			return nil, ctx.Err()
+		}
+		n.mu.Lock()
+	}
 	if n.closed {
 		return nil, ErrClosed
-	}
-	if !n.started {
-		n.start()
 	}
 	w := &waiter{name: name, ch: make(chan struct{})}
 	set := n.waiters[name]
@@ -121,11 +140,28 @@ func (n *notifier) released(name string) {
 	n.wakeLocked(name)
 }
 
+// subscribed marks the subscription live and wakes every waiter: they
+// were registered on an earlier subscription that was lost.
 func (n *notifier) subscribed() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.subscriptions++
 	n.wakeAllLocked()
+	if !n.live {
+		n.live = true
+		close(n.ready)
+	}
+}
+
+// lost marks the subscription as no longer live: new watches wait for the
+// next one.
+func (n *notifier) lost() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.live && !n.closed {
+		n.live = false
+		n.ready = make(chan struct{})
+	}
 }
 
 // start launches the subscription goroutine. n.mu must be held.
@@ -151,6 +187,9 @@ func (n *notifier) close() {
 		n.cancel()
 	}
 	n.wakeAllLocked()
+	if !n.live {
+		close(n.ready) // watches waiting for a subscription return ErrClosed
+	}
 	n.mu.Unlock()
 	if ps != nil {
 		_ = ps.Close() // interrupts a blocked receive
@@ -183,6 +222,7 @@ func (n *notifier) run(ctx context.Context) {
 			return
 		}
 		live, err := n.receive(ctx, ps)
+		n.lost()
 		_ = ps.Close()
 		if ctx.Err() != nil {
 			return
