@@ -1,0 +1,95 @@
+# Simba for Go: build, test and lint every module of the workspace.
+#
+# The modules are the `use` entries of go.work, in that order. Targets that
+# need servers start them with tools/testenv (installing the Debian packages
+# on first use) and stop them afterwards; see tools/testenv/lib.sh for the
+# ports and settings.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+GOFMT ?= gofmt
+GO_TEST_FLAGS ?= -race -count=1
+GOLANGCI_LINT_VERSION ?= v2.15.0
+BIN := $(CURDIR)/bin
+GOLANGCI_LINT := $(BIN)/golangci-lint
+TESTENV := $(CURDIR)/tools/testenv
+
+# Module directories relative to the root, without the leading "./".
+MODULES := $(patsubst ./%,%,$(shell $(GO) work edit -json | sed -n 's/^.*"DiskPath": *"\(.*\)".*$$/\1/p'))
+
+export BENCH_QUICK
+
+# has_packages DIR: true when the module in DIR holds at least one Go package.
+define has_packages
+[ -n "$$(cd $(1) && $(GO) list -e ./... 2>/dev/null)" ]
+endef
+
+.PHONY: help test test-modules test-core demo lint lint-tool tidy bench servers-up servers-down modules
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
+
+modules: ## print the modules of the workspace
+	@printf '%s\n' $(MODULES)
+
+test: ## servers up, go vet + race tests of every module (features included), servers down
+	@$(TESTENV)/with-servers $(MAKE) --no-print-directory test-modules
+
+# test-modules runs vet and the tests of every module with whatever
+# SIMBA_TEST_* variables are set; `make test` sets them.
+test-modules:
+	@failed=(); out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
+	for m in $(MODULES); do \
+		echo; echo "==================== module $$m ===================="; \
+		if ! $(call has_packages,$$m); then echo "(no Go packages yet: skipped)"; continue; fi; \
+		(cd $$m && $(GO) vet ./...) || failed+=("$$m (vet)"); \
+		(cd $$m && $(GO) test $(GO_TEST_FLAGS) ./... 2>&1) | tee -a "$$out" || failed+=("$$m (test)"); \
+	done; \
+	echo; \
+	if [ $${#failed[@]} -gt 0 ]; then echo "FAILED: $${failed[*]}"; fi; \
+	echo "packages: $$(grep -c '^ok ' "$$out" || true) passed, $$(grep -cE '^FAIL[[:space:]]+[^[:space:]]' "$$out" || true) failed, $$(grep -c '^? ' "$$out" || true) skipped"; \
+	[ $${#failed[@]} -eq 0 ]
+
+test-core: ## go vet + race tests of core only, no servers
+	cd core && $(GO) vet ./... && $(GO) test $(GO_TEST_FLAGS) ./...
+
+demo: ## run the demo on the in-memory backend
+	@if [ ! -d tools/cmd/simba ]; then echo "make demo: tools/cmd/simba does not exist yet"; exit 1; fi
+	$(GO) run ./tools/cmd/simba demo
+
+bench: ## run tools/bench against real servers (BENCH_QUICK=1: under 2 minutes)
+	@if [ "$$(cd tools/bench 2>/dev/null && $(GO) list -e -f '{{.Name}}' . 2>/dev/null)" != main ]; then \
+		echo "make bench: tools/bench has no main package yet"; exit 1; fi
+	@$(TESTENV)/with-servers $(GO) run ./tools/bench
+
+lint: lint-tool ## gofmt, go vet and golangci-lint on every module
+	@status=0; \
+	unformatted=$$($(GOFMT) -l $(MODULES)); \
+	if [ -n "$$unformatted" ]; then echo "gofmt: these files are not formatted:"; echo "$$unformatted"; status=1; fi; \
+	for m in $(MODULES); do \
+		echo "==================== lint $$m ===================="; \
+		if ! $(call has_packages,$$m); then echo "(no Go packages yet: skipped)"; continue; fi; \
+		(cd $$m && $(GO) vet ./...) || status=1; \
+		(cd $$m && $(GOLANGCI_LINT) run ./...) || status=1; \
+	done; \
+	exit $$status
+
+# lint-tool installs golangci-lint $(GOLANGCI_LINT_VERSION) into ./bin
+# unless that version is already there.
+lint-tool:
+	@if [ "$$($(GOLANGCI_LINT) version --short 2>/dev/null)" != "$(GOLANGCI_LINT_VERSION:v%=%)" ]; then \
+		echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into $(BIN)"; \
+		GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); \
+	fi
+
+tidy: ## go mod tidy in every module
+	@for m in $(MODULES); do echo "tidy $$m"; (cd $$m && $(GO) mod tidy); done
+
+servers-up: ## start the test servers and print their export lines
+	@$(TESTENV)/up
+
+servers-down: ## stop the test servers and delete their state
+	@$(TESTENV)/down

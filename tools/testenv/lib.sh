@@ -1,0 +1,538 @@
+# shellcheck shell=bash
+#
+# Helpers shared by the test-environment scripts (up, down, env, with-servers):
+# where the state lives, which ports the servers use, and how each server is
+# installed, checked, started and stopped. Sourced, never run.
+#
+# Servers (the names the scripts take): redis, postgres, mysql, zk.
+# Instances (one directory and one process each): redis, postgres, mysql, zk
+# and zk-capped; the zk server is the pair zk + zk-capped.
+#
+# Settings, all optional:
+#   SIMBA_TESTENV_DIR             state directory (default <repo>/.testenv)
+#   SIMBA_TESTENV_TIMEOUT         seconds a server may take to get ready (90)
+#   SIMBA_TESTENV_REDIS_PORT      16379
+#   SIMBA_TESTENV_POSTGRES_PORT   15432
+#   SIMBA_TESTENV_MYSQL_PORT      13306
+#   SIMBA_TESTENV_ZK_PORT         12181
+#   SIMBA_TESTENV_ZK_CAPPED_PORT  12182
+
+# shellcheck disable=SC2034 # the settings are read by the scripts that source this file
+PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
+
+TESTENV_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+TESTENV_DIR=${SIMBA_TESTENV_DIR:-$TESTENV_REPO/.testenv}
+TESTENV_TIMEOUT=${SIMBA_TESTENV_TIMEOUT:-90}
+
+REDIS_PORT=${SIMBA_TESTENV_REDIS_PORT:-16379}
+POSTGRES_PORT=${SIMBA_TESTENV_POSTGRES_PORT:-15432}
+MYSQL_PORT=${SIMBA_TESTENV_MYSQL_PORT:-13306}
+ZK_PORT=${SIMBA_TESTENV_ZK_PORT:-12181}
+ZK_CAPPED_PORT=${SIMBA_TESTENV_ZK_CAPPED_PORT:-12182}
+
+MYSQL_DB=simba_test
+# Zookeeper ticks every 500ms, so the smallest session it grants is 1s (two
+# ticks). The main instance accepts sessions up to 60s, the capped one only
+# up to 4s, which lets tests see a server-capped session timeout.
+ZK_TICK_MS=500
+ZK_MAX_SESSION_MS=60000
+ZK_CAPPED_MAX_SESSION_MS=4000
+
+ALL_SERVERS=(redis postgres mysql zk)
+
+for _port in "$REDIS_PORT" "$POSTGRES_PORT" "$MYSQL_PORT" "$ZK_PORT" "$ZK_CAPPED_PORT"; do
+	if ! [[ $_port =~ ^[0-9]{1,5}$ ]] || ((_port < 1 || _port > 65535)); then
+		printf 'testenv: error: invalid port %q in SIMBA_TESTENV_*_PORT\n' "$_port" >&2
+		exit 1
+	fi
+done
+unset _port
+
+log() { printf 'testenv: %s\n' "$*" >&2; }
+die() {
+	log "error: $*"
+	exit 1
+}
+
+is_root() { [[ $(id -u) == 0 ]]; }
+
+# check_servers NAME... exits with an error if a name is not a server.
+check_servers() {
+	local s
+	for s in "$@"; do
+		case $s in
+		redis | postgres | mysql | zk) ;;
+		*) die "unknown server '$s' (known: ${ALL_SERVERS[*]})" ;;
+		esac
+	done
+}
+
+instances_of() {
+	case $1 in
+	zk) echo zk zk-capped ;;
+	*) echo "$1" ;;
+	esac
+}
+
+port_of() {
+	case $1 in
+	redis) echo "$REDIS_PORT" ;;
+	postgres) echo "$POSTGRES_PORT" ;;
+	mysql) echo "$MYSQL_PORT" ;;
+	zk) echo "$ZK_PORT" ;;
+	zk-capped) echo "$ZK_CAPPED_PORT" ;;
+	esac
+}
+
+inst_dir() { printf '%s/%s' "$TESTENV_DIR" "$1"; }
+
+# exports_of SERVER prints the export lines that point tests at SERVER.
+exports_of() {
+	case $1 in
+	redis) printf "export SIMBA_TEST_REDIS_URL='redis://127.0.0.1:%s/0'\n" "$REDIS_PORT" ;;
+	postgres) printf "export SIMBA_TEST_POSTGRES_URL='postgres://postgres@127.0.0.1:%s/postgres?sslmode=disable'\n" "$POSTGRES_PORT" ;;
+	mysql) printf "export SIMBA_TEST_MYSQL_URL='root@tcp(127.0.0.1:%s)/%s?parseTime=true'\n" "$MYSQL_PORT" "$MYSQL_DB" ;;
+	zk)
+		printf "export SIMBA_TEST_ZK_SERVERS='127.0.0.1:%s'\n" "$ZK_PORT"
+		printf "export SIMBA_TEST_ZK_CAPPED_SERVERS='127.0.0.1:%s'\n" "$ZK_CAPPED_PORT"
+		;;
+	esac
+}
+
+# short_hash PATH names a per-state-directory spot outside it (for paths that
+# must be short or reachable by another user).
+short_hash() { printf '%s' "$1" | md5sum | cut -c1-10; }
+
+# ---------------------------------------------------------------- packages
+
+pg_bindir() {
+	local d
+	d=$(find /usr/lib/postgresql -mindepth 2 -maxdepth 2 -name bin -type d 2>/dev/null | sort -V | tail -n 1)
+	[[ -n $d && -x $d/initdb && -x $d/pg_ctl ]] && echo "$d"
+}
+
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# packages_missing SERVER prints the Debian packages SERVER still needs.
+packages_missing() {
+	case $1 in
+	redis) have redis-server && have redis-cli || echo redis-server redis-tools ;;
+	postgres) [[ -n $(pg_bindir) ]] && have psql || echo postgresql postgresql-client ;;
+	mysql) have mariadbd && have mariadb-install-db && have mariadb || echo mariadb-server mariadb-client ;;
+	zk) [[ -f /usr/share/java/zookeeper.jar ]] && have java || echo zookeeper ;;
+	esac
+}
+
+# apt_wait_idle waits while another apt or dpkg runs on this machine.
+apt_wait_idle() {
+	local waited=0 busy comm f
+	while :; do
+		busy=
+		for f in /proc/[0-9]*/comm; do
+			read -r comm 2>/dev/null <"$f" || continue
+			case $comm in
+			apt | apt-get | aptitude | dpkg | unattended-upgr) busy=$comm && break ;;
+			esac
+		done
+		[[ -z $busy ]] && return 0
+		((waited % 30 == 0)) && log "waiting for another package manager ($busy) to finish"
+		((waited >= 1800)) && die "the package manager stayed busy for 30 minutes"
+		sleep 3
+		waited=$((waited + 3))
+	done
+}
+
+# install_packages PKG... installs Debian packages with apt-get, waiting for
+# another apt to finish rather than failing on its lock.
+install_packages() {
+	local sudo=() added_policy=
+	if ! is_root; then
+		if ! have sudo || ! sudo -n true 2>/dev/null; then
+			die "missing packages ($*): install them as root, e.g. apt-get install -y $*"
+		fi
+		sudo=(sudo -n)
+	fi
+	log "installing Debian packages: $*"
+	apt_wait_idle
+	local try
+	for try in 1 2 3; do
+		"${sudo[@]}" apt-get -o DPkg::Lock::Timeout=900 -q update >&2 && break
+		((try == 3)) && die "apt-get update failed"
+		sleep 5
+		apt_wait_idle
+	done
+	# The packages try to start their own system-wide services; the test
+	# servers run on their own ports, so keep those from starting.
+	if is_root && [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && added_policy=1
+	fi
+	local rc=0
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 -q install -y "$@" >&2 || rc=$?
+	[[ -n $added_policy ]] && rm -f /usr/sbin/policy-rc.d
+	((rc == 0)) || die "apt-get install $* failed (exit $rc)"
+}
+
+# ---------------------------------------------------------------- processes
+
+pid_alive() { [[ $1 =~ ^[0-9]+$ ]] && kill -0 "$1" 2>/dev/null; }
+
+# inst_realdir INST resolves the instance directory (postgres may live
+# elsewhere behind a symlink, see prepare_postgres_dir).
+inst_realdir() { readlink -f "$(inst_dir "$1")" 2>/dev/null || inst_dir "$1"; }
+
+# pid_in_dir PID DIR holds when the process runs with its working directory
+# inside DIR: every server here runs in its own directory, so this tells our
+# processes from others that reuse a pid.
+pid_in_dir() {
+	local cwd
+	cwd=$(readlink "/proc/$1/cwd" 2>/dev/null) || return 1
+	[[ $cwd == "$2" || $cwd == "$2"/* ]]
+}
+
+# inst_pid INST prints the recorded pid of INST, if any.
+inst_pid() {
+	local dir
+	dir=$(inst_dir "$1")
+	case $1 in
+	postgres) [[ -r $dir/data/postmaster.pid ]] && head -n 1 "$dir/data/postmaster.pid" ;;
+	*) [[ -r $dir/pid ]] && head -n 1 "$dir/pid" ;;
+	esac
+	return 0
+}
+
+# inst_running INST prints the pid of INST when that process runs from its
+# directory.
+inst_running() {
+	local pid
+	pid=$(inst_pid "$1")
+	pid_alive "$pid" && pid_in_dir "$pid" "$(inst_realdir "$1")" && echo "$pid"
+}
+
+# stray_pids DIR prints the server processes that run inside DIR (left over
+# after a lost pid file, or children of a killed server).
+stray_pids() {
+	local p comm
+	[[ -d $1 ]] || return 0
+	for p in /proc/[0-9]*; do
+		read -r comm 2>/dev/null <"$p/comm" || continue
+		case $comm in
+		redis-server | postgres | mariadbd | mysqld | java) ;;
+		*) continue ;;
+		esac
+		pid_in_dir "${p#/proc/}" "$1" && echo "${p#/proc/}"
+	done
+	return 0
+}
+
+# stop_inst INST [KILL] stops the processes of INST: politely first (unless
+# KILL is given, for a server that no longer answers), then with SIGKILL.
+stop_inst() {
+	local inst=$1 dir pid sig=TERM i pids
+	dir=$(inst_realdir "$inst")
+	[[ $inst == postgres ]] && sig=INT # fast shutdown; TERM waits for clients
+	[[ ${2:-} == KILL ]] && sig=KILL
+	pid=$(inst_running "$inst") || true
+	if [[ -n $pid ]]; then
+		log "stopping $inst (pid $pid)"
+		kill -s "$sig" "$pid" 2>/dev/null || true
+		for ((i = 0; i < 75; i++)); do
+			pid_alive "$pid" || break
+			sleep 0.2
+		done
+	fi
+	pids=$(stray_pids "$dir")
+	if [[ -n $pids ]]; then
+		# shellcheck disable=SC2086
+		kill -s KILL $pids 2>/dev/null || true
+		for ((i = 0; i < 50; i++)); do
+			[[ -z $(stray_pids "$dir") ]] && break
+			sleep 0.1
+		done
+	fi
+}
+
+# remove_inst INST deletes the directory of INST (and where it points to).
+remove_inst() {
+	local link real
+	link=$(inst_dir "$1")
+	real=$(inst_realdir "$1")
+	if [[ -L $link ]]; then
+		rm -rf "$real"
+		rmdir "$(dirname "$real")" 2>/dev/null || true
+	fi
+	rm -rf "$link"
+}
+
+# ---------------------------------------------------------------- health
+
+# zk_word PORT WORD sends a Zookeeper four-letter command and prints the answer.
+zk_word() {
+	# shellcheck disable=SC2016 # $1 and $2 belong to the inner shell
+	timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf %s "$2" >&3 && cat <&3' _ "$1" "$2" 2>/dev/null
+}
+
+port_open() {
+	# shellcheck disable=SC2016 # $1 belongs to the inner shell
+	timeout 3 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1"' _ "$1" 2>/dev/null
+}
+
+# inst_healthy INST holds when a server of the right kind answers on INST's port.
+inst_healthy() {
+	local port out
+	port=$(port_of "$1")
+	case $1 in
+	redis)
+		have redis-cli || return 1
+		out=$(timeout 5 redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)
+		;;
+	postgres)
+		have psql || return 1
+		out=$(PGCONNECT_TIMEOUT=3 timeout 5 psql -X -q -w -h 127.0.0.1 -p "$port" -U postgres -d postgres -Atc 'select 1' 2>/dev/null)
+		[[ $out == 1 ]] && out=PONG
+		;;
+	mysql)
+		have mariadb || return 1
+		out=$(timeout 5 mariadb --no-defaults --protocol=TCP -h 127.0.0.1 -P "$port" -u root --connect-timeout=3 -N -B -e 'select 1' 2>/dev/null)
+		[[ $out == 1 ]] && out=PONG
+		;;
+	zk | zk-capped)
+		out=$(zk_word "$port" srvr)
+		[[ $out == *"Mode: standalone"* ]] && out=PONG
+		;;
+	esac
+	[[ $out == PONG ]]
+}
+
+# log_tail INST prints the end of INST's log on stderr.
+log_tail() {
+	local f
+	f=$(inst_realdir "$1")/log
+	if [[ -s $f ]]; then
+		log "last lines of $f:"
+		tail -n 40 "$f" | sed 's/^/    /' >&2
+	else
+		log "$1 wrote no log at $f"
+	fi
+}
+
+# wait_ready INST SECONDS waits until INST answers. It fails early when the
+# process it started has exited.
+wait_ready() {
+	local inst=$1 limit=$2 start
+	start=$SECONDS
+	while ((SECONDS - start < limit)); do
+		inst_healthy "$inst" && return 0
+		# postgres forks away from pg_ctl and mysql writes its pid late;
+		# give them a few seconds before judging by the pid.
+		if ((SECONDS - start > 5)) && [[ -z $(inst_running "$inst") ]]; then
+			inst_healthy "$inst" && return 0
+			log "$inst exited before it was ready"
+			return 1
+		fi
+		sleep 0.3
+	done
+	log "$inst was not ready after ${limit}s"
+	return 1
+}
+
+# ---------------------------------------------------------------- starting
+#
+# Each start_* launches one instance in a fresh directory and returns without
+# waiting for it; the servers get their own session and write to their own
+# log, so they hold none of the caller's descriptors (command substitution or
+# a pipe reading up's output would otherwise never end).
+
+# launch DIR CMD... runs CMD detached with DIR as its working directory and
+# records its pid in DIR/pid.
+launch() {
+	local dir=$1
+	shift
+	(cd "$dir" && exec setsid bash -c 'echo $$ >pid && exec "$@"' _ "$@") \
+		</dev/null >>"$dir/log" 2>&1 8>&- 9>&- &
+}
+
+start_redis() {
+	local dir
+	dir=$(inst_dir redis)
+	mkdir -p "$dir"
+	# Redis daemonizes itself (setsid, std streams to /dev/null); errors
+	# before it opens its log file land in the same file.
+	# shellcheck disable=SC2094
+	(cd "$dir" && redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$dir" --daemonize yes --pidfile "$dir/pid" --logfile "$dir/log" --maxclients 4000) \
+		</dev/null >>"$dir/log" 2>&1 8>&- 9>&-
+}
+
+as_postgres() {
+	if is_root; then
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# prepare_postgres_dir makes the postgres directory, owned by the postgres
+# user. PostgreSQL refuses to run as root; when that user cannot reach the
+# state directory (say under /root), the data lives in /var/tmp and the
+# state directory holds a symlink to it.
+prepare_postgres_dir() {
+	local dir real
+	dir=$(inst_dir postgres)
+	if ! is_root; then
+		mkdir -p "$dir"
+		return
+	fi
+	id postgres >/dev/null 2>&1 || die "the postgres user does not exist (is the postgresql package installed?)"
+	if runuser -u postgres -- test -x "$TESTENV_DIR"; then
+		mkdir -p "$dir"
+	else
+		real=/var/tmp/simba-testenv-$(short_hash "$TESTENV_DIR")/postgres
+		log "the postgres user cannot reach $TESTENV_DIR; keeping its data in $real"
+		rm -rf "$real"
+		mkdir -p "$real"
+		chmod 755 "$(dirname "$real")"
+		ln -sfn "$real" "$dir"
+	fi
+	chown postgres: "$(readlink -f "$dir")"
+}
+
+start_postgres() {
+	local bindir dir
+	bindir=$(pg_bindir) || die "PostgreSQL binaries not found under /usr/lib/postgresql"
+	prepare_postgres_dir
+	dir=$(inst_realdir postgres)
+	: >"$dir/log"
+	is_root && chown postgres: "$dir/log"
+	if ! as_postgres "$bindir/initdb" -D "$dir/data" -A trust -U postgres --locale=C -E UTF8 --no-sync \
+		</dev/null >>"$dir/log" 2>&1 8>&- 9>&-; then
+		log_tail postgres
+		die "initdb failed"
+	fi
+	# Later settings win over the ones initdb wrote. No unix socket: the
+	# tests connect over TCP and a socket path could exceed its length limit.
+	cat >>"$dir/data/postgresql.conf" <<EOF
+
+# simba test environment
+port = $POSTGRES_PORT
+listen_addresses = '127.0.0.1'
+unix_socket_directories = ''
+max_connections = 300
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+EOF
+	if ! as_postgres "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -W start \
+		</dev/null >>"$dir/ctl.log" 2>&1 8>&- 9>&-; then
+		cat "$dir/ctl.log" >&2
+		log_tail postgres
+		die "pg_ctl start failed"
+	fi
+}
+
+start_mysql() {
+	local dir sock user=()
+	dir=$(inst_dir mysql)
+	mkdir -p "$dir"
+	is_root && user=(--user=root)
+	if ! mariadb-install-db --no-defaults --datadir="$dir/data" "${user[@]}" \
+		--auth-root-authentication-method=normal --skip-test-db \
+		</dev/null >>"$dir/log" 2>&1 8>&- 9>&-; then
+		log_tail mysql
+		die "mariadb-install-db failed"
+	fi
+	# A unix socket path must stay short (about 100 bytes).
+	sock=$dir/mysql.sock
+	((${#sock} > 100)) && sock=/tmp/simba-testenv-$(short_hash "$TESTENV_DIR")-mysql.sock
+	launch "$dir" "$(command -v mariadbd)" --no-defaults --datadir="$dir/data" "${user[@]}" \
+		--port="$MYSQL_PORT" --bind-address=127.0.0.1 --socket="$sock" --pid-file="$dir/pid" \
+		--skip-name-resolve --skip-log-bin --max-connections=500 \
+		--character-set-server=utf8mb4 \
+		--innodb-buffer-pool-size=128M --innodb-log-file-size=32M \
+		--innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --sync-binlog=0
+}
+
+# zk_runtime prints three lines: the java command, the main class and the
+# classpath, read from the Debian package's own environment file so that a
+# change of its jar list does not break the scripts.
+zk_runtime() {
+	local f out=
+	for f in /etc/zookeeper/conf/environment /usr/share/zookeeper/bin/zkEnv.sh /usr/libexec/zkEnv.sh; do
+		[[ -r $f ]] || continue
+		out=$(
+			set +eu
+			unset CLASSPATH ZOOMAIN JAVA
+			export ZOOBINDIR
+			ZOOBINDIR=$(dirname "$f")
+			# shellcheck disable=SC1090
+			. "$f" >/dev/null 2>&1 </dev/null
+			printf '%s\n%s\n%s\n' "${JAVA:-}" "${ZOOMAIN:-}" "${CLASSPATH:-}"
+		)
+		[[ -n $(sed -n 3p <<<"$out") ]] && break
+		out=
+	done
+	local java main cp
+	java=$(sed -n 1p <<<"$out")
+	main=$(sed -n 2p <<<"$out")
+	cp=$(sed -n 3p <<<"$out")
+	# The package jar names its dependencies in its manifest; it is enough
+	# when no environment file was found.
+	[[ -z $cp && -f /usr/share/java/zookeeper.jar ]] && cp=/usr/share/java/zookeeper.jar
+	[[ -n $cp ]] || die "cannot find the Zookeeper classpath (is the zookeeper package installed?)"
+	# Zookeeper logs through slf4j; the Debian package ships no binding on
+	# that classpath, so add the simple one (it logs to stderr, our log).
+	[[ -f /usr/share/java/slf4j-simple.jar && $cp != *slf4j-simple* ]] && cp=$cp:/usr/share/java/slf4j-simple.jar
+	[[ -x $java ]] || java=$(command -v java) || die "java not found"
+	printf '%s\n%s\n%s\n' "$java" "${main:-org.apache.zookeeper.server.quorum.QuorumPeerMain}" "$cp"
+}
+
+start_zk() {
+	local inst=$1 dir port max rt java main cp
+	dir=$(inst_dir "$inst")
+	port=$(port_of "$inst")
+	max=$ZK_MAX_SESSION_MS
+	[[ $inst == zk-capped ]] && max=$ZK_CAPPED_MAX_SESSION_MS
+	rt=$(zk_runtime) || exit 1
+	java=$(sed -n 1p <<<"$rt")
+	main=$(sed -n 2p <<<"$rt")
+	cp=$(sed -n 3p <<<"$rt")
+	mkdir -p "$dir/data"
+	cat >"$dir/zoo.cfg" <<EOF
+# simba test environment: standalone, loopback only
+tickTime=$ZK_TICK_MS
+minSessionTimeout=$((2 * ZK_TICK_MS))
+maxSessionTimeout=$max
+dataDir=$dir/data
+clientPort=$port
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=srvr,ruok,conf,stat,mntr,cons
+EOF
+	# forceSync=no: the transaction log is not synced to disk (test data).
+	launch "$dir" "$java" -Xms32m -Xmx256m -XX:+UseSerialGC \
+		-Dzookeeper.forceSync=no -Dzookeeper.preAllocSize=4096 \
+		-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
+		-cp "$cp" "$main" "$dir/zoo.cfg"
+}
+
+start_inst() {
+	case $1 in
+	redis) start_redis ;;
+	postgres) start_postgres ;;
+	mysql) start_mysql ;;
+	zk | zk-capped) start_zk "$1" ;;
+	esac
+}
+
+# zk_cap_ok INST checks, when the server tells, that a Zookeeper not started
+# here caps sessions as this environment promises.
+zk_cap_ok() {
+	local want=$ZK_MAX_SESSION_MS got
+	[[ $1 == zk-capped ]] && want=$ZK_CAPPED_MAX_SESSION_MS
+	got=$(zk_word "$(port_of "$1")" conf | sed -n 's/^maxSessionTimeout=//p' | tr -d '\r')
+	if [[ -z $got ]]; then
+		log "warning: cannot read maxSessionTimeout of the Zookeeper on port $(port_of "$1") (want $want)"
+		return 0
+	fi
+	[[ $got == "$want" ]]
+}
