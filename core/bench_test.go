@@ -95,7 +95,6 @@ func BenchmarkMemoryPerLease(b *testing.B) {
 		for _, lt := range warm {
 			_ = lt.Release(ctx)
 		}
-		warm = nil
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)

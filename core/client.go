@@ -496,7 +496,7 @@ func (c *Client) releaseOrphan(s *session, name string, token uint64) {
 	if token > s.released[name] {
 		s.released[name] = token
 	}
-	c.goBackground(func(ctx context.Context) { c.callRelease(ctx, s, name, token) })
+	c.goBackground(func(ctx context.Context) { _ = c.callRelease(ctx, s, name, token) })
 }
 
 // callRelease releases name at token on the backend, bounded by the renew

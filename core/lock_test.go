@@ -202,8 +202,7 @@ func TestBadInput(t *testing.T) {
 		if err := c.Election("e").Start(nil); !errors.Is(err, simba.ErrInvalidArgument) {
 			t.Fatalf("nil listener: %v", err)
 		}
-		//lint:ignore SA1012 a nil context is the bad input under test
-		if _, err := c.Lock("e").Acquire(nil); !errors.Is(err, simba.ErrInvalidArgument) { //nolint:staticcheck
+		if _, err := c.Lock("e").Acquire(nil); !errors.Is(err, simba.ErrInvalidArgument) { //nolint:staticcheck // a nil context is the bad input under test
 			t.Fatalf("nil ctx: %v", err)
 		}
 		if err := c.Election("never").Stop(context.Background()); !errors.Is(err, simba.ErrNotStarted) {

@@ -114,17 +114,18 @@ func (t *Term) Remaining() time.Duration {
 	return max(t.clock.remaining(), 0)
 }
 
-// EnsureValid returns nil when the term stays valid for more than min, and
+// EnsureValid returns nil when the term stays valid for more than
+// minRemaining, and
 // an error wrapping ErrTermExpired otherwise (R-TERM-5). Call it before a
 // step that should not start when the term is about to end; it narrows the
 // window for a stale owner, it does not close it (pass Token to the
 // resource for that).
-func (t *Term) EnsureValid(min time.Duration) error {
+func (t *Term) EnsureValid(minRemaining time.Duration) error {
 	if t.ended.Load() {
 		return fmt.Errorf("%w: %s token %d ended: %s", ErrTermExpired, t.name, t.token, t.Reason())
 	}
-	if r := t.clock.remaining(); r <= min {
-		return fmt.Errorf("%w: %s token %d has %v left, %v needed", ErrTermExpired, t.name, t.token, max(r, 0), min)
+	if r := t.clock.remaining(); r <= minRemaining {
+		return fmt.Errorf("%w: %s token %d has %v left, %v needed", ErrTermExpired, t.name, t.token, max(r, 0), minRemaining)
 	}
 	return nil
 }

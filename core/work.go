@@ -2,6 +2,7 @@ package simba
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -73,7 +74,7 @@ func (el *Election) RunWhileLeader(ctx context.Context, fn WorkFunc, opts ...Wor
 		return err
 	}
 	<-ctx.Done()
-	if err := el.Stop(context.WithoutCancel(ctx)); err != nil && err != ErrClosed {
+	if err := el.Stop(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, ErrClosed) {
 		return err
 	}
 	return nil

@@ -196,7 +196,9 @@ func TestWorkFailure(t *testing.T) {
 		}()
 		time.Sleep(5 * time.Second)
 		cancel2()
-		<-done
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 		if terms.Load() != 3 { // at 0s, 2s and 4s
 			t.Fatalf("%d terms in 5s with a 2s step-down cooldown", terms.Load())
 		}

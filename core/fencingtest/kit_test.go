@@ -346,17 +346,17 @@ func TestLargeTokensStayInInt64(t *testing.T) {
 	// Every Simba backend stores tokens as signed 64-bit integers; the kit
 	// must not ask a resource to take a token no backend can issue.
 	var closes closeCount
-	var max uint64
+	var highest uint64
 	open := factory(flaws{}, &closes)
 	spy := func(ctx context.Context) (Resource, error) {
 		r, err := open(ctx)
-		return &tokenSpy{Resource: r, max: &max}, err
+		return &tokenSpy{Resource: r, max: &highest}, err
 	}
 	if failures := Check(t.Context(), spy); len(failures) != 0 {
 		t.Fatalf("correct resource failed: %v", failures)
 	}
-	if max != math.MaxInt64 {
-		t.Errorf("highest token written = %d, want math.MaxInt64", max)
+	if highest != math.MaxInt64 {
+		t.Errorf("highest token written = %d, want math.MaxInt64", highest)
 	}
 }
 

@@ -51,7 +51,7 @@ func (c *Conn) Unstall() { c.set(func() { c.stalled = false }) }
 // notifications to a failing connection are lost.
 func (c *Conn) Fail(err error) { c.set(func() { c.failErr = err }) }
 
-// DropReplies(true) makes every call reach the store and take effect, then
+// DropReplies with on set makes every call reach the store and take effect, then
 // wait until its context is done and return an error wrapping the
 // context's error, as if the reply were lost; release notifications are
 // lost too. DropReplies(false) ends that.

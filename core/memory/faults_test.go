@@ -29,12 +29,12 @@ func open(t *testing.T, b simba.Backend) simba.SessionID {
 
 // timed runs f with a context that ends after d and returns its error and
 // how long it took.
-func timed(t *testing.T, d time.Duration, f func(ctx context.Context) error) (error, time.Duration) {
+func timed(t *testing.T, d time.Duration, f func(ctx context.Context) error) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
 	defer cancel()
 	start := time.Now()
 	err := f(ctx)
-	return err, time.Since(start)
+	return time.Since(start), err
 }
 
 // setup returns a store, a connection to it and a session opened through
@@ -48,7 +48,7 @@ func setup(t *testing.T) (*memory.Server, *memory.Conn, simba.SessionID) {
 
 // acquireTimed acquires "job" for id through c with a context that ends
 // after d, and returns the error and how long the call took.
-func acquireTimed(t *testing.T, c *memory.Conn, id simba.SessionID, d time.Duration) (error, time.Duration) {
+func acquireTimed(t *testing.T, c *memory.Conn, id simba.SessionID, d time.Duration) (time.Duration, error) {
 	return timed(t, d, func(ctx context.Context) error {
 		_, err := c.Acquire(ctx, id, "job")
 		return err
@@ -59,7 +59,7 @@ func TestStall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, c, id := setup(t)
 		c.Stall()
-		err, took := acquireTimed(t, c, id, 3*time.Second)
+		took, err := acquireTimed(t, c, id, 3*time.Second)
 		if !errors.Is(err, context.DeadlineExceeded) || took != 3*time.Second {
 			t.Fatalf("stalled Acquire = %v after %v, want DeadlineExceeded after 3s", err, took)
 		}
@@ -139,7 +139,7 @@ func TestDropReplies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, c, id := setup(t)
 		c.DropReplies(true)
-		err, took := acquireTimed(t, c, id, 2*time.Second)
+		took, err := acquireTimed(t, c, id, 2*time.Second)
 		if !errors.Is(err, context.DeadlineExceeded) || took != 2*time.Second {
 			t.Fatalf("Acquire with a lost reply = %v after %v, want DeadlineExceeded after 2s", err, took)
 		}
@@ -148,7 +148,7 @@ func TestDropReplies(t *testing.T) {
 		}
 		// A keep-alive whose reply is lost still renews the session.
 		time.Sleep(6 * time.Second) // 8s since OpenSession
-		if err, _ := timed(t, time.Second, func(ctx context.Context) error {
+		if _, err := timed(t, time.Second, func(ctx context.Context) error {
 			_, err := c.KeepAlive(ctx, id, lease)
 			return err
 		}); !errors.Is(err, context.DeadlineExceeded) {
@@ -173,11 +173,11 @@ func TestDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv, c, id := setup(t)
 		c.Delay(300 * time.Millisecond)
-		err, took := acquireTimed(t, c, id, time.Second)
+		took, err := acquireTimed(t, c, id, time.Second)
 		if err != nil || took != 300*time.Millisecond {
 			t.Fatalf("delayed Acquire = %v after %v, want success after 300ms", err, took)
 		}
-		err, took = timed(t, 100*time.Millisecond, func(ctx context.Context) error {
+		took, err = timed(t, 100*time.Millisecond, func(ctx context.Context) error {
 			return c.Release(ctx, id, "job", 1)
 		})
 		if !errors.Is(err, context.DeadlineExceeded) || took != 100*time.Millisecond {
@@ -187,7 +187,7 @@ func TestDelay(t *testing.T) {
 			t.Fatal("a call that timed out during its delay reached the store")
 		}
 		c.Delay(0)
-		if _, took := timed(t, time.Second, func(ctx context.Context) error {
+		if took, _ := timed(t, time.Second, func(ctx context.Context) error {
 			return c.Release(ctx, id, "job", 1)
 		}); took != 0 {
 			t.Fatalf("Release after Delay(0) took %v", took)
