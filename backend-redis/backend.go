@@ -297,16 +297,24 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	}
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid), b.ownedKey(sid)}
-	n, err := acquireScript.Run(ctx, b.client, keys, sid, b.prefix, name).Int64()
-	switch {
-	case err != nil:
+	res, err := acquireScript.Run(ctx, b.client, keys, sid, b.prefix, name).Result()
+	if err != nil {
 		return simba.AcquireResult{}, wrapErr(fmt.Sprintf("acquire %q", name), err)
-	case n < 0:
-		return simba.AcquireResult{}, expired("acquire", s)
-	case n == 0:
-		return simba.AcquireResult{}, nil
 	}
-	return simba.AcquireResult{Won: true, Token: uint64(n)}, nil
+	switch res := res.(type) {
+	case int64:
+		if res < 0 {
+			return simba.AcquireResult{}, expired("acquire", s)
+		}
+		return simba.AcquireResult{}, nil
+	case string:
+		tok, err := strconv.ParseUint(res, 10, 64)
+		if err != nil || tok == 0 {
+			return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: token %q", name, errReply, res)
+		}
+		return simba.AcquireResult{Won: true, Token: tok}, nil
+	}
+	return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: %T", name, errReply, res)
 }
 
 // Release frees name if s owns it with exactly token and publishes the

@@ -507,3 +507,27 @@ func (n *notifier) count(name string) int {
 	defer n.mu.Unlock()
 	return len(n.waiters[name])
 }
+
+// TestLargeTokens: tokens beyond 2^53 (where a Lua number rounds) come back
+// exact from Acquire and KeepAlive.
+func TestLargeTokens(t *testing.T) {
+	url := serverURL(t)
+	b := openBackend(t, url, Options{})
+	raw := rawClient(t, url)
+	ctx := callCtx(t)
+	const start = uint64(1)<<62 + 1
+	if err := raw.HSet(ctx, b.KeyPrefix()+"lease:big", "token", start).Err(); err != nil {
+		t.Fatal(err)
+	}
+	g, err := b.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := mustWin(t, b, g.ID, "big"); r.Token != start+1 {
+		t.Fatalf("Acquire token = %d, want %d", r.Token, start+1)
+	}
+	reply, err := b.KeepAlive(ctx, g.ID, 5*time.Second)
+	if err != nil || reply.Leases["big"] != start+1 {
+		t.Fatalf("KeepAlive = %+v, %v; want token %d", reply, err, start+1)
+	}
+}

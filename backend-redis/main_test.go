@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,8 +56,8 @@ func rawClient(t testing.TB, url string) *redis.Client {
 }
 
 // openBackend opens a Backend on url with opts (a fresh test prefix when
-// opts.KeyPrefix is empty). When the test ends it is closed and every key
-// under its prefix deleted.
+// opts.KeyPrefix is empty). When the test ends it is closed and, for a test
+// prefix, every key under the prefix deleted.
 func openBackend(t testing.TB, url string, opts Options) *Backend {
 	t.Helper()
 	if opts.KeyPrefix == "" {
@@ -71,13 +72,20 @@ func openBackend(t testing.TB, url string, opts Options) *Backend {
 		if err := b.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		deleteKeys(t, raw, opts.KeyPrefix)
+		if strings.HasPrefix(opts.KeyPrefix, "{simbatest-") {
+			deleteKeys(t, raw, opts.KeyPrefix)
+		}
 	})
 	return b
 }
 
-// deleteKeys removes every key under prefix.
+// deleteKeys removes every key under prefix, which must be one testPrefix
+// made: a shared server may hold other data under other prefixes.
 func deleteKeys(t testing.TB, c *redis.Client, prefix string) {
+	if !strings.HasPrefix(prefix, "{simbatest-") {
+		t.Errorf("refusing to delete the keys under %q, not a test prefix", prefix)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	iter := c.Scan(ctx, 0, escapeGlob(prefix)+"*", 1000).Iterator()

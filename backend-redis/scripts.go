@@ -123,7 +123,8 @@ return {redis.call('PTTL', s), leases, groups, bad}
 // acquireScript starts a new term when the lease is free, owned by an
 // expired session, or owned by the caller.
 // KEYS: lease, session, owned. ARGV: sid, prefix, name.
-// Reply: -1 session gone, 0 held by another live session, else the token.
+// Reply: -1 session gone, 0 held by another live session, else the token
+// as a string (a Lua number would round tokens above 2^53).
 var acquireScript = redis.NewScript(prelude + `
 local l, s, o = KEYS[1], KEYS[2], KEYS[3]
 local sid, p, name = ARGV[1], ARGV[2], ARGV[3]
@@ -133,9 +134,10 @@ local cur = must('hash', 'HGET', l, 'session')
 if cur and cur ~= sid and redis.call('EXISTS', p .. 'session:' .. cur) == 1 then
   return 0
 end
-local token = redis.call('HINCRBY', l, 'token', 1)
+redis.call('HINCRBY', l, 'token', 1)
 redis.call('HSET', l, 'session', sid)
-redis.call('HSET', o, name, redis.call('HGET', l, 'token'))
+local token = redis.call('HGET', l, 'token')
+redis.call('HSET', o, name, token)
 redis.call('PEXPIRE', o, int(redis.call('PTTL', s)))
 return token
 `)
