@@ -22,9 +22,13 @@ MODULES := $(patsubst ./%,%,$(shell $(GO) work edit -json | sed -n 's/^.*"DiskPa
 
 export BENCH_QUICK
 
-# has_packages DIR: true when the module in DIR holds at least one Go package.
-define has_packages
-[ -n "$$(cd $(1) && $(GO) list -e ./... 2>/dev/null)" ]
+# load_module: in a loop over $$m, lists the module's packages in $$pkgs.
+# It fails, printing go's message, when the module cannot be loaded (a
+# missing directory, a broken go.mod or go.work), and leaves $$pkgs empty
+# when the module has no package yet.
+define load_module
+{ pkgs=$$(cd $$m && $(GO) list -e ./... 2>&1) || { echo "$$pkgs"; echo "cannot load module $$m"; false; }; } && \
+pkgs=$$(grep -v 'matched no packages' <<<"$$pkgs" || true)
 endef
 
 .PHONY: help test test-modules test-core demo lint lint-tool tidy bench servers-up servers-down modules
@@ -44,13 +48,16 @@ test-modules:
 	@failed=(); out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
 	for m in $(MODULES); do \
 		echo; echo "==================== module $$m ===================="; \
-		if ! $(call has_packages,$$m); then echo "(no Go packages yet: skipped)"; continue; fi; \
+		if ! { $(load_module); }; then failed+=("$$m (load)"); continue; fi; \
+		if [ -z "$$pkgs" ]; then echo "(no Go packages yet: skipped)"; continue; fi; \
 		(cd $$m && $(GO) vet ./...) || failed+=("$$m (vet)"); \
 		(cd $$m && $(GO) test $(GO_TEST_FLAGS) ./... 2>&1) | tee -a "$$out" || failed+=("$$m (test)"); \
 	done; \
 	echo; \
 	if [ $${#failed[@]} -gt 0 ]; then echo "FAILED: $${failed[*]}"; fi; \
-	echo "packages: $$(grep -c '^ok ' "$$out" || true) passed, $$(grep -cE '^FAIL[[:space:]]+[^[:space:]]' "$$out" || true) failed, $$(grep -c '^? ' "$$out" || true) skipped"; \
+	echo "packages: $$(grep '^ok ' "$$out" | grep -vc 'no tests to run' || true) passed," \
+		"$$(grep -cE '^FAIL[[:space:]]+[^[:space:]]' "$$out" || true) failed," \
+		"$$(grep -cE '^\?[[:space:]]|^ok .*no tests to run' "$$out" || true) skipped"; \
 	[ $${#failed[@]} -eq 0 ]
 
 test-core: ## go vet + race tests of core only, no servers
@@ -71,7 +78,8 @@ lint: lint-tool ## gofmt, go vet and golangci-lint on every module
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files are not formatted:"; echo "$$unformatted"; status=1; fi; \
 	for m in $(MODULES); do \
 		echo "==================== lint $$m ===================="; \
-		if ! $(call has_packages,$$m); then echo "(no Go packages yet: skipped)"; continue; fi; \
+		if ! { $(load_module); }; then status=1; continue; fi; \
+		if [ -z "$$pkgs" ]; then echo "(no Go packages yet: skipped)"; continue; fi; \
 		(cd $$m && $(GO) vet ./...) || status=1; \
 		(cd $$m && $(GOLANGCI_LINT) run ./...) || status=1; \
 	done; \
