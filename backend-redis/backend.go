@@ -25,10 +25,10 @@ var (
 )
 
 // Backend is the Redis implementation of simba.Backend and
-// simba.ReleaseNotifier. Every method is one atomic Lua script on the server
-// (a single round trip), is safe for concurrent use and returns soon after
-// its context is done, provided the client honours context deadlines (Open
-// makes sure of it; see New).
+// simba.ReleaseNotifier. Every session operation is one atomic Lua script
+// on the server (a single round trip). All methods are safe for concurrent
+// use and return soon after their context is done, provided the client
+// honours context deadlines (Open makes sure of it; see New).
 type Backend struct {
 	client      redis.UniversalClient
 	ownsClient  bool
@@ -59,7 +59,7 @@ type Backend struct {
 // New does not contact the server. It fails only on a nil client or
 // invalid options (errors.Is(err, ErrInvalidOptions)).
 func New(client redis.UniversalClient, opts Options) (*Backend, error) {
-	if client == nil {
+	if isNil(client) {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
 	}
 	o, err := opts.withDefaults()
@@ -186,6 +186,22 @@ func (d *dialRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook { r
 
 func (d *dialRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// isNil reports whether client is nil, also as a typed nil pointer of a
+// go-redis client type.
+func isNil(client redis.UniversalClient) bool {
+	switch c := client.(type) {
+	case nil:
+		return true
+	case *redis.Client:
+		return c == nil
+	case *redis.ClusterClient:
+		return c == nil
+	case *redis.Ring:
+		return c == nil
+	}
+	return false
 }
 
 // contextTimeouts reports whether client honours context deadlines, when

@@ -58,8 +58,11 @@ func TestKeyPrefixValidation(t *testing.T) {
 }
 
 func TestNewRefusesUnusableClients(t *testing.T) {
-	if _, err := New(nil, Options{}); !errors.Is(err, ErrInvalidOptions) {
-		t.Errorf("New(nil) = %v, want ErrInvalidOptions", err)
+	var typedNil *redis.Client
+	for _, c := range []redis.UniversalClient{nil, typedNil} {
+		if _, err := New(c, Options{}); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("New(%#v) = %v, want ErrInvalidOptions", c, err)
+		}
 	}
 	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
 	defer cluster.Close()
