@@ -247,9 +247,11 @@ func (e *entry) startWatch() {
 			return
 		}
 		// Backends may wake a watch spuriously: at most one attempt per
-		// MinBackoff comes from watches, the rest waits for the timer.
+		// MinBackoff comes from watches; a wake sooner than that moves the
+		// next attempt to the end of that MinBackoff.
 		now := time.Now()
-		if now.Sub(e.watchFired) < c.cfg.MinBackoff {
+		if wait := c.cfg.MinBackoff - now.Sub(e.watchFired); wait > 0 {
+			e.scheduleRetry(wait)
 			return
 		}
 		e.watchFired = now
