@@ -22,9 +22,9 @@ MODULES := $(patsubst ./%,%,$(shell $(GO) work edit -json | sed -n 's/^.*"DiskPa
 
 export BENCH_QUICK
 
-# load_module: in a loop over $$m, lists the module's packages in $$pkgs.
+# load_module: in a loop over $m, lists the module's packages in $pkgs.
 # It fails, printing go's message, when the module cannot be loaded (a
-# missing directory, a broken go.mod or go.work), and leaves $$pkgs empty
+# missing directory, a broken go.mod or go.work), and leaves $pkgs empty
 # when the module has no package yet.
 define load_module
 { pkgs=$$(cd $$m && $(GO) list -e ./... 2>&1) || { echo "$$pkgs"; echo "cannot load module $$m"; false; }; } && \
@@ -45,6 +45,7 @@ test: ## servers up, go vet + race tests of every module (features included), se
 # test-modules runs vet and the tests of every module with whatever
 # SIMBA_TEST_* variables are set; `make test` sets them.
 test-modules:
+	@if [ -z "$(MODULES)" ]; then echo "no modules found in go.work"; exit 1; fi
 	@failed=(); out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
 	for m in $(MODULES); do \
 		echo; echo "==================== module $$m ===================="; \
@@ -73,8 +74,9 @@ bench: ## run tools/bench against real servers (BENCH_QUICK=1: under 2 minutes)
 	@$(TESTENV)/with-servers $(GO) run ./tools/bench
 
 lint: lint-tool ## gofmt, go vet and golangci-lint on every module
+	@if [ -z "$(MODULES)" ]; then echo "no modules found in go.work"; exit 1; fi
 	@status=0; \
-	unformatted=$$($(GOFMT) -l $(MODULES)); \
+	unformatted=$$($(GOFMT) -l $(MODULES) | sort -u); \
 	if [ -n "$$unformatted" ]; then echo "gofmt: these files are not formatted:"; echo "$$unformatted"; status=1; fi; \
 	for m in $(MODULES); do \
 		echo "==================== lint $$m ===================="; \
