@@ -398,6 +398,9 @@ func TestOneRoundTripPerCall(t *testing.T) {
 	}
 	_ = b.LeaveGroup(ctx, g.ID, "c")
 	_ = b.Release(ctx, g.ID, "c", 1)
+	if _, err := b.KeepAlive(ctx, g.ID, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	counter.take()
 
 	r := mustWin(t, b, g.ID, "d")
