@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	simbasql "github.com/simba-go/simba/backend-jdbc"
+	simbaredis "github.com/simba-go/simba/backend-redis"
+	simbazk "github.com/simba-go/simba/backend-zk"
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// backendOptions are the settings a URL does not carry.
+type backendOptions struct {
+	migrate bool         // SQL: create the tables when missing
+	logger  *slog.Logger // the backend's own records; never nil
+}
+
+// backendKind opens the URLs of some schemes.
+type backendKind struct {
+	schemes []string
+	example string
+	// open returns the backend and the function that frees it. Errors
+	// about the URL itself are wrapped in a *badURLError.
+	open func(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error)
+}
+
+// backendKinds is the registry of the backends simba links.
+var backendKinds = []backendKind{
+	{[]string{"memory"}, "memory://[NAME]", openMemory},
+	{[]string{"redis", "rediss"}, "redis://[USER:PASSWORD@]HOST[:PORT][/DB]", openRedis},
+	{[]string{"postgres", "postgresql", "mysql"}, "postgres://USER[:PASSWORD]@HOST[:PORT]/DB", openSQL},
+	{[]string{"zk"}, "zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]", openZK},
+}
+
+// badURLError reports a backend URL that cannot be used as written: a
+// usage error, unlike a server that cannot be reached.
+type badURLError struct{ err error }
+
+func (e *badURLError) Error() string { return e.err.Error() }
+func (e *badURLError) Unwrap() error { return e.err }
+
+func badURL(format string, args ...any) error {
+	return &badURLError{fmt.Errorf(format, args...)}
+}
+
+// openBackend opens the backend of rawURL. Its errors never contain a
+// password.
+func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error) {
+	scheme, _, ok := strings.Cut(rawURL, "://")
+	if !ok || scheme == "" {
+		return nil, nil, badURL("backend URL %q has no scheme: want one of %s", redactURL(rawURL), schemeList())
+	}
+	for _, k := range backendKinds {
+		if slices.Contains(k.schemes, strings.ToLower(scheme)) {
+			return k.open(ctx, rawURL, o)
+		}
+	}
+	return nil, nil, badURL("unknown backend scheme %q: want one of %s", scheme, schemeList())
+}
+
+func schemeList() string {
+	var all []string
+	for _, k := range backendKinds {
+		for _, s := range k.schemes {
+			all = append(all, s+"://")
+		}
+	}
+	return strings.Join(all, ", ")
+}
+
+// redactURL returns rawURL with the password of its user information and
+// of password query parameters replaced, fit to print.
+func redactURL(rawURL string) string {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	if !ok {
+		if strings.ContainsAny(rawURL, "@") {
+			return "(redacted)"
+		}
+		return rawURL
+	}
+	authority, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, tail = rest[:i], rest[i:]
+	}
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		if user, _, hasPassword := strings.Cut(authority[:at], ":"); hasPassword {
+			authority = user + ":xxxxx" + authority[at:]
+		}
+	}
+	if path, query, hasQuery := strings.Cut(tail, "?"); hasQuery {
+		params := strings.Split(query, "&")
+		for i, p := range params {
+			key, _, _ := strings.Cut(p, "=")
+			switch strings.ToLower(key) {
+			case "password", "passwd", "pass", "sslpassword":
+				params[i] = key + "=xxxxx"
+			}
+		}
+		tail = path + "?" + strings.Join(params, "&")
+	}
+	return scheme + "://" + authority + tail
+}
+
+// memoryStores holds the in-process stores of memory:// URLs by name, so
+// that every client of one process naming the same store shares it.
+var memoryStores = struct {
+	sync.Mutex
+	m map[string]*memory.Server
+}{m: make(map[string]*memory.Server)}
+
+// memoryStore returns the in-process store called name, creating it.
+func memoryStore(name string) *memory.Server {
+	memoryStores.Lock()
+	defer memoryStores.Unlock()
+	s := memoryStores.m[name]
+	if s == nil {
+		s = memory.New()
+		memoryStores.m[name] = s
+	}
+	return s
+}
+
+func openMemory(_ context.Context, rawURL string, _ backendOptions) (simba.Backend, func() error, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, nil, badURL("memory URL %q: %w", rawURL, errors.Unwrap(err))
+	}
+	if u.User != nil || u.Port() != "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return nil, nil, badURL("memory URL %q: want memory:// or memory://NAME", rawURL)
+	}
+	return memoryStore(u.Hostname()).Connect(), func() error { return nil }, nil
+}
+
+// redisLog receives the go-redis client's own messages (failed dials,
+// dropped connections) at debug level, instead of the standard logger,
+// which would print them on stderr whatever --verbose says. go-redis has
+// one logger per process; the last opened backend's logger gets them.
+var redisLog struct {
+	once   sync.Once
+	logger atomic.Pointer[slog.Logger]
+}
+
+type redisLogger struct{}
+
+func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if l := redisLog.logger.Load(); l != nil {
+		l.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
+	}
+}
+
+func openRedis(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error) {
+	redisLog.logger.Store(o.logger)
+	redisLog.once.Do(func() { redis.SetLogger(redisLogger{}) })
+	b, err := simbaredis.Open(ctx, rawURL, simbaredis.Options{Logger: o.logger})
+	if errors.Is(err, simbaredis.ErrInvalidOptions) {
+		return nil, nil, &badURLError{err}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, b.Close, nil
+}
+
+func openSQL(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error) {
+	b, err := simbasql.Open(ctx, rawURL, simbasql.Options{Migrate: o.migrate, Logger: o.logger})
+	switch {
+	case errors.Is(err, simbasql.ErrInvalidOptions):
+		return nil, nil, &badURLError{err}
+	case errors.Is(err, simbasql.ErrSchemaMissing):
+		return nil, nil, fmt.Errorf("%w (run simba with --migrate once to create them)", err)
+	case err != nil:
+		return nil, nil, err
+	}
+	return b, b.Close, nil
+}
+
+// openZK opens zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]; the
+// user information is a digest identity. It checks that one server
+// accepts a connection, since the backend itself dials only when a session
+// opens.
+func openZK(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error) {
+	_, connect, _ := strings.Cut(rawURL, "://")
+	if strings.ContainsAny(connect, "?#") {
+		return nil, nil, badURL("zk URL %s: query parameters are not supported", redactURL(rawURL))
+	}
+	opts := simbazk.Options{Logger: o.logger}
+	hostsEnd := strings.IndexByte(connect, '/')
+	if hostsEnd < 0 {
+		hostsEnd = len(connect)
+	}
+	if at := strings.LastIndex(connect[:hostsEnd], "@"); at >= 0 {
+		opts.Auth, connect = connect[:at], connect[at+1:]
+		if user, _, ok := strings.Cut(opts.Auth, ":"); !ok || user == "" {
+			return nil, nil, badURL("zk URL %s: user information must be USER:PASSWORD", redactURL(rawURL))
+		}
+	}
+	servers, _, err := simbazk.ParseConnectString(connect)
+	if err != nil {
+		return nil, nil, &badURLError{err}
+	}
+	for _, s := range servers {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return nil, nil, badURL("zk URL %s: server %q: want HOST:PORT", redactURL(rawURL), s)
+		}
+	}
+	b, err := simbazk.Open(connect, opts)
+	if err != nil {
+		return nil, nil, &badURLError{err}
+	}
+	if err := dialAny(ctx, servers); err != nil {
+		_ = b.Close()
+		return nil, nil, err
+	}
+	return b, b.Close, nil
+}
+
+// dialAny returns nil once one of servers accepts a TCP connection, and
+// the last dial error when none does.
+func dialAny(ctx context.Context, servers []string) error {
+	var d net.Dialer
+	var errs []error
+	for _, s := range servers {
+		conn, err := d.DialContext(ctx, "tcp", s)
+		if err == nil {
+			_ = conn.Close()
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return fmt.Errorf("no Zookeeper server reachable: %w", errors.Join(errs...))
+}

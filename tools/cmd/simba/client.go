@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+// backendEnv is the variable read when --backend is not given.
+const backendEnv = "SIMBA_BACKEND"
+
+// clientFlags are the flags of the commands that open a client.
+type clientFlags struct {
+	backend        string
+	lease          time.Duration
+	connectTimeout time.Duration
+	migrate        bool
+	verbose        bool
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.backend, "backend", "", "backend `URL` (default $"+backendEnv+")")
+	fs.DurationVar(&c.lease, "lease", simba.DefaultLeaseDuration,
+		"session lease: how long the backend keeps this node's leases after its last keep-alive")
+	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long connecting to the backend may take")
+	fs.BoolVar(&c.migrate, "migrate", false, "PostgreSQL and MySQL: create the tables when they are missing")
+	fs.BoolVar(&c.verbose, "verbose", false, "log the client's debug records on stderr")
+}
+
+// node is an open client and the backend under it.
+type node struct {
+	client       *simba.Client
+	where        string // the backend URL, password redacted
+	closeBackend func() error
+}
+
+// connect opens the backend and a client on it. On failure it has printed
+// the error and returns the exit code: exitUsage for a missing or bad URL
+// or lease, exitUnavailable for a backend that cannot be reached.
+func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...simba.Option) (*node, int) {
+	rawURL := c.backend
+	if rawURL == "" {
+		rawURL = a.getenv(backendEnv)
+	}
+	if rawURL == "" {
+		return nil, a.usageError(cmd, errors.New("no backend: give --backend URL or set "+backendEnv+
+			" (memory:// for a trial in this process only)"))
+	}
+	if c.lease <= 0 {
+		return nil, a.usageError(cmd, fmt.Errorf("--lease %v: must be positive", c.lease))
+	}
+	cfg := simba.Config{LeaseDuration: c.lease}
+	if err := cfg.Validate(); err != nil {
+		return nil, a.usageError(cmd, fmt.Errorf("--lease %v: %w", c.lease, err))
+	}
+	if c.connectTimeout <= 0 {
+		return nil, a.usageError(cmd, fmt.Errorf("--connect-timeout %v: must be positive", c.connectTimeout))
+	}
+	level := slog.LevelWarn
+	if c.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+
+	where := redactURL(rawURL)
+	octx, cancel := context.WithTimeout(ctx, c.connectTimeout)
+	b, closeBackend, err := openBackend(octx, rawURL, backendOptions{migrate: c.migrate, logger: logger})
+	cancel()
+	var bad *badURLError
+	switch {
+	case errors.As(err, &bad):
+		return nil, a.usageError(cmd, err)
+	case err != nil && ctx.Err() != nil:
+		return nil, interruptedCode(ctx)
+	case err != nil:
+		a.report(cmd, "backend %s unavailable: %v", where, err)
+		return nil, exitUnavailable
+	}
+	opts = append([]simba.Option{simba.WithConfig(cfg), simba.WithLogger(logger)}, opts...)
+	client, err := simba.New(b, opts...)
+	if err != nil {
+		_ = closeBackend()
+		a.report(cmd, "%v", err)
+		return nil, exitFailure
+	}
+	return &node{client: client, where: where, closeBackend: closeBackend}, exitOK
+}
+
+// close closes the client, which frees every lease of the node at once,
+// then the backend. It waits at most one lease duration for the client.
+func (n *node) close(a *app, cmd string) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.client.Config().LeaseDuration)
+	defer cancel()
+	if err := n.client.Close(ctx); err != nil {
+		a.report(cmd, "closing the client: %v", err)
+	}
+	if err := n.closeBackend(); err != nil {
+		a.report(cmd, "closing the backend: %v", err)
+	}
+}

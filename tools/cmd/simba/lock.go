@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+const lockAbout = `
+Acquires the lock NAME, runs COMMAND while holding it, releases the lock when
+the command exits, and exits with the command's exit code. Every node that
+runs "simba lock" with the same NAME and backend takes turns.
+
+The command finds SIMBA_LEASE (the lock's name) and SIMBA_TOKEN (the fencing
+token of this term, a decimal integer) in its environment. Pass the token with
+every write to a shared resource and have the resource refuse a token lower
+than the highest it has seen: that stops a holder whose lock ended while it
+was paused.
+
+When the lock is lost while the command runs (no keep-alive succeeded before
+the session's local deadline, the backend expired the session, or another
+session took the lease over), the command gets SIGTERM, then SIGKILL after
+--grace, and simba exits with 76. On SIGINT or SIGTERM simba stops the command
+the same way, releases the lock and exits with the command's code.
+
+Exit codes:
+  the command's    when it exits on its own (128+N when signal N ended it)
+  2                bad usage: unknown flag, missing NAME or COMMAND, invalid
+                   name, bad backend URL
+  69               the backend cannot be reached
+  75               the lock was not acquired within --timeout
+  76               the lock was lost while the command ran
+  126              the command is not executable
+  127              the command was not found
+`
+
+// runLock is "simba lock NAME -- COMMAND...".
+func runLock(ctx context.Context, a *app, args []string) int {
+	const cmd = "lock"
+	c := newCommandLine(cmd, "lock [flags] NAME -- COMMAND [ARG...]", lockAbout)
+	timeout := c.Duration("timeout", 0, "give up with exit code 75 when the lock is not acquired within this `duration`; 0 waits for ever")
+	if code, ok := c.parse(a, args); !ok {
+		return code
+	}
+	if *timeout < 0 {
+		return a.usageError(cmd, fmt.Errorf("--timeout %v: must not be negative", *timeout))
+	}
+	n, code := c.client.connect(ctx, a, cmd)
+	if n == nil {
+		return code
+	}
+	defer n.close(a, cmd)
+	name := c.name
+
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if *timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, *timeout)
+	}
+	lt, err := n.client.Lock(name).Acquire(actx)
+	cancel()
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return interruptedCode(ctx)
+	case errors.Is(err, simba.ErrLockTimeout):
+		a.report(cmd, "lock %s not acquired within %v", name, *timeout)
+		return exitLockTimeout
+	default:
+		a.report(cmd, "acquire %s: %v", name, err)
+		return exitFailure
+	}
+	if c.client.verbose {
+		a.report(cmd, "acquired %s with token %d", name, lt.Token())
+	}
+	defer releaseLock(a, lt)
+
+	ch, err := startChild(a, c, lt.Term)
+	if err != nil {
+		a.report(cmd, "start %s: %v", c.argv[0], err)
+		return exitCannotRun
+	}
+	select {
+	case <-ch.done:
+		if !lt.Valid() {
+			// The term ended before simba saw the command exit: part of
+			// the command may have run without the lock.
+			a.report(cmd, "lost lock %s (token %d) while the command ran: %s", name, lt.Token(), endReason(lt.Term))
+			return exitLockLost
+		}
+		return ch.exitCode()
+	case <-lt.Done():
+		a.report(cmd, "lost lock %s (token %d): %s; stopping the command", name, lt.Token(), endReason(lt.Term))
+		ch.stop(c.grace)
+		return exitLockLost
+	case <-ctx.Done():
+		ch.stop(c.grace)
+		return ch.exitCode()
+	}
+}
+
+// releaseWait bounds the wait for a release at the end of a command.
+const releaseWait = 5 * time.Second
+
+// releaseLock releases lt, waiting at most releaseWait.
+func releaseLock(a *app, lt *simba.LockTerm) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+	defer cancel()
+	if err := lt.Release(ctx); err != nil {
+		a.report("lock", "release %s: %v (the backend frees it when the session ends)", lt.Name(), err)
+	}
+}
+
+// endReason says why t ended, or that its local deadline passed before the
+// engine revoked it.
+func endReason(t *simba.Term) string {
+	if r := t.Reason(); r != simba.NotRevoked {
+		return r.String()
+	}
+	return simba.DeadlinePassed.String()
+}
