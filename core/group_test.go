@@ -158,3 +158,73 @@ func TestGroupBadInput(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkGroupSettle reports how long partitions take to settle within
+// one of even (real time, memory backend, 300ms lease renewed every 100ms)
+// when a node joins a group of 3 running 12 partitions, and when one
+// leaves: settle_join_ms and settle_leave_ms.
+func BenchmarkGroupSettle(b *testing.B) {
+	const n = 12
+	cfg := simba.Config{LeaseDuration: 300 * time.Millisecond, RenewInterval: 100 * time.Millisecond}
+	var join, leave time.Duration
+	for b.Loop() {
+		s := memory.New()
+		log := &partitionLog{held: map[int]map[*groupNode]*simba.Term{}}
+		var nodes []*groupNode
+		start := func() {
+			c, err := simba.New(s.Connect(), simba.WithConfig(cfg))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			node := &groupNode{c: c, cancel: cancel, done: make(chan struct{})}
+			go func() {
+				defer close(node.done)
+				_ = c.Group("work", n).Run(ctx, func(ctx context.Context, p int, term *simba.Term) error {
+					log.mu.Lock()
+					if log.held[p] == nil {
+						log.held[p] = map[*groupNode]*simba.Term{}
+					}
+					log.held[p][node] = term
+					log.mu.Unlock()
+					<-ctx.Done()
+					log.mu.Lock()
+					delete(log.held[p], node)
+					log.mu.Unlock()
+					return nil
+				})
+			}()
+			nodes = append(nodes, node)
+		}
+		settled := func() time.Duration {
+			begin := time.Now()
+			for time.Since(begin) < 10*time.Second {
+				lo, hi, total := n, 0, 0
+				for _, node := range nodes {
+					k := log.count(node)
+					lo, hi, total = min(lo, k), max(hi, k), total+k
+				}
+				if total == n && hi-lo <= 1 {
+					return time.Since(begin)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			b.Fatal("partitions did not settle within 10s")
+			return 0
+		}
+		for range 3 {
+			start()
+		}
+		settled()
+		start()
+		join += settled()
+		nodes[0].stop()
+		nodes = nodes[1:]
+		leave += settled()
+		for _, node := range nodes {
+			node.stop()
+		}
+	}
+	b.ReportMetric(float64(join.Milliseconds())/float64(b.N), "settle_join_ms")
+	b.ReportMetric(float64(leave.Milliseconds())/float64(b.N), "settle_leave_ms")
+}
