@@ -10,12 +10,12 @@ import (
 
 func TestDemoTellsTheStory(t *testing.T) {
 	begin := time.Now()
-	r := runSimba(t, "demo", "--duration", "3s", "--lease", "300ms")
+	r := runSimba(t, "demo", "--duration", "5s", "--lease", "500ms")
 	if r.code != exitOK || r.stderr != "" {
 		t.Fatalf("exit code %d, stderr %q; output:\n%s", r.code, r.stderr, r.stdout)
 	}
-	if elapsed := time.Since(begin); elapsed < 3*time.Second || elapsed > 20*time.Second {
-		t.Errorf("the demo took %v for --duration 3s", elapsed)
+	if elapsed := time.Since(begin); elapsed < 5*time.Second || elapsed > 30*time.Second {
+		t.Errorf("the demo took %v for --duration 5s", elapsed)
 	}
 	out := r.stdout
 

@@ -10,7 +10,7 @@ import (
 func TestLeaderRestartsTheCommandForEachTerm(t *testing.T) {
 	url := memoryURL(t)
 	store := memoryStore(strings.TrimPrefix(url, "memory://"))
-	inv := start(t, append([]string{"leader", "--backend", url, "--lease", "300ms", "scheduler", "--"}, helper(t, "wait")...)...)
+	inv := start(t, append([]string{"leader", "--backend", url, "--lease", "1s", "scheduler", "--"}, helper(t, "wait")...)...)
 	inv.waitOutput(t, "started token=1\n", 10*time.Second)
 
 	// The backend ends the session: the term ends, the command is stopped,

@@ -1,18 +1,43 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// memoryURL returns a memory:// URL of a store private to the test.
+var memoryURLs struct {
+	sync.Mutex
+	m map[*testing.T]string
+	n int
+}
+
+// memoryURL returns the memory:// URL of a store private to the test, the
+// same for every call of one test, a new one for each run (-count).
 func memoryURL(t *testing.T) string {
-	return "memory://" + strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())
+	memoryURLs.Lock()
+	defer memoryURLs.Unlock()
+	if u, ok := memoryURLs.m[t]; ok {
+		return u
+	}
+	if memoryURLs.m == nil {
+		memoryURLs.m = make(map[*testing.T]string)
+	}
+	memoryURLs.n++
+	u := fmt.Sprintf("memory://%s-%d", strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()), memoryURLs.n)
+	memoryURLs.m[t] = u
+	t.Cleanup(func() {
+		memoryURLs.Lock()
+		defer memoryURLs.Unlock()
+		delete(memoryURLs.m, t)
+	})
+	return u
 }
 
 func TestLockPassesTokenAndLease(t *testing.T) {
@@ -70,7 +95,7 @@ func TestLockTimeout(t *testing.T) {
 func TestLockLostStopsTheCommand(t *testing.T) {
 	url := memoryURL(t)
 	store := memoryStore(strings.TrimPrefix(url, "memory://"))
-	inv := start(t, append([]string{"lock", "--backend", url, "--lease", "300ms", "job", "--"}, helper(t, "wait")...)...)
+	inv := start(t, append([]string{"lock", "--backend", url, "--lease", "1s", "job", "--"}, helper(t, "wait")...)...)
 	inv.waitOutput(t, "started token=1\n", 10*time.Second)
 	store.TakeOver("job")
 	r := inv.wait(t, 10*time.Second)
@@ -88,7 +113,7 @@ func TestLockLostStopsTheCommand(t *testing.T) {
 func TestLockLostKillsACommandThatIgnoresSIGTERM(t *testing.T) {
 	url := memoryURL(t)
 	store := memoryStore(strings.TrimPrefix(url, "memory://"))
-	inv := start(t, append([]string{"lock", "--backend", url, "--lease", "300ms", "--grace", "400ms", "job", "--"}, helper(t, "ignore-term")...)...)
+	inv := start(t, append([]string{"lock", "--backend", url, "--lease", "1s", "--grace", "400ms", "job", "--"}, helper(t, "ignore-term")...)...)
 	inv.waitOutput(t, "started token=1\n", 10*time.Second)
 	lost := time.Now()
 	id, _, _ := store.Owner("job")
