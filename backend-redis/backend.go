@@ -123,8 +123,10 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		_ = client.Close()
 		if last := dials.lastErr(); last != nil && ctx.Err() != nil {
 			// The driver retried until ctx ended; say why it could not
-			// connect rather than only that time ran out.
-			err = fmt.Errorf("%w (last dial attempt: %v)", err, last)
+			// connect rather than only that time ran out. The dial error
+			// is text only: a dial timeout of its own would otherwise make
+			// errors.Is report DeadlineExceeded for a cancelled ctx.
+			err = fmt.Errorf("%w (last dial attempt: %v)", err, last) //nolint:errorlint // the cause is ctx's end; the dial error is detail
 		}
 		return nil, wrapErr("connect to "+where, err)
 	}
@@ -148,12 +150,12 @@ func parseURL(rawURL string) (*redis.Options, string, error) {
 		if errors.As(err, &uerr) {
 			err = uerr.Err
 		}
-		return nil, "", fmt.Errorf("%w: redis URL: %v", ErrInvalidOptions, err)
+		return nil, "", fmt.Errorf("%w: redis URL: %w", ErrInvalidOptions, err)
 	}
 	where := u.Redacted()
 	copts, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: redis URL %s: %v", ErrInvalidOptions, where, err)
+		return nil, "", fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err)
 	}
 	return copts, where, nil
 }

@@ -270,11 +270,11 @@ func TestLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	sid := string(g.ID)
-	wantTTL := func(key string, min, max time.Duration) {
+	wantTTL := func(key string, lo, hi time.Duration) {
 		t.Helper()
 		ttl, err := raw.PTTL(ctx, key).Result()
-		if err != nil || ttl < min || ttl > max {
-			t.Errorf("PTTL %s = %v, %v; want in [%v, %v]", key, ttl, err, min, max)
+		if err != nil || ttl < lo || ttl > hi {
+			t.Errorf("PTTL %s = %v, %v; want in [%v, %v]", key, ttl, err, lo, hi)
 		}
 	}
 	wantHash := func(key string, want map[string]string) {
@@ -443,7 +443,7 @@ func TestWatchRelease(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	chN := watchSubscribed(t, wctx, w, "n")
+	chN := watchSubscribed(wctx, t, w, "n")
 	chM, err := w.WatchRelease(wctx, "m")
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,11 @@ func TestEngineHandover(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("second Acquire: %v", r.err)
 	}
-	defer r.term.Release(ctx)
+	defer func() {
+		if err := r.term.Release(ctx); err != nil {
+			t.Errorf("Release after handover: %v", err)
+		}
+	}()
 	took := r.at.Sub(released)
 	t.Logf("handover took %v", took)
 	if took > time.Second {

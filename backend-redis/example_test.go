@@ -37,7 +37,13 @@ func ExampleOpen() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer term.Release(ctx)
+	defer func() {
+		// The term ends either way; an error only means the backend did
+		// not confirm the release, and the session frees the lease later.
+		if err := term.Release(ctx); err != nil {
+			log.Printf("release nightly-report: %v", err)
+		}
+	}()
 	fmt.Println("holding nightly-report with fencing token", term.Token())
 }
 

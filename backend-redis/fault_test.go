@@ -107,7 +107,7 @@ func TestStalledConnection(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watch := watchSubscribed(t, wctx, b, "n")
+	watch := watchSubscribed(wctx, t, b, "n")
 	r := mustWin(t, b, g.ID, "n")
 	if err := b.Release(ctx, g.ID, "n", r.Token); err != nil {
 		t.Fatal(err)
@@ -382,7 +382,7 @@ func TestServerRestart(t *testing.T) {
 	mustWin(t, b, g.ID, "n")
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watch := watchSubscribed(t, wctx, w, "n")
+	watch := watchSubscribed(wctx, t, w, "n")
 
 	s.restart()
 
@@ -434,7 +434,7 @@ func TestSubscriptionReconnect(t *testing.T) {
 	ctx := callCtx(t)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watches := []<-chan struct{}{watchSubscribed(t, wctx, b, "first"), nil, nil}
+	watches := []<-chan struct{}{watchSubscribed(wctx, t, b, "first"), nil, nil}
 	for i := 1; i < len(watches); i++ {
 		ch, err := b.WatchRelease(wctx, fmt.Sprint("n", i))
 		if err != nil {
@@ -475,7 +475,7 @@ func TestSubscriptionHealthCheck(t *testing.T) {
 	ctx := callCtx(t)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ch := watchSubscribed(t, wctx, b, "n")
+	ch := watchSubscribed(wctx, t, b, "n")
 	p.freeze()
 	time.Sleep(time.Second) // several health intervals
 	p.thaw()
@@ -534,7 +534,7 @@ func useEveryOperation(t *testing.T, b *Backend) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	watch := watchSubscribed(t, wctx, b, "n")
+	watch := watchSubscribed(wctx, t, b, "n")
 	if err := b.Release(ctx, g.ID, "n", r.Token); err != nil {
 		t.Fatalf("Release: %v", err)
 	}

@@ -130,7 +130,7 @@ func mustWin(t *testing.T, b *Backend, s simba.SessionID, name string) simba.Acq
 // watchSubscribed returns a watch of name on b, which WatchRelease makes
 // only once b's release subscription is live, so that it sees every later
 // release. The watch ends with ctx.
-func watchSubscribed(t *testing.T, ctx context.Context, b *Backend, name string) <-chan struct{} {
+func watchSubscribed(ctx context.Context, t *testing.T, b *Backend, name string) <-chan struct{} {
 	t.Helper()
 	ch, err := b.WatchRelease(ctx, name)
 	if err != nil {

@@ -1,6 +1,7 @@
 package simbaredis
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -110,7 +111,7 @@ func (p *proxy) pipe(dst, src net.Conn) {
 			}
 		}
 		if err != nil {
-			if err != io.EOF {
+			if !errors.Is(err, io.EOF) {
 				_ = src.Close()
 			}
 			return
