@@ -183,7 +183,11 @@ func ParseConnectString(s string) (servers []string, chroot string, err error) {
 		if chroot == "/" {
 			chroot = ""
 		} else if err := validateRoot(chroot); err != nil {
-			return nil, "", &OptionsError{Field: "connect string", Reason: "chroot " + err.(*OptionsError).Reason}
+			var oerr *OptionsError
+			if !errors.As(err, &oerr) {
+				return nil, "", err
+			}
+			return nil, "", &OptionsError{Field: "connect string", Reason: "chroot " + oerr.Reason}
 		}
 	}
 	for _, h := range strings.Split(hosts, ",") {

@@ -216,7 +216,9 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 		last := s.dialErr
 		s.dialMu.Unlock()
 		if last != nil {
-			return abandon(fmt.Errorf("simbazk: open session: no Zookeeper server of %v answered (last: %v): %w", b.servers, last, ctx.Err()))
+			// The dial error is text only: its own timeout would otherwise
+			// make errors.Is report DeadlineExceeded for a cancelled ctx.
+			return abandon(fmt.Errorf("simbazk: open session: no Zookeeper server of %v answered (last: %v): %w", b.servers, last, ctx.Err())) //nolint:errorlint // the cause is ctx's end; the dial error is detail
 		}
 		return abandon(fmt.Errorf("simbazk: open session: no session from %v yet: %w", b.servers, ctx.Err()))
 	}

@@ -141,7 +141,7 @@ func (c *sessionConn) SetReadDeadline(t time.Time) error {
 // SetDeadline sets the write deadline, and the read deadline while
 // connecting.
 func (c *sessionConn) SetDeadline(t time.Time) error {
-	if err := c.Conn.SetWriteDeadline(t); err != nil {
+	if err := c.SetWriteDeadline(t); err != nil {
 		return err
 	}
 	return c.SetReadDeadline(t)
