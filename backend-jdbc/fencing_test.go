@@ -415,8 +415,11 @@ func TestFenceInTransaction(t *testing.T) {
 			key := x.newKey(t)
 			// outcome says what is wrong when a write did not end as wanted.
 			outcome := func(what string, want, ok bool, err error) error {
-				if err != nil || ok != want {
-					return fmt.Errorf("%s = %t, %v; want %t", what, ok, err, want)
+				switch {
+				case err != nil:
+					return fmt.Errorf("%s = %t, %w; want %t", what, ok, err, want)
+				case ok != want:
+					return fmt.Errorf("%s = %t, <nil>; want %t", what, ok, want)
 				}
 				return nil
 			}

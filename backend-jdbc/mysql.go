@@ -238,7 +238,7 @@ func (s *mysqlStore) keepAlive(ctx context.Context, id string, lease time.Durati
 	if _, err := s.exec(ctx, stRenew, micros(lease), id); err != nil {
 		return simba.KeepAliveReply{}, false, err
 	}
-	rows, err := s.query(ctx, stKeepAliveRead, id, id, id)
+	rows, err := s.query(ctx, stKeepAliveRead, id, id, id) //nolint:rowserrcheck // readKeepAlive checks rows.Err and closes rows
 	if err != nil {
 		return simba.KeepAliveReply{}, false, err
 	}
