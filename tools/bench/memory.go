@@ -1,0 +1,28 @@
+package main
+
+import (
+	"context"
+
+	"github.com/simba-go/simba/core/memory"
+)
+
+// memorySuite measures the engine on the in-memory backend, where a
+// backend call costs about nothing: simba is the engine's lock, floor the
+// same backend calls made directly, handover the engine's release watch.
+func memorySuite(ctx context.Context, s *settings, _ string, su *suite) error {
+	const backend = "memory"
+	srv := memory.New()
+	cases, err := s.implCases(backend, true, []impl{
+		{implSimba, func(ns []string) (opFunc, error) { return simbaLockOp(su, srv.Connect(), ns) }},
+		{implFloor, func(ns []string) (opFunc, error) { return backendFloorOp(ctx, srv.Connect(), ns) }},
+	})
+	if err != nil {
+		return err
+	}
+	ho, err := simbaHandover(su, s, backend, srv.Connect(), srv.Connect())
+	if err != nil {
+		return err
+	}
+	su.groups = append(su.groups, group{cases: append(cases, ho), rounds: s.rounds})
+	return nil
+}

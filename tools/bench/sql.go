@@ -1,0 +1,402 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	simbasql "github.com/simba-go/simba/backend-jdbc"
+	simba "github.com/simba-go/simba/core"
+)
+
+// sqlOptions puts Simba's tables of the run apart from the tests' own.
+func sqlOptions(cleanup bool) simbasql.Options {
+	o := simbasql.Options{TablePrefix: "simbabench_", Migrate: true}
+	if !cleanup {
+		o.CleanupInterval = -1 // no statement of its own inside a counting window
+	}
+	return o
+}
+
+// sqlFloor is what the floor of a SQL backend replays: the two statements
+// Simba's backend sends for an uncontended acquire and release, captured
+// from the backend itself, so the floor follows any change to them.
+type sqlFloor struct {
+	acquire, release statement
+	tokenArg         int // index of the token among release's arguments
+}
+
+// captureFloor opens a session on b (its client feeds w), takes and gives
+// back name once so that the row exists and the statements are prepared,
+// then records the statements of a second acquire and release.
+func captureFloor(ctx context.Context, su *suite, b simba.Backend, w *wire, name string) (sqlFloor, error) {
+	g, err := b.OpenSession(ctx, time.Hour)
+	if err != nil {
+		return sqlFloor{}, err
+	}
+	su.onClose(func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return b.CloseSession(ctx, g.ID)
+	})
+	cycle := func() (uint64, error) {
+		r, err := b.Acquire(ctx, g.ID, name)
+		if err != nil {
+			return 0, err
+		}
+		if !r.Won {
+			return 0, fmt.Errorf("acquire %s: held elsewhere", name)
+		}
+		return r.Token, b.Release(ctx, g.ID, name, r.Token)
+	}
+	if _, err := cycle(); err != nil {
+		return sqlFloor{}, err
+	}
+	stop := w.record()
+	token, err := cycle()
+	got := stop()
+	if err != nil {
+		return sqlFloor{}, err
+	}
+	if len(got) != 2 {
+		return sqlFloor{}, fmt.Errorf("captured %d statements of an acquire and release, want 2", len(got))
+	}
+	f := sqlFloor{acquire: got[0], release: got[1], tokenArg: -1}
+	for i, a := range f.release.args {
+		if v, ok := asUint(a); ok && v == token {
+			if f.tokenArg >= 0 {
+				return sqlFloor{}, fmt.Errorf("release statement: token %d found twice among its arguments", token)
+			}
+			f.tokenArg = i
+		}
+	}
+	if f.tokenArg < 0 {
+		return sqlFloor{}, fmt.Errorf("release statement: token %d not among its arguments", token)
+	}
+	return f, nil
+}
+
+// releaseArgs returns the release arguments with token in place.
+func (f sqlFloor) releaseArgs(token uint64) []any {
+	args := slices.Clone(f.release.args)
+	args[f.tokenArg] = int64(token)
+	return args
+}
+
+func asUint(v any) (uint64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return uint64(n), n > 0
+	case uint64:
+		return n, true
+	case int:
+		return uint64(n), n > 0
+	}
+	return 0, false
+}
+
+// sqlDialect is what differs between the SQL suites.
+type sqlDialect struct {
+	backend string
+	// open connects a client of its own, counted by w when w is not nil,
+	// and returns Simba's backend on it; close closes both.
+	open func(ctx context.Context, w *wire, cleanup bool) (b simba.Backend, close func() error, err error)
+	// peer is the lock users would otherwise write on this database.
+	peer impl
+	// floor returns an operation replaying f on a client of its own.
+	floor func(ctx context.Context, f sqlFloor) (opFunc, error)
+}
+
+// sqlSuite compares Simba's lock with the dialect's peer and floor, then
+// measures the keep-alive statements of one node holding many leases
+// (Simba only: the peers hold their locks on a connection and renew
+// nothing).
+func sqlSuite(ctx context.Context, s *settings, su *suite, d sqlDialect) error {
+	open := func(w *wire) (simba.Backend, error) {
+		b, closeFn, err := d.open(ctx, w, true)
+		if err == nil {
+			su.onClose(closeFn)
+		}
+		return b, err
+	}
+	cases, err := s.implCases(d.backend, false, []impl{
+		{implSimba, func(ns []string) (opFunc, error) {
+			b, err := open(nil)
+			if err != nil {
+				return nil, err
+			}
+			return simbaLockOp(su, b, ns)
+		}},
+		d.peer,
+		{implFloor, func(ns []string) (opFunc, error) {
+			w := &wire{}
+			b, err := open(w)
+			if err != nil {
+				return nil, err
+			}
+			f, err := captureFloor(ctx, su, b, w, ns[0])
+			if err != nil {
+				return nil, fmt.Errorf("capture: %w", err)
+			}
+			return d.floor(ctx, f)
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	su.groups = append(su.groups, group{cases: cases, rounds: s.rounds})
+
+	var ka []benchCase
+	for _, n := range s.leases {
+		ka = append(ka, &simbaKeepAlive{
+			lid: lineID{d.backend, implSimba, opKeepAlive(n)}, s: s, leases: n,
+			open: func(ctx context.Context) (kaBackend, error) {
+				w := &wire{}
+				b, closeFn, err := d.open(ctx, w, false)
+				return kaBackend{b: b, wire: w, close: closeFn}, err
+			},
+		})
+	}
+	su.groups = append(su.groups, group{cases: ka, rounds: s.kaRounds})
+	return nil
+}
+
+// postgresSuite compares Simba's lock with a session advisory lock
+// (pg_try_advisory_lock and pg_advisory_unlock on one pooled connection)
+// and the floor (Simba's two statements run directly with pgx).
+func postgresSuite(ctx context.Context, s *settings, rawURL string, su *suite) error {
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return fmt.Errorf("SIMBA_TEST_POSTGRES_URL: %w", err)
+	}
+	newPool := func(ctx context.Context, w *wire) (*pgxpool.Pool, error) {
+		c := cfg.Copy()
+		if w != nil {
+			c.ConnConfig.Tracer = pgTracer{w}
+		}
+		p, err := pgxpool.NewWithConfig(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.Ping(ctx); err != nil {
+			p.Close()
+			return nil, err
+		}
+		return p, nil
+	}
+	pool := func() (*pgxpool.Pool, error) {
+		p, err := newPool(ctx, nil)
+		if err == nil {
+			su.onClose(func() error { p.Close(); return nil })
+		}
+		return p, err
+	}
+	return sqlSuite(ctx, s, su, sqlDialect{
+		backend: "postgres",
+		open: func(ctx context.Context, w *wire, cleanup bool) (simba.Backend, func() error, error) {
+			p, err := newPool(ctx, w)
+			if err != nil {
+				return nil, nil, err
+			}
+			b, err := simbasql.NewPostgres(p, sqlOptions(cleanup))
+			if err != nil {
+				p.Close()
+				return nil, nil, err
+			}
+			return b, func() error { err := b.Close(); p.Close(); return err }, nil
+		},
+		peer: impl{"advisory", func([]string) (opFunc, error) {
+			p, err := pool()
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context, w int) error {
+				conn, err := p.Acquire(ctx)
+				if err != nil {
+					return err
+				}
+				defer conn.Release()
+				key := advisoryKey + int64(w)
+				var ok bool
+				if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("advisory lock %d: held elsewhere", key)
+				}
+				if err := conn.QueryRow(ctx, "SELECT pg_advisory_unlock($1)", key).Scan(&ok); err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("advisory unlock %d: not held", key)
+				}
+				return nil
+			}, nil
+		}},
+		floor: func(ctx context.Context, f sqlFloor) (opFunc, error) {
+			p, err := pool()
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context, _ int) error {
+				rows, err := p.Query(ctx, f.acquire.sql, f.acquire.args...)
+				if err != nil {
+					return err
+				}
+				token, err := lastToken(rows)
+				if err != nil {
+					return err
+				}
+				_, err = p.Exec(ctx, f.release.sql, f.releaseArgs(token)...)
+				return err
+			}, nil
+		},
+	})
+}
+
+// advisoryKey is the first advisory lock key of the run ("SIMB" in the
+// high bytes); worker w uses advisoryKey+w.
+const advisoryKey int64 = 0x53494d42 << 32
+
+// lastToken reads the rows of a captured acquire and returns its token:
+// the last positive integer column of its last row.
+func lastToken(rows pgx.Rows) (uint64, error) {
+	defer rows.Close()
+	var token uint64
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			return 0, err
+		}
+		for _, v := range vals {
+			if n, ok := asUint(v); ok {
+				token = n
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if token == 0 {
+		return 0, errors.New("acquire statement returned no token")
+	}
+	return token, nil
+}
+
+// mysqlSuite compares Simba's lock on MariaDB with GET_LOCK and
+// RELEASE_LOCK on one pooled connection and the floor (Simba's statements
+// run directly, prepared). SIMBA_TEST_MYSQL_URL is a go-sql-driver DSN.
+func mysqlSuite(ctx context.Context, s *settings, dsn string, su *suite) error {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return fmt.Errorf("SIMBA_TEST_MYSQL_URL: %w", err)
+	}
+	newDB := func(ctx context.Context, w *wire, interpolate bool) (*sql.DB, error) {
+		c := cfg.Clone()
+		c.InterpolateParams = interpolate
+		conn, err := mysql.NewConnector(c)
+		if err != nil {
+			return nil, err
+		}
+		var db *sql.DB
+		if w != nil {
+			db = sql.OpenDB(countingConnector{Connector: conn, w: w})
+		} else {
+			db = sql.OpenDB(conn)
+		}
+		db.SetMaxIdleConns(setupWorkers)
+		if err := db.PingContext(ctx); err != nil {
+			return nil, errors.Join(err, db.Close())
+		}
+		return db, nil
+	}
+	database := func(interpolate bool) (*sql.DB, error) {
+		db, err := newDB(ctx, nil, interpolate)
+		if err == nil {
+			su.onClose(db.Close)
+		}
+		return db, err
+	}
+	return sqlSuite(ctx, s, su, sqlDialect{
+		backend: "mysql",
+		open: func(ctx context.Context, w *wire, cleanup bool) (simba.Backend, func() error, error) {
+			db, err := newDB(ctx, w, false)
+			if err != nil {
+				return nil, nil, err
+			}
+			b, err := simbasql.NewMySQL(db, sqlOptions(cleanup))
+			if err != nil {
+				return nil, nil, errors.Join(err, db.Close())
+			}
+			return b, func() error { return errors.Join(b.Close(), db.Close()) }, nil
+		},
+		peer: impl{"getlock", func(ns []string) (opFunc, error) {
+			// Interpolated parameters: each statement is one round trip,
+			// the best database/sql does without holding prepared
+			// statements per connection.
+			db, err := database(true)
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context, w int) error {
+				conn, err := db.Conn(ctx)
+				if err != nil {
+					return err
+				}
+				defer conn.Close()
+				name := "simbabench." + ns[w]
+				var got sql.NullInt64
+				if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, 0)", name).Scan(&got); err != nil {
+					return err
+				}
+				if got.Int64 != 1 {
+					return fmt.Errorf("GET_LOCK %s: held elsewhere", name)
+				}
+				if err := conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", name).Scan(&got); err != nil {
+					return err
+				}
+				if got.Int64 != 1 {
+					return fmt.Errorf("RELEASE_LOCK %s: not held", name)
+				}
+				return nil
+			}, nil
+		}},
+		floor: func(ctx context.Context, f sqlFloor) (opFunc, error) {
+			db, err := database(false)
+			if err != nil {
+				return nil, err
+			}
+			acq, err := db.PrepareContext(ctx, f.acquire.sql)
+			if err != nil {
+				return nil, err
+			}
+			su.onClose(acq.Close)
+			rel, err := db.PrepareContext(ctx, f.release.sql)
+			if err != nil {
+				return nil, err
+			}
+			su.onClose(rel.Close)
+			return func(ctx context.Context, _ int) error {
+				res, err := acq.ExecContext(ctx, f.acquire.args...)
+				if err != nil {
+					return err
+				}
+				token, err := res.LastInsertId()
+				if err != nil {
+					return err
+				}
+				if token <= 0 {
+					return errors.New("acquire statement returned no token")
+				}
+				_, err = rel.ExecContext(ctx, f.releaseArgs(uint64(token))...)
+				return err
+			}, nil
+		},
+	})
+}

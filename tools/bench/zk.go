@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	simbazk "github.com/simba-go/simba/backend-zk"
+)
+
+// Simba's nodes of the run live under zkRoot, the peers' under zkPeers
+// (both below the connect string's chroot, if any).
+const (
+	zkRoot  = "/simbabench"
+	zkPeers = "/simbabench-peers"
+)
+
+// quietZK drops the Zookeeper client's log lines.
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
+
+// zkSuite compares Simba's lock with go-zookeeper's recipe (zk.NewLock:
+// Lock and Unlock) and the floor (create and delete of an ephemeral node),
+// and the clean handover of each: a release seen by the waiter's watch.
+func zkSuite(ctx context.Context, s *settings, connect string, su *suite) error {
+	const backend = "zk"
+	servers, chroot, err := simbazk.ParseConnectString(connect)
+	if err != nil {
+		return fmt.Errorf("SIMBA_TEST_ZK_SERVERS: %w", err)
+	}
+	newConn := func() (*zk.Conn, error) {
+		c, _, err := zk.Connect(servers, 10*time.Second, zk.WithLogger(quietZK{}))
+		if err != nil {
+			return nil, err
+		}
+		su.onClose(func() error { c.Close(); return nil })
+		return c, nil
+	}
+	newBackend := func() (*simbazk.Backend, error) {
+		b, err := simbazk.Open(connect, simbazk.Options{Root: zkRoot, Logger: slog.New(slog.DiscardHandler)})
+		if err == nil {
+			su.onClose(b.Close)
+		}
+		return b, err
+	}
+	acl := zk.WorldACL(zk.PermAll)
+	peers := chroot + zkPeers
+
+	cases, err := s.implCases(backend, false, []impl{
+		{implSimba, func(ns []string) (opFunc, error) {
+			b, err := newBackend()
+			if err != nil {
+				return nil, err
+			}
+			return simbaLockOp(su, b, ns)
+		}},
+		{"zklock", func(ns []string) (opFunc, error) {
+			c, err := newConn()
+			if err != nil {
+				return nil, err
+			}
+			locks := make([]*zk.Lock, len(ns))
+			for i, n := range ns {
+				locks[i] = zk.NewLock(c, peers+"/zklock/"+n, acl)
+			}
+			return func(_ context.Context, w int) error {
+				if err := locks[w].Lock(); err != nil {
+					return err
+				}
+				return locks[w].Unlock()
+			}, nil
+		}},
+		{implFloor, func(ns []string) (opFunc, error) {
+			c, err := newConn()
+			if err != nil {
+				return nil, err
+			}
+			dir := peers + "/floor"
+			if err := createParents(c, dir, acl); err != nil {
+				return nil, err
+			}
+			return func(_ context.Context, w int) error {
+				p, err := c.Create(dir+"/"+ns[w], nil, zk.FlagEphemeral, acl)
+				if err != nil {
+					return fmt.Errorf("create %s: %w", dir+"/"+ns[w], err)
+				}
+				return c.Delete(p, -1)
+			}, nil
+		}},
+	})
+	if err != nil {
+		return err
+	}
+
+	ha, err := newBackend()
+	if err != nil {
+		return err
+	}
+	hb, err := newBackend()
+	if err != nil {
+		return err
+	}
+	ho, err := simbaHandover(su, s, backend, ha, hb)
+	if err != nil {
+		return err
+	}
+	var locks [2]*zk.Lock
+	for i := range locks {
+		c, err := newConn()
+		if err != nil {
+			return err
+		}
+		locks[i] = zk.NewLock(c, peers+"/zklock/handover", acl)
+	}
+	zkho := &handover{
+		lid: lineID{backend, "zklock", opHandover}, s: s,
+		acquire: func(_ context.Context, side int) (func(context.Context) error, error) {
+			if err := locks[side].Lock(); err != nil {
+				return nil, err
+			}
+			return func(context.Context) error { return locks[side].Unlock() }, nil
+		},
+	}
+	su.groups = append(su.groups, group{cases: append(cases, ho, zkho), rounds: s.rounds})
+	return nil
+}
+
+// createParents creates path and its missing parents as persistent nodes.
+func createParents(c *zk.Conn, path string, acl []zk.ACL) error {
+	p := ""
+	for part := range strings.SplitSeq(strings.TrimPrefix(path, "/"), "/") {
+		p += "/" + part
+		if _, err := c.Create(p, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+	}
+	return nil
+}
