@@ -265,13 +265,16 @@ func (c *Client) Close(ctx context.Context) error {
 	}
 	c.wg.Wait()
 
+	if self != nil || workTerm(ctx) != nil {
+		// Called from a callback or leader work: its ctx may end with the
+		// term just revoked, and waiting for other callbacks from there
+		// could wait for a callback that waits for this one (R-CB-5).
+		return err
+	}
 	if c.events != nil {
 		dispatchers = append(dispatchers, c.events)
 	}
 	for _, d := range dispatchers {
-		if d == self {
-			continue
-		}
 		select {
 		case <-d.idle():
 		case <-ctx.Done():

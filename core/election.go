@@ -141,10 +141,14 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 		e.run = nil
 	} else {
 		e.cooldown = time.Now().Add(cooldown)
-		e.scheduleRetry(cooldown)
 	}
 	t := e.term
 	e.term = nil
+	if t != nil {
+		// No new term until this one's OnRevoked is queued, so callbacks
+		// stay paired and in order (R-CB-1, R-CB-2).
+		e.handingOver = true
+	}
 	var deadline time.Time
 	if t != nil {
 		deadline = t.clock.deadlineTime()
@@ -175,6 +179,10 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 	}
 	done := run.d.barrier()
 	c.lock()
+	e.handingOver = false
+	if e.run == run && reason == SteppedDown {
+		e.scheduleRetry(max(time.Until(e.cooldown), 0))
+	}
 	e.forget()
 	c.unlock()
 	if callbackDispatcher(ctx) == run.d || workTerm(ctx) == t && t != nil {

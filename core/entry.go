@@ -41,7 +41,10 @@ type entry struct {
 	// election
 	run      *electionRun // nil while the election is not started
 	cooldown time.Time    // no contention before this instant (R-HO-4)
-	group    *groupState  // the group this entry is a partition of, or nil
+	// handingOver is set while Stop or StepDown hands a term over: no new
+	// term is won before the old one's OnRevoked is queued.
+	handingOver bool
+	group       *groupState // the group this entry is a partition of, or nil
 
 	// lock
 	waiters []*waiter
@@ -113,7 +116,7 @@ func (e *entry) forget() {
 
 // wants reports whether the entry should hold a term and does not.
 func (e *entry) wants() bool {
-	if e.term != nil || e.c.closed {
+	if e.term != nil || e.c.closed || e.handingOver {
 		return false
 	}
 	switch e.kind {

@@ -413,3 +413,46 @@ func TestSnapshotAndEvents(t *testing.T) {
 		}
 	})
 }
+
+// slowRelease delays every release by 100ms.
+type slowRelease struct{ simba.Backend }
+
+func (s slowRelease) Release(ctx context.Context, id simba.SessionID, n string, tok uint64) error {
+	time.Sleep(100 * time.Millisecond)
+	return s.Backend.Release(ctx, id, n, tok)
+}
+
+// R-CB-1, R-CB-2: a step-down with no cooldown and a slow release still
+// delivers the old term's OnRevoked before the next term's OnElected.
+func TestStepDownSlowReleaseKeepsOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newClient(t, slowRelease{memory.New().Connect()})
+		r := newRecorder()
+		el := c.Election("e")
+		_ = el.Start(r)
+		t1 := r.elected(t, time.Second)
+		if err := el.StepDown(context.Background(), 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.revoked(t, time.Second, simba.SteppedDown); got != t1 {
+			t.Fatalf("OnRevoked(%v), want the first term", got)
+		}
+		if t2 := r.elected(t, 5*time.Second); t2.Token() <= t1.Token() {
+			t.Fatalf("second term %v", t2)
+		}
+	})
+}
+
+// R-CB-5: Client.Close from OnElected with the callback's ctx returns nil,
+// also with an event listener.
+func TestCloseFromCallbackWithEvents(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := simba.New(memory.New().Connect(), simba.WithEventListener(func(context.Context, simba.Event) {}))
+		errc := make(chan error, 1)
+		_ = c.Election("report").Start(simba.ListenerFuncs{Elected: func(ctx context.Context, _ *simba.Term) { errc <- c.Close(ctx) }})
+		if err := <-errc; err != nil {
+			t.Fatalf("Close from a callback: %v", err)
+		}
+		synctest.Wait()
+	})
+}
