@@ -1,7 +1,42 @@
 module github.com/simba-go/simba/features
 
-go 1.25
+go 1.26.0
 
-require github.com/simba-go/simba/core v0.0.0-00010101000000-000000000000
+require (
+	github.com/cucumber/godog v0.16.0
+	github.com/go-sql-driver/mysql v1.10.1
+	github.com/go-zookeeper/zk v1.0.4
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/simba-go/simba/backend-jdbc v0.0.0-00010101000000-000000000000
+	github.com/simba-go/simba/backend-redis v0.0.0-00010101000000-000000000000
+	github.com/simba-go/simba/backend-zk v0.0.0-00010101000000-000000000000
+	github.com/simba-go/simba/core v0.0.0-00010101000000-000000000000
+	go.uber.org/goleak v1.3.0
+)
 
-replace github.com/simba-go/simba/core => ../core
+require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/cucumber/gherkin/go/v42 v42.0.0 // indirect
+	github.com/cucumber/messages/go/v34 v34.2.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
+	github.com/hashicorp/go-memdb v1.3.5 // indirect
+	github.com/hashicorp/golang-lru v0.5.4 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/spf13/pflag v1.0.10 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)
+
+replace (
+	github.com/simba-go/simba/backend-jdbc => ../backend-jdbc
+	github.com/simba-go/simba/backend-redis => ../backend-redis
+	github.com/simba-go/simba/backend-zk => ../backend-zk
+	github.com/simba-go/simba/core => ../core
+)

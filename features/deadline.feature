@@ -1,0 +1,123 @@
+@deadline
+Feature: The local deadline
+  The client never compares its clock with the backend's. Each keep-alive
+  reply says how long the session has left, measured by the backend; the
+  client turns it into a deadline on its own monotonic clock, counted from
+  when the keep-alive was sent:
+
+    deadline = sentAt + remaining × (1 − drift) − margin
+
+  A term is valid until that deadline. On the memory backend these scenarios
+  run on a fake clock, so the times below are exact (to the millisecond).
+
+  @R-DL-1 @memory
+  Scenario Outline: The deadline counts from when the keep-alive was sent
+    Given the timing:
+      | LeaseDuration | 10s      |
+      | RenewInterval | 2s       |
+      | Drift         | <drift>  |
+      | Margin        | <margin> |
+    And node A is connected and its session is live
+    And every call of A takes 300ms to reach the backend
+    When A's next keep-alive gets its reply
+    Then A's local deadline is <validity> after that keep-alive was sent
+    And A's session had <left> left when the reply arrived
+
+    Examples:
+      | drift | margin | validity | left  |
+      | 0.01  | 50ms   | 9.85s    | 9.55s |
+      | 0.1   | none   | 9s       | 8.7s  |
+      | none  | 1s     | 9s       | 8.7s  |
+
+  @R-DL-2
+  Scenario: Every backend call is bounded by the renew interval
+    Given nodes A and B are connected
+    And A is leader of "report"
+    And A holds the lock "invoice"
+    And B starts the election "report"
+    When 2 renew intervals pass
+    And A stops the election "report"
+    And A releases the lock "invoice"
+    And within one lease duration B is leader of "report"
+    And A and B close
+    Then A and B made calls of every kind: OpenSession, KeepAlive, Acquire, Release and CloseSession
+    And every call A and B made had a deadline at most one renew interval away
+
+  @R-DL-2 @memory
+  Scenario: A keep-alive to a stalled backend gives up after one renew interval
+    Given node A is connected and its session is live
+    When A's connection stalls
+    Then A's next keep-alive fails exactly one renew interval after it was sent
+
+  @R-DL-2 @memory
+  Scenario: Under a shortened lease, calls are bounded by the shortened renew period
+    Given the timing:
+      | LeaseDuration | 9s |
+      | RenewInterval | 3s |
+    And the backend grants leases of at most 3s
+    And node A is connected and its session is live
+    And A is leader of "report"
+    When 3 renew intervals pass
+    And A stops the election "report"
+    And A closes
+    Then every call A made after its session opened had a deadline at most 973.333ms away
+
+  @R-DL-3 @memory
+  Scenario: A keep-alive reply that arrives after the deadline does not extend it
+    Given node A is connected
+    And A is leader of "report"
+    And A's next keep-alive reply is held back for one lease duration
+    When A's local deadline passes
+    Then the backend still holds A's session: the held keep-alive renewed it there
+    When the held keep-alive reply arrives, saying the session is alive
+    Then A's term of "report" ended with DEADLINE_PASSED
+    And A's term of "report" is not valid and has no time remaining
+    And within one lease duration A is leader of "report" again, with a higher token
+    And A's new term belongs to a new session
+    And A's first term of "report" is still not valid
+
+  @R-DL-4 @memory
+  Scenario: After a failed keep-alive the client retries with halving backoff until the deadline
+    Given the timing:
+      | LeaseDuration | 8s    |
+      | RenewInterval | 2s    |
+      | Drift         | none  |
+      | Margin        | none  |
+      | MinBackoff    | 100ms |
+    And node A is connected
+    And A is leader of "report"
+    When every call of A fails from its next successful keep-alive on
+    Then A's keep-alives after that success were sent at these times after it:
+      | 2s | 4s | 6s | 7s | 7.5s | 7.75s | 7.875s | 7.975s |
+    And A's term of "report" ended with DEADLINE_PASSED 8s after that success
+
+  @R-DL-5 @memory
+  Scenario: A backend granting less than asked makes the client renew every third of the grant
+    Given the timing:
+      | LeaseDuration | 9s |
+      | RenewInterval | 3s |
+    And the backend grants leases of at most 3s
+    And node A is connected
+    And A is leader of "report"
+    When 20s pass
+    Then A's term of "report" is still valid
+    And A's snapshot shows a shortened lease, renewed every 973.333ms
+    And A's keep-alives were sent 973.333ms apart
+    And A published SessionLeaseShortened exactly once, for a grant of 3s
+    And A logged exactly one warning about the shortened lease
+    When the backend expires A's session
+    Then within one lease duration A is leader of "report" again, with a higher token
+    And A published SessionLeaseShortened exactly twice, once per session
+
+  @R-DL-5 @memory
+  Scenario: A grant that still fits two keep-alives changes nothing
+    Given the timing:
+      | LeaseDuration | 9s |
+      | RenewInterval | 3s |
+    And the backend grants leases of at most 8s
+    And node A is connected
+    And A is leader of "report"
+    When 20s pass
+    Then A's term of "report" is still valid
+    And A's snapshot shows an unshortened lease, renewed every 3s
+    And A published no SessionLeaseShortened

@@ -1,0 +1,453 @@
+package features
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	simbasql "github.com/simba-go/simba/backend-jdbc"
+	simbaredis "github.com/simba-go/simba/backend-redis"
+	simbazk "github.com/simba-go/simba/backend-zk"
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// Backend names, as SIMBA_FEATURES_BACKENDS spells them.
+const (
+	backendMemory   = "memory"
+	backendRedis    = "redis"
+	backendPostgres = "postgres"
+	backendMySQL    = "mysql"
+	backendZK       = "zk"
+)
+
+// serverVars maps each real backend to the variable that gives its
+// server's address.
+var serverVars = map[string]string{
+	backendRedis:    "SIMBA_TEST_REDIS_URL",
+	backendPostgres: "SIMBA_TEST_POSTGRES_URL",
+	backendMySQL:    "SIMBA_TEST_MYSQL_URL",
+	backendZK:       "SIMBA_TEST_ZK_SERVERS",
+}
+
+var allBackends = []string{backendMemory, backendRedis, backendPostgres, backendMySQL, backendZK}
+
+// link stalls and heals one node's connection to its backend.
+type link interface {
+	Stall()
+	Heal()
+}
+
+// nodeBackend is one node's own connection to the backend under test.
+type nodeBackend struct {
+	backend simba.Backend
+	conn    *memory.Conn // the memory backend's fault controls; nil elsewhere
+	link    link
+	close   func()
+}
+
+// backendEnv is one backend the suite runs on: how to connect a node, what
+// the backend promises, and what the run leaves to clean up.
+type backendEnv struct {
+	name       string
+	broadcasts bool           // releases are broadcast (R-CAND-2)
+	fake       bool           // scenarios run on a synctest fake clock
+	idForm     *regexp.Regexp // the form of its session ids (R-SES-2)
+	t          *testing.T     // the backend's subtest: bubbles report to it
+
+	// connect opens a connection for one node of scenario w.
+	connect func(ctx context.Context, w *world) (nodeBackend, error)
+	// cleanup drops what the run stored on the server.
+	cleanup func(ctx context.Context) error
+}
+
+var (
+	hex128 = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	hex64  = regexp.MustCompile(`^[0-9a-f]{16}$`)
+)
+
+// quiet is the logger of backends: the suite asserts on behaviour, not logs.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// randomID returns n random bytes in hex, to keep runs and scenarios apart
+// on shared servers.
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// selectedBackends returns the backends to run: SIMBA_FEATURES_BACKENDS
+// (default memory) and, when CI is set, every real backend whose server
+// variable is set.
+func selectedBackends() ([]string, error) {
+	raw := os.Getenv("SIMBA_FEATURES_BACKENDS")
+	if strings.TrimSpace(raw) == "" {
+		raw = backendMemory
+	}
+	seen := make(map[string]bool)
+	var out []string
+	add := func(name string) {
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	for _, name := range strings.Split(raw, ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name == "" {
+			continue
+		}
+		if name == "all" {
+			for _, b := range allBackends {
+				add(b)
+			}
+			continue
+		}
+		if name != backendMemory && serverVars[name] == "" {
+			return nil, fmt.Errorf("SIMBA_FEATURES_BACKENDS: unknown backend %q (known: %s, all)", name, strings.Join(allBackends, ", "))
+		}
+		add(name)
+	}
+	if os.Getenv("CI") != "" {
+		for _, name := range allBackends[1:] {
+			if os.Getenv(serverVars[name]) != "" {
+				add(name)
+			}
+		}
+	}
+	return out, nil
+}
+
+// openEnv prepares backend name for a run. A real backend whose variable is
+// not set is skipped, or fails the test when CI is set.
+func openEnv(ctx context.Context, t *testing.T, name string) (*backendEnv, error) {
+	if name == backendMemory {
+		return memoryEnv(t), nil
+	}
+	raw := os.Getenv(serverVars[name])
+	if raw == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set: the %s features cannot run, and CI must not pass by skipping them", serverVars[name], name)
+		}
+		t.Skipf("%s is not set: skipping the %s features", serverVars[name], name)
+	}
+	run := randomID(4)
+	switch name {
+	case backendRedis:
+		return redisEnv(t, raw, run)
+	case backendPostgres:
+		return postgresEnv(ctx, t, raw, run)
+	case backendMySQL:
+		return mysqlEnv(ctx, t, raw, run)
+	default:
+		return zkEnv(t, raw, run)
+	}
+}
+
+// memoryEnv runs every scenario on its own in-memory store, on a fake clock.
+func memoryEnv(t *testing.T) *backendEnv {
+	return &backendEnv{
+		name:       backendMemory,
+		broadcasts: true,
+		fake:       true,
+		idForm:     hex128,
+		t:          t,
+		connect: func(_ context.Context, w *world) (nodeBackend, error) {
+			c := w.mem.Connect()
+			return nodeBackend{backend: c, conn: c, link: c, close: func() {}}, nil
+		},
+		cleanup: func(context.Context) error { return nil },
+	}
+}
+
+// redisEnv keeps the run's keys under a prefix of their own and connects
+// each node through a proxy.
+func redisEnv(t *testing.T, raw, run string) (*backendEnv, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("SIMBA_TEST_REDIS_URL: want redis://host:port/db")
+	}
+	prefix := "simbafeat" + run + ":"
+	return &backendEnv{
+		name:       backendRedis,
+		broadcasts: true,
+		idForm:     hex128,
+		t:          t,
+		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
+			ps, err := proxyAll([]string{hostPort(u.Host, "6379")})
+			if err != nil {
+				return nodeBackend{}, err
+			}
+			via := *u
+			via.Host = ps[0].Addr()
+			b, err := simbaredis.Open(ctx, via.String(), simbaredis.Options{KeyPrefix: prefix, Logger: quiet})
+			if err != nil {
+				ps.Close()
+				return nodeBackend{}, err
+			}
+			return nodeBackend{backend: b, link: ps, close: func() { _ = b.Close(); ps.Close() }}, nil
+		},
+		cleanup: func(ctx context.Context) error {
+			opts, err := redis.ParseURL(raw)
+			if err != nil {
+				return err
+			}
+			c := redis.NewClient(opts)
+			defer c.Close()
+			var errs []error
+			iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
+			for iter.Next(ctx) {
+				errs = append(errs, c.Del(ctx, iter.Val()).Err())
+			}
+			return errors.Join(append(errs, iter.Err())...)
+		},
+	}, nil
+}
+
+// sqlTables are the tables the SQL backend creates under a prefix.
+func sqlTables(prefix string) []string {
+	return []string{prefix + "group_member", prefix + "lease", prefix + "session"}
+}
+
+// postgresEnv creates the run's tables under a prefix of their own and
+// connects each node through a proxy.
+func postgresEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEnv, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return nil, fmt.Errorf("SIMBA_TEST_POSTGRES_URL: want postgres://user@host:port/db")
+	}
+	opts := simbasql.Options{TablePrefix: "feat" + run + "_", Migrate: true, CleanupInterval: -1, Logger: quiet}
+	if err := migrateSQL(ctx, func() (*simbasql.Backend, error) { return simbasql.Open(ctx, raw, opts) }); err != nil {
+		return nil, err
+	}
+	return &backendEnv{
+		name:   backendPostgres,
+		idForm: hex128,
+		t:      t,
+		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
+			ps, err := proxyAll([]string{hostPort(u.Host, "5432")})
+			if err != nil {
+				return nodeBackend{}, err
+			}
+			via := *u
+			via.Host = ps[0].Addr()
+			b, err := simbasql.Open(ctx, via.String(), opts)
+			if err != nil {
+				ps.Close()
+				return nodeBackend{}, err
+			}
+			return nodeBackend{backend: b, link: ps, close: func() { b.Close(); ps.Close() }}, nil
+		},
+		cleanup: func(ctx context.Context) error {
+			conn, err := pgx.Connect(ctx, raw)
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			var errs []error
+			for _, table := range sqlTables(opts.TablePrefix) {
+				_, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+table)
+				errs = append(errs, err)
+			}
+			return errors.Join(errs...)
+		},
+	}, nil
+}
+
+// mysqlConfig reads SIMBA_TEST_MYSQL_URL: a go-sql-driver DSN
+// (user@tcp(host:port)/db) or a mysql:// URL.
+func mysqlConfig(raw string) (*mysql.Config, error) {
+	if !strings.HasPrefix(raw, "mysql://") {
+		return mysql.ParseDSN(raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, err
+	}
+	cfg := mysql.NewConfig()
+	cfg.Net = "tcp"
+	cfg.Addr = hostPort(u.Host, "3306")
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	cfg.ParseTime = true
+	for k, v := range u.Query() {
+		if cfg.Params == nil {
+			cfg.Params = make(map[string]string)
+		}
+		cfg.Params[k] = v[0]
+	}
+	return cfg, nil
+}
+
+// openMySQL connects to the server of cfg, at addr when not empty.
+func openMySQL(cfg *mysql.Config, addr string, opts simbasql.Options) (*simbasql.Backend, *sql.DB, error) {
+	c := cfg.Clone()
+	if addr != "" {
+		c.Addr = addr
+	}
+	c.ParseTime = true
+	connector, err := mysql.NewConnector(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	db := sql.OpenDB(connector)
+	b, err := simbasql.NewMySQL(db, opts)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return b, db, nil
+}
+
+// mysqlEnv creates the run's tables under a prefix of their own and
+// connects each node through a proxy.
+func mysqlEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEnv, error) {
+	cfg, err := mysqlConfig(raw)
+	if err != nil {
+		return nil, fmt.Errorf("SIMBA_TEST_MYSQL_URL: %w", err)
+	}
+	opts := simbasql.Options{TablePrefix: "feat" + run + "_", Migrate: true, CleanupInterval: -1, Logger: quiet}
+	var admin *sql.DB
+	err = migrateSQL(ctx, func() (*simbasql.Backend, error) {
+		b, db, err := openMySQL(cfg, "", opts)
+		admin = db
+		return b, err
+	})
+	if err != nil {
+		if admin != nil {
+			admin.Close()
+		}
+		return nil, err
+	}
+	return &backendEnv{
+		name:   backendMySQL,
+		idForm: hex128,
+		t:      t,
+		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
+			ps, err := proxyAll([]string{cfg.Addr})
+			if err != nil {
+				return nodeBackend{}, err
+			}
+			b, db, err := openMySQL(cfg, ps[0].Addr(), opts)
+			if err != nil {
+				ps.Close()
+				return nodeBackend{}, err
+			}
+			return nodeBackend{backend: b, link: ps, close: func() { b.Close(); db.Close(); ps.Close() }}, nil
+		},
+		cleanup: func(ctx context.Context) error {
+			defer admin.Close()
+			var errs []error
+			for _, table := range sqlTables(opts.TablePrefix) {
+				_, err := admin.ExecContext(ctx, "DROP TABLE IF EXISTS "+table)
+				errs = append(errs, err)
+			}
+			return errors.Join(errs...)
+		},
+	}, nil
+}
+
+// migrateSQL creates the run's tables once, before any node connects.
+func migrateSQL(ctx context.Context, open func() (*simbasql.Backend, error)) error {
+	b, err := open()
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	return b.Migrate(ctx)
+}
+
+// zkEnv keeps the run's nodes under a root of their own and connects each
+// node through one proxy per server.
+func zkEnv(t *testing.T, raw, run string) (*backendEnv, error) {
+	servers, chroot, err := simbazk.ParseConnectString(raw)
+	if err != nil {
+		return nil, fmt.Errorf("SIMBA_TEST_ZK_SERVERS: %w", err)
+	}
+	base := "/simbafeat-" + run
+	return &backendEnv{
+		name:       backendZK,
+		broadcasts: true,
+		idForm:     hex64,
+		t:          t,
+		connect: func(_ context.Context, _ *world) (nodeBackend, error) {
+			ps, err := proxyAll(servers)
+			if err != nil {
+				return nodeBackend{}, err
+			}
+			addrs := make([]string, len(ps))
+			for i, p := range ps {
+				addrs[i] = p.Addr()
+			}
+			b, err := simbazk.New(addrs, simbazk.Options{Root: chroot + base, Logger: quiet})
+			if err != nil {
+				ps.Close()
+				return nodeBackend{}, err
+			}
+			return nodeBackend{backend: b, link: ps, close: func() { _ = b.Close(); ps.Close() }}, nil
+		},
+		cleanup: func(context.Context) error {
+			conn, events, err := zk.Connect(servers, 5*time.Second, zk.WithLogger(nopZKLogger{}))
+			if err != nil {
+				return err
+			}
+			defer conn.Close()
+			go func() {
+				for range events { // drained until conn.Close closes it
+				}
+			}()
+			return zkDeleteTree(conn, chroot+base)
+		},
+	}, nil
+}
+
+// zkDeleteTree deletes p and everything below it.
+func zkDeleteTree(conn *zk.Conn, p string) error {
+	children, _, err := conn.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, c := range children {
+		if err := zkDeleteTree(conn, path.Join(p, c)); err != nil {
+			return err
+		}
+	}
+	if err := conn.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return err
+	}
+	return nil
+}
+
+type nopZKLogger struct{}
+
+func (nopZKLogger) Printf(string, ...any) {}
+
+// hostPort adds the default port to host when it has none.
+func hostPort(host, port string) string {
+	if _, _, err := net.SplitHostPort(host); err == nil {
+		return host
+	}
+	return net.JoinHostPort(host, port)
+}

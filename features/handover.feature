@@ -1,0 +1,73 @@
+@handover
+Feature: Handover
+  Stopping or stepping down gives the lease up in a fixed order: the term is
+  revoked first, then the lease is released with the term's token, then the
+  listener hears of it, and only then does the call return. A term lost any
+  other way is revoked at once, without waiting for anybody.
+
+  @R-HO-1
+  Scenario Outline: Stop and step-down give the lease up in order
+    Given node A is connected
+    And A is leader of "report"
+    And A's listener for "report" takes 300ms to handle a revocation
+    When <action>
+    Then A's handover of "report" went in this order: term revoked, lease released with its token, listener told <reason>, call returned
+
+    Examples:
+      | action                                            | reason       |
+      | A stops the election "report"                     | STOPPED      |
+      | A steps down from "report" for one lease duration | STEPPED_DOWN |
+
+  @R-HO-1 @wip
+  Scenario: Stop waits for the leader work to exit before it releases the lease
+    Given node A is connected
+    And A runs leader work for "report" that takes 300ms to exit once interrupted
+    And A is leader of "report"
+    When A stops the election "report"
+    Then A's leader work was interrupted when the term was revoked
+    And A's lease of "report" was released only after the work exited
+    And A's stop returned after the listener was told STOPPED
+
+  @R-HO-2
+  Scenario: A term without work releases its lease at once
+    Given nodes A and B are connected
+    And A is leader of "report"
+    And A's listener for "report" takes one lease duration to handle a revocation
+    When A begins to stop the election "report"
+    Then while A's listener is still handling the revocation, B's one attempt at the lock "report" succeeds
+    And A's stop returns once the listener is done
+
+  @R-HO-3 @memory
+  Scenario Outline: A term lost without a stop is not waited for
+    Given node A is connected
+    And A's listener for "report" runs work when elected that ignores interruption for 10s
+    And A is leader of "report"
+    When <fault>
+    Then within one lease duration A's term of "report" ends with <reason>
+    And A's term of "report" ended while A's work was still running
+    And the context A's work was given was cancelled when the term ended
+
+    Examples:
+      | fault                               | reason          |
+      | A's connection stalls               | DEADLINE_PASSED |
+      | the backend expires A's session     | SESSION_EXPIRED |
+      | another session takes "report" over | TAKEN_OVER      |
+
+  @R-HO-4
+  Scenario: Stepping down keeps the election, but it does not contend during the cooldown
+    Given node A is connected
+    And A is leader of "report"
+    When A steps down from "report" for 3 renew intervals
+    Then A's snapshot shows "report" as COOLDOWN
+    And A makes no attempt at "report" until 3 renew intervals after the step-down
+    And within one lease duration A is leader of "report" again, with a higher token
+    And A's new term of "report" was won no sooner than 3 renew intervals after the step-down
+
+  @R-HO-4
+  Scenario: Stopping ends the election
+    Given node A is connected
+    And A is leader of "report"
+    When A stops the election "report"
+    Then A makes no attempt at "report" during one lease duration
+    And A's snapshot does not show "report" as LEADER, CANDIDATE or COOLDOWN
+    And stopping the election "report" on A again fails with ErrNotStarted

@@ -1,0 +1,135 @@
+package features
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cucumber/godog"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestFeatures runs every feature file of this folder on each selected
+// backend, as a subtest per backend and per scenario. See README.md for how
+// backends are chosen and how tags select scenarios.
+func TestFeatures(t *testing.T) {
+	backends, err := selectedBackends()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range backends {
+		t.Run(name, func(t *testing.T) { runSuite(t, name) })
+	}
+	for _, line := range failovers() {
+		t.Log(line)
+	}
+}
+
+// runSuite runs the scenarios that apply to one backend.
+func runSuite(t *testing.T, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	env, err := openEnv(ctx, t, name)
+	cancel()
+	if err != nil {
+		t.Fatalf("prepare %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := env.cleanup(ctx); err != nil {
+			t.Errorf("clean up %s: %v", name, err)
+		}
+	})
+	format := os.Getenv("SIMBA_FEATURES_FORMAT")
+	if format == "" {
+		format = "progress"
+	}
+	suite := godog.TestSuite{
+		Name: "simba-" + name,
+		ScenarioInitializer: func(sc *godog.ScenarioContext) {
+			initScenario(sc, env)
+		},
+		Options: &godog.Options{
+			Format:   format,
+			Paths:    []string{"."},
+			Tags:     tagsFor(env),
+			Strict:   true,
+			TestingT: t,
+			NoColors: true,
+		},
+	}
+	if code := suite.Run(); code != 0 {
+		t.Fatalf("the %s features failed (godog status %d)", name, code)
+	}
+}
+
+// tagsFor selects the scenarios that apply to env: never @wip (unless
+// SIMBA_FEATURES_WIP is set, to see whether they pass yet); @memory
+// only on the memory backend; @broadcast only where releases are
+// broadcast, @polling only where they are not. SIMBA_FEATURES_TAGS narrows
+// the selection further.
+func tagsFor(env *backendEnv) string {
+	var tags []string
+	if os.Getenv("SIMBA_FEATURES_WIP") == "" {
+		tags = append(tags, "~@wip")
+	}
+	if env.name != backendMemory {
+		tags = append(tags, "~@memory")
+	}
+	if env.broadcasts {
+		tags = append(tags, "~@polling")
+	} else {
+		tags = append(tags, "~@broadcast")
+	}
+	if extra := strings.TrimSpace(os.Getenv("SIMBA_FEATURES_TAGS")); extra != "" {
+		tags = append(tags, extra)
+	}
+	return strings.Join(tags, " && ")
+}
+
+// initScenario builds the world of one scenario and binds the steps to it.
+func initScenario(sc *godog.ScenarioContext, env *backendEnv) {
+	w := newWorld(env)
+	step := func(expr string, fn any) { sc.Step(expr, w.inScenario(fn)) }
+	w.configSteps(step)
+	w.nodeSteps(step)
+	w.electionSteps(step)
+	w.termSteps(step)
+	w.candidateSteps(step)
+	w.handoverSteps(step)
+	w.callbackSteps(step)
+	w.lockSteps(step)
+	w.sessionSteps(step)
+	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
+		return ctx, w.start()
+	})
+	sc.After(func(ctx context.Context, _ *godog.Scenario, _ error) (context.Context, error) {
+		return ctx, w.finish()
+	})
+}
+
+// Failover times measured by backends.feature, reported at the end.
+var (
+	failoverMu    sync.Mutex
+	failoverLines []string
+)
+
+func recordFailover(backend string, took, bound time.Duration) {
+	failoverMu.Lock()
+	defer failoverMu.Unlock()
+	failoverLines = append(failoverLines, fmt.Sprintf("failover backend=%s took=%v bound=%v", backend, took.Round(time.Millisecond), bound))
+}
+
+func failovers() []string {
+	failoverMu.Lock()
+	defer failoverMu.Unlock()
+	return append([]string(nil), failoverLines...)
+}

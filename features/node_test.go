@@ -1,0 +1,465 @@
+package features
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// node is one process of a scenario: a client over its own connection to
+// the backend, with a recorder in between, a listener per election and a
+// log of its events.
+type node struct {
+	w      *world
+	name   string
+	timing simba.Config
+
+	client  *simba.Client
+	clients []*simba.Client // every client the node had, the current one last
+	rec     *recorder
+	backend simba.Backend // the recorder, as the client sees it
+	conn    *memory.Conn  // memory backend only
+	link    link
+	close   func()
+	closed  bool
+
+	events      *eventLog
+	logs        *logCapture
+	exec        *rejectingExecutor
+	listeners   map[string]*listener
+	locks       map[string][]*simba.LockTerm // lock terms by lease, in the order won
+	acqs        map[string]*acquisition      // the latest background acquisition by lease
+	released    map[*simba.LockTerm]bool     // lock terms a step released
+	watched     map[string]*simba.Term       // the term steps mean by "n's term of lease"
+	lastWatched *simba.Term
+	stop        *backgroundStop
+	wg          sync.WaitGroup // background goroutines of steps
+}
+
+// connectOptions change how a node's client is built.
+type connectOptions struct {
+	cfg       *simba.Config // timing; the world's when nil
+	stalled   bool          // the connection is stalled before the client starts
+	noEvents  bool          // no event listener (so an executor sees only election callbacks)
+	rejecting bool          // the callback executor rejects the next callback
+	onEvent   func(ctx context.Context, n *node, e simba.Event)
+}
+
+// connect adds node name to the scenario.
+func (w *world) connect(name string, o connectOptions) (*node, error) {
+	if _, ok := w.nodes[name]; ok {
+		return nil, fmt.Errorf("features: node %s is already connected", name)
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
+	defer cancel()
+	nb, err := w.env.connect(ctx, w)
+	if err != nil {
+		return nil, fmt.Errorf("features: connect node %s to %s: %w", name, w.env.name, err)
+	}
+	rec, backend := newRecorder(nb.backend)
+	n := &node{
+		w: w, name: name, timing: w.timing,
+		rec: rec, backend: backend, conn: nb.conn, link: nb.link, close: nb.close,
+		events:    &eventLog{},
+		logs:      &logCapture{},
+		listeners: make(map[string]*listener),
+		locks:     make(map[string][]*simba.LockTerm),
+		acqs:      make(map[string]*acquisition),
+		released:  make(map[*simba.LockTerm]bool),
+	}
+	if o.cfg != nil {
+		n.timing = *o.cfg
+	}
+	w.nodes[name] = n
+	if o.stalled {
+		n.link.Stall()
+	}
+	if o.rejecting {
+		n.exec = &rejectingExecutor{}
+		n.exec.rejectNext()
+	}
+	if o.onEvent != nil {
+		n.events.hook = func(ctx context.Context, e simba.Event) { o.onEvent(ctx, n, e) }
+	}
+	if err := n.newClient(o.noEvents); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// newClient builds the node's client (again, after a reconnect).
+func (n *node) newClient(noEvents bool) error {
+	opts := []simba.Option{simba.WithConfig(n.timing), simba.WithLogger(slog.New(n.logs))}
+	if !noEvents {
+		opts = append(opts, simba.WithEventListener(n.events.record))
+	}
+	if n.exec != nil {
+		opts = append(opts, simba.WithCallbackExecutor(n.exec))
+	}
+	c, err := simba.New(n.backend, opts...)
+	if err != nil {
+		return fmt.Errorf("features: node %s: %w", n.name, err)
+	}
+	n.client = c
+	n.clients = append(n.clients, c)
+	n.closed = false
+	return nil
+}
+
+// cfg is the node's timing as its client uses it.
+func (n *node) cfg() simba.Config { return n.client.Config() }
+
+// dur reads a duration phrase against the node's timing.
+func (n *node) dur(phrase string) (time.Duration, error) { return n.w.dur(phrase, n.timing) }
+
+// closeClient closes the node's client, bounded by a few lease durations.
+func (n *node) closeClient() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*n.cfg().LeaseDuration)
+	defer cancel()
+	n.closed = true
+	return n.client.Close(ctx)
+}
+
+// closeBackend closes the node's connection.
+func (n *node) closeBackend() {
+	if n.close != nil {
+		n.close()
+		n.close = nil
+	}
+}
+
+// goBackground runs f in the background; the scenario waits for it at the end.
+func (n *node) goBackground(f func()) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// sessionIDs returns the ids of every session the node opened, in order.
+func (n *node) sessionIDs() []simba.SessionID {
+	var ids []simba.SessionID
+	for _, c := range n.rec.filter(memory.OpOpenSession, "") {
+		if c.err == nil && c.session != "" {
+			ids = append(ids, c.session)
+		}
+	}
+	return ids
+}
+
+// listener returns the listener of the election name, creating it.
+func (n *node) listener(name string) *listener {
+	l, ok := n.listeners[name]
+	if !ok {
+		l = &listener{node: n}
+		n.listeners[name] = l
+	}
+	return l
+}
+
+// terms returns every term of lease name the node was given, elections
+// and locks, in the order they were won.
+func (n *node) terms(name string) []*simba.Term {
+	var out []*simba.Term
+	if l, ok := n.listeners[name]; ok {
+		out = append(out, l.terms()...)
+	}
+	for _, lt := range n.locks[name] {
+		out = append(out, lt.Term)
+	}
+	return out
+}
+
+// allTerms returns every term the node was given.
+func (n *node) allTerms() []*simba.Term {
+	var out []*simba.Term
+	for _, l := range n.listeners {
+		out = append(out, l.terms()...)
+	}
+	for _, lts := range n.locks {
+		for _, lt := range lts {
+			out = append(out, lt.Term)
+		}
+	}
+	return out
+}
+
+// term returns the node's latest term of lease name.
+func (n *node) term(name string) (*simba.Term, error) {
+	ts := n.terms(name)
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("node %s has no term of %s", n.name, name)
+	}
+	return ts[len(ts)-1], nil
+}
+
+// firstTerm returns the node's first term of lease name.
+func (n *node) firstTerm(name string) (*simba.Term, error) {
+	ts := n.terms(name)
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("node %s has no term of %s", n.name, name)
+	}
+	return ts[0], nil
+}
+
+// leading reports whether the node holds a valid term of the election
+// name, and its listener has been told.
+func (n *node) leading(name string) (*simba.Term, bool) {
+	t := n.client.Election(name).Term()
+	if t == nil || !t.Valid() {
+		return nil, false
+	}
+	l, ok := n.listeners[name]
+	if !ok || !l.told(t) {
+		return nil, false
+	}
+	return t, true
+}
+
+// listener records the callbacks of one election of a node, and can be
+// told to be slow or to call into the client.
+type listener struct {
+	node *node
+
+	mu           sync.Mutex
+	calls        []*callback
+	running      int
+	maxRunning   int
+	electedDelay time.Duration // OnElected takes this long, ignoring interruption
+	revokedDelay time.Duration // OnRevoked takes this long
+	intoClient   bool          // every callback calls into the client
+	action       func(ctx context.Context, t *simba.Term) error
+	actionDone   chan struct{}
+	actionErr    error
+	actionTook   time.Duration
+	intoErrs     []error
+}
+
+// callback is one call of a listener.
+type callback struct {
+	elected bool
+	term    *simba.Term
+	reason  simba.RevokeReason
+	ctx     context.Context
+	start   time.Time
+	end     time.Time // zero while running
+}
+
+func (l *listener) enter(elected bool, ctx context.Context, t *simba.Term, reason simba.RevokeReason) *callback {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := &callback{elected: elected, term: t, reason: reason, ctx: ctx, start: time.Now()}
+	l.calls = append(l.calls, c)
+	l.running++
+	l.maxRunning = max(l.maxRunning, l.running)
+	return c
+}
+
+func (l *listener) leave(c *callback) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c.end = time.Now()
+	l.running--
+}
+
+// OnElected records the call, then does what the scenario asked.
+func (l *listener) OnElected(ctx context.Context, t *simba.Term) {
+	c := l.enter(true, ctx, t, simba.NotRevoked)
+	defer l.leave(c)
+	l.mu.Lock()
+	delay, into, action := l.electedDelay, l.intoClient, l.action
+	l.action = nil
+	l.mu.Unlock()
+	if into {
+		l.callIntoClient(t.Name())
+	}
+	if delay > 0 {
+		time.Sleep(delay) // work that ignores interruption
+	}
+	if action != nil {
+		start := time.Now()
+		err := action(ctx, t)
+		l.mu.Lock()
+		l.actionErr, l.actionTook = err, time.Since(start)
+		close(l.actionDone)
+		l.mu.Unlock()
+	}
+}
+
+// OnRevoked records the call, then takes as long as the scenario asked.
+func (l *listener) OnRevoked(ctx context.Context, t *simba.Term, reason simba.RevokeReason) {
+	c := l.enter(false, ctx, t, reason)
+	defer l.leave(c)
+	l.mu.Lock()
+	delay, into := l.revokedDelay, l.intoClient
+	l.mu.Unlock()
+	if into {
+		l.callIntoClient(t.Name())
+	}
+	if delay > 0 {
+		time.Sleep(delay)
+	}
+}
+
+// callIntoClient reads the snapshot and the election's term from inside a
+// callback: it would deadlock if the engine held a lock while callbacks run.
+func (l *listener) callIntoClient(name string) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = l.node.client.Snapshot()
+		_ = l.node.client.Election(name).Term()
+	}()
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		l.mu.Lock()
+		l.intoErrs = append(l.intoErrs, errors.New("a call into the client from a callback did not return within 1s"))
+		l.mu.Unlock()
+		<-done
+	}
+}
+
+// setAction makes the next OnElected run f.
+func (l *listener) setAction(f func(ctx context.Context, t *simba.Term) error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.action = f
+	l.actionDone = make(chan struct{})
+}
+
+// snapshot returns a copy of the calls so far.
+func (l *listener) snapshot() []callback {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]callback, len(l.calls))
+	for i, c := range l.calls {
+		out[i] = *c
+	}
+	return out
+}
+
+// terms returns the terms the listener was told of, in order.
+func (l *listener) terms() []*simba.Term {
+	var out []*simba.Term
+	for _, c := range l.snapshot() {
+		if c.elected {
+			out = append(out, c.term)
+		}
+	}
+	return out
+}
+
+// told reports whether OnElected of t has been called.
+func (l *listener) told(t *simba.Term) bool {
+	for _, c := range l.snapshot() {
+		if c.elected && c.term == t {
+			return true
+		}
+	}
+	return false
+}
+
+// revocations returns the OnRevoked calls of t.
+func (l *listener) revocations(t *simba.Term) []callback {
+	var out []callback
+	for _, c := range l.snapshot() {
+		if !c.elected && c.term == t {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// eventLog keeps the events of a node's clients.
+type eventLog struct {
+	mu     sync.Mutex
+	events []simba.Event
+	hook   func(ctx context.Context, e simba.Event)
+
+	// A Close called from the hook (R-CB-5).
+	closed    bool
+	closeErr  error
+	closeTook time.Duration
+}
+
+func (l *eventLog) record(ctx context.Context, e simba.Event) {
+	l.mu.Lock()
+	l.events = append(l.events, e)
+	hook := l.hook
+	l.mu.Unlock()
+	if hook != nil {
+		hook(ctx, e)
+	}
+}
+
+// of returns the events of kind (every event when 0).
+func (l *eventLog) of(kind simba.EventKind) []simba.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []simba.Event
+	for _, e := range l.events {
+		if kind == 0 || e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// rejectingExecutor runs callbacks on new goroutines, but rejects the next
+// one when asked to.
+type rejectingExecutor struct {
+	mu       sync.Mutex
+	reject   bool
+	rejected int
+}
+
+func (x *rejectingExecutor) rejectNext() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.reject = true
+}
+
+func (x *rejectingExecutor) Execute(task func()) error {
+	x.mu.Lock()
+	reject := x.reject
+	x.reject = false
+	if reject {
+		x.rejected++
+	}
+	x.mu.Unlock()
+	if reject {
+		return errors.New("features: executor rejects this callback")
+	}
+	go task()
+	return nil
+}
+
+// acquisition is a lock acquisition running in the background.
+type acquisition struct {
+	name   string
+	start  time.Time
+	cancel context.CancelFunc
+	done   chan struct{}
+	lt     *simba.LockTerm
+	err    error
+	end    time.Time
+}
+
+// lockCall is the outcome of a direct Acquire or TryAcquire call.
+type lockCall struct {
+	lt       *simba.LockTerm
+	err      error
+	panicked any
+	start    time.Time
+	end      time.Time
+}

@@ -1,0 +1,291 @@
+package features
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+// callbackSteps registers the steps about listener callbacks.
+func (w *world) callbackSteps(step func(string, any)) {
+	step(`^([A-Z])'s callbacks for "([^"]*)" pair up: each OnElected followed by one OnRevoked of the same term$`, w.callbacksPair)
+	step(`^([A-Z]) and ([A-Z]) were given (\d+) terms of "([^"]*)" between them$`, w.termsBetween)
+	step(`^([A-Z])'s listener for "([^"]*)" takes (.+) per callback, and calls into the client from each$`, w.slowCallbacks)
+	step(`^([A-Z])'s callbacks for "([^"]*)" never overlapped$`, w.neverOverlapped)
+	step(`^every call into the client made from a callback returned$`, w.intoClientReturned)
+	step(`^that call returned after ([A-Z])'s listener finished handling the revocation$`, w.returnedAfterRevocation)
+	step(`^([A-Z])'s listener for "([^"]*)", once elected, will (.+)$`, w.actionOnElected)
+	step(`^within (.+?) ([A-Z])'s listener made that call, and it returned within (.+)$`, w.actionReturned)
+	step(`^within (.+?) ([A-Z])'s event listener closed the client, and the close returned within (.+)$`, w.eventCloseReturned)
+	step(`^within (.+?) ([A-Z]) wins a term of "([^"]*)" on the backend$`, w.winsOnBackend)
+	step(`^([A-Z])'s listener for "([^"]*)" is never told about that term$`, w.neverTold)
+}
+
+// Callbacks.
+
+func (w *world) callbacksPair(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	calls := n.listener(w.name(lease)).snapshot()
+	if len(calls)%2 != 0 {
+		return fmt.Errorf("%d callbacks: an odd number cannot pair up: %s", len(calls), describe(calls))
+	}
+	for i := 0; i < len(calls); i += 2 {
+		e, r := calls[i], calls[i+1]
+		if !e.elected || r.elected || e.term != r.term {
+			return fmt.Errorf("callbacks %d and %d are not OnElected and OnRevoked of one term: %s", i+1, i+2, describe(calls))
+		}
+		if r.start.Before(e.end) {
+			return fmt.Errorf("OnRevoked of %v began before its OnElected returned", e.term)
+		}
+	}
+	return nil
+}
+
+func (w *world) termsBetween(a, b string, count int, lease string) error {
+	total := 0
+	for _, name := range []string{a, b} {
+		n, err := w.node(name)
+		if err != nil {
+			return err
+		}
+		total += len(n.listener(w.name(lease)).terms())
+	}
+	if total != count {
+		return fmt.Errorf("%s and %s were given %d terms, want %d", a, b, total, count)
+	}
+	return nil
+}
+
+func (w *world) slowCallbacks(name, lease, phrase string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	l := n.listener(w.name(lease))
+	l.mu.Lock()
+	l.electedDelay, l.revokedDelay, l.intoClient = d, d, true
+	l.mu.Unlock()
+	return nil
+}
+
+func (w *world) neverOverlapped(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	l := n.listener(w.name(lease))
+	l.mu.Lock()
+	most, count := l.maxRunning, len(l.calls)
+	l.mu.Unlock()
+	if count < 2 {
+		return fmt.Errorf("only %d callbacks ran", count)
+	}
+	if most != 1 {
+		return fmt.Errorf("%d callbacks ran at once", most)
+	}
+	return nil
+}
+
+func (w *world) intoClientReturned() error {
+	calls := 0
+	for _, n := range w.nodes {
+		for _, l := range n.listeners {
+			l.mu.Lock()
+			errs := l.intoErrs
+			if l.intoClient {
+				calls += len(l.calls)
+			}
+			l.mu.Unlock()
+			if len(errs) > 0 {
+				return errors.Join(errs...)
+			}
+		}
+	}
+	if calls == 0 {
+		return fmt.Errorf("no callback called into the client")
+	}
+	return nil
+}
+
+func (w *world) returnedAfterRevocation(name string) error {
+	n, t, err := w.watchedTerm(name)
+	if err != nil {
+		return err
+	}
+	cb, err := w.revocationOf(n, t)
+	if err != nil {
+		return err
+	}
+	if w.marks["returned"].Before(cb.end) {
+		return fmt.Errorf("the call returned %v before the listener finished", cb.end.Sub(w.marks["returned"]))
+	}
+	return nil
+}
+
+var (
+	stopCall     = regexp.MustCompile(`^stop the election "([^"]*)"$`)
+	stepDownCall = regexp.MustCompile(`^step down from "([^"]*)" for (.+)$`)
+	releaseCall  = regexp.MustCompile(`^release the lock "([^"]*)"$`)
+)
+
+func (w *world) actionOnElected(name, lease, what string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	var action func(ctx context.Context, t *simba.Term) error
+	switch {
+	case what == "close the client":
+		action = func(ctx context.Context, _ *simba.Term) error { return n.client.Close(ctx) }
+	case stopCall.MatchString(what):
+		el := n.client.Election(w.name(stopCall.FindStringSubmatch(what)[1]))
+		action = func(ctx context.Context, _ *simba.Term) error { return el.Stop(ctx) }
+	case stepDownCall.MatchString(what):
+		m := stepDownCall.FindStringSubmatch(what)
+		d, err := n.dur(m[2])
+		if err != nil {
+			return err
+		}
+		el := n.client.Election(w.name(m[1]))
+		action = func(ctx context.Context, _ *simba.Term) error { return el.StepDown(ctx, d) }
+	case releaseCall.MatchString(what):
+		lts := n.locks[w.name(releaseCall.FindStringSubmatch(what)[1])]
+		if len(lts) == 0 {
+			return fmt.Errorf("node %s holds no lock %s", name, what)
+		}
+		lt := lts[len(lts)-1]
+		action = func(ctx context.Context, _ *simba.Term) error { return lt.Release(ctx) }
+	default:
+		return fmt.Errorf("features: unknown call from a callback: %q", what)
+	}
+	n.listener(w.name(lease)).setAction(action)
+	return nil
+}
+
+func (w *world) actionReturned(phrase, name, took string) error {
+	n, within, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	limit, err := n.dur(took)
+	if err != nil {
+		return err
+	}
+	var l *listener
+	for _, x := range n.listeners {
+		if x.actionDone != nil {
+			l = x
+		}
+	}
+	if l == nil {
+		return fmt.Errorf("features: node %s's listener has no call to make", name)
+	}
+	err = w.eventually(within, "the listener did not make its call", func() bool { return isClosed(l.actionDone) })
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	took2, aerr := l.actionTook, l.actionErr
+	l.mu.Unlock()
+	if aerr != nil {
+		return fmt.Errorf("the call from the callback failed: %w", aerr)
+	}
+	if took2 > w.grace(limit) {
+		return fmt.Errorf("the call from the callback took %v, want at most %v", took2, limit)
+	}
+	if len(n.listeners) > 0 {
+		for lease := range n.listeners {
+			if t := n.client.Election(lease).Term(); t != nil {
+				n.watch(lease, t)
+			} else if ts := n.listener(lease).terms(); len(ts) > 0 {
+				n.watch(lease, ts[len(ts)-1])
+			}
+		}
+	}
+	return nil
+}
+
+func (w *world) eventCloseReturned(phrase, name, took string) error {
+	n, within, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	limit, err := n.dur(took)
+	if err != nil {
+		return err
+	}
+	err = w.eventually(within, "the event listener did not close the client", func() bool {
+		n.events.mu.Lock()
+		defer n.events.mu.Unlock()
+		return n.events.closed
+	})
+	if err != nil {
+		return err
+	}
+	n.events.mu.Lock()
+	defer n.events.mu.Unlock()
+	if n.events.closeErr != nil {
+		return fmt.Errorf("Close from the event listener: %w", n.events.closeErr)
+	}
+	if n.events.closeTook > w.grace(limit) {
+		return fmt.Errorf("Close from the event listener took %v, want at most %v", n.events.closeTook, limit)
+	}
+	return nil
+}
+
+func (w *world) winsOnBackend(phrase, name, lease string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	return w.eventually(d, "no attempt won", func() bool {
+		for _, c := range n.attempts(l) {
+			if c.won {
+				w.marks["win"] = c.end
+				w.rejectedToken = c.token
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func (w *world) neverTold(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	l := n.listener(w.name(lease))
+	return w.never(n.cfg().RenewInterval, "the listener was told about the rejected term", func() bool {
+		for _, c := range l.snapshot() {
+			if c.term.Token() == w.rejectedToken {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// describe lists callbacks for an error message.
+func describe(calls []callback) string {
+	var b strings.Builder
+	for i, c := range calls {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if c.elected {
+			fmt.Fprintf(&b, "OnElected(%d)", c.term.Token())
+		} else {
+			fmt.Fprintf(&b, "OnRevoked(%d, %s)", c.term.Token(), c.reason)
+		}
+	}
+	return b.String()
+}

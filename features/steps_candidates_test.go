@@ -1,0 +1,278 @@
+package features
+
+import (
+	"fmt"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// candidateSteps registers the steps about candidates and the replies they adopt.
+func (w *world) candidateSteps(step func(string, any)) {
+	step(`^([A-Z]) has made (\d+) attempts at "([^"]*)"$`, w.madeAttempts)
+	step(`^after each answer ([A-Z]) waited at least half a renew interval, and less than half a renew interval plus the retry jitter, before its next attempt$`, w.attemptSpacing)
+	step(`^those waits were not all the same$`, w.waitsDiffer)
+	step(`^([A-Z])'s attempt at "([^"]*)" was refused$`, w.attemptRefused)
+	step(`^([A-Z]) is watching for the release of "([^"]*)"$`, w.watching)
+	step(`^([A-Z]) won at its first attempt after the stop, long before its next regular attempt was due$`, w.wonAtOnce)
+	step(`^([A-Z]) won at its first attempt after the stop, which was a regular one: at least half a renew interval after the refused attempt$`, w.wonAtNextAttempt)
+	step(`^([A-Z]) never had two attempts at "([^"]*)" in flight at once$`, w.oneInFlight)
+	step(`^([A-Z])'s attempt at "([^"]*)" has been answered by the backend$`, w.attemptAnswered)
+	step(`^([A-Z])'s listener for "([^"]*)" was never called$`, w.listenerNeverCalled)
+	step(`^(?:within (.+?) )?([A-Z]) released the term that attempt won$`, w.releasedHeldWin)
+	step(`^([A-Z]) was never elected with the token that reply carried$`, w.neverElectedWithHeld)
+}
+
+// Candidates.
+
+// attempts returns the node's acquire calls of lease that were answered.
+func (n *node) attempts(lease string) []call {
+	var out []call
+	for _, c := range n.rec.filter(memory.OpAcquire, lease) {
+		if !c.end.IsZero() {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (w *world) madeAttempts(name string, count int, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	cfg := n.cfg()
+	within := time.Duration(count)*(cfg.RenewInterval/2+cfg.RetryJitter) + cfg.LeaseDuration
+	l := w.name(lease)
+	w.attemptLease = l
+	return w.eventually(within, fmt.Sprintf("node %s did not make %d attempts", name, count), func() bool {
+		return len(n.attempts(l)) >= count
+	})
+}
+
+// gaps returns, for the node's answered attempts at the lease a step
+// counted, how long it waited after each answer before the next attempt.
+func (w *world) gaps(n *node) []time.Duration {
+	cs := n.attempts(w.attemptLease)
+	var out []time.Duration
+	for i := 1; i < len(cs); i++ {
+		out = append(out, cs[i].start.Sub(cs[i-1].end))
+	}
+	return out
+}
+
+func (w *world) attemptSpacing(name string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	cfg := n.cfg()
+	lo, hi := cfg.RenewInterval/2, cfg.RenewInterval/2+cfg.RetryJitter
+	if !w.env.fake {
+		hi += 100 * time.Millisecond
+	}
+	gs := w.gaps(n)
+	if len(gs) == 0 {
+		return fmt.Errorf("node %s made fewer than two attempts", name)
+	}
+	for i, g := range gs {
+		if g < lo || g >= hi {
+			return fmt.Errorf("wait %d was %v, want within [%v, %v)", i+1, g, lo, hi)
+		}
+	}
+	w.waits = gs
+	return nil
+}
+
+func (w *world) waitsDiffer() error {
+	for _, g := range w.waits[1:] {
+		if g != w.waits[0] {
+			return nil
+		}
+	}
+	return fmt.Errorf("every wait was %v: no random delay", w.waits[0])
+}
+
+func (w *world) attemptRefused(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	w.attemptLease = l
+	return w.eventually(n.cfg().LeaseDuration, "no attempt was refused", func() bool {
+		for i, c := range n.attempts(l) {
+			if !c.won && c.err == nil {
+				w.refusedAt = i
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func (w *world) watching(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	return w.eventually(n.cfg().RenewInterval, "no release watch is in place", func() bool {
+		for _, c := range n.rec.filter(memory.OpWatchRelease, l) {
+			if !c.end.IsZero() && c.err == nil {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// firstAfterStop returns the node's first attempt after the refused one
+// that preceded the stop, and that refused attempt.
+func (w *world) firstAfterStop(n *node) (first, prev call, err error) {
+	cs := n.attempts(w.attemptLease)
+	i := w.refusedAt + 1
+	if i >= len(cs) {
+		return call{}, call{}, fmt.Errorf("node %s made no attempt after the stop", n.name)
+	}
+	if cs[i].start.Before(w.marks["stop"]) {
+		return call{}, call{}, fmt.Errorf("node %s attempted again before the stop", n.name)
+	}
+	if !cs[i].won {
+		return cs[i], cs[i-1], fmt.Errorf("node %s's first attempt after the stop did not win", n.name)
+	}
+	return cs[i], cs[i-1], nil
+}
+
+func (w *world) wonAtOnce(name string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	first, _, err := w.firstAfterStop(n)
+	if err != nil {
+		return err
+	}
+	if after := first.start.Sub(w.marks["stop"]); after >= n.cfg().RenewInterval/2 {
+		return fmt.Errorf("node %s attempted %v after the stop: not before its regular attempt", name, after)
+	}
+	return nil
+}
+
+func (w *world) wonAtNextAttempt(name string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	first, prev, err := w.firstAfterStop(n)
+	if err != nil {
+		return err
+	}
+	if gap := first.start.Sub(prev.end); gap < n.cfg().RenewInterval/2 {
+		return fmt.Errorf("the winning attempt came %v after the one before: not a regular attempt", gap)
+	}
+	return nil
+}
+
+func (w *world) oneInFlight(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	switch m := n.rec.maxInFlight(w.name(lease)); m {
+	case 1:
+		return nil
+	case 0:
+		return fmt.Errorf("node %s never made an attempt", name)
+	default:
+		return fmt.Errorf("node %s had %d attempts in flight at once", name, m)
+	}
+}
+
+func (w *world) attemptAnswered(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	w.heldNode = n
+	l := w.name(lease)
+	return w.eventually(n.cfg().LeaseDuration, "no attempt was answered by the backend", func() bool {
+		for _, c := range n.rec.filter(memory.OpAcquire, l) {
+			if !c.answered.IsZero() && c.won {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func (w *world) listenerNeverCalled(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	if calls := n.listener(w.name(lease)).snapshot(); len(calls) != 0 {
+		return fmt.Errorf("the listener was called %d times", len(calls))
+	}
+	return nil
+}
+
+// heldWin returns the winning acquire whose reply was held back.
+func (w *world) heldWin() (call, error) {
+	c, err := w.heldCall("acquire")
+	if err != nil {
+		return call{}, err
+	}
+	if !c.won {
+		return call{}, fmt.Errorf("the held acquire did not win (err %v)", c.err)
+	}
+	return *c, nil
+}
+
+func (w *world) releasedHeldWin(phrase, name string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	win, err := w.heldWin()
+	if err != nil {
+		return err
+	}
+	within := n.cfg().RenewInterval
+	if phrase != "" {
+		if within, err = n.dur(phrase); err != nil {
+			return err
+		}
+	}
+	return w.eventually(within, fmt.Sprintf("token %d was not released", win.token), func() bool {
+		for _, c := range n.rec.filter(memory.OpRelease, win.name) {
+			if c.token == win.token && c.session == win.session && !c.answered.IsZero() {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func (w *world) neverElectedWithHeld(name string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	win, err := w.heldWin()
+	if err != nil {
+		return err
+	}
+	for _, t := range n.terms(win.name) {
+		if t.Token() == win.token && t.Session() == win.session {
+			return fmt.Errorf("node %s adopted %v from the late reply", name, t)
+		}
+	}
+	for _, e := range n.events.of(simba.EventElected) {
+		if e.Name == win.name && e.Token == win.token && e.Session == win.session {
+			return fmt.Errorf("node %s published Elected for the late reply's token %d", name, win.token)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,372 @@
+package features
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// electionSteps registers the steps that start, stop and step down elections.
+func (w *world) electionSteps(step func(string, any)) {
+	step(`^([A-Z]) starts the election "([^"]*)"$`, w.startsElection)
+	step(`^([A-Z]) and ([A-Z]) start the election "([^"]*)"$`, w.bothStart)
+	step(`^([A-Z]) tries to start the election "([^"]*)"(?: again)?$`, w.triesToStart)
+	step(`^that start fails with (\w+)$`, w.startFails)
+	step(`^([A-Z]) is leader of "([^"]*)"$`, w.isLeader)
+	step(`^([A-Z]) is leader of (\d+) elections and holds (\d+) locks$`, w.leadsMany)
+	step(`^within (.+?) ([A-Z]) is leader of "([^"]*)"( again)?(, with a higher token(?: than ([A-Z])'s lock term)?)?$`, w.becomesLeader)
+	step(`^([A-Z]) is not leader of "([^"]*)" during (.+)$`, w.notLeaderDuring)
+	step(`^([A-Z]) stops the election "([^"]*)"$`, w.stops)
+	step(`^([A-Z]) begins to stop the election "([^"]*)"$`, w.beginsToStop)
+	step(`^([A-Z]) steps down from "([^"]*)" for (.+)$`, w.stepsDown)
+	step(`^the leader of "([^"]*)" steps down for (.+), (\d+) times$`, w.leaderStepsDown)
+	step(`^"([^"]*)" has a leader again within (.+)$`, w.hasLeader)
+	step(`^([A-Z]) stops and starts the election "([^"]*)" again, (\d+) times, each time while its attempt is in flight$`, w.restartInFlight)
+	step(`^stopping the election "([^"]*)" on ([A-Z]) again fails with (\w+)$`, w.stopAgainFails)
+}
+
+// sentinels names the errors scenarios expect.
+var sentinels = map[string]error{
+	"ErrLockTimeout":           simba.ErrLockTimeout,
+	"ErrLockHeld":              simba.ErrLockHeld,
+	"ErrClosed":                simba.ErrClosed,
+	"ErrTermExpired":           simba.ErrTermExpired,
+	"ErrAlreadyStarted":        simba.ErrAlreadyStarted,
+	"ErrNotStarted":            simba.ErrNotStarted,
+	"ErrNameInUse":             simba.ErrNameInUse,
+	"ErrInvalidArgument":       simba.ErrInvalidArgument,
+	"ErrInvalidName":           simba.ErrInvalidName,
+	"ErrInvalidConfig":         simba.ErrInvalidConfig,
+	"ErrSessionExpired":        simba.ErrSessionExpired,
+	"context.Canceled":         context.Canceled,
+	"context.DeadlineExceeded": context.DeadlineExceeded,
+}
+
+// matches checks that err matches the sentinel called name.
+func matches(err error, name string) error {
+	want, ok := sentinels[name]
+	if !ok {
+		return fmt.Errorf("features: unknown error %s", name)
+	}
+	if err == nil {
+		return fmt.Errorf("got no error, want %s", name)
+	}
+	if !errors.Is(err, want) {
+		return fmt.Errorf("got %q, want an error matching %s", err, name)
+	}
+	return nil
+}
+
+// reasonNamed returns the RevokeReason whose String is name.
+func reasonNamed(name string) (simba.RevokeReason, error) {
+	for r := simba.NotRevoked; r <= simba.TakenOver; r++ {
+		if r.String() == name {
+			return r, nil
+		}
+	}
+	return 0, fmt.Errorf("features: unknown revoke reason %s", name)
+}
+
+var quoted = regexp.MustCompile(`"([^"]*)"`)
+
+// stepCtx bounds a blocking call a step makes.
+func (n *node) stepCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 4*n.cfg().LeaseDuration)
+}
+
+func (w *world) startElection(name, lease string) (*node, error) {
+	n, err := w.node(name)
+	if err != nil {
+		return nil, err
+	}
+	l := w.name(lease)
+	return n, n.client.Election(l).Start(n.listener(l))
+}
+
+func (w *world) startsElection(name, lease string) error {
+	_, err := w.startElection(name, lease)
+	return err
+}
+
+func (w *world) bothStart(a, b, lease string) error {
+	if err := w.startsElection(a, lease); err != nil {
+		return err
+	}
+	return w.startsElection(b, lease)
+}
+
+func (w *world) triesToStart(name, lease string) error {
+	_, err := w.startElection(name, lease)
+	w.startErr = err
+	return nil
+}
+
+func (w *world) startFails(name string) error { return matches(w.startErr, name) }
+
+// waitLeader waits until the node leads lease, and watches that term.
+func (n *node) waitLeader(lease string, within time.Duration) (*simba.Term, error) {
+	return n.waitNewLeader(lease, within, nil)
+}
+
+// waitNewLeader waits until the node leads lease with a term other than
+// old, and watches that term.
+func (n *node) waitNewLeader(lease string, within time.Duration, old *simba.Term) (*simba.Term, error) {
+	var t *simba.Term
+	err := n.w.eventually(within, "node "+n.name+" is not leader of "+lease, func() bool {
+		var ok bool
+		t, ok = n.leading(lease)
+		return ok && t != old
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.watch(lease, t)
+	return t, nil
+}
+
+// watch makes t the term later steps mean by "n's term of lease".
+func (n *node) watch(lease string, t *simba.Term) {
+	if n.watched == nil {
+		n.watched = make(map[string]*simba.Term)
+	}
+	n.watched[lease] = t
+	n.lastWatched = t
+}
+
+func (w *world) isLeader(name, lease string) error {
+	n, err := w.startElection(name, lease)
+	if err != nil {
+		return err
+	}
+	_, err = n.waitLeader(w.name(lease), n.cfg().LeaseDuration)
+	return err
+}
+
+func (w *world) leadsMany(name string, elections, locks int) error {
+	for i := range elections {
+		if err := w.isLeader(name, "election-"+strconv.Itoa(i)); err != nil {
+			return err
+		}
+	}
+	for i := range locks {
+		if err := w.holdsLock(name, "lock-"+strconv.Itoa(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *world) becomesLeader(phrase, name, lease, again, higher, than string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	var t *simba.Term
+	if again != "" || higher != "" {
+		// A new term: not the one a step already saw.
+		t, err = n.waitNewLeader(l, d, n.watched[l])
+	} else {
+		t, err = n.waitLeader(l, d)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case than != "":
+		other, err := w.node(than)
+		if err != nil {
+			return err
+		}
+		lts := other.locks[l]
+		if len(lts) == 0 {
+			return fmt.Errorf("node %s never held the lock %s", than, lease)
+		}
+		if last := lts[len(lts)-1]; t.Token() <= last.Token() {
+			return fmt.Errorf("token %d is not above the token %d of %s's lock term", t.Token(), last.Token(), than)
+		}
+	case higher != "":
+		return w.higherThanEarlier(l, t)
+	}
+	return nil
+}
+
+// higherThanEarlier checks that t's token is above every other token of
+// lease any node of the scenario was given or won.
+func (w *world) higherThanEarlier(lease string, t *simba.Term) error {
+	var earlier []uint64
+	for _, n := range w.nodes {
+		for _, o := range n.terms(lease) {
+			if o != t {
+				earlier = append(earlier, o.Token())
+			}
+		}
+		for _, c := range n.rec.filter(memory.OpAcquire, lease) {
+			if c.won && c.token != t.Token() {
+				earlier = append(earlier, c.token)
+			}
+		}
+	}
+	if len(earlier) == 0 {
+		return fmt.Errorf("no earlier token of %s to compare %d with", lease, t.Token())
+	}
+	for _, e := range earlier {
+		if t.Token() <= e {
+			return fmt.Errorf("token %d is not above the earlier token %d of %s", t.Token(), e, lease)
+		}
+	}
+	return nil
+}
+
+func (w *world) notLeaderDuring(name, lease, phrase string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	return w.never(d, "node "+name+" became leader of "+lease, func() bool {
+		return n.client.Election(l).Term() != nil
+	})
+}
+
+func (w *world) stops(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := n.stepCtx()
+	defer cancel()
+	w.marks["stop"] = time.Now()
+	err = n.client.Election(w.name(lease)).Stop(ctx)
+	w.marks["returned"] = time.Now()
+	return err
+}
+
+// backgroundStop is a Stop running while later steps look at what happens.
+type backgroundStop struct {
+	done     chan struct{}
+	err      error
+	returned time.Time
+}
+
+func (w *world) beginsToStop(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	bs := &backgroundStop{done: make(chan struct{})}
+	n.stop = bs
+	w.marks["stop"] = time.Now()
+	el := n.client.Election(w.name(lease))
+	n.goBackground(func() {
+		defer close(bs.done)
+		ctx, cancel := n.stepCtx()
+		defer cancel()
+		bs.err = el.Stop(ctx)
+		bs.returned = time.Now()
+	})
+	return nil
+}
+
+func (w *world) stepsDown(name, lease, phrase string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := n.stepCtx()
+	defer cancel()
+	w.marks["stepdown"] = time.Now()
+	err = n.client.Election(w.name(lease)).StepDown(ctx, d)
+	w.marks["returned"] = time.Now()
+	return err
+}
+
+// leaderStepsDown makes whichever node leads lease step down, times times.
+func (w *world) leaderStepsDown(lease, phrase string, times int) error {
+	cooldown, err := w.dur(phrase, w.timing)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	for i := range times {
+		var leader *node
+		err := w.eventually(w.lease(w.timing), fmt.Sprintf("no node leads %s (step-down %d)", lease, i+1), func() bool {
+			for _, n := range w.sortedNodes() {
+				if _, ok := n.leading(l); ok {
+					leader = n
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := leader.stepCtx()
+		err = leader.client.Election(l).StepDown(ctx, cooldown)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *world) hasLeader(lease, phrase string) error {
+	d, err := w.dur(phrase, w.timing)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	return w.eventually(d, "no node leads "+lease, func() bool {
+		for _, n := range w.nodes {
+			if _, ok := n.leading(l); ok {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func (w *world) restartInFlight(name, lease string, times int) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	el := n.client.Election(l)
+	for i := range times {
+		err := w.eventually(n.cfg().LeaseDuration, fmt.Sprintf("no attempt in flight (restart %d)", i+1), func() bool {
+			return n.rec.inFlight(l) > 0
+		})
+		if err != nil {
+			return err
+		}
+		ctx, cancel := n.stepCtx()
+		err = el.Stop(ctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if err := el.Start(n.listener(l)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *world) stopAgainFails(lease, name, errName string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := n.stepCtx()
+	defer cancel()
+	return matches(n.client.Election(w.name(lease)).Stop(ctx), errName)
+}

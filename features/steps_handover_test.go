@@ -1,0 +1,379 @@
+package features
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// handoverSteps registers the steps about handover and failover.
+func (w *world) handoverSteps(step func(string, any)) {
+	step(`^([A-Z])'s listener for "([^"]*)" takes (.+) to handle a revocation$`, w.slowRevocation)
+	step(`^([A-Z])'s handover of "([^"]*)" went in this order: term revoked, lease released with its token, listener told (\w+), call returned$`, w.handoverOrder)
+	step(`^while ([A-Z])'s listener is still handling the revocation, ([A-Z])'s one attempt at the lock "([^"]*)" succeeds$`, w.takenDuringRevocation)
+	step(`^([A-Z])'s stop returns once the listener is done$`, w.stopReturnsAfterListener)
+	step(`^([A-Z])'s listener for "([^"]*)" runs work when elected that ignores interruption for (.+)$`, w.stubbornWork)
+	step(`^([A-Z])'s term of "([^"]*)" ended while [A-Z]'s work was still running$`, w.endedDuringWork)
+	step(`^the context ([A-Z])'s work was given was cancelled when the term ended$`, w.workContextCancelled)
+	step(`^(?:within (.+?) )?([A-Z])'s snapshot shows "([^"]*)" as (\w+)$`, w.snapshotState)
+	step(`^([A-Z]) makes no attempt at "([^"]*)" until (.+) after (the step-down|that win)$`, w.noAttemptUntil)
+	step(`^([A-Z])'s new term of "([^"]*)" was won no sooner than (.+) after the step-down$`, w.wonNoSooner)
+	step(`^([A-Z]) makes no attempt at "([^"]*)" during (.+)$`, w.noAttemptDuring)
+	step(`^([A-Z])'s snapshot does not show "([^"]*)" as LEADER, CANDIDATE or COOLDOWN$`, w.snapshotIdle)
+	step(`^([A-Z]) is leader of "([^"]*)" within one lease duration plus one candidate attempt of the stall$`, w.failover)
+	step(`^([A-Z])'s term of "([^"]*)" had ended with (\w+) before ([A-Z])'s term began$`, w.endedBefore)
+}
+
+// Handover.
+
+func (w *world) slowRevocation(name, lease, phrase string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	l := n.listener(w.name(lease))
+	l.mu.Lock()
+	l.revokedDelay = d
+	l.mu.Unlock()
+	return nil
+}
+
+// revocationOf returns the OnRevoked call of t, once it has finished.
+func (w *world) revocationOf(n *node, t *simba.Term) (callback, error) {
+	l := n.listener(t.Name())
+	var cb callback
+	err := w.eventually(2*n.cfg().LeaseDuration, "the listener was not told of the revocation", func() bool {
+		revs := l.revocations(t)
+		if len(revs) == 0 || revs[0].end.IsZero() {
+			return false
+		}
+		cb = revs[0]
+		return true
+	})
+	return cb, err
+}
+
+func (w *world) handoverOrder(name, lease, reasonName string) error {
+	want, err := reasonNamed(reasonName)
+	if err != nil {
+		return err
+	}
+	n, t, err := w.term(name, lease)
+	if err != nil {
+		return err
+	}
+	revoked, err := n.revokedAt(t)
+	if err != nil {
+		return err
+	}
+	var rel *call
+	for _, c := range n.rec.filter(memory.OpRelease, t.Name()) {
+		if c.token == t.Token() {
+			rel = &c
+			break
+		}
+	}
+	if rel == nil {
+		return fmt.Errorf("node %s never released %v", name, t)
+	}
+	cb, err := w.revocationOf(n, t)
+	if err != nil {
+		return err
+	}
+	if cb.reason != want {
+		return fmt.Errorf("the listener was told %s, want %s", cb.reason, want)
+	}
+	returned := w.marks["returned"]
+	steps := []struct {
+		what string
+		at   time.Time
+	}{
+		{"term revoked", revoked},
+		{"release sent", rel.start},
+		{"release answered", rel.end},
+		{"listener called", cb.start},
+		{"listener returned", cb.end},
+		{"call returned", returned},
+	}
+	for i := 1; i < len(steps); i++ {
+		if steps[i].at.Before(steps[i-1].at) {
+			return fmt.Errorf("%q came %v before %q", steps[i].what, steps[i-1].at.Sub(steps[i].at), steps[i-1].what)
+		}
+	}
+	return nil
+}
+
+func (w *world) takenDuringRevocation(name, other, lease string) error {
+	n, t, err := w.term(name, lease)
+	if err != nil {
+		return err
+	}
+	l := n.listener(t.Name())
+	err = w.eventually(n.cfg().RenewInterval, "the listener was not told of the revocation", func() bool {
+		return len(l.revocations(t)) > 0
+	})
+	if err != nil {
+		return err
+	}
+	if err := w.oneAttempt(other, lease, "succeeds"); err != nil {
+		return err
+	}
+	if revs := l.revocations(t); !revs[0].end.IsZero() {
+		return fmt.Errorf("the listener had already finished when %s got the lock", other)
+	}
+	return nil
+}
+
+func (w *world) stopReturnsAfterListener(name string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	bs := n.stop
+	if bs == nil {
+		return fmt.Errorf("features: node %s did not begin to stop", name)
+	}
+	err = w.eventually(3*n.cfg().LeaseDuration, "the stop did not return", func() bool { return isClosed(bs.done) })
+	if err != nil {
+		return err
+	}
+	if bs.err != nil {
+		return bs.err
+	}
+	for _, l := range n.listeners {
+		for _, c := range l.snapshot() {
+			if !c.elected && (c.end.IsZero() || bs.returned.Before(c.end)) {
+				return fmt.Errorf("the stop returned before the listener finished")
+			}
+		}
+	}
+	return nil
+}
+
+func (w *world) stubbornWork(name, lease, phrase string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	l := n.listener(w.name(lease))
+	l.mu.Lock()
+	l.electedDelay = d
+	l.mu.Unlock()
+	return nil
+}
+
+// electedCall returns the OnElected call of t.
+func electedCall(n *node, t *simba.Term) (callback, error) {
+	for _, c := range n.listener(t.Name()).snapshot() {
+		if c.elected && c.term == t {
+			return c, nil
+		}
+	}
+	return callback{}, fmt.Errorf("node %s's listener was never told of %v", n.name, t)
+}
+
+func (w *world) endedDuringWork(name, lease string) error {
+	n, t, err := w.term(name, lease)
+	if err != nil {
+		return err
+	}
+	cb, err := electedCall(n, t)
+	if err != nil {
+		return err
+	}
+	at, err := n.revokedAt(t)
+	if err != nil {
+		return err
+	}
+	if !cb.end.IsZero() && !at.Before(cb.end) {
+		return fmt.Errorf("the term was revoked %v after the work ended", at.Sub(cb.end))
+	}
+	return nil
+}
+
+func (w *world) workContextCancelled(name string) error {
+	n, t, err := w.watchedTerm(name)
+	if err != nil {
+		return err
+	}
+	cb, err := electedCall(n, t)
+	if err != nil {
+		return err
+	}
+	if cb.ctx.Err() == nil {
+		return fmt.Errorf("the work's context is not cancelled")
+	}
+	if cause := context.Cause(cb.ctx); !errors.Is(cause, simba.ErrTermExpired) {
+		return fmt.Errorf("the work's context ended with %v, want a cause matching ErrTermExpired", cause)
+	}
+	return nil
+}
+
+// leaseState returns the snapshot state of lease on n, "" when absent.
+func (n *node) leaseState(lease string) simba.LeaseState {
+	for _, ls := range n.client.Snapshot().Leases {
+		if ls.Name == lease {
+			return ls.State
+		}
+	}
+	return ""
+}
+
+func (w *world) snapshotState(phrase, name, lease, state string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	want := simba.LeaseState(state)
+	if phrase == "" {
+		if got := n.leaseState(l); got != want {
+			return fmt.Errorf("the snapshot shows %s as %q, want %s", lease, got, want)
+		}
+		return nil
+	}
+	d, err := n.dur(phrase)
+	if err != nil {
+		return err
+	}
+	return w.eventually(d, "the snapshot does not show "+lease+" as "+state, func() bool { return n.leaseState(l) == want })
+}
+
+// attemptsBetween returns the node's acquire calls of lease started in
+// (from, to): an attempt made at the very instant from (the winning one, on
+// the fake clock) is not after it.
+func (n *node) attemptsBetween(lease string, from, to time.Time) []call {
+	var out []call
+	for _, c := range n.rec.filter(memory.OpAcquire, lease) {
+		if c.start.After(from) && c.start.Before(to) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (w *world) noAttemptUntil(name, lease, phrase, after string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	from := w.marks["stepdown"]
+	if after == "that win" {
+		from = w.marks["win"]
+	}
+	if from.IsZero() {
+		return fmt.Errorf("features: no %s was noted", after)
+	}
+	time.Sleep(time.Until(from.Add(d)))
+	if cs := n.attemptsBetween(w.name(lease), from, from.Add(d)); len(cs) > 0 {
+		return fmt.Errorf("node %s attempted %v after %s", name, cs[0].start.Sub(from), after)
+	}
+	return nil
+}
+
+func (w *world) wonNoSooner(name, lease, phrase string) error {
+	n, t, d, err := w.termDur(name, lease, phrase)
+	if err != nil {
+		return err
+	}
+	at, err := n.wonAt(t)
+	if err != nil {
+		return err
+	}
+	if got := at.Sub(w.marks["stepdown"]); got < d {
+		return fmt.Errorf("%v was won %v after the step-down, want no sooner than %v", t, got, d)
+	}
+	return nil
+}
+
+func (w *world) noAttemptDuring(name, lease, phrase string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	from := time.Now()
+	time.Sleep(d)
+	if cs := n.attemptsBetween(w.name(lease), from, time.Now()); len(cs) > 0 {
+		return fmt.Errorf("node %s made %d attempts at %s", name, len(cs), lease)
+	}
+	return nil
+}
+
+func (w *world) snapshotIdle(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	switch s := n.leaseState(w.name(lease)); s {
+	case simba.StateLeader, simba.StateCandidate, simba.StateCooldown:
+		return fmt.Errorf("the snapshot shows %s as %s", lease, s)
+	}
+	return nil
+}
+
+// Failover.
+
+func (w *world) failover(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	cfg := n.cfg()
+	bound := cfg.LeaseDuration + cfg.RenewInterval/2 + cfg.RetryJitter
+	stall := w.marks["stall"]
+	l := w.name(lease)
+	err = w.eventually(bound-time.Since(stall), "no take-over", func() bool {
+		_, ok := n.leading(l)
+		return ok
+	})
+	if err != nil {
+		return fmt.Errorf("%w (bound %v after the stall, plus grace)", err, bound)
+	}
+	t, _ := n.leading(l)
+	n.watch(l, t)
+	at, err := n.wonAt(t)
+	if err != nil {
+		return err
+	}
+	recordFailover(w.env.name, at.Sub(stall), bound)
+	return nil
+}
+
+func (w *world) endedBefore(name, lease, reasonName, other string) error {
+	want, err := reasonNamed(reasonName)
+	if err != nil {
+		return err
+	}
+	n, t, err := w.term(name, lease)
+	if err != nil {
+		return err
+	}
+	if t.Reason() != want {
+		return fmt.Errorf("%v ended with %s, want %s", t, t.Reason(), want)
+	}
+	revoked, err := n.revokedAt(t)
+	if err != nil {
+		return err
+	}
+	o, ot, err := w.term(other, lease)
+	if err != nil {
+		return err
+	}
+	var answered time.Time
+	for _, c := range o.rec.filter(memory.OpAcquire, ot.Name()) {
+		if c.won && c.token == ot.Token() {
+			answered = c.answered
+		}
+	}
+	if answered.IsZero() {
+		return fmt.Errorf("no acquire of node %s won %v", other, ot)
+	}
+	if answered.Before(revoked) {
+		return fmt.Errorf("%s won the lease %v before %s's term ended", other, revoked.Sub(answered), name)
+	}
+	return nil
+}

@@ -1,0 +1,497 @@
+package features
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// Steps about locks and lease names.
+func (w *world) lockSteps(step func(string, any)) {
+	step(`^([A-Z]) holds the lock "([^"]*)"$`, w.holdsLock)
+	step(`^([A-Z]) acquires the lock "([^"]*)" within (.+)$`, w.acquires)
+	step(`^([A-Z]) acquires the lock named (.+) within (.+)$`, w.acquiresNamed)
+	step(`^([A-Z]) begins to acquire the lock "([^"]*)" within (.+)$`, w.beginsToAcquire)
+	step(`^([A-Z])'s acquisition of "([^"]*)" fails with (\w+)(?:, no sooner than (.+) after it began)?$`, w.acquisitionFails)
+	step(`^([A-Z])'s acquisition of "([^"]*)" fails with (\w+) and (context\.\w+)$`, w.acquisitionFailsBoth)
+	step(`^within (.+?) ([A-Z])'s acquisition of "([^"]*)" returns a valid term, with a higher token$`, w.acquisitionReturns)
+	step(`^([A-Z]) releases the lock "([^"]*)"$`, w.releasesLock)
+	step(`^([A-Z]) releases the lock named (.+)$`, w.releasesNamed)
+	step(`^([A-Z]) cancels its acquisition of "([^"]*)"$`, w.cancelsAcquisition)
+	step(`^([A-Z])'s one attempt at the lock "([^"]*)" (succeeds|fails with \w+)$`, w.oneAttempt)
+	step(`^([A-Z])'s one attempt at the lock named (.+) (succeeds|fails with \w+)$`, w.oneAttemptNamed)
+	step(`^([A-Z]) holds the lock named (.+), with a token above zero$`, w.holdsNamed)
+	step(`^([A-Z]) made exactly (\d+) attempts? at "([^"]*)"$`, w.madeExactly)
+	step(`^that attempt gave up exactly one lease duration after it began$`, w.gaveUpAfterLease)
+	step(`^([A-Z]) calls (Acquire|TryAcquire) on the lock (.+) with (a nil context|an expired context|a cancelled context|a live context)$`, w.callsLock)
+	step(`^the call returned no term and an error matching (\w+), without panicking$`, w.callReturned)
+	step(`^([A-Z]) hands its term of "([^"]*)" to another goroutine, which releases it$`, w.handsOff)
+	step(`^that release returned no error$`, w.handOffOK)
+	step(`^releasing ([A-Z])'s term of "([^"]*)" again, then closing it, returns no error and sends nothing to the backend$`, w.releaseAgain)
+
+	step(`^([A-Z]) uses the name (.+) for an election, a lock and a one-shot lock attempt$`, w.usesName)
+	step(`^all three are refused with ErrInvalidName, the error quoting the name and saying "([^"]*)"$`, w.refusedName)
+	step(`^([A-Z]) made no backend call about that name$`, w.noCallAboutName)
+}
+
+// exactName reads a name cell of names.feature: a quoted name used as it
+// is, or "<n> characters": a name of that length, made unique to the
+// scenario.
+func (w *world) exactName(cell string) (string, error) {
+	if strings.HasPrefix(cell, `"`) {
+		return strconv.Unquote(cell)
+	}
+	count, ok := strings.CutSuffix(cell, " characters")
+	n, err := strconv.Atoi(count)
+	if !ok || err != nil {
+		return "", fmt.Errorf("features: cannot read the name %s", cell)
+	}
+	base := "n" + w.id + "-"
+	if n < len(base) {
+		return "", fmt.Errorf("features: %d characters is too short for a unique name", n)
+	}
+	return base + strings.Repeat("x", n-len(base)), nil
+}
+
+// acquire runs Acquire with a timeout of d and records the outcome.
+func (n *node) acquire(lease string, d time.Duration) *acquisition {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	a := &acquisition{name: lease, start: time.Now(), done: make(chan struct{})}
+	a.lt, a.err = n.client.Lock(lease).Acquire(ctx)
+	a.end = time.Now()
+	close(a.done)
+	n.acqs[lease] = a
+	if a.err == nil {
+		n.held(lease, a.lt)
+	}
+	return a
+}
+
+// held notes a lock term the node was given.
+func (n *node) held(lease string, lt *simba.LockTerm) {
+	n.locks[lease] = append(n.locks[lease], lt)
+	n.watch(lease, lt.Term)
+}
+
+func (w *world) holdsLock(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	a := n.acquire(w.name(lease), w.grace(n.cfg().LeaseDuration))
+	return a.err
+}
+
+func (w *world) acquires(name, lease, phrase string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	n.acquire(w.name(lease), d)
+	return nil
+}
+
+func (w *world) acquiresNamed(name, cell, phrase string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	lease, err := w.exactName(cell)
+	if err != nil {
+		return err
+	}
+	d, err := n.dur(phrase)
+	if err != nil {
+		return err
+	}
+	n.acquire(lease, w.grace(d))
+	return nil
+}
+
+func (w *world) beginsToAcquire(name, lease, phrase string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	ctx, cancel := context.WithTimeout(w.ctx, d)
+	a := &acquisition{name: l, start: time.Now(), cancel: cancel, done: make(chan struct{})}
+	n.acqs[l] = a
+	lock := n.client.Lock(l)
+	n.goBackground(func() {
+		defer cancel()
+		lt, err := lock.Acquire(ctx)
+		a.lt, a.err, a.end = lt, err, time.Now()
+		close(a.done)
+	})
+	return nil
+}
+
+// finished waits for the node's latest acquisition of lease to end.
+func (w *world) finished(n *node, lease string, within time.Duration) (*acquisition, error) {
+	a, ok := n.acqs[lease]
+	if !ok {
+		return nil, fmt.Errorf("node %s made no acquisition of %s", n.name, lease)
+	}
+	err := w.eventually(within, "the acquisition did not end", func() bool { return isClosed(a.done) })
+	return a, err
+}
+
+func (w *world) acquisitionFails(name, lease, errName, phrase string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	a, err := w.finished(n, w.name(lease), 6*n.cfg().LeaseDuration)
+	if err != nil {
+		return err
+	}
+	if a.lt != nil {
+		return fmt.Errorf("the acquisition returned %v", a.lt.Term)
+	}
+	if err := matches(a.err, errName); err != nil {
+		return err
+	}
+	if phrase != "" {
+		d, err := n.dur(phrase)
+		if err != nil {
+			return err
+		}
+		if took := a.end.Sub(a.start); took < d {
+			return fmt.Errorf("the acquisition gave up after %v, want no sooner than %v", took, d)
+		}
+	}
+	return nil
+}
+
+func (w *world) acquisitionFailsBoth(name, lease, first, second string) error {
+	if err := w.acquisitionFails(name, lease, first, ""); err != nil {
+		return err
+	}
+	n, _ := w.node(name)
+	return matches(n.acqs[w.name(lease)].err, second)
+}
+
+func (w *world) acquisitionReturns(phrase, name, lease string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	a, err := w.finished(n, l, d)
+	if err != nil {
+		return err
+	}
+	if a.err != nil {
+		return fmt.Errorf("the acquisition failed: %w", a.err)
+	}
+	n.held(l, a.lt)
+	if !a.lt.Valid() {
+		return fmt.Errorf("the acquisition returned %v, which is not valid", a.lt.Term)
+	}
+	return w.higherThanEarlier(l, a.lt.Term)
+}
+
+// release releases the node's oldest lock term of lease no step released.
+func (n *node) release(lease string) error {
+	for _, lt := range n.locks[lease] {
+		if n.released[lt] {
+			continue
+		}
+		n.released[lt] = true
+		ctx, cancel := n.stepCtx()
+		defer cancel()
+		return lt.Release(ctx)
+	}
+	return fmt.Errorf("node %s holds no lock %s", n.name, lease)
+}
+
+func (w *world) releasesLock(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	return n.release(w.name(lease))
+}
+
+func (w *world) releasesNamed(name, cell string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	lease, err := w.exactName(cell)
+	if err != nil {
+		return err
+	}
+	return n.release(lease)
+}
+
+func (w *world) cancelsAcquisition(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	a, ok := n.acqs[w.name(lease)]
+	if !ok || a.cancel == nil {
+		return fmt.Errorf("node %s is not acquiring %s", name, lease)
+	}
+	a.cancel()
+	return nil
+}
+
+// tryAcquire makes one attempt at lease and records the outcome.
+func (n *node) tryAcquire(lease string) *lockCall {
+	ctx, cancel := n.stepCtx()
+	defer cancel()
+	c := &lockCall{start: time.Now()}
+	c.lt, c.err = n.client.Lock(lease).TryAcquire(ctx)
+	c.end = time.Now()
+	if c.err == nil {
+		n.held(lease, c.lt)
+	}
+	return c
+}
+
+func (w *world) attempt(name, lease, outcome string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	c := n.tryAcquire(lease)
+	w.callRes = c
+	if outcome == "succeeds" {
+		if c.err != nil {
+			return fmt.Errorf("node %s's attempt at %s failed: %w", name, lease, c.err)
+		}
+		if !c.lt.Valid() {
+			return fmt.Errorf("node %s got %v, which is not valid", name, c.lt.Term)
+		}
+		return nil
+	}
+	if c.lt != nil {
+		return fmt.Errorf("node %s got %v", name, c.lt.Term)
+	}
+	return matches(c.err, strings.TrimPrefix(outcome, "fails with "))
+}
+
+func (w *world) oneAttempt(name, lease, outcome string) error {
+	return w.attempt(name, w.name(lease), outcome)
+}
+
+func (w *world) oneAttemptNamed(name, cell, outcome string) error {
+	lease, err := w.exactName(cell)
+	if err != nil {
+		return err
+	}
+	return w.attempt(name, lease, outcome)
+}
+
+func (w *world) holdsNamed(name, cell string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	lease, err := w.exactName(cell)
+	if err != nil {
+		return err
+	}
+	a, ok := n.acqs[lease]
+	if !ok {
+		return fmt.Errorf("node %s did not acquire %q", name, lease)
+	}
+	if a.err != nil {
+		return fmt.Errorf("the acquisition of %q failed: %w", lease, a.err)
+	}
+	if !a.lt.Valid() || a.lt.Token() == 0 || a.lt.Name() != lease {
+		return fmt.Errorf("node %s got %v (valid %v)", name, a.lt.Term, a.lt.Valid())
+	}
+	return nil
+}
+
+func (w *world) madeExactly(name string, count int, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	if got := len(n.rec.filter(memory.OpAcquire, w.name(lease))); got != count {
+		return fmt.Errorf("node %s made %d attempts at %s, want %d", name, got, lease, count)
+	}
+	return nil
+}
+
+func (w *world) gaveUpAfterLease() error {
+	if w.callRes == nil {
+		return fmt.Errorf("features: no attempt was made")
+	}
+	return w.near("giving up", w.callRes.end.Sub(w.callRes.start), w.lease(w.timing))
+}
+
+func (w *world) callsLock(name, method, cell, ctxKind string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	lease, err := strconv.Unquote(cell)
+	if err != nil {
+		return fmt.Errorf("features: the lock name must be quoted: %s", cell)
+	}
+	var ctx context.Context // nil for "a nil context"
+	switch ctxKind {
+	case "an expired context":
+		c, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		defer cancel()
+		ctx = c
+	case "a cancelled context":
+		c, cancel := context.WithCancel(context.Background())
+		cancel()
+		ctx = c
+	case "a live context":
+		c, cancel := n.stepCtx()
+		defer cancel()
+		ctx = c
+	}
+	lock := n.client.Lock(w.name(lease))
+	res := &lockCall{start: time.Now()}
+	func() {
+		defer func() { res.panicked = recover() }()
+		if method == "Acquire" {
+			res.lt, res.err = lock.Acquire(ctx)
+		} else {
+			res.lt, res.err = lock.TryAcquire(ctx)
+		}
+	}()
+	res.end = time.Now()
+	w.callRes = res
+	return nil
+}
+
+func (w *world) callReturned(errName string) error {
+	c := w.callRes
+	switch {
+	case c == nil:
+		return fmt.Errorf("features: no call was made")
+	case c.panicked != nil:
+		return fmt.Errorf("the call panicked: %v", c.panicked)
+	case c.lt != nil:
+		return fmt.Errorf("the call returned %v", c.lt.Term)
+	}
+	return matches(c.err, errName)
+}
+
+func (w *world) handsOff(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	lts := n.locks[l]
+	if len(lts) == 0 {
+		return fmt.Errorf("node %s holds no lock %s", name, lease)
+	}
+	lt := lts[len(lts)-1]
+	n.released[lt] = true
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := n.stepCtx()
+		defer cancel()
+		done <- lt.Release(ctx)
+	}()
+	w.handedOff = <-done
+	return nil
+}
+
+func (w *world) handOffOK() error { return w.handedOff }
+
+func (w *world) releaseAgain(name, lease string) error {
+	n, t, err := w.term(name, lease)
+	if err != nil {
+		return err
+	}
+	var lt *simba.LockTerm
+	for _, x := range n.locks[t.Name()] {
+		if x.Term == t {
+			lt = x
+		}
+	}
+	if lt == nil {
+		return fmt.Errorf("%v is not a lock term of node %s", t, name)
+	}
+	before := len(n.rec.filter(memory.OpRelease, t.Name()))
+	ctx, cancel := n.stepCtx()
+	defer cancel()
+	if err := lt.Release(ctx); err != nil {
+		return fmt.Errorf("releasing again: %w", err)
+	}
+	if err := lt.Close(); err != nil {
+		return fmt.Errorf("closing: %w", err)
+	}
+	n.released[lt] = true
+	if after := len(n.rec.filter(memory.OpRelease, t.Name())); after != before {
+		return fmt.Errorf("%d release calls reached the backend", after-before)
+	}
+	return nil
+}
+
+func (w *world) usesName(name, cell string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	lease, err := w.exactName(cell)
+	if err != nil {
+		return err
+	}
+	w.usedName = lease
+	ctx, cancel := n.stepCtx()
+	defer cancel()
+	_, lockErr := n.client.Lock(lease).Acquire(ctx)
+	_, tryErr := n.client.Lock(lease).TryAcquire(ctx)
+	w.nameErrs = []error{n.client.Election(lease).Start(n.listener(lease)), lockErr, tryErr}
+	return nil
+}
+
+func (w *world) refusedName(why string) error {
+	for i, err := range w.nameErrs {
+		var ne *simba.NameError
+		switch {
+		case !errors.Is(err, simba.ErrInvalidName) || !errors.As(err, &ne):
+			return fmt.Errorf("use %d: %v is not a *simba.NameError", i+1, err)
+		case ne.Name != w.usedName:
+			return fmt.Errorf("use %d: the error names %q, not %q", i+1, ne.Name, w.usedName)
+		case !strings.Contains(err.Error(), strconv.Quote(w.usedName)) || !strings.Contains(err.Error(), why):
+			return fmt.Errorf("use %d: %q does not quote the name and say %q", i+1, err, why)
+		}
+	}
+	if len(w.nameErrs) != 3 {
+		return fmt.Errorf("features: %d uses were recorded", len(w.nameErrs))
+	}
+	return nil
+}
+
+func (w *world) noCallAboutName(name string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	for _, c := range n.rec.snapshot() {
+		switch c.op {
+		case memory.OpAcquire, memory.OpRelease, memory.OpWatchRelease, memory.OpJoinGroup, memory.OpLeaveGroup:
+			if c.name == w.usedName {
+				return fmt.Errorf("node %s made a %s call about %q", name, c.op, w.usedName)
+			}
+		}
+	}
+	for _, ls := range n.client.Snapshot().Leases {
+		if ls.Name == w.usedName {
+			return fmt.Errorf("the snapshot lists %q", w.usedName)
+		}
+	}
+	return nil
+}

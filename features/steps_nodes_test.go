@@ -1,0 +1,370 @@
+package features
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// Steps that connect and close nodes, let time pass and inject faults.
+func (w *world) nodeSteps(step func(string, any)) {
+	step(`^node ([A-Z]) is connected$`, w.connected)
+	step(`^nodes ((?:[A-Z], )*[A-Z]) and ([A-Z]) are connected$`, w.nodesConnected)
+	step(`^node ([A-Z]) is connected and its session is live$`, w.connectedLive)
+	step(`^node ([A-Z])'s connection is stalled when it connects$`, w.connectedStalled)
+	step(`^node ([A-Z]) is connected with a callback executor that rejects the next callback$`, w.connectedRejecting)
+	step(`^node ([A-Z]) is connected, its event listener closing the client on the first Elected event$`, w.connectedClosingOnElected)
+	step(`^([A-Z]) closes$`, w.closes)
+	step(`^([A-Z]) and ([A-Z]) close$`, w.bothClose)
+	step(`^each of ((?:[A-Z], )*[A-Z]) and ([A-Z]) closes and connects again, (\d+) times$`, w.reconnectEach)
+
+	step(`^([^']+) pass$`, w.timePasses)
+	step(`^([A-Z])'s connection (stalls|heals)(?:, as if [A-Z] had crashed)?$`, w.connection)
+	step(`^every call of ([A-Z]) takes (.+) to reach the backend$`, w.callsDelayed)
+	step(`^every call of ([A-Z]) fails from its next successful keep-alive on$`, w.failAfterKeepAlive)
+	step(`^the backend expires ([A-Z])'s session$`, w.expireSession)
+	step(`^another session takes "([^"]*)" over$`, w.takeOver)
+	step(`^the session that took "([^"]*)" over expires$`, w.phantomExpires)
+	step(`^the backend grants leases of at most (.+)$`, w.maxLease)
+	step(`^([A-Z])'s next (keep-alive|acquire|release) reply is held back (for .+|until released)$`, w.holdReply)
+	step(`^the held (keep-alive|acquire) reply (?:arrives|is released)(?:, saying the session is alive)?$`, w.heldArrives)
+	step(`^([A-Z])'s next winning acquire reply for "([^"]*)" will carry the token of [A-Z]'s current term$`, w.forgeToken)
+}
+
+func (w *world) connected(name string) error {
+	_, err := w.connect(name, connectOptions{})
+	return err
+}
+
+func (w *world) nodesConnected(list, last string) error {
+	for _, name := range append(strings.Split(list, ", "), last) {
+		if err := w.connected(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *world) connectedLive(name string) error {
+	n, err := w.connect(name, connectOptions{})
+	if err != nil {
+		return err
+	}
+	return n.waitLive()
+}
+
+// waitLive waits until the node's session is open.
+func (n *node) waitLive() error {
+	d := n.cfg().LeaseDuration
+	return n.w.eventually(d, "node "+n.name+"'s session is not LIVE", func() bool {
+		return n.client.Snapshot().Session.Status == simba.StatusLive
+	})
+}
+
+func (w *world) connectedStalled(name string) error {
+	_, err := w.connect(name, connectOptions{stalled: true})
+	return err
+}
+
+func (w *world) connectedRejecting(name string) error {
+	_, err := w.connect(name, connectOptions{rejecting: true, noEvents: true})
+	return err
+}
+
+// connectedClosingOnElected connects a node whose event listener closes
+// the client, with the ctx it was given, on the first Elected event.
+func (w *world) connectedClosingOnElected(name string) error {
+	done := make(chan struct{})
+	w.marks["closeFromEvent.pending"] = time.Time{}
+	_, err := w.connect(name, connectOptions{onEvent: func(ctx context.Context, n *node, e simba.Event) {
+		if e.Kind != simba.EventElected {
+			return
+		}
+		select {
+		case <-done:
+			return
+		default:
+			close(done)
+		}
+		start := time.Now()
+		err := n.client.Close(ctx)
+		n.events.mu.Lock()
+		n.events.closeTook, n.events.closeErr, n.events.closed = time.Since(start), err, true
+		n.events.mu.Unlock()
+	}})
+	return err
+}
+
+func (w *world) closes(name string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	return n.closeClient()
+}
+
+func (w *world) bothClose(a, b string) error {
+	if err := w.closes(a); err != nil {
+		return err
+	}
+	return w.closes(b)
+}
+
+// reconnectEach closes each node's client and builds a new one, times
+// times, waiting each time for the new session to open.
+func (w *world) reconnectEach(list, last string, times int) error {
+	for _, name := range append(strings.Split(list, ", "), last) {
+		n, err := w.node(name)
+		if err != nil {
+			return err
+		}
+		if err := n.waitLive(); err != nil {
+			return err
+		}
+		for range times {
+			if err := n.closeClient(); err != nil {
+				return err
+			}
+			if err := n.newClient(false); err != nil {
+				return err
+			}
+			if err := n.waitLive(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// timePasses lets time pass, noting the remaining time of every term
+// before, for steps that compare.
+func (w *world) timePasses(phrase string) error {
+	d, err := w.dur(phrase, w.timing)
+	if err != nil {
+		return err
+	}
+	for _, n := range w.nodes {
+		for name := range n.listeners {
+			if t, err := n.term(name); err == nil {
+				w.remaining[t] = t.Remaining()
+			}
+		}
+	}
+	w.marks["pass.start"] = time.Now()
+	time.Sleep(d)
+	w.marks["pass.end"] = time.Now()
+	return nil
+}
+
+func (w *world) connection(name, what string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	if what == "stalls" {
+		w.marks["stall"] = time.Now()
+		n.link.Stall()
+	} else {
+		n.link.Heal()
+	}
+	return nil
+}
+
+func (w *world) callsDelayed(name, phrase string) error {
+	if err := w.needMemory("delaying calls"); err != nil {
+		return err
+	}
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	n.conn.Delay(d)
+	return nil
+}
+
+func (w *world) failAfterKeepAlive(name string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	armed := make(chan time.Time, 1)
+	n.rec.onNextKeepAlive(func() {
+		armed <- time.Now()
+		n.rec.inject("*", &fault{fail: errInjected})
+	})
+	t := time.NewTimer(w.grace(2 * n.cfg().RenewInterval))
+	defer t.Stop()
+	select {
+	case at := <-armed:
+		w.marks["lastSuccess"] = at
+	case <-t.C:
+		return fmt.Errorf("node %s made no successful keep-alive", name)
+	}
+	// The keep-alive that armed the fault is the last success; note when it
+	// was sent.
+	kas := n.rec.filter(memory.OpKeepAlive, "")
+	for i := len(kas) - 1; i >= 0; i-- {
+		if kas[i].err == nil && !kas[i].answered.IsZero() {
+			w.keepAlive = kas[i]
+			break
+		}
+	}
+	return nil
+}
+
+// currentSession returns the id of the node's open session.
+func (n *node) currentSession() (simba.SessionID, error) {
+	id := n.client.Snapshot().Session.ID
+	if id == "" {
+		return "", fmt.Errorf("node %s has no open session", n.name)
+	}
+	return id, nil
+}
+
+func (w *world) expireSession(name string) error {
+	if err := w.needMemory("expiring a session"); err != nil {
+		return err
+	}
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	id, err := n.currentSession()
+	if err != nil {
+		return err
+	}
+	w.marks["expire"] = time.Now()
+	if !w.mem.ExpireSession(id) {
+		return fmt.Errorf("the backend had no live session %s of node %s", id, name)
+	}
+	return nil
+}
+
+func (w *world) takeOver(lease string) error {
+	if err := w.needMemory("taking a lease over"); err != nil {
+		return err
+	}
+	w.marks["takeover"] = time.Now()
+	if w.mem.TakeOver(w.name(lease)) == 0 {
+		return fmt.Errorf("the backend refused to take %s over", lease)
+	}
+	w.phantomLeases = append(w.phantomLeases, w.name(lease))
+	return nil
+}
+
+// phantomExpires ends the session that took lease over, if one did; when
+// nothing took the lease over there is nothing to end.
+func (w *world) phantomExpires(lease string) error {
+	if err := w.needMemory("expiring the taker"); err != nil {
+		return err
+	}
+	id, _, ok := w.mem.Owner(w.name(lease))
+	if !ok {
+		return nil
+	}
+	for _, n := range w.nodes {
+		for _, own := range n.sessionIDs() {
+			if own == id {
+				return nil // a node owns it, not a taker
+			}
+		}
+	}
+	w.mem.ExpireSession(id)
+	return nil
+}
+
+func (w *world) maxLease(phrase string) error {
+	if err := w.needMemory("capping leases"); err != nil {
+		return err
+	}
+	d, err := time.ParseDuration(phrase)
+	if err != nil {
+		return err
+	}
+	w.mem.SetMaxLease(d)
+	return nil
+}
+
+func (w *world) holdReply(name, op, how string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	f := &fault{times: 1}
+	if how == "until released" {
+		f.gate = make(chan struct{})
+	} else if f.hold, err = n.dur(strings.TrimPrefix(how, "for ")); err != nil {
+		return err
+	}
+	opName := map[string]string{"keep-alive": memory.OpKeepAlive, "acquire": memory.OpAcquire, "release": memory.OpRelease}[op]
+	n.rec.inject(opName, f)
+	w.heldNode = n
+	w.held = nil
+	if op == "keep-alive" {
+		w.marks["hold.keepalive"] = time.Now()
+		w.keepAliveGate = f.gate
+	} else {
+		w.marks["hold.acquire"] = time.Now()
+	}
+	return nil
+}
+
+// heldCall returns the call whose answer a fault of op held back: the first
+// call of op that started after the fault was set.
+func (w *world) heldCall(op string) (*call, error) {
+	n := w.heldNode
+	if n == nil {
+		return nil, fmt.Errorf("features: no reply was held back")
+	}
+	key, opName := "hold.keepalive", memory.OpKeepAlive
+	if op == "acquire" {
+		key, opName = "hold.acquire", memory.OpAcquire
+	}
+	for _, c := range n.rec.filter(opName, "") {
+		if !c.start.Before(w.marks[key]) {
+			return &c, nil
+		}
+	}
+	return nil, fmt.Errorf("node %s made no %s call after the reply was held back", n.name, op)
+}
+
+func (w *world) heldArrives(op string) error {
+	n := w.heldNode
+	if n == nil {
+		return fmt.Errorf("features: no reply was held back")
+	}
+	if op == "keep-alive" && w.keepAliveGate != nil {
+		openGate(w.keepAliveGate)
+	}
+	var c *call
+	err := w.eventually(2*n.cfg().LeaseDuration, "the held "+op+" reply did not arrive", func() bool {
+		got, err := w.heldCall(op)
+		if err != nil || got.end.IsZero() {
+			return false
+		}
+		c = got
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	w.held = c
+	return nil
+}
+
+func (w *world) forgeToken(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	t, err := n.term(w.name(lease))
+	if err != nil {
+		return err
+	}
+	n.rec.inject(memory.OpAcquire, &fault{times: 1, forge: t.Token(), onlyOn: w.name(lease)})
+	return nil
+}

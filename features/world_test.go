@@ -1,0 +1,458 @@
+package features
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// defaultTiming is the timing of every node unless a scenario sets its own:
+// short enough for real servers, with room for a loaded machine.
+var defaultTiming = simba.Config{LeaseDuration: 2 * time.Second, RenewInterval: 500 * time.Millisecond}
+
+// world is the state of one scenario: its nodes, the backend they share and
+// what the steps have observed. Steps run one at a time; on the memory
+// backend they run inside the scenario's synctest bubble.
+type world struct {
+	env    *backendEnv
+	id     string       // appended to lease names, to keep scenarios apart on shared servers
+	timing simba.Config // the timing of the nodes connected next
+	mem    *memory.Server
+	bub    *bubble
+	nodes  map[string]*node
+
+	ctx    context.Context // ends with the scenario: background work stops then
+	cancel context.CancelFunc
+
+	// What steps hand to the steps after them.
+	config, variant simba.Config
+	startErr        error         // the last "tries to start the election"
+	callRes         *lockCall     // the last direct Acquire/TryAcquire call
+	raws            []*rawSession // sessions opened directly on the backend
+	marks           map[string]time.Time
+	remaining       map[*simba.Term]time.Duration
+	keepAlive       call // the keep-alive a step waited for
+	held            *call
+	heldNode        *node
+	keepAliveGate   chan struct{}
+	checkedReleases []releaseOf
+	waits           []time.Duration
+	attemptLease    string
+	refusedAt       int // index of the refused attempt among attemptLease's
+	rejectedToken   uint64
+	usedName        string
+	nameErrs        []error
+	phantomLeases   []string
+	handedOff       error
+}
+
+func newWorld(env *backendEnv) *world {
+	return &world{
+		env:       env,
+		id:        randomID(3),
+		timing:    defaultTiming,
+		nodes:     make(map[string]*node),
+		marks:     make(map[string]time.Time),
+		remaining: make(map[*simba.Term]time.Duration),
+	}
+}
+
+// start runs when the scenario begins: on the memory backend it opens the
+// scenario's bubble and its store inside it.
+func (w *world) start() error {
+	if w.env.fake {
+		w.bub = startBubble(w.env.t)
+	}
+	return w.run(func() error {
+		w.ctx, w.cancel = context.WithCancel(context.Background())
+		if w.env.name == backendMemory {
+			w.mem = memory.New()
+		}
+		return nil
+	})
+}
+
+// finish runs when the scenario ends, whatever its outcome: it lets held
+// answers through, heals every connection, closes every client and backend,
+// and, on the memory backend, checks that nothing is left running in the
+// bubble.
+func (w *world) finish() error {
+	err := w.run(func() error {
+		w.cancel()
+		var errs []error
+		for _, n := range w.sortedNodes() {
+			n.rec.end()
+			n.link.Heal()
+		}
+		for _, n := range w.sortedNodes() {
+			// Errors of the backend at close are not what scenarios check;
+			// a Close that does not return is.
+			ctx, cancel := context.WithTimeout(context.Background(), max(4*w.lease(n.timing), time.Minute))
+			for _, c := range n.clients {
+				if err := c.Close(ctx); err != nil && ctx.Err() != nil {
+					errs = append(errs, fmt.Errorf("node %s: close did not return: %w", n.name, err))
+				}
+			}
+			cancel()
+			n.wg.Wait()
+			n.closeBackend()
+		}
+		for _, r := range w.raws {
+			r.close()
+		}
+		return errors.Join(errs...)
+	})
+	if w.bub != nil {
+		err = errors.Join(err, w.bub.stop())
+	}
+	return err
+}
+
+func (w *world) sortedNodes() []*node {
+	names := make([]string, 0, len(w.nodes))
+	for name := range w.nodes {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]*node, len(names))
+	for i, name := range names {
+		out[i] = w.nodes[name]
+	}
+	return out
+}
+
+// run runs f as a step of the scenario: in its bubble on the memory
+// backend, directly elsewhere.
+func (w *world) run(f func() error) error {
+	if w.bub == nil {
+		return f()
+	}
+	return w.bub.run(f)
+}
+
+// inScenario adapts a step function so that it runs through w.run. The
+// result has the same type as fn, so godog passes it the same arguments.
+func (w *world) inScenario(fn any) any {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	if t.Kind() != reflect.Func || t.NumOut() != 1 || t.Out(0) != errorType {
+		panic(fmt.Sprintf("features: step %T must return only an error", fn))
+	}
+	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
+		err := w.run(func() error {
+			w.settle()
+			out := v.Call(args)
+			err, _ := out[0].Interface().(error)
+			return err
+		})
+		res := reflect.New(errorType).Elem()
+		if err != nil {
+			res.Set(reflect.ValueOf(err))
+		}
+		return []reflect.Value{res}
+	}).Interface()
+}
+
+var errorType = reflect.TypeFor[error]()
+
+// bubble runs the steps of one scenario inside a synctest bubble, so that
+// the engine, the memory store and the steps share a fake clock: waiting is
+// instant and every instant is exact. Between steps the bubble's clock
+// stands still.
+type bubble struct {
+	steps chan func()
+	done  chan error
+}
+
+// settle is how long the bubble lets its clock run after the last step, so
+// that every timer of the scenario fires. A goroutine still blocked after
+// that is a leak, and fails the scenario.
+const settle = 10 * time.Minute
+
+func startBubble(t *testing.T) *bubble {
+	b := &bubble{steps: make(chan func()), done: make(chan error, 1)}
+	go func() {
+		var err error
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("goroutines left running after the scenario: %v", r)
+			}
+			b.done <- err
+		}()
+		synctest.Test(t, func(*testing.T) {
+			for f := range b.steps {
+				f()
+			}
+			time.Sleep(settle)
+		})
+	}()
+	return b
+}
+
+// run runs f in the bubble and returns its error; a panic becomes an error.
+func (b *bubble) run(f func() error) error {
+	res := make(chan error, 1)
+	b.steps <- func() {
+		defer func() {
+			if r := recover(); r != nil {
+				res <- fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+			}
+		}()
+		res <- f()
+	}
+	return <-res
+}
+
+// stop ends the bubble and reports a leak.
+func (b *bubble) stop() error {
+	close(b.steps)
+	return <-b.done
+}
+
+// Time.
+
+// lease returns the lease duration of cfg, defaults filled in.
+func (w *world) lease(cfg simba.Config) time.Duration { return resolved(cfg).LeaseDuration }
+
+// resolved returns cfg with its defaults, as a client would use it.
+func resolved(cfg simba.Config) simba.Config {
+	d := simba.DefaultConfig()
+	if cfg.LeaseDuration != 0 {
+		d.LeaseDuration = cfg.LeaseDuration
+		d.RenewInterval = cfg.LeaseDuration / 3
+	}
+	if cfg.RenewInterval != 0 {
+		d.RenewInterval = cfg.RenewInterval
+	}
+	d.RetryJitter = d.RenewInterval / 2
+	if cfg.RetryJitter != 0 {
+		d.RetryJitter = cfg.RetryJitter
+	}
+	if cfg.Drift != 0 || cfg.NoDrift {
+		d.Drift = cfg.Drift
+	}
+	if cfg.Margin != 0 || cfg.NoMargin {
+		d.Margin = cfg.Margin
+	}
+	if cfg.MinBackoff != 0 {
+		d.MinBackoff = cfg.MinBackoff
+	}
+	return d
+}
+
+// dur reads a duration phrase against cfg: "one lease duration", "3 renew
+// intervals", "half a renew interval", "no time", or a Go duration.
+func (w *world) dur(phrase string, cfg simba.Config) (time.Duration, error) {
+	c := resolved(cfg)
+	p := strings.TrimSpace(phrase)
+	if p == "no time" {
+		return 0, nil
+	}
+	if d, err := time.ParseDuration(p); err == nil {
+		return d, nil
+	}
+	count, unit, ok := strings.Cut(p, " ")
+	if !ok {
+		return 0, fmt.Errorf("features: cannot read %q as a duration", phrase)
+	}
+	var k float64
+	switch count {
+	case "one", "a":
+		k = 1
+	case "two":
+		k = 2
+	case "half":
+		k = 0.5
+		unit = strings.TrimPrefix(unit, "a ")
+	default:
+		n, err := strconv.Atoi(count)
+		if err != nil {
+			return 0, fmt.Errorf("features: cannot read %q as a duration", phrase)
+		}
+		k = float64(n)
+	}
+	switch strings.TrimSuffix(unit, "s") {
+	case "lease duration":
+		return time.Duration(k * float64(c.LeaseDuration)), nil
+	case "renew interval":
+		return time.Duration(k * float64(c.RenewInterval)), nil
+	}
+	return 0, fmt.Errorf("features: cannot read %q as a duration", phrase)
+}
+
+// grace widens an upper time bound on real servers, where scheduling and
+// the network add delays; on the fake clock bounds are exact.
+func (w *world) grace(d time.Duration) time.Duration {
+	if w.env.fake {
+		return d
+	}
+	return d + d/4 + 250*time.Millisecond
+}
+
+// tolerance is how far apart two instants may be and still count as the
+// same: a millisecond on the fake clock (rounding of drift), more on real
+// servers.
+func (w *world) tolerance() time.Duration {
+	if w.env.fake {
+		return time.Millisecond
+	}
+	return 150 * time.Millisecond
+}
+
+// poll is the pause between two checks of a condition.
+func (w *world) poll() time.Duration {
+	if w.env.fake {
+		return time.Millisecond
+	}
+	return 5 * time.Millisecond
+}
+
+// settle lets every goroutine of the bubble finish what it can do at the
+// current instant, so that a check sees the state the engine reaches at that
+// instant, not a state half-way through. Outside a bubble it does nothing.
+func (w *world) settle() {
+	if w.bub != nil {
+		synctest.Wait()
+	}
+}
+
+// eventually waits until cond holds, for at most within (with grace).
+func (w *world) eventually(within time.Duration, what string, cond func() bool) error {
+	deadline := time.Now().Add(w.grace(within))
+	for {
+		w.settle()
+		if cond() {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("%s: not within %v", what, within)
+		}
+		time.Sleep(w.poll())
+	}
+}
+
+// never checks that cond stays false for d.
+func (w *world) never(d time.Duration, what string, cond func() bool) error {
+	end := time.Now().Add(d)
+	for {
+		w.settle()
+		if cond() {
+			return fmt.Errorf("%s, within %v", what, d)
+		}
+		if !time.Now().Before(end) {
+			return nil
+		}
+		time.Sleep(w.poll())
+	}
+}
+
+// Names.
+
+// name returns the lease a scenario means by n: n with the scenario's id
+// appended, so scenarios never share a lease on a shared server.
+func (w *world) name(n string) string { return n + "." + w.id }
+
+// node returns the node called name.
+func (w *world) node(name string) (*node, error) {
+	n, ok := w.nodes[name]
+	if !ok {
+		return nil, fmt.Errorf("features: no node %s in this scenario", name)
+	}
+	return n, nil
+}
+
+// needMemory fails a step that needs the memory store's controls.
+func (w *world) needMemory(what string) error {
+	if w.mem == nil {
+		return fmt.Errorf("features: %s needs the memory backend: tag the scenario @memory", what)
+	}
+	return nil
+}
+
+// logCapture keeps the records a client logs at warning level or above.
+type logCapture struct {
+	mu      sync.Mutex
+	records []string
+}
+
+func (l *logCapture) Enabled(_ context.Context, level slog.Level) bool {
+	return level >= slog.LevelWarn
+}
+
+func (l *logCapture) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.records = append(l.records, r.Level.String()+" "+r.Message)
+	return nil
+}
+
+func (l *logCapture) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logCapture) WithGroup(string) slog.Handler      { return l }
+
+func (l *logCapture) warnings(containing string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.records {
+		if strings.HasPrefix(r, "WARN") && strings.Contains(r, containing) {
+			n++
+		}
+	}
+	return n
+}
+
+// nodeDur returns node name and a duration phrase read against its timing.
+func (w *world) nodeDur(name, phrase string) (*node, time.Duration, error) {
+	n, err := w.node(name)
+	if err != nil {
+		return nil, 0, err
+	}
+	d, err := n.dur(phrase)
+	return n, d, err
+}
+
+// termDur returns the term of name steps mean for lease, and a duration
+// phrase read against the node's timing.
+func (w *world) termDur(name, lease, phrase string) (*node, *simba.Term, time.Duration, error) {
+	n, t, err := w.term(name, lease)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	d, err := n.dur(phrase)
+	return n, t, d, err
+}
+
+// watchedTerm returns node name and the term a step last watched on it.
+func (w *world) watchedTerm(name string) (*node, *simba.Term, error) {
+	n, err := w.node(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n.lastWatched == nil {
+		return nil, nil, fmt.Errorf("features: no term of node %s is watched", name)
+	}
+	return n, n.lastWatched, nil
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
