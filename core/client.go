@@ -473,8 +473,10 @@ func (c *Client) renewed(s *session, sentAt time.Time, reply KeepAliveReply) {
 	for name, e := range c.entries {
 		t := e.term
 		if t == nil {
-			if tok, ok := reply.Leases[name]; ok && e.attempt == nil {
-				e.release(s, tok) // an orphan: a release that never landed
+			// An orphan: a release that never landed. Not while a handover
+			// still holds the lease for its work (R-HO-1).
+			if tok, ok := reply.Leases[name]; ok && e.attempt == nil && !e.handingOver && !c.closed {
+				e.release(s, tok)
 			}
 			continue
 		}
@@ -486,7 +488,7 @@ func (c *Client) renewed(s *session, sentAt time.Time, reply KeepAliveReply) {
 		}
 	}
 	for name, tok := range reply.Leases {
-		if _, ok := c.entries[name]; !ok {
+		if _, ok := c.entries[name]; !ok && !c.closed {
 			c.releaseOrphan(s, name, tok)
 		}
 	}

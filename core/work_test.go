@@ -204,3 +204,35 @@ func TestWorkFailure(t *testing.T) {
 		}
 	})
 }
+
+// R-HO-1: keep-alives during a long handover do not release the lease
+// before the work exited.
+func TestHandoverSurvivesKeepAlives(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		c := newClient(t, s.Connect())
+		ctx, cancel := context.WithCancel(context.Background())
+		started := make(chan struct{})
+		done := make(chan error)
+		go func() {
+			done <- c.Election("job").RunWhileLeader(ctx, func(ctx context.Context, term *simba.Term) error {
+				close(started)
+				<-ctx.Done()
+				time.Sleep(2500 * time.Millisecond) // longer than two renew intervals
+				return nil
+			})
+		}()
+		<-started
+		cancel()
+		time.Sleep(2400 * time.Millisecond)
+		if _, _, held := s.Owner("job"); !held {
+			t.Fatal("lease released during the handover, before the work exited")
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if _, _, held := s.Owner("job"); held {
+			t.Fatal("lease held after the handover")
+		}
+	})
+}
