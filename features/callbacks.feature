@@ -44,8 +44,7 @@ Feature: Callbacks and lifecycle
     And A's callbacks for "report" pair up: each OnElected followed by one OnRevoked of the same term
     And every call into the client made from a callback returned
 
-  # The new term's OnElected overtakes the old term's OnRevoked: see the bug report.
-  @R-CB-1 @R-CB-2 @wip
+  @R-CB-1 @R-CB-2
   Scenario: After a step-down without cooldown, the next term waits for the old term's OnRevoked
     Given node A is connected
     And A is leader of "report"
@@ -106,11 +105,24 @@ Feature: Callbacks and lifecycle
       | step down from "report" for one lease duration | within one renew interval A's term of "report" ends with STEPPED_DOWN |
       | release the lock "invoice"                     | B's one attempt at the lock "invoice" succeeds                        |
 
-    # Close from OnElected returns "context canceled": see the bug report.
-    @wip
     Examples: closing the client
       | call             | effect                |
       | close the client | A's session is CLOSED |
+
+  @R-CB-5
+  Scenario Outline: A blocking call made from leader work does not wait for that work
+    Given nodes A and B are connected
+    And A holds the lock "invoice"
+    And A runs leader work for "report" that, once running, will <call>
+    Then within one lease duration A's work made that call, and it returned within one renew interval
+    And <effect>
+
+    Examples:
+      | call                                           | effect                                                                |
+      | stop the election "report"                     | within one renew interval A's term of "report" ends with STOPPED      |
+      | step down from "report" for one lease duration | within one renew interval A's term of "report" ends with STEPPED_DOWN |
+      | release the lock "invoice"                     | B's one attempt at the lock "invoice" succeeds                        |
+      | close the client                               | A's session is CLOSED                                                 |
 
   @R-CB-5
   Scenario: Closing the client from the event listener does not wait for itself

@@ -89,10 +89,18 @@ func tagsFor(env *backendEnv) string {
 	} else {
 		tags = append(tags, "~@broadcast")
 	}
-	if extra := strings.TrimSpace(os.Getenv("SIMBA_FEATURES_TAGS")); extra != "" {
-		tags = append(tags, extra)
+	base := strings.Join(tags, " && ")
+	extra := strings.TrimSpace(os.Getenv("SIMBA_FEATURES_TAGS"))
+	if extra == "" {
+		return base
 	}
-	return strings.Join(tags, " && ")
+	// In godog's tag expressions "," (or) binds looser than "&&": give
+	// every alternative of the extra expression the base conditions.
+	var alts []string
+	for _, alt := range strings.Split(extra, ",") {
+		alts = append(alts, base+" && "+strings.TrimSpace(alt))
+	}
+	return strings.Join(alts, ",")
 }
 
 // initScenario builds the world of one scenario and binds the steps to it.

@@ -33,6 +33,7 @@ type node struct {
 	logs        *logCapture
 	exec        *rejectingExecutor
 	listeners   map[string]*listener
+	works       map[string]*work             // leader work by lease
 	locks       map[string][]*simba.LockTerm // lock terms by lease, in the order won
 	acqs        map[string]*acquisition      // the latest background acquisition by lease
 	released    map[*simba.LockTerm]bool     // lock terms a step released
@@ -69,6 +70,7 @@ func (w *world) connect(name string, o connectOptions) (*node, error) {
 		events:    &eventLog{},
 		logs:      &logCapture{},
 		listeners: make(map[string]*listener),
+		works:     make(map[string]*work),
 		locks:     make(map[string][]*simba.LockTerm),
 		acqs:      make(map[string]*acquisition),
 		released:  make(map[*simba.LockTerm]bool),
@@ -165,11 +167,15 @@ func (n *node) listener(name string) *listener {
 }
 
 // terms returns every term of lease name the node was given, elections
-// and locks, in the order they were won.
+// (with a listener or with leader work) and locks, in the order they were
+// won.
 func (n *node) terms(name string) []*simba.Term {
 	var out []*simba.Term
 	if l, ok := n.listeners[name]; ok {
 		out = append(out, l.terms()...)
+	}
+	if wk, ok := n.works[name]; ok {
+		out = append(out, wk.terms()...)
 	}
 	for _, lt := range n.locks[name] {
 		out = append(out, lt.Term)
@@ -182,6 +188,9 @@ func (n *node) allTerms() []*simba.Term {
 	var out []*simba.Term
 	for _, l := range n.listeners {
 		out = append(out, l.terms()...)
+	}
+	for _, wk := range n.works {
+		out = append(out, wk.terms()...)
 	}
 	for _, lts := range n.locks {
 		for _, lt := range lts {
@@ -210,17 +219,101 @@ func (n *node) firstTerm(name string) (*simba.Term, error) {
 }
 
 // leading reports whether the node holds a valid term of the election
-// name, and its listener has been told.
+// name, and its listener has been told (or its leader work started).
 func (n *node) leading(name string) (*simba.Term, bool) {
 	t := n.client.Election(name).Term()
 	if t == nil || !t.Valid() {
 		return nil, false
+	}
+	if wk, ok := n.works[name]; ok {
+		_, started := wk.run(t)
+		return t, started
 	}
 	l, ok := n.listeners[name]
 	if !ok || !l.told(t) {
 		return nil, false
 	}
 	return t, true
+}
+
+// work is leader work a node runs with RunWhileLeader, and what it saw.
+type work struct {
+	ignoreFor time.Duration // the work ignores interruption this long
+	exitAfter time.Duration // once interrupted, the work takes this long to exit
+	done      chan struct{} // closed when RunWhileLeader returned
+
+	mu         sync.Mutex
+	runs       []*workRun
+	action     func(ctx context.Context, t *simba.Term) error // run once, by the first run
+	actionDone chan struct{}
+	actionErr  error
+	actionTook time.Duration
+}
+
+// workRun is one run of leader work, for one term.
+type workRun struct {
+	term        *simba.Term
+	ctx         context.Context
+	start       time.Time
+	interrupted time.Time // when its ctx was cancelled; zero before
+	end         time.Time // when it returned; zero before
+}
+
+// fn is the work function.
+func (wk *work) fn(ctx context.Context, t *simba.Term) error {
+	r := &workRun{term: t, ctx: ctx, start: time.Now()}
+	wk.mu.Lock()
+	wk.runs = append(wk.runs, r)
+	action := wk.action
+	wk.action = nil
+	wk.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		wk.mu.Lock()
+		r.interrupted = time.Now()
+		wk.mu.Unlock()
+	})
+	defer stop()
+	if action != nil {
+		start := time.Now()
+		err := action(ctx, t)
+		wk.mu.Lock()
+		wk.actionErr, wk.actionTook = err, time.Since(start)
+		close(wk.actionDone)
+		wk.mu.Unlock()
+	}
+	if wk.ignoreFor > 0 {
+		time.Sleep(wk.ignoreFor)
+	} else {
+		<-ctx.Done()
+		time.Sleep(wk.exitAfter)
+	}
+	wk.mu.Lock()
+	r.end = time.Now()
+	wk.mu.Unlock()
+	return nil
+}
+
+// run returns a copy of the run of t.
+func (wk *work) run(t *simba.Term) (workRun, bool) {
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	for _, r := range wk.runs {
+		if r.term == t {
+			return *r, true
+		}
+	}
+	return workRun{}, false
+}
+
+// terms returns the terms the work ran for, in order.
+func (wk *work) terms() []*simba.Term {
+	wk.mu.Lock()
+	defer wk.mu.Unlock()
+	out := make([]*simba.Term, len(wk.runs))
+	for i, r := range wk.runs {
+		out[i] = r.term
+	}
+	return out
 }
 
 // listener records the callbacks of one election of a node, and can be

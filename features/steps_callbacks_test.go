@@ -140,33 +140,40 @@ func (w *world) actionOnElected(name, lease, what string) error {
 	if err != nil {
 		return err
 	}
-	var action func(ctx context.Context, t *simba.Term) error
+	action, err := w.blockingCall(n, what)
+	if err != nil {
+		return err
+	}
+	n.listener(w.name(lease)).setAction(action)
+	return nil
+}
+
+// blockingCall returns the blocking call a scenario asks a callback or
+// leader work to make, with the ctx it was given.
+func (w *world) blockingCall(n *node, what string) (func(ctx context.Context, t *simba.Term) error, error) {
 	switch {
 	case what == "close the client":
-		action = func(ctx context.Context, _ *simba.Term) error { return n.client.Close(ctx) }
+		return func(ctx context.Context, _ *simba.Term) error { return n.client.Close(ctx) }, nil
 	case stopCall.MatchString(what):
 		el := n.client.Election(w.name(stopCall.FindStringSubmatch(what)[1]))
-		action = func(ctx context.Context, _ *simba.Term) error { return el.Stop(ctx) }
+		return func(ctx context.Context, _ *simba.Term) error { return el.Stop(ctx) }, nil
 	case stepDownCall.MatchString(what):
 		m := stepDownCall.FindStringSubmatch(what)
 		d, err := n.dur(m[2])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		el := n.client.Election(w.name(m[1]))
-		action = func(ctx context.Context, _ *simba.Term) error { return el.StepDown(ctx, d) }
+		return func(ctx context.Context, _ *simba.Term) error { return el.StepDown(ctx, d) }, nil
 	case releaseCall.MatchString(what):
 		lts := n.locks[w.name(releaseCall.FindStringSubmatch(what)[1])]
 		if len(lts) == 0 {
-			return fmt.Errorf("node %s holds no lock %s", name, what)
+			return nil, fmt.Errorf("node %s holds no lock to %s", n.name, what)
 		}
 		lt := lts[len(lts)-1]
-		action = func(ctx context.Context, _ *simba.Term) error { return lt.Release(ctx) }
-	default:
-		return fmt.Errorf("features: unknown call from a callback: %q", what)
+		return func(ctx context.Context, _ *simba.Term) error { return lt.Release(ctx) }, nil
 	}
-	n.listener(w.name(lease)).setAction(action)
-	return nil
+	return nil, fmt.Errorf("features: unknown blocking call: %q", what)
 }
 
 func (w *world) actionReturned(phrase, name, took string) error {

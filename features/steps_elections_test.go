@@ -242,8 +242,12 @@ func (w *world) stops(name, lease string) error {
 	}
 	ctx, cancel := n.stepCtx()
 	defer cancel()
+	l := w.name(lease)
 	w.marks["stop"] = time.Now()
-	err = n.client.Election(w.name(lease)).Stop(ctx)
+	if t := n.client.Election(l).Term(); t != nil {
+		w.marks["stop.deadline"] = w.marks["stop"].Add(t.Remaining())
+	}
+	err = n.client.Election(l).Stop(ctx)
 	w.marks["returned"] = time.Now()
 	return err
 }

@@ -16,9 +16,6 @@ func (w *world) handoverSteps(step func(string, any)) {
 	step(`^([A-Z])'s handover of "([^"]*)" went in this order: term revoked, lease released with its token, listener told (\w+), call returned$`, w.handoverOrder)
 	step(`^while ([A-Z])'s listener is still handling the revocation, ([A-Z])'s one attempt at the lock "([^"]*)" succeeds$`, w.takenDuringRevocation)
 	step(`^([A-Z])'s stop returns once the listener is done$`, w.stopReturnsAfterListener)
-	step(`^([A-Z])'s listener for "([^"]*)" runs work when elected that ignores interruption for (.+)$`, w.stubbornWork)
-	step(`^([A-Z])'s term of "([^"]*)" ended while [A-Z]'s work was still running$`, w.endedDuringWork)
-	step(`^the context ([A-Z])'s work was given was cancelled when the term ended$`, w.workContextCancelled)
 	step(`^(?:within (.+?) )?([A-Z])'s snapshot shows "([^"]*)" as (\w+)$`, w.snapshotState)
 	step(`^([A-Z]) makes no attempt at "([^"]*)" until (.+) after (the step-down|that win)$`, w.noAttemptUntil)
 	step(`^([A-Z])'s new term of "([^"]*)" was won no sooner than (.+) after the step-down$`, w.wonNoSooner)
@@ -26,6 +23,14 @@ func (w *world) handoverSteps(step func(string, any)) {
 	step(`^([A-Z])'s snapshot does not show "([^"]*)" as LEADER, CANDIDATE or COOLDOWN$`, w.snapshotIdle)
 	step(`^([A-Z]) is leader of "([^"]*)" within one lease duration plus one candidate attempt of the stall$`, w.failover)
 	step(`^([A-Z])'s term of "([^"]*)" had ended with (\w+) before ([A-Z])'s term began$`, w.endedBefore)
+	step(`^([A-Z]) runs leader work for "([^"]*)" that takes (.+) to exit once interrupted$`, w.runsWork)
+	step(`^([A-Z]) runs leader work for "([^"]*)" that ignores interruption for (.+)$`, w.runsStubbornWork)
+	step(`^([A-Z]) runs leader work for "([^"]*)" that, once running, will (.+)$`, w.runsWorkThatCalls)
+	step(`^([A-Z])'s handover of "([^"]*)" went in this order: term revoked, work interrupted, work exited, lease released with its token, call returned$`, w.workHandoverOrder)
+	step(`^([A-Z]) released "([^"]*)" at the local deadline the term had at the stop, while the work was still running$`, w.releasedAtDeadline)
+	step(`^([A-Z])'s work on "([^"]*)" was interrupted when the term ended, and was still running$`, w.workInterruptedAtEnd)
+	step(`^([A-Z]) sent no release for its term of "([^"]*)"$`, w.noRelease)
+	step(`^within (.+?) ([A-Z])'s work made that call, and it returned within (.+)$`, w.workCallReturned)
 }
 
 // Handover.
@@ -154,18 +159,6 @@ func (w *world) stopReturnsAfterListener(name string) error {
 	return nil
 }
 
-func (w *world) stubbornWork(name, lease, phrase string) error {
-	n, d, err := w.nodeDur(name, phrase)
-	if err != nil {
-		return err
-	}
-	l := n.listener(w.name(lease))
-	l.mu.Lock()
-	l.electedDelay = d
-	l.mu.Unlock()
-	return nil
-}
-
 // electedCall returns the OnElected call of t.
 func electedCall(n *node, t *simba.Term) (callback, error) {
 	for _, c := range n.listener(t.Name()).snapshot() {
@@ -174,43 +167,6 @@ func electedCall(n *node, t *simba.Term) (callback, error) {
 		}
 	}
 	return callback{}, fmt.Errorf("node %s's listener was never told of %v", n.name, t)
-}
-
-func (w *world) endedDuringWork(name, lease string) error {
-	n, t, err := w.term(name, lease)
-	if err != nil {
-		return err
-	}
-	cb, err := electedCall(n, t)
-	if err != nil {
-		return err
-	}
-	at, err := n.revokedAt(t)
-	if err != nil {
-		return err
-	}
-	if !cb.end.IsZero() && !at.Before(cb.end) {
-		return fmt.Errorf("the term was revoked %v after the work ended", at.Sub(cb.end))
-	}
-	return nil
-}
-
-func (w *world) workContextCancelled(name string) error {
-	n, t, err := w.watchedTerm(name)
-	if err != nil {
-		return err
-	}
-	cb, err := electedCall(n, t)
-	if err != nil {
-		return err
-	}
-	if cb.ctx.Err() == nil {
-		return fmt.Errorf("the work's context is not cancelled")
-	}
-	if cause := context.Cause(cb.ctx); !errors.Is(cause, simba.ErrTermExpired) {
-		return fmt.Errorf("the work's context ended with %v, want a cause matching ErrTermExpired", cause)
-	}
-	return nil
 }
 
 // leaseState returns the snapshot state of lease on n, "" when absent.
@@ -374,6 +330,228 @@ func (w *world) endedBefore(name, lease, reasonName, other string) error {
 	}
 	if answered.Before(revoked) {
 		return fmt.Errorf("%s won the lease %v before %s's term ended", other, revoked.Sub(answered), name)
+	}
+	return nil
+}
+
+// startWork runs wk as node name's leader work for lease, until the
+// scenario ends.
+func (w *world) startWork(name, lease string, wk *work) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	if _, ok := n.works[l]; ok {
+		return fmt.Errorf("node %s already runs work for %s", name, lease)
+	}
+	wk.done = make(chan struct{})
+	n.works[l] = wk
+	el := n.client.Election(l)
+	started := make(chan error, 1)
+	n.goBackground(func() {
+		defer close(wk.done)
+		// RunWhileLeader returns once the scenario ends; an error means
+		// it did not start.
+		started <- el.RunWhileLeader(w.ctx, wk.fn)
+	})
+	// Give a failed start the chance to show.
+	w.settle()
+	select {
+	case err := <-started:
+		if err != nil {
+			return fmt.Errorf("RunWhileLeader: %w", err)
+		}
+	default:
+	}
+	return nil
+}
+
+func (w *world) runsWork(name, lease, phrase string) error {
+	_, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	return w.startWork(name, lease, &work{exitAfter: d})
+}
+
+func (w *world) runsStubbornWork(name, lease, phrase string) error {
+	_, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	return w.startWork(name, lease, &work{ignoreFor: d})
+}
+
+func (w *world) runsWorkThatCalls(name, lease, what string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	action, err := w.blockingCall(n, what)
+	if err != nil {
+		return err
+	}
+	return w.startWork(name, lease, &work{action: action, actionDone: make(chan struct{})})
+}
+
+// workOf returns the node's work for lease and its run for the term steps
+// mean.
+func (w *world) workOf(name, lease string) (*node, *simba.Term, workRun, error) {
+	n, t, err := w.term(name, lease)
+	if err != nil {
+		return nil, nil, workRun{}, err
+	}
+	wk, ok := n.works[t.Name()]
+	if !ok {
+		return nil, nil, workRun{}, fmt.Errorf("node %s runs no work for %s", name, lease)
+	}
+	r, ok := wk.run(t)
+	if !ok {
+		return nil, nil, workRun{}, fmt.Errorf("the work never ran for %v", t)
+	}
+	return n, t, r, nil
+}
+
+// releaseOfTerm returns the node's release call of t.
+func (n *node) releaseOfTerm(t *simba.Term) (call, bool) {
+	for _, c := range n.rec.filter(memory.OpRelease, t.Name()) {
+		if c.token == t.Token() && c.session == t.Session() {
+			return c, true
+		}
+	}
+	return call{}, false
+}
+
+func (w *world) workHandoverOrder(name, lease string) error {
+	n, t, r, err := w.workOf(name, lease)
+	if err != nil {
+		return err
+	}
+	revoked, err := n.revokedAt(t)
+	if err != nil {
+		return err
+	}
+	rel, ok := n.releaseOfTerm(t)
+	if !ok {
+		return fmt.Errorf("node %s never released %v", name, t)
+	}
+	return inOrder([]instant{
+		{"term revoked", revoked},
+		{"work interrupted", r.interrupted},
+		{"work exited", r.end},
+		{"release sent", rel.start},
+		{"release answered", rel.end},
+		{"call returned", w.marks["returned"]},
+	})
+}
+
+// instant is a named point in time of a sequence.
+type instant struct {
+	what string
+	at   time.Time
+}
+
+// inOrder checks that the instants are set and come in order (equal is in
+// order: the fake clock does not move while nothing waits).
+func inOrder(seq []instant) error {
+	for i, s := range seq {
+		if s.at.IsZero() {
+			return fmt.Errorf("%q never happened", s.what)
+		}
+		if i > 0 && s.at.Before(seq[i-1].at) {
+			return fmt.Errorf("%q came %v before %q", s.what, seq[i-1].at.Sub(s.at), seq[i-1].what)
+		}
+	}
+	return nil
+}
+
+func (w *world) releasedAtDeadline(name, lease string) error {
+	n, t, r, err := w.workOf(name, lease)
+	if err != nil {
+		return err
+	}
+	rel, ok := n.releaseOfTerm(t)
+	if !ok {
+		return fmt.Errorf("node %s never released %v", name, t)
+	}
+	deadline := w.marks["stop.deadline"]
+	if deadline.IsZero() {
+		return fmt.Errorf("features: the term's deadline at the stop was not noted")
+	}
+	if err := w.near("the release, after the deadline at the stop,", rel.start.Sub(deadline), 0); err != nil {
+		return err
+	}
+	if !r.end.IsZero() && !r.end.After(rel.start) {
+		return fmt.Errorf("the work exited %v before the release: the release waited for it", rel.start.Sub(r.end))
+	}
+	return nil
+}
+
+func (w *world) workInterruptedAtEnd(name, lease string) error {
+	n, t, r, err := w.workOf(name, lease)
+	if err != nil {
+		return err
+	}
+	revoked, err := n.revokedAt(t)
+	if err != nil {
+		return err
+	}
+	if r.interrupted.IsZero() || r.ctx.Err() == nil {
+		return fmt.Errorf("the work was not interrupted")
+	}
+	if cause := context.Cause(r.ctx); !errors.Is(cause, simba.ErrTermExpired) {
+		return fmt.Errorf("the work's context ended with %v, want a cause matching ErrTermExpired", cause)
+	}
+	if err := w.near("the interruption, after the revocation,", r.interrupted.Sub(revoked), 0); err != nil {
+		return err
+	}
+	if !r.end.IsZero() {
+		return fmt.Errorf("the work has already exited: it was waited for")
+	}
+	return nil
+}
+
+func (w *world) noRelease(name, lease string) error {
+	n, t, err := w.term(name, lease)
+	if err != nil {
+		return err
+	}
+	if rel, ok := n.releaseOfTerm(t); ok {
+		return fmt.Errorf("node %s released %v %v after it ended", name, t, rel.start.Sub(w.marks["stall"]))
+	}
+	return nil
+}
+
+func (w *world) workCallReturned(phrase, name, took string) error {
+	n, within, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	limit, err := n.dur(took)
+	if err != nil {
+		return err
+	}
+	var wk *work
+	for _, x := range n.works {
+		if x.actionDone != nil {
+			wk = x
+		}
+	}
+	if wk == nil {
+		return fmt.Errorf("features: node %s's work has no call to make", name)
+	}
+	if err := w.eventually(within, "the work did not make its call", func() bool { return isClosed(wk.actionDone) }); err != nil {
+		return err
+	}
+	wk.mu.Lock()
+	took2, aerr := wk.actionTook, wk.actionErr
+	wk.mu.Unlock()
+	if aerr != nil {
+		return fmt.Errorf("the call from the work failed: %w", aerr)
+	}
+	if took2 > w.grace(limit) {
+		return fmt.Errorf("the call from the work took %v, want at most %v", took2, limit)
 	}
 	return nil
 }
