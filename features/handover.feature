@@ -18,8 +18,7 @@ Feature: Handover
       | A stops the election "report"                     | STOPPED      |
       | A steps down from "report" for one lease duration | STEPPED_DOWN |
 
-  # A keep-alive during the wait can release the lease early: see the bug report.
-  @R-HO-1 @wip
+  @R-HO-1
   Scenario Outline: Stop and step-down wait for the leader work to exit before releasing the lease
     Given node A is connected
     And A runs leader work for "report" that takes 300ms to exit once interrupted
@@ -32,8 +31,7 @@ Feature: Handover
       | A stops the election "report"                     |
       | A steps down from "report" for one lease duration |
 
-  # A keep-alive during the wait releases the lease early: see the bug report.
-  @R-HO-1 @memory @wip
+  @R-HO-1 @memory
   Scenario: Work that ignores the interruption holds the lease only until the term's deadline at the stop
     Given node A is connected
     And A runs leader work for "report" that ignores interruption for 10s

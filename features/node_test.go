@@ -40,6 +40,7 @@ type node struct {
 	watched     map[string]*simba.Term       // the term steps mean by "n's term of lease"
 	lastWatched *simba.Term
 	stop        *backgroundStop
+	made        *madeCall      // the call a callback or leader work was asked to make
 	wg          sync.WaitGroup // background goroutines of steps
 }
 
@@ -242,12 +243,9 @@ type work struct {
 	exitAfter time.Duration // once interrupted, the work takes this long to exit
 	done      chan struct{} // closed when RunWhileLeader returned
 
-	mu         sync.Mutex
-	runs       []*workRun
-	action     func(ctx context.Context, t *simba.Term) error // run once, by the first run
-	actionDone chan struct{}
-	actionErr  error
-	actionTook time.Duration
+	mu   sync.Mutex
+	runs []*workRun
+	call *madeCall // made once, by the first run
 }
 
 // workRun is one run of leader work, for one term.
@@ -264,8 +262,8 @@ func (wk *work) fn(ctx context.Context, t *simba.Term) error {
 	r := &workRun{term: t, ctx: ctx, start: time.Now()}
 	wk.mu.Lock()
 	wk.runs = append(wk.runs, r)
-	action := wk.action
-	wk.action = nil
+	mc := wk.call
+	wk.call = nil
 	wk.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() {
 		wk.mu.Lock()
@@ -273,13 +271,8 @@ func (wk *work) fn(ctx context.Context, t *simba.Term) error {
 		wk.mu.Unlock()
 	})
 	defer stop()
-	if action != nil {
-		start := time.Now()
-		err := action(ctx, t)
-		wk.mu.Lock()
-		wk.actionErr, wk.actionTook = err, time.Since(start)
-		close(wk.actionDone)
-		wk.mu.Unlock()
+	if mc != nil {
+		mc.make(ctx, t)
 	}
 	if wk.ignoreFor > 0 {
 		time.Sleep(wk.ignoreFor)
@@ -328,10 +321,7 @@ type listener struct {
 	electedDelay time.Duration // OnElected takes this long, ignoring interruption
 	revokedDelay time.Duration // OnRevoked takes this long
 	intoClient   bool          // every callback calls into the client
-	action       func(ctx context.Context, t *simba.Term) error
-	actionDone   chan struct{}
-	actionErr    error
-	actionTook   time.Duration
+	call         *madeCall     // made once, by the next OnElected
 	intoErrs     []error
 }
 
@@ -367,8 +357,8 @@ func (l *listener) OnElected(ctx context.Context, t *simba.Term) {
 	c := l.enter(true, ctx, t, simba.NotRevoked)
 	defer l.leave(c)
 	l.mu.Lock()
-	delay, into, action := l.electedDelay, l.intoClient, l.action
-	l.action = nil
+	delay, into, mc := l.electedDelay, l.intoClient, l.call
+	l.call = nil
 	l.mu.Unlock()
 	if into {
 		l.callIntoClient(t.Name())
@@ -376,13 +366,8 @@ func (l *listener) OnElected(ctx context.Context, t *simba.Term) {
 	if delay > 0 {
 		time.Sleep(delay) // work that ignores interruption
 	}
-	if action != nil {
-		start := time.Now()
-		err := action(ctx, t)
-		l.mu.Lock()
-		l.actionErr, l.actionTook = err, time.Since(start)
-		close(l.actionDone)
-		l.mu.Unlock()
+	if mc != nil {
+		mc.make(ctx, t)
 	}
 }
 
@@ -422,12 +407,33 @@ func (l *listener) callIntoClient(name string) {
 	}
 }
 
-// setAction makes the next OnElected run f.
-func (l *listener) setAction(f func(ctx context.Context, t *simba.Term) error) {
+// setCall makes the next OnElected make mc.
+func (l *listener) setCall(mc *madeCall) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.action = f
-	l.actionDone = make(chan struct{})
+	l.call = mc
+}
+
+// madeCall is a blocking call a callback or leader work makes into the
+// client with the ctx it was given (R-CB-5), and how it went. err and took
+// are set before done is closed.
+type madeCall struct {
+	fn   func(ctx context.Context, t *simba.Term) error
+	done chan struct{}
+	err  error
+	took time.Duration
+}
+
+func newMadeCall(fn func(ctx context.Context, t *simba.Term) error) *madeCall {
+	return &madeCall{fn: fn, done: make(chan struct{})}
+}
+
+// make makes the call and records how it went.
+func (m *madeCall) make(ctx context.Context, t *simba.Term) {
+	start := time.Now()
+	m.err = m.fn(ctx, t)
+	m.took = time.Since(start)
+	close(m.done)
 }
 
 // snapshot returns a copy of the calls so far.

@@ -19,7 +19,7 @@ func (w *world) callbackSteps(step func(string, any)) {
 	step(`^every call into the client made from a callback returned$`, w.intoClientReturned)
 	step(`^that call returned after ([A-Z])'s listener finished handling the revocation$`, w.returnedAfterRevocation)
 	step(`^([A-Z])'s listener for "([^"]*)", once elected, will (.+)$`, w.actionOnElected)
-	step(`^within (.+?) ([A-Z])'s listener made that call, and it returned within (.+)$`, w.actionReturned)
+	step(`^within (.+?) ([A-Z])'s (?:listener|work) made that call, and it returned within (.+)$`, w.madeCallReturned)
 	step(`^within (.+?) ([A-Z])'s event listener closed the client, and the close returned within (.+)$`, w.eventCloseReturned)
 	step(`^within (.+?) ([A-Z]) wins a term of "([^"]*)" on the backend$`, w.winsOnBackend)
 	step(`^([A-Z])'s listener for "([^"]*)" is never told about that term$`, w.neverTold)
@@ -140,11 +140,12 @@ func (w *world) actionOnElected(name, lease, what string) error {
 	if err != nil {
 		return err
 	}
-	action, err := w.blockingCall(n, what)
+	fn, err := w.blockingCall(n, what)
 	if err != nil {
 		return err
 	}
-	n.listener(w.name(lease)).setAction(action)
+	n.made = newMadeCall(fn)
+	n.listener(w.name(lease)).setCall(n.made)
 	return nil
 }
 
@@ -176,7 +177,7 @@ func (w *world) blockingCall(n *node, what string) (func(ctx context.Context, t 
 	return nil, fmt.Errorf("features: unknown blocking call: %q", what)
 }
 
-func (w *world) actionReturned(phrase, name, took string) error {
+func (w *world) madeCallReturned(phrase, name, took string) error {
 	n, within, err := w.nodeDur(name, phrase)
 	if err != nil {
 		return err
@@ -185,36 +186,18 @@ func (w *world) actionReturned(phrase, name, took string) error {
 	if err != nil {
 		return err
 	}
-	var l *listener
-	for _, x := range n.listeners {
-		if x.actionDone != nil {
-			l = x
-		}
+	mc := n.made
+	if mc == nil {
+		return fmt.Errorf("features: node %s was asked to make no call", name)
 	}
-	if l == nil {
-		return fmt.Errorf("features: node %s's listener has no call to make", name)
-	}
-	err = w.eventually(within, "the listener did not make its call", func() bool { return isClosed(l.actionDone) })
-	if err != nil {
+	if err := w.eventually(within, "the call was not made", func() bool { return isClosed(mc.done) }); err != nil {
 		return err
 	}
-	l.mu.Lock()
-	took2, aerr := l.actionTook, l.actionErr
-	l.mu.Unlock()
-	if aerr != nil {
-		return fmt.Errorf("the call from the callback failed: %w", aerr)
+	if mc.err != nil {
+		return fmt.Errorf("the call failed: %w", mc.err)
 	}
-	if took2 > w.grace(limit) {
-		return fmt.Errorf("the call from the callback took %v, want at most %v", took2, limit)
-	}
-	if len(n.listeners) > 0 {
-		for lease := range n.listeners {
-			if t := n.client.Election(lease).Term(); t != nil {
-				n.watch(lease, t)
-			} else if ts := n.listener(lease).terms(); len(ts) > 0 {
-				n.watch(lease, ts[len(ts)-1])
-			}
-		}
+	if mc.took > w.grace(limit) {
+		return fmt.Errorf("the call took %v, want at most %v", mc.took, limit)
 	}
 	return nil
 }

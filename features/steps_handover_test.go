@@ -30,7 +30,6 @@ func (w *world) handoverSteps(step func(string, any)) {
 	step(`^([A-Z]) released "([^"]*)" at the local deadline the term had at the stop, while the work was still running$`, w.releasedAtDeadline)
 	step(`^([A-Z])'s work on "([^"]*)" was interrupted when the term ended, and was still running$`, w.workInterruptedAtEnd)
 	step(`^([A-Z]) sent no release for its term of "([^"]*)"$`, w.noRelease)
-	step(`^within (.+?) ([A-Z])'s work made that call, and it returned within (.+)$`, w.workCallReturned)
 }
 
 // Handover.
@@ -388,11 +387,12 @@ func (w *world) runsWorkThatCalls(name, lease, what string) error {
 	if err != nil {
 		return err
 	}
-	action, err := w.blockingCall(n, what)
+	fn, err := w.blockingCall(n, what)
 	if err != nil {
 		return err
 	}
-	return w.startWork(name, lease, &work{action: action, actionDone: make(chan struct{})})
+	n.made = newMadeCall(fn)
+	return w.startWork(name, lease, &work{call: n.made})
 }
 
 // workOf returns the node's work for lease and its run for the term steps
@@ -519,39 +519,6 @@ func (w *world) noRelease(name, lease string) error {
 	}
 	if rel, ok := n.releaseOfTerm(t); ok {
 		return fmt.Errorf("node %s released %v %v after it ended", name, t, rel.start.Sub(w.marks["stall"]))
-	}
-	return nil
-}
-
-func (w *world) workCallReturned(phrase, name, took string) error {
-	n, within, err := w.nodeDur(name, phrase)
-	if err != nil {
-		return err
-	}
-	limit, err := n.dur(took)
-	if err != nil {
-		return err
-	}
-	var wk *work
-	for _, x := range n.works {
-		if x.actionDone != nil {
-			wk = x
-		}
-	}
-	if wk == nil {
-		return fmt.Errorf("features: node %s's work has no call to make", name)
-	}
-	if err := w.eventually(within, "the work did not make its call", func() bool { return isClosed(wk.actionDone) }); err != nil {
-		return err
-	}
-	wk.mu.Lock()
-	took2, aerr := wk.actionTook, wk.actionErr
-	wk.mu.Unlock()
-	if aerr != nil {
-		return fmt.Errorf("the call from the work failed: %w", aerr)
-	}
-	if took2 > w.grace(limit) {
-		return fmt.Errorf("the call from the work took %v, want at most %v", took2, limit)
 	}
 	return nil
 }
