@@ -335,7 +335,7 @@ type callback struct {
 	end     time.Time // zero while running
 }
 
-func (l *listener) enter(elected bool, ctx context.Context, t *simba.Term, reason simba.RevokeReason) *callback {
+func (l *listener) enter(ctx context.Context, elected bool, t *simba.Term, reason simba.RevokeReason) *callback {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := &callback{elected: elected, term: t, reason: reason, ctx: ctx, start: time.Now()}
@@ -354,7 +354,7 @@ func (l *listener) leave(c *callback) {
 
 // OnElected records the call, then does what the scenario asked.
 func (l *listener) OnElected(ctx context.Context, t *simba.Term) {
-	c := l.enter(true, ctx, t, simba.NotRevoked)
+	c := l.enter(ctx, true, t, simba.NotRevoked)
 	defer l.leave(c)
 	l.mu.Lock()
 	delay, into, mc := l.electedDelay, l.intoClient, l.call
@@ -373,7 +373,7 @@ func (l *listener) OnElected(ctx context.Context, t *simba.Term) {
 
 // OnRevoked records the call, then takes as long as the scenario asked.
 func (l *listener) OnRevoked(ctx context.Context, t *simba.Term, reason simba.RevokeReason) {
-	c := l.enter(false, ctx, t, reason)
+	c := l.enter(ctx, false, t, reason)
 	defer l.leave(c)
 	l.mu.Lock()
 	delay, into := l.revokedDelay, l.intoClient

@@ -225,7 +225,10 @@ func (w *world) heldWin() (call, error) {
 		return call{}, err
 	}
 	if !c.won {
-		return call{}, fmt.Errorf("the held acquire did not win (err %v)", c.err)
+		if c.err != nil {
+			return call{}, fmt.Errorf("the held acquire failed: %w", c.err)
+		}
+		return call{}, fmt.Errorf("the held acquire did not win")
 	}
 	return *c, nil
 }

@@ -149,7 +149,7 @@ func (w *world) setTiming(t *godog.Table) error {
 // buildErrors validates w.config and builds a client with it, and returns
 // both outcomes, and how many backend calls the client made before it was
 // closed; a client built is closed at once.
-func (w *world) buildErrors() (validate, build error, calls int) {
+func (w *world) buildErrors() (calls int, validate, build error) {
 	validate = w.config.Validate()
 	rec, b := newRecorder(nopBackend{})
 	c, err := simba.New(b, simba.WithConfig(w.config), simba.WithLogger(quiet))
@@ -162,19 +162,19 @@ func (w *world) buildErrors() (validate, build error, calls int) {
 		}
 	}
 	rec.end()
-	return validate, err, len(rec.snapshot())
+	return len(rec.snapshot()), validate, err
 }
 
 func (w *world) configAccepted() error {
-	v, b, _ := w.buildErrors()
+	_, v, b := w.buildErrors()
 	if v != nil || b != nil {
-		return fmt.Errorf("config %+v: Validate: %v; New: %v", w.config, v, b)
+		return fmt.Errorf("config %+v: Validate: %w; New: %w", w.config, v, b)
 	}
 	return nil
 }
 
 func (w *world) configRefused(field string) error {
-	v, b, calls := w.buildErrors()
+	calls, v, b := w.buildErrors()
 	if calls != 0 {
 		return fmt.Errorf("a client with a refused config made %d backend calls", calls)
 	}
@@ -187,9 +187,9 @@ func (w *world) configRefused(field string) error {
 		case e.err == nil:
 			return fmt.Errorf("%s accepted config %+v", e.how, w.config)
 		case !errors.Is(e.err, simba.ErrInvalidConfig) || !errors.As(e.err, &ce):
-			return fmt.Errorf("%s: %v is not a *simba.ConfigError", e.how, e.err)
+			return fmt.Errorf("%s: %w is not a *simba.ConfigError", e.how, e.err)
 		case ce.Field != field:
-			return fmt.Errorf("%s refused the config because of %s (%v), want %s", e.how, ce.Field, e.err, field)
+			return fmt.Errorf("%s refused the config because of %s (%w), want %s", e.how, ce.Field, e.err, field)
 		}
 	}
 	return nil

@@ -58,7 +58,7 @@ func matches(err error, name string) error {
 		return fmt.Errorf("got no error, want %s", name)
 	}
 	if !errors.Is(err, want) {
-		return fmt.Errorf("got %q, want an error matching %s", err, name)
+		return fmt.Errorf("got %q, want an error matching %s", err.Error(), name)
 	}
 	return nil
 }

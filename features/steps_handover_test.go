@@ -158,16 +158,6 @@ func (w *world) stopReturnsAfterListener(name string) error {
 	return nil
 }
 
-// electedCall returns the OnElected call of t.
-func electedCall(n *node, t *simba.Term) (callback, error) {
-	for _, c := range n.listener(t.Name()).snapshot() {
-		if c.elected && c.term == t {
-			return c, nil
-		}
-	}
-	return callback{}, fmt.Errorf("node %s's listener was never told of %v", n.name, t)
-}
-
 // leaseState returns the snapshot state of lease on n, "" when absent.
 func (n *node) leaseState(lease string) simba.LeaseState {
 	for _, ls := range n.client.Snapshot().Leases {
@@ -501,7 +491,7 @@ func (w *world) workInterruptedAtEnd(name, lease string) error {
 		return fmt.Errorf("the work was not interrupted")
 	}
 	if cause := context.Cause(r.ctx); !errors.Is(cause, simba.ErrTermExpired) {
-		return fmt.Errorf("the work's context ended with %v, want a cause matching ErrTermExpired", cause)
+		return fmt.Errorf("the work's context ended with %w, want a cause matching ErrTermExpired", cause)
 	}
 	if err := w.near("the interruption, after the revocation,", r.interrupted.Sub(revoked), 0); err != nil {
 		return err

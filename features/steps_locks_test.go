@@ -462,11 +462,11 @@ func (w *world) refusedName(why string) error {
 		var ne *simba.NameError
 		switch {
 		case !errors.Is(err, simba.ErrInvalidName) || !errors.As(err, &ne):
-			return fmt.Errorf("use %d: %v is not a *simba.NameError", i+1, err)
+			return fmt.Errorf("use %d: %w is not a *simba.NameError", i+1, err)
 		case ne.Name != w.usedName:
 			return fmt.Errorf("use %d: the error names %q, not %q", i+1, ne.Name, w.usedName)
 		case !strings.Contains(err.Error(), strconv.Quote(w.usedName)) || !strings.Contains(err.Error(), why):
-			return fmt.Errorf("use %d: %q does not quote the name and say %q", i+1, err, why)
+			return fmt.Errorf("use %d: %q does not quote the name and say %q", i+1, err.Error(), why)
 		}
 	}
 	if len(w.nameErrs) != 3 {

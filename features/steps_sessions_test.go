@@ -72,7 +72,11 @@ func (w *world) keepAlivesMeanwhile(a, b string, want int) error {
 			}
 		}
 		if got < want-1 || got > want+1 {
-			return fmt.Errorf("node %s sent %d keep-alives, want %d give or take one", name, got, want)
+			var ts []time.Duration
+			for _, c := range n.rec.filter(memory.OpKeepAlive, "") {
+				ts = append(ts, c.start.Sub(from))
+			}
+			return fmt.Errorf("node %s sent %d keep-alives in %v, want %d give or take one (sent at %v from the start)", name, got, to.Sub(from), want, ts)
 		}
 		counts = append(counts, got)
 	}
@@ -155,7 +159,7 @@ func (w *world) sessionStatus(phrase, name, status, detail string) error {
 	}
 	var last error
 	if err := w.eventually(d, "the session status", func() bool { last = check(); return last == nil }); err != nil {
-		return fmt.Errorf("%w: %v", err, last)
+		return fmt.Errorf("%w: %w", err, last)
 	}
 	return nil
 }

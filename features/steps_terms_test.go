@@ -303,7 +303,7 @@ func (w *world) ensureValid(name, first, lease, outcome, phrase string) error {
 	got := t.EnsureValid(d)
 	if outcome == "succeeds" {
 		if got != nil {
-			return fmt.Errorf("EnsureValid(%v) of %v: %v", d, t, got)
+			return fmt.Errorf("EnsureValid(%v) of %v: %w", d, t, got)
 		}
 		return nil
 	}
@@ -320,7 +320,7 @@ func (w *world) ensureValidExact(name, lease string) error {
 		return fmt.Errorf("%v has %v remaining", t, r)
 	}
 	if err := t.EnsureValid(r - time.Nanosecond); err != nil {
-		return fmt.Errorf("EnsureValid(%v) with %v remaining: %v", r-time.Nanosecond, r, err)
+		return fmt.Errorf("EnsureValid(%v) with %v remaining: %w", r-time.Nanosecond, r, err)
 	}
 	return matches(t.EnsureValid(r), "ErrTermExpired")
 }
