@@ -10,10 +10,10 @@ Feature: Callbacks and lifecycle
     And A and B start the election "report"
     When the leader of "report" steps down for one renew interval, 4 times
     And "report" has a leader again within one lease duration
-    And A and B close
+    Then A and B were given 5 terms of "report" between them
+    When A and B close
     Then A's callbacks for "report" pair up: each OnElected followed by one OnRevoked of the same term
     And B's callbacks for "report" pair up: each OnElected followed by one OnRevoked of the same term
-    And A and B were given 5 terms of "report" between them
 
   @R-CB-1 @memory
   Scenario: Callbacks stay paired through take-overs, expiries and deadlines
