@@ -426,9 +426,20 @@ func (w *world) workHandoverOrder(name, lease string) error {
 	if !ok {
 		return fmt.Errorf("node %s never released %v", name, t)
 	}
+	// Revoking the term is what interrupts the work (its ctx is the
+	// term's), and the event is stamped just after: one instant.
+	if r.interrupted.IsZero() {
+		return fmt.Errorf("the work was never interrupted")
+	}
+	if err := w.near("the interruption, after the revocation,", r.interrupted.Sub(revoked), 0); err != nil {
+		return err
+	}
+	first := revoked
+	if r.interrupted.Before(first) {
+		first = r.interrupted
+	}
 	return inOrder([]instant{
-		{"term revoked", revoked},
-		{"work interrupted", r.interrupted},
+		{"term revoked, work interrupted", first},
 		{"work exited", r.end},
 		{"release sent", rel.start},
 		{"release answered", rel.end},
