@@ -39,8 +39,8 @@ help: ## list the targets
 modules: ## print the modules of the workspace
 	@printf '%s\n' $(MODULES)
 
-test: ## servers up, go vet + race tests of every module (features included), servers down
-	@$(TESTENV)/with-servers $(MAKE) --no-print-directory test-modules
+test: ## servers up, go vet + race tests of every module (features on every backend), servers down
+	@SIMBA_FEATURES_BACKENDS=$${SIMBA_FEATURES_BACKENDS:-all} $(TESTENV)/with-servers $(MAKE) --no-print-directory test-modules
 
 # test-modules runs vet and the tests of every module with whatever
 # SIMBA_TEST_* variables are set; `make test` sets them.
