@@ -37,6 +37,7 @@ type Backend struct {
 	log         *slog.Logger
 	onWarning   func(Warning)
 	notify      *notifier
+	batch       coalescer // acquire and release calls sent together
 	closed      atomic.Bool
 	policyMu    sync.Mutex
 	policyKnown atomic.Bool
@@ -75,6 +76,7 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 	}
 	b := &Backend{
 		client:    client,
+		batch:     coalescer{client: client},
 		prefix:    o.KeyPrefix,
 		channel:   o.KeyPrefix + "released",
 		log:       o.Logger,
@@ -315,7 +317,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	}
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid), b.ownedKey(sid)}
-	res, err := acquireScript.Run(ctx, b.client, keys, sid, b.prefix, name).Result()
+	res, err := b.batch.run(ctx, acquireScript, keys, sid, b.prefix, name)
 	if err != nil {
 		return simba.AcquireResult{}, wrapErr(fmt.Sprintf("acquire %q", name), err)
 	}
@@ -346,7 +348,7 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.ownedKey(sid)}
 	tok := strconv.FormatUint(token, 10)
-	err := releaseScript.Run(ctx, b.client, keys, sid, tok, b.channel, name).Err()
+	_, err := b.batch.run(ctx, releaseScript, keys, sid, tok, b.channel, name)
 	return wrapErr(fmt.Sprintf("release %q", name), err)
 }
 

@@ -1,0 +1,62 @@
+package simbaredis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCoalescedCalls runs many acquires and releases of one Backend at once,
+// some after the server's script cache was flushed: batches are pipelined,
+// and every call gets its own, correct reply.
+func TestCoalescedCalls(t *testing.T) {
+	url := serverURL(t)
+	b := openBackend(t, url, Options{KeyPrefix: testPrefix()})
+	ctx := callCtx(t)
+	g, err := b.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rival, err := b.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWin(t, b, rival.ID, "taken")
+	for round := range 3 {
+		if round == 1 {
+			if err := rawClient(t, url).ScriptFlush(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for i := range 64 {
+			wg.Go(func() {
+				name := fmt.Sprintf("c%d", i)
+				r, err := b.Acquire(ctx, g.ID, name)
+				if err != nil || !r.Won || r.Token != uint64(round+1) {
+					t.Errorf("round %d: Acquire(%s) = %+v, %v; want won with token %d", round, name, r, err, round+1)
+					return
+				}
+				if r, err := b.Acquire(ctx, g.ID, "taken"); err != nil || r.Won {
+					t.Errorf("Acquire of a lease held by another session = %+v, %v", r, err)
+				}
+				if err := b.Release(ctx, g.ID, name, r.Token); err != nil {
+					t.Errorf("Release(%s): %v", name, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	reply, err := b.KeepAlive(ctx, g.ID, 10*time.Second)
+	if err != nil || len(reply.Leases) != 0 {
+		t.Fatalf("after every release the session owns %v (%v)", reply.Leases, err)
+	}
+	// A cancelled caller gets its ctx's error without failing the others.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := b.Acquire(cctx, g.ID, "cancelled"); err == nil {
+		t.Fatal("Acquire with a cancelled context succeeded")
+	}
+}
