@@ -126,7 +126,8 @@ func zkSuite(ctx context.Context, s *settings, connect string, su *suite) error 
 			return func(context.Context) error { return locks[side].Unlock() }, nil
 		},
 	}
-	su.groups = append(su.groups, group{cases: append(cases, ho, zkho), rounds: s.rounds})
+	su.groups = append(su.groups, group{cases: cases, rounds: s.rounds},
+		group{cases: []benchCase{ho, zkho}, rounds: s.rounds})
 	return nil
 }
 
