@@ -20,7 +20,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/go-zookeeper/zk"
-	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of database/sql
 	"github.com/redis/go-redis/v9"
 	simbasql "github.com/simba-go/simba/backend-jdbc"
 	simbaredis "github.com/simba-go/simba/backend-redis"
@@ -71,6 +71,14 @@ type backendEnv struct {
 	fake       bool           // scenarios run on a synctest fake clock
 	idForm     *regexp.Regexp // the form of its session ids (R-SES-2)
 	t          *testing.T     // the backend's subtest: bubbles report to it
+
+	// Direct access to the server, for the checks of its data layout and
+	// for the backend's fencing recipe: the one of the backend in use is set.
+	prefix  string           // the key prefix (Redis), table prefix (SQL) or root (Zookeeper) of the run
+	redis   *redis.Client    // Redis
+	db      *sql.DB          // PostgreSQL and MySQL
+	dialect simbasql.Dialect // PostgreSQL and MySQL
+	zk      *zk.Conn         // Zookeeper
 
 	// connect opens a connection for one node of scenario w.
 	connect func(ctx context.Context, w *world) (nodeBackend, error)
@@ -186,11 +194,18 @@ func redisEnv(t *testing.T, raw, run string) (*backendEnv, error) {
 		return nil, fmt.Errorf("SIMBA_TEST_REDIS_URL: want redis://host:port/db")
 	}
 	prefix := "simbafeat" + run + ":"
+	opts, err := redis.ParseURL(raw)
+	if err != nil {
+		return nil, fmt.Errorf("SIMBA_TEST_REDIS_URL: %w", err)
+	}
+	direct := redis.NewClient(opts)
 	return &backendEnv{
 		name:       backendRedis,
 		broadcasts: true,
 		idForm:     hex128,
 		t:          t,
+		prefix:     prefix,
+		redis:      direct,
 		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
 			ps, err := proxyAll([]string{hostPort(u.Host, "6379")})
 			if err != nil {
@@ -206,25 +221,23 @@ func redisEnv(t *testing.T, raw, run string) (*backendEnv, error) {
 			return nodeBackend{backend: b, link: ps, close: func() { _ = b.Close(); ps.Close() }}, nil
 		},
 		cleanup: func(ctx context.Context) error {
-			opts, err := redis.ParseURL(raw)
-			if err != nil {
-				return err
-			}
-			c := redis.NewClient(opts)
-			defer c.Close()
+			defer direct.Close()
 			var errs []error
-			iter := c.Scan(ctx, 0, prefix+"*", 500).Iterator()
-			for iter.Next(ctx) {
-				errs = append(errs, c.Del(ctx, iter.Val()).Err())
+			for _, pattern := range []string{prefix + "*", "{" + fencePrefix(prefix) + "*"} {
+				iter := direct.Scan(ctx, 0, pattern, 500).Iterator()
+				for iter.Next(ctx) {
+					errs = append(errs, direct.Del(ctx, iter.Val()).Err())
+				}
+				errs = append(errs, iter.Err())
 			}
-			return errors.Join(append(errs, iter.Err())...)
+			return errors.Join(errs...)
 		},
 	}, nil
 }
 
 // sqlTables are the tables the SQL backend creates under a prefix.
 func sqlTables(prefix string) []string {
-	return []string{prefix + "group_member", prefix + "lease", prefix + "session"}
+	return []string{prefix + "group_member", prefix + "lease", prefix + "session", prefix + "fence"}
 }
 
 // postgresEnv creates the run's tables under a prefix of their own and
@@ -238,10 +251,21 @@ func postgresEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEn
 	if err := migrateSQL(ctx, func() (*simbasql.Backend, error) { return simbasql.Open(ctx, raw, opts) }); err != nil {
 		return nil, err
 	}
+	direct, err := sql.Open("pgx", raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := createFenceTable(ctx, direct, opts.TablePrefix); err != nil {
+		direct.Close()
+		return nil, err
+	}
 	return &backendEnv{
-		name:   backendPostgres,
-		idForm: hex128,
-		t:      t,
+		name:    backendPostgres,
+		idForm:  hex128,
+		t:       t,
+		prefix:  opts.TablePrefix,
+		db:      direct,
+		dialect: simbasql.Postgres,
 		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
 			ps, err := proxyAll([]string{hostPort(u.Host, "5432")})
 			if err != nil {
@@ -257,14 +281,10 @@ func postgresEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEn
 			return nodeBackend{backend: b, link: ps, close: func() { b.Close(); ps.Close() }}, nil
 		},
 		cleanup: func(ctx context.Context) error {
-			conn, err := pgx.Connect(ctx, raw)
-			if err != nil {
-				return err
-			}
-			defer conn.Close(ctx)
+			defer direct.Close()
 			var errs []error
 			for _, table := range sqlTables(opts.TablePrefix) {
-				_, err := conn.Exec(ctx, "DROP TABLE IF EXISTS "+table)
+				_, err := direct.ExecContext(ctx, "DROP TABLE IF EXISTS "+table)
 				errs = append(errs, err)
 			}
 			return errors.Join(errs...)
@@ -332,6 +352,9 @@ func mysqlEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEnv, 
 		admin = db
 		return b, err
 	})
+	if err == nil {
+		err = createFenceTable(ctx, admin, opts.TablePrefix)
+	}
 	if err != nil {
 		if admin != nil {
 			admin.Close()
@@ -339,9 +362,12 @@ func mysqlEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEnv, 
 		return nil, err
 	}
 	return &backendEnv{
-		name:   backendMySQL,
-		idForm: hex128,
-		t:      t,
+		name:    backendMySQL,
+		idForm:  hex128,
+		t:       t,
+		prefix:  opts.TablePrefix,
+		db:      admin,
+		dialect: simbasql.MySQL,
 		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
 			ps, err := proxyAll([]string{cfg.Addr})
 			if err != nil {
@@ -384,11 +410,21 @@ func zkEnv(t *testing.T, raw, run string) (*backendEnv, error) {
 		return nil, fmt.Errorf("SIMBA_TEST_ZK_SERVERS: %w", err)
 	}
 	base := "/simbafeat-" + run
+	direct, events, err := zk.Connect(servers, 5*time.Second, zk.WithLogger(nopZKLogger{}))
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		for range events { // drained until direct.Close closes it
+		}
+	}()
 	return &backendEnv{
 		name:       backendZK,
 		broadcasts: true,
 		idForm:     hex64,
 		t:          t,
+		prefix:     chroot + base,
+		zk:         direct,
 		connect: func(_ context.Context, _ *world) (nodeBackend, error) {
 			ps, err := proxyAll(servers)
 			if err != nil {
@@ -406,16 +442,8 @@ func zkEnv(t *testing.T, raw, run string) (*backendEnv, error) {
 			return nodeBackend{backend: b, link: ps, close: func() { _ = b.Close(); ps.Close() }}, nil
 		},
 		cleanup: func(context.Context) error {
-			conn, events, err := zk.Connect(servers, 5*time.Second, zk.WithLogger(nopZKLogger{}))
-			if err != nil {
-				return err
-			}
-			defer conn.Close()
-			go func() {
-				for range events { // drained until conn.Close closes it
-				}
-			}()
-			return zkDeleteTree(conn, chroot+base)
+			defer direct.Close()
+			return zkDeleteTree(direct, chroot+base)
 		},
 	}, nil
 }
@@ -450,4 +478,15 @@ func hostPort(host, port string) string {
 		return host
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// createFenceTable creates the table whose rows the SQL fencing recipe
+// guards: one row per fenced resource.
+func createFenceTable(ctx context.Context, db *sql.DB, prefix string) error {
+	_, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS "+prefix+"fence ("+
+		"id VARCHAR(64) PRIMARY KEY, token BIGINT NOT NULL DEFAULT 0, val TEXT)")
+	if err != nil {
+		return fmt.Errorf("create the fence table: %w", err)
+	}
+	return nil
 }

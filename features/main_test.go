@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -72,33 +73,43 @@ func runSuite(t *testing.T, name string) {
 }
 
 // tagsFor selects the scenarios that apply to env: never @wip (unless
-// SIMBA_FEATURES_WIP is set, to see whether they pass yet); @memory
-// only on the memory backend; @broadcast only where releases are
-// broadcast, @polling only where they are not. SIMBA_FEATURES_TAGS narrows
-// the selection further.
+// SIMBA_FEATURES_WIP is set, to see whether they pass yet); a scenario
+// tagged with backend names (@memory, @redis, @postgres, @mysql, @zk) only
+// on those backends; @broadcast only where releases are broadcast, @polling
+// only where they are not. SIMBA_FEATURES_TAGS narrows the selection
+// further.
 func tagsFor(env *backendEnv) string {
 	var tags []string
 	if os.Getenv("SIMBA_FEATURES_WIP") == "" {
 		tags = append(tags, "~@wip")
-	}
-	if env.name != backendMemory {
-		tags = append(tags, "~@memory")
 	}
 	if env.broadcasts {
 		tags = append(tags, "~@polling")
 	} else {
 		tags = append(tags, "~@broadcast")
 	}
-	base := strings.Join(tags, " && ")
-	extra := strings.TrimSpace(os.Getenv("SIMBA_FEATURES_TAGS"))
-	if extra == "" {
-		return base
+	// godog's tag expressions are an "or" (",") of "and"s ("&&"): a
+	// scenario applies when it names this backend, or names none.
+	untagged := slices.Clone(tags)
+	for _, b := range allBackends {
+		untagged = append(untagged, "~@"+b)
 	}
-	// In godog's tag expressions "," (or) binds looser than "&&": give
-	// every alternative of the extra expression the base conditions.
+	bases := []string{
+		strings.Join(append(tags, "@"+env.name), " && "),
+		strings.Join(untagged, " && "),
+	}
 	var alts []string
-	for _, alt := range strings.Split(extra, ",") {
-		alts = append(alts, base+" && "+strings.TrimSpace(alt))
+	extra := strings.TrimSpace(os.Getenv("SIMBA_FEATURES_TAGS"))
+	for _, base := range bases {
+		if extra == "" {
+			alts = append(alts, base)
+			continue
+		}
+		// Every alternative of the extra expression gets the base
+		// conditions.
+		for _, alt := range strings.Split(extra, ",") {
+			alts = append(alts, base+" && "+strings.TrimSpace(alt))
+		}
 	}
 	return strings.Join(alts, ",")
 }
@@ -116,6 +127,10 @@ func initScenario(sc *godog.ScenarioContext, env *backendEnv) {
 	w.callbackSteps(step)
 	w.lockSteps(step)
 	w.sessionSteps(step)
+	w.workSteps(step)
+	w.groupSteps(step)
+	w.fencingSteps(step)
+	w.layoutSteps(step)
 	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
 		return ctx, w.start()
 	})

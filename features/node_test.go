@@ -34,6 +34,8 @@ type node struct {
 	exec        *rejectingExecutor
 	listeners   map[string]*listener
 	works       map[string]*work             // leader work by lease
+	schedules   map[string]*schedule         // scheduled work by lease
+	groups      map[string][]*groupRun       // group runs by group name, in the order started
 	locks       map[string][]*simba.LockTerm // lock terms by lease, in the order won
 	acqs        map[string]*acquisition      // the latest background acquisition by lease
 	released    map[*simba.LockTerm]bool     // lock terms a step released
@@ -72,6 +74,8 @@ func (w *world) connect(name string, o connectOptions) (*node, error) {
 		logs:      &logCapture{},
 		listeners: make(map[string]*listener),
 		works:     make(map[string]*work),
+		schedules: make(map[string]*schedule),
+		groups:    make(map[string][]*groupRun),
 		locks:     make(map[string][]*simba.LockTerm),
 		acqs:      make(map[string]*acquisition),
 		released:  make(map[*simba.LockTerm]bool),
@@ -230,6 +234,9 @@ func (n *node) leading(name string) (*simba.Term, bool) {
 		_, started := wk.run(t)
 		return t, started
 	}
+	if _, ok := n.schedules[name]; ok {
+		return t, true
+	}
 	l, ok := n.listeners[name]
 	if !ok || !l.told(t) {
 		return nil, false
@@ -265,12 +272,14 @@ func (wk *work) fn(ctx context.Context, t *simba.Term) error {
 	mc := wk.call
 	wk.call = nil
 	wk.mu.Unlock()
-	stop := context.AfterFunc(ctx, func() {
+	interrupted := func() {
 		wk.mu.Lock()
-		r.interrupted = time.Now()
+		if r.interrupted.IsZero() {
+			r.interrupted = time.Now()
+		}
 		wk.mu.Unlock()
-	})
-	defer stop()
+	}
+	stop := context.AfterFunc(ctx, interrupted)
 	if mc != nil {
 		mc.make(ctx, t)
 	}
@@ -278,7 +287,13 @@ func (wk *work) fn(ctx context.Context, t *simba.Term) error {
 		time.Sleep(wk.ignoreFor)
 	} else {
 		<-ctx.Done()
+		// The work saw the interruption itself: AfterFunc may not have
+		// run yet, and stop below can keep it from running at all.
+		interrupted()
 		time.Sleep(wk.exitAfter)
+	}
+	if !stop() && ctx.Err() != nil {
+		interrupted()
 	}
 	wk.mu.Lock()
 	r.end = time.Now()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"reflect"
 	"runtime/debug"
@@ -57,6 +58,9 @@ type world struct {
 	nameErrs        []error
 	phantomLeases   []string
 	handedOff       error
+	fences          []fenced // the fenced values of the scenario
+	fenceSeq        int
+	subscriber      io.Closer // a subscription to the backend's release channel
 }
 
 func newWorld(env *backendEnv) *world {
@@ -112,6 +116,9 @@ func (w *world) finish() error {
 		}
 		for _, r := range w.raws {
 			r.close()
+		}
+		if w.subscriber != nil {
+			_ = w.subscriber.Close()
 		}
 		return errors.Join(errs...)
 	})
