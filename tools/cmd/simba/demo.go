@@ -15,8 +15,9 @@ import (
 )
 
 const demoAbout = `
-Runs three nodes in this process on the in-memory backend for about
---duration and tells what happens, line by line:
+Runs three nodes, later four, in this process on the in-memory backend for
+about --duration and tells what happens, line by line. Part 1, leader
+election with fencing tokens:
 
   1. the nodes elect a leader, which writes to a shared resource with the
      fencing token of its term;
@@ -28,6 +29,17 @@ Runs three nodes in this process on the in-memory backend for about
      resource refuses the old token;
   5. the paused node opens a new session and contends again as a candidate;
   6. the leader steps down and another node takes over at once.
+
+Part 2, a partition group: the nodes share the 6 partitions of the group
+"demo-partitions" (partition i is the lease "demo-partitions.i"); a line
+shows who holds which partitions whenever that changes:
+
+  7. the three nodes settle on 2 partitions each;
+  8. a fourth node joins: partitions move until the shares are 2, 2, 1, 1;
+  9. a node leaves: its partitions move to the three others.
+
+After each change the demo waits until every partition has exactly one
+holder and the shares are within one of each other.
 
 No server is needed and nothing leaves the process. Exit code 0 when the
 story ran as told, 1 when a step did not happen, 2 for bad flags.
@@ -42,8 +54,8 @@ const demoElection = "demo-leader"
 
 // runDemo is "simba demo".
 func runDemo(ctx context.Context, a *app, args []string) int {
-	f := newFlags("demo", "demo [--duration 20s] [--lease 2s]", demoAbout)
-	duration := f.Duration("duration", 20*time.Second, "how long the demo runs, roughly")
+	f := newFlags("demo", "demo [--duration 30s] [--lease 2s]", demoAbout)
+	duration := f.Duration("duration", 30*time.Second, "how long the demo runs, roughly")
 	lease := f.Duration("lease", demoLease, "lease of the nodes' sessions")
 	if _, err := f.parseArgs(args, 0, ""); err != nil {
 		return f.fail(a, err)
@@ -93,6 +105,7 @@ type demo struct {
 	accepted int
 	rejected []string // the refused writes, described
 	late     *bool    // whether the paused node's late write was accepted, once made
+	group    groupRecord
 }
 
 // demoTerm is one term won by a node, as the demo saw it.
@@ -109,10 +122,14 @@ type demoNode struct {
 	name     string
 	conn     *memory.Conn
 	client   *simba.Client
-	election *simba.Election
+	election *simba.Election       // nil for a node that only runs the group
+	elects   bool                  // whether the node contends in the election
 	sessions int                   // sessions opened, guarded by d.mu
 	freeze   chan chan *simba.Term // the narrator pauses the node's leader work
 	wake     chan struct{}         // closed when the paused node resumes
+	leave    context.CancelFunc    // ends the node's group, once it runs one
+	left     chan struct{}         // closed when the node's group has stopped
+	leaving  bool                  // the node is leaving the group, guarded by d.mu
 }
 
 func newDemo(w io.Writer, lease, duration time.Duration) *demo {
@@ -130,7 +147,8 @@ func (d *demo) at(fraction float64) time.Time {
 // not happen, or the context's error.
 func (d *demo) run(ctx context.Context) error {
 	renew := d.lease / 3
-	fmt.Fprintf(d.w, "simba demo: leader election with fencing tokens, 3 nodes in this process (in-memory backend)\n")
+	fmt.Fprintf(d.w, "simba demo: leader election with fencing tokens, then a partition group;\n")
+	fmt.Fprintf(d.w, "3 nodes, later 4, in this process (in-memory backend)\n")
 	fmt.Fprintf(d.w, "Lease %v: each node renews its session every %v; a node that cannot renew in time\n", d.lease, renew.Round(time.Millisecond))
 	fmt.Fprintf(d.w, "stops leading on its own clock. Each leader writes to a shared resource with its term's token;\n")
 	fmt.Fprintf(d.w, "the resource refuses a token older than the newest it has accepted.\n\n")
@@ -139,7 +157,7 @@ func (d *demo) run(ctx context.Context) error {
 	d.start = time.Now()
 	defer d.shutdown()
 	for i := 1; i <= 3; i++ {
-		if err := d.addNode(fmt.Sprintf("node-%d", i)); err != nil {
+		if _, err := d.addNode(fmt.Sprintf("node-%d", i), true); err != nil {
 			return err
 		}
 	}
@@ -155,7 +173,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	// 2. The leader pauses; its term ends on its own clock.
-	paused, err := d.leaderAt(ctx, 0.2)
+	paused, err := d.leaderAt(ctx, 0.1)
 	if err != nil {
 		return err
 	}
@@ -189,7 +207,7 @@ func (d *demo) run(ctx context.Context) error {
 		next.node.name, next.term.Token(), paused.node.name, oldToken)
 
 	// 4. The paused node wakes up and finishes its write: refused.
-	if err := sleepUntil(ctx, d.at(0.5)); err != nil {
+	if err := sleepUntil(ctx, d.at(0.25)); err != nil {
 		return err
 	}
 	d.narrate("%s wakes up: its connection works again and it resumes where it froze", paused.node.name)
@@ -216,7 +234,7 @@ func (d *demo) run(ctx context.Context) error {
 		paused.node.name, strings.ToLower(string(state)), next.node.name, paused.node.name)
 
 	// 6. A planned handover.
-	cur, err := d.leaderAt(ctx, 0.75)
+	cur, err := d.leaderAt(ctx, 0.38)
 	if err != nil {
 		return err
 	}
@@ -236,6 +254,11 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.narrate("handover: %s leads with token %d", after.node.name, after.term.Token())
 
+	// 7. to 9. The partition group: three nodes, a fourth joins, one leaves.
+	if err := d.tellGroup(ctx, patience); err != nil {
+		return err
+	}
+
 	if err := sleepUntil(ctx, d.at(1)); err != nil {
 		return err
 	}
@@ -245,31 +268,39 @@ func (d *demo) run(ctx context.Context) error {
 	return nil
 }
 
-// addNode starts a node: its client, its election, its event printing.
-func (d *demo) addNode(name string) error {
-	n := &demoNode{d: d, name: name, conn: d.srv.Connect(), freeze: make(chan chan *simba.Term), wake: make(chan struct{})}
+// addNode starts a node: its client, its event printing and, when elects,
+// its election.
+func (d *demo) addNode(name string, elects bool) (*demoNode, error) {
+	n := &demoNode{d: d, name: name, elects: elects, conn: d.srv.Connect(),
+		freeze: make(chan chan *simba.Term), wake: make(chan struct{})}
 	client, err := simba.New(n.conn,
 		simba.WithConfig(simba.Config{LeaseDuration: d.lease}),
 		simba.WithLogger(slog.New(slog.DiscardHandler)),
 		simba.WithEventListener(n.onEvent))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	n.client = client
-	n.election = client.Election(demoElection)
 	d.mu.Lock()
 	d.nodes = append(d.nodes, n)
 	d.mu.Unlock()
-	return n.election.Start(simba.ListenerFuncs{Elected: n.onElected, Revoked: n.onRevoked})
+	if !elects {
+		return n, nil
+	}
+	n.election = client.Election(demoElection)
+	return n, n.election.Start(simba.ListenerFuncs{Elected: n.onElected, Revoked: n.onRevoked})
 }
 
-// shutdown stops the elections, candidates first so that none of them
-// takes over from the leader, then closes every client and waits for the
-// leaders' work. It may be called twice.
+// shutdown stops the groups, then the elections, candidates first so that
+// none of them takes over from the leader, then closes every client and
+// waits for the leaders' work. It may be called twice.
 func (d *demo) shutdown() {
-	d.stopWork()
 	d.mu.Lock()
 	d.closing = true
+	d.mu.Unlock()
+	d.stopWork()
+	d.stopGroups()
+	d.mu.Lock()
 	var leader *demoNode
 	if cur := d.current(); cur != nil {
 		leader = cur.node
@@ -279,7 +310,7 @@ func (d *demo) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*d.lease)
 	defer cancel()
 	for _, n := range nodes {
-		if n != leader {
+		if n != leader && n.election != nil {
 			_ = n.election.Stop(ctx)
 		}
 	}
@@ -309,6 +340,10 @@ func (d *demo) summary() {
 	if growing {
 		fmt.Fprintf(d.w, "  Every term had a higher token than the one before it: that is what let the resource\n")
 		fmt.Fprintf(d.w, "  tell the paused node's late write from the new leader's.\n")
+	}
+	fmt.Fprintf(d.w, "  partition group %q: %d partitions taken or released; settled spreads:\n", demoGroup, d.group.moves)
+	for _, s := range d.group.settled {
+		fmt.Fprintf(d.w, "    %s\n", s)
 	}
 }
 
@@ -421,9 +456,12 @@ func (n *demoNode) onEvent(_ context.Context, e simba.Event) {
 	switch e.Kind {
 	case simba.EventSessionOpened:
 		n.sessions++
-		if n.sessions == 1 {
+		switch {
+		case n.sessions == 1 && !n.elects:
+			d.sayLocked(n.name, "session opened")
+		case n.sessions == 1:
 			d.sayLocked(n.name, "session opened; contends for %q", demoElection)
-		} else {
+		default:
 			d.sayLocked(n.name, "new session opened (a new id: the old session is never revived); contends again")
 		}
 		d.noteLocked()

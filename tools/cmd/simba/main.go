@@ -3,7 +3,7 @@
 //
 // Usage:
 //
-//	simba demo    [--duration 20s] [--lease 2s]
+//	simba demo    [--duration 30s] [--lease 2s]
 //	simba lock    [flags] NAME -- COMMAND [ARG...]
 //	simba leader  [flags] NAME -- COMMAND [ARG...]
 //	simba status  [flags]
@@ -106,7 +106,7 @@ type command struct {
 
 // commands lists the subcommands in the order help shows them.
 var commands = []command{
-	{"demo", "3 nodes elect a leader in-process; watch a paused leader get fenced off", runDemo},
+	{"demo", "in-process nodes: a paused leader gets fenced off, then partitions move as nodes join and leave", runDemo},
 	{"lock", "run a command while holding a lock", runLock},
 	{"leader", "run a command whenever this node is the leader", runLeader},
 	{"status", "print a client's session and leases, as a table or JSON", runStatus},
