@@ -208,7 +208,8 @@ func (c *Client) emit(e Event) {
 	}
 	e.Time = time.Now()
 	fn := c.onEvent
-	c.after(func() { c.events.push(task{run: func(ctx context.Context) { fn(ctx, e) }}) })
+	c.events.enqueue(task{run: func(ctx context.Context) { fn(ctx, e) }})
+	c.after(c.events.kick)
 }
 
 // Close stops every election and lock of the client, closes the session so

@@ -64,12 +64,28 @@ func newDispatcher(exec Executor) *dispatcher {
 	return d
 }
 
-// push queues t. It must not be called with the engine's lock held: a
-// rejected task's fallback may call into the engine.
+// push queues t and starts running the queue. It must not be called with
+// the engine's lock held: a rejected task's fallback may call into the
+// engine.
 func (d *dispatcher) push(t task) {
+	d.enqueue(t)
+	d.kick()
+}
+
+// enqueue queues t without running anything, so the engine calls it under
+// its lock: tasks queued by one critical section after another keep that
+// order (an OnElected is never overtaken by its term's OnRevoked). The
+// engine calls kick once the lock is released.
+func (d *dispatcher) enqueue(t task) {
 	d.mu.Lock()
 	d.queue = append(d.queue, t)
-	if d.busy {
+	d.mu.Unlock()
+}
+
+// kick starts running the queue unless it is empty or already running.
+func (d *dispatcher) kick() {
+	d.mu.Lock()
+	if d.busy || len(d.queue) == 0 {
 		d.mu.Unlock()
 		return
 	}
@@ -126,6 +142,7 @@ func (d *dispatcher) barrier() <-chan struct{} {
 
 // idle returns a channel closed when the queue is empty.
 func (d *dispatcher) idle() <-chan struct{} {
+	d.kick()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.drained == nil {

@@ -200,14 +200,13 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 func (e *entry) elected(t *Term) {
 	c := e.c
 	run := e.run
-	c.after(func() {
-		run.d.push(task{
-			run: func(ctx context.Context) {
-				run.l.OnElected(context.WithValue(t.Context(), callbackKey{}, run.d), t)
-			},
-			rejected: func() { e.electedRejected(t) },
-		})
+	run.d.enqueue(task{
+		run: func(ctx context.Context) {
+			run.l.OnElected(context.WithValue(t.Context(), callbackKey{}, run.d), t)
+		},
+		rejected: func() { e.electedRejected(t) },
 	})
+	c.after(run.d.kick)
 }
 
 // electedRejected handles an OnElected the executor refused (R-CB-6):
@@ -240,7 +239,8 @@ func (e *entry) revokedElection(t *Term, reason RevokeReason) {
 	if run == nil {
 		return
 	}
-	e.c.after(func() { run.d.push(revokedTask(run, t, reason)) })
+	run.d.enqueue(revokedTask(run, t, reason))
+	e.c.after(run.d.kick)
 }
 
 func revokedTask(run *electionRun, t *Term, reason RevokeReason) task {
