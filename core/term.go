@@ -134,7 +134,8 @@ func (t *Term) EnsureValid(minRemaining time.Duration) error {
 func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
 
 // Context returns a context cancelled when the term is revoked; its cause
-// (context.Cause) is an error wrapping ErrTermExpired that names the reason.
+// (context.Cause) is an error wrapping ErrTermExpired that names the
+// reason.
 func (t *Term) Context() context.Context { return t.ctx }
 
 // Reason returns why the term ended, or NotRevoked while it lasts.
@@ -151,9 +152,18 @@ func (t *Term) revoke(reason RevokeReason) bool {
 		return false
 	}
 	t.reason.Store(int32(reason))
-	t.cancel(fmt.Errorf("%w: %s token %d: %s", ErrTermExpired, t.name, t.token, reason))
+	t.cancel(revokeCauses[reason])
 	return true
 }
+
+// revokeCauses are the causes of a term's context, one per reason, made
+// once: revoking a term allocates nothing for its message.
+var revokeCauses = func() (c [len(reasonNames)]error) {
+	for r := range c {
+		c[r] = fmt.Errorf("%w: %s", ErrTermExpired, RevokeReason(r))
+	}
+	return c
+}()
 
 // addWork registers work running on t, and reports false when t has
 // already ended (the work must not start).
