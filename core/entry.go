@@ -130,14 +130,23 @@ func (e *entry) wants() bool {
 // contend starts an acquire if the entry wants a term, the session is
 // open and no acquire is in flight (R-CAND-3).
 func (e *entry) contend() {
+	if call := e.startAttempt(); call != nil {
+		e.c.goBackground(call)
+	}
+}
+
+// startAttempt registers an attempt when contend would start one, and
+// returns the backend call to make (without the lock), or nil. Call with
+// the lock held.
+func (e *entry) startAttempt() func(ctx context.Context) {
 	c := e.c
 	if !e.wants() || e.attempt != nil || c.sess == nil {
-		return
+		return nil
 	}
 	e.stopTimers()
 	a := &attempt{sess: c.sess}
 	e.attempt = a
-	c.goBackground(func(ctx context.Context) {
+	return func(ctx context.Context) {
 		ctx, cancel := context.WithTimeout(ctx, a.sess.renewPeriod())
 		res, err := c.b.Acquire(ctx, a.sess.id, e.name)
 		cancel()
@@ -145,7 +154,7 @@ func (e *entry) contend() {
 		c.lock()
 		defer c.unlock()
 		e.acquired(a, res, err, now)
-	})
+	}
 }
 
 // acquired handles the reply to attempt a, received at now (R-CAND-4,5).

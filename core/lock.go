@@ -87,13 +87,34 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 		}
 		w := &waiter{done: make(chan waitResult, 1), try: try}
 		e.waiters = append(e.waiters, w)
-		e.contend()
+		// The only waiter makes the attempt on its own goroutine: no
+		// goroutine start and no wake-up on the uncontended path. The call
+		// ends with the client or the caller's ctx, whichever ends first.
+		call := e.startAttempt()
 		c.unlock()
+		if call != nil {
+			actx, cancel := context.WithCancel(c.loopCtx)
+			stop := context.AfterFunc(ctx, cancel)
+			call(actx)
+			stop()
+			cancel()
+		}
 
 		select {
 		case r := <-w.done:
 			if r.err != nil {
 				return nil, r.err
+			}
+			if ctx.Err() != nil {
+				// Cancelled while the term arrived: the caller gave up, so
+				// the term is released, never returned (R-LOCK-2).
+				c.lock()
+				if rel := r.lt.releaseLocked(); rel != nil {
+					c.goBackground(func(ctx context.Context) { _ = rel(ctx) })
+				}
+				e.forget()
+				c.unlock()
+				return nil, l.timeout(ctx)
 			}
 			if r.lt.Valid() {
 				return r.lt, nil

@@ -53,6 +53,7 @@ func TestStaleWriterRejected(t *testing.T) {
 			t.Fatalf("ledger = %q at token %d", v, tok)
 		}
 		connA.Unstall()
+		synctest.Wait() // A's session loop ends the session at the same instant B won
 		if ta.Reason() != simba.DeadlinePassed {
 			t.Fatalf("A's term ended with %v, want DEADLINE_PASSED", ta.Reason())
 		}
