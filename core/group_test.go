@@ -56,8 +56,8 @@ func (l *partitionLog) overlap() error {
 	return nil
 }
 
-func startGroupNode(t *testing.T, s *memory.Server, log *partitionLog, n int) *groupNode {
-	c, err := simba.New(s.Connect(), simba.WithConfig(testConfig()))
+func startGroupNode(t testing.TB, s *memory.Server, log *partitionLog, n int, cfg simba.Config) *groupNode {
+	c, err := simba.New(s.Connect(), simba.WithConfig(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestGroupRebalance(t *testing.T) {
 			}
 		}
 		for i := 1; i <= 5; i++ {
-			nodes = append(nodes, startGroupNode(t, s, log, n))
+			nodes = append(nodes, startGroupNode(t, s, log, n, testConfig()))
 			check(fmt.Sprintf("%d nodes", i))
 		}
 		for len(nodes) > 1 {
@@ -171,31 +171,7 @@ func BenchmarkGroupSettle(b *testing.B) {
 		s := memory.New()
 		log := &partitionLog{held: map[int]map[*groupNode]*simba.Term{}}
 		var nodes []*groupNode
-		start := func() {
-			c, err := simba.New(s.Connect(), simba.WithConfig(cfg))
-			if err != nil {
-				b.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			node := &groupNode{c: c, cancel: cancel, done: make(chan struct{})}
-			go func() {
-				defer close(node.done)
-				_ = c.Group("work", n).Run(ctx, func(ctx context.Context, p int, term *simba.Term) error {
-					log.mu.Lock()
-					if log.held[p] == nil {
-						log.held[p] = map[*groupNode]*simba.Term{}
-					}
-					log.held[p][node] = term
-					log.mu.Unlock()
-					<-ctx.Done()
-					log.mu.Lock()
-					delete(log.held[p], node)
-					log.mu.Unlock()
-					return nil
-				})
-			}()
-			nodes = append(nodes, node)
-		}
+		start := func() { nodes = append(nodes, startGroupNode(b, s, log, n, cfg)) }
 		settled := func() time.Duration {
 			begin := time.Now()
 			for time.Since(begin) < 10*time.Second {
