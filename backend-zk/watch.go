@@ -82,12 +82,16 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 			return
 		}
 		exists, _, ev, err := wc.conn.ExistsW(path)
-		set <- err
-		if err == nil && exists {
-			select {
-			case <-ev: // deleted, changed, or the connection lost its watches
-			case <-b.closing:
-			}
+		if err != nil || !exists {
+			// Fired before WatchRelease returns: a free lease is seen at once.
+			b.fire(name, w)
+			set <- err
+			return
+		}
+		set <- nil
+		select {
+		case <-ev: // deleted, changed, or the connection lost its watches
+		case <-b.closing:
 		}
 		b.fire(name, w)
 	}) {
