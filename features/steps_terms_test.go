@@ -493,7 +493,20 @@ func (w *world) tokensIncrease(lease, a, b string) error {
 	return nil
 }
 
+// tokensConsistent waits up to a second for the events, which reach the
+// listener on a goroutine of their own after the state change.
 func (w *world) tokensConsistent() error {
+	deadline := time.Now().Add(time.Second)
+	for {
+		err := w.tokensConsistentNow()
+		if err == nil || !time.Now().Before(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (w *world) tokensConsistentNow() error {
 	checked := 0
 	for _, n := range w.nodes {
 		for _, t := range n.allTerms() {
