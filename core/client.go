@@ -490,19 +490,29 @@ func (c *Client) renewed(s *session, sentAt time.Time, reply KeepAliveReply) {
 	}
 	for name, tok := range reply.Leases {
 		if _, ok := c.entries[name]; !ok && !c.closed {
-			c.releaseOrphan(s, name, tok)
+			c.releaseAsync(s, name, tok)
 		}
 	}
 	c.groupCounts(reply.Groups)
 }
 
-// releaseOrphan releases a lease the session owns that no entry knows of.
-// Call with the lock held.
-func (c *Client) releaseOrphan(s *session, name string, token uint64) {
+// releaseAsync gives the lease name back at token in the background,
+// recording the token first so no later reply of this session adopts it
+// (R-CAND-4, R-TERM-7). Nothing is sent for an ended session. Call with the
+// lock held.
+func (c *Client) releaseAsync(s *session, name string, token uint64) {
+	if s.ended {
+		return
+	}
+	s.noteReleased(name, token)
+	c.goBackground(func(ctx context.Context) { _ = c.callRelease(ctx, s, name, token) })
+}
+
+// noteReleased records that the session released name at token.
+func (s *session) noteReleased(name string, token uint64) {
 	if token > s.released[name] {
 		s.released[name] = token
 	}
-	c.goBackground(func(ctx context.Context) { _ = c.callRelease(ctx, s, name, token) })
 }
 
 // callRelease releases name at token on the backend, bounded by the renew

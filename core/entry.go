@@ -295,19 +295,9 @@ func (e *entry) abandon() {
 	}
 }
 
-// release gives the lease back at token, recording the token so no later
-// reply of this session adopts it (R-CAND-4, R-TERM-7). Call with the lock
-// held; the call runs in the background.
-func (e *entry) release(s *session, token uint64) {
-	c := e.c
-	if s.ended {
-		return
-	}
-	if token > s.released[e.name] {
-		s.released[e.name] = token
-	}
-	c.goBackground(func(ctx context.Context) { _ = c.callRelease(ctx, s, e.name, token) })
-}
+// release gives the entry's lease back at token in the background. Call
+// with the lock held.
+func (e *entry) release(s *session, token uint64) { e.c.releaseAsync(s, e.name, token) }
 
 // releaseNow records the release of t and returns a function that makes
 // the backend call, for callers that wait for it (the ordered handover).
@@ -318,9 +308,7 @@ func (e *entry) releaseNow(t *Term) func(ctx context.Context) error {
 	if s == nil || s.id != t.session || s.ended {
 		return func(context.Context) error { return nil }
 	}
-	if t.token > s.released[e.name] {
-		s.released[e.name] = t.token
-	}
+	s.noteReleased(e.name, t.token)
 	return func(ctx context.Context) error { return c.callRelease(ctx, s, e.name, t.token) }
 }
 
