@@ -105,6 +105,7 @@ type Client struct {
 	mu      sync.Mutex
 	effects []func() // run by unlock, after the lock is released
 	closed  bool
+	done    chan struct{} // closed by Close
 	status  Status
 	sess    *session // nil while opening
 	entries map[string]*entry
@@ -161,6 +162,7 @@ func New(b Backend, opts ...Option) (*Client, error) {
 		entries:  make(map[string]*entry),
 		groups:   make(map[string]*groupState),
 		loopDone: make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	c.notifier, _ = b.(ReleaseNotifier)
 	if c.onEvent != nil {
@@ -208,7 +210,12 @@ func (c *Client) emit(e Event) {
 	}
 	e.Time = time.Now()
 	fn := c.onEvent
-	c.events.enqueue(task{run: func(ctx context.Context) { fn(ctx, e) }})
+	c.events.enqueue(task{
+		run: func(ctx context.Context) { fn(ctx, e) },
+		panicked: func(err error) {
+			c.log.Error("simba: event listener panicked", "event", e.Kind.String(), "err", err)
+		},
+	})
 	c.after(c.events.kick)
 }
 
@@ -227,6 +234,7 @@ func (c *Client) Close(ctx context.Context) error {
 		return nil
 	}
 	c.closed = true
+	close(c.done)
 	c.status = StatusClosed
 	var dispatchers []*dispatcher
 	var working []*Term
@@ -285,6 +293,16 @@ func (c *Client) Close(ctx context.Context) error {
 	return err
 }
 
+// isClosed reports whether Close was called.
+func (c *Client) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func sessionID(s *session) SessionID {
 	if s == nil {
 		return ""
@@ -330,7 +348,7 @@ func (c *Client) open() *session {
 				c.closeAbandoned(grant.ID)
 				return nil
 			}
-			c.setDeadline(s, sentAt, grant.Remaining)
+			c.applyGrant(s, sentAt, grant.Remaining, true)
 			if s.clock.remaining() > 0 {
 				c.sess = s
 				c.status = StatusLive
@@ -380,11 +398,17 @@ func (c *Client) sleep(d time.Duration) bool {
 	}
 }
 
-// setDeadline applies R-DL-1 and R-DL-5 to a grant of remaining measured
-// from a call sent at sentAt. Call with the lock held.
-func (c *Client) setDeadline(s *session, sentAt time.Time, remaining time.Duration) {
+// applyGrant applies R-DL-1 and R-DL-5 to a grant of remaining measured
+// from a call sent at sentAt: the first grant of a new session when first
+// is set, a renewal otherwise. A renewal never moves a deadline that has
+// passed (R-DL-3); applyGrant then reports false. Call with the lock held.
+func (c *Client) applyGrant(s *session, sentAt time.Time, remaining time.Duration, first bool) bool {
 	local := c.cfg.localValidity(remaining)
-	s.clock.setDeadline(sentAt.Add(local))
+	if first {
+		s.clock.start(sentAt.Add(local))
+	} else if !s.clock.extend(sentAt.Add(local)) {
+		return false
+	}
 	s.renew.Store(int64(c.cfg.RenewInterval))
 	if remaining < c.cfg.LeaseDuration && 2*c.cfg.RenewInterval > local {
 		s.renew.Store(int64(max(local/3, time.Millisecond)))
@@ -395,6 +419,7 @@ func (c *Client) setDeadline(s *session, sentAt time.Time, remaining time.Durati
 				"session", s.id, "asked", c.cfg.LeaseDuration, "granted", remaining, "renew", s.renewPeriod())
 		}
 	}
+	return true
 }
 
 // keepAlive renews s until it ends. It reports false when the client is
@@ -439,7 +464,12 @@ func (c *Client) keepAlive(s *session) bool {
 			next = now.Add(wait)
 			c.suspend(s, err)
 		default:
-			c.renewed(s, sentAt, reply)
+			if hook := testHookKeepAliveReply.Load(); hook != nil {
+				(*hook)()
+			}
+			if !c.renewed(s, sentAt, reply) {
+				return true // the deadline passed before the renewal was applied
+			}
 			next = sentAt.Add(s.renewPeriod())
 		}
 	}
@@ -459,14 +489,23 @@ func (c *Client) suspend(s *session, err error) {
 	}
 }
 
-// renewed applies a successful keep-alive reply.
-func (c *Client) renewed(s *session, sentAt time.Time, reply KeepAliveReply) {
+// testHookKeepAliveReply, when set by a test, runs between the receipt of a
+// keep-alive reply and its application.
+var testHookKeepAliveReply atomic.Pointer[func()]
+
+// renewed applies a successful keep-alive reply. It reports false when the
+// session ended instead: the local deadline passed before the reply could
+// be applied, so the session ends with DeadlinePassed (R-DL-3).
+func (c *Client) renewed(s *session, sentAt time.Time, reply KeepAliveReply) bool {
 	c.lock()
 	defer c.unlock()
 	if c.sess != s {
-		return
+		return true
 	}
-	c.setDeadline(s, sentAt, reply.Remaining)
+	if !c.applyGrant(s, sentAt, reply.Remaining, false) {
+		c.endSessionLocked(s, DeadlinePassed, nil)
+		return false
+	}
 	if c.status != StatusLive {
 		c.status = StatusLive
 		c.emit(Event{Kind: EventSessionRestored, Session: s.id})
@@ -494,6 +533,7 @@ func (c *Client) renewed(s *session, sentAt time.Time, reply KeepAliveReply) {
 		}
 	}
 	c.groupCounts(reply.Groups)
+	return true
 }
 
 // releaseAsync gives the lease name back at token in the background,
@@ -533,6 +573,11 @@ func (c *Client) callRelease(ctx context.Context, s *session, name string, token
 func (c *Client) endSession(s *session, reason RevokeReason, cause error) {
 	c.lock()
 	defer c.unlock()
+	c.endSessionLocked(s, reason, cause)
+}
+
+// endSessionLocked is endSession with the lock held.
+func (c *Client) endSessionLocked(s *session, reason RevokeReason, cause error) {
 	if c.sess != s {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -188,6 +189,56 @@ func TestLateRenewalDoesNotExtend(t *testing.T) {
 		r.revoked(t, 10*time.Second, simba.DeadlinePassed)
 		if term.Valid() {
 			t.Fatal("term valid after its deadline")
+		}
+	})
+}
+
+// R-DL-3, R-TERM-4: a keep-alive reply that arrives before the deadline
+// but is applied after it (the session loop paused in between) does not
+// extend the deadline: the term that read invalid stays invalid and is
+// revoked with DeadlinePassed.
+func TestRenewalAppliedAfterDeadlineDoesNotRevive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		conn := s.Connect()
+		events := make(chan simba.Event, 100)
+		c := newClient(t, conn, simba.WithEventListener(func(_ context.Context, e simba.Event) { events <- e }))
+		r := newRecorder()
+		_ = c.Election("e").Start(r)
+		term := r.elected(t, time.Second)
+
+		var paused atomic.Bool
+		seenInvalid := make(chan bool, 1)
+		restore := simba.SetKeepAliveReplyHook(func() {
+			if !paused.CompareAndSwap(false, true) {
+				return
+			}
+			// The reply is in hand, before the deadline; the loop stalls
+			// past the deadline before applying it.
+			time.Sleep(term.Remaining() + time.Millisecond)
+			seenInvalid <- term.Valid()
+		})
+		defer restore()
+
+		if valid := <-seenInvalid; valid {
+			t.Fatal("term valid past its deadline")
+		}
+		got := r.revoked(t, time.Second, simba.DeadlinePassed)
+		if got != term || term.Valid() || term.Remaining() != 0 || term.Reason() != simba.DeadlinePassed {
+			t.Fatalf("revoked %v valid=%v remaining=%v reason=%v", got, term.Valid(), term.Remaining(), term.Reason())
+		}
+		for {
+			e := <-events
+			if e.Kind == simba.EventSessionDeadlinePassed {
+				break
+			}
+			if e.Kind == simba.EventSessionRestored {
+				t.Fatalf("session restored by a renewal applied after the deadline")
+			}
+		}
+		t2 := r.elected(t, 5*time.Second)
+		if term.Valid() || t2.Token() <= term.Token() {
+			t.Fatalf("old term valid=%v, new token %d after %d", term.Valid(), t2.Token(), term.Token())
 		}
 	})
 }

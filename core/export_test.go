@@ -1,0 +1,9 @@
+package simba
+
+// SetKeepAliveReplyHook makes f run between the receipt of each keep-alive
+// reply and its application, until the returned function restores the
+// previous hook. Tests only: the hook is a package variable.
+func SetKeepAliveReplyHook(f func()) (restore func()) {
+	prev := testHookKeepAliveReply.Swap(&f)
+	return func() { testHookKeepAliveReply.Store(prev) }
+}
