@@ -2,6 +2,8 @@ package simba
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"sync"
 )
 
@@ -40,10 +42,13 @@ func callbackDispatcher(ctx context.Context) *dispatcher {
 
 // task is one callback. rejected, when set, runs instead of run if the
 // executor refuses the task; otherwise a refused task runs on its own
-// goroutine, so that callbacks stay paired.
+// goroutine, so that callbacks stay paired. A panic of run is recovered
+// and handed to panicked, so that a listener cannot crash the process nor
+// stop the queue; without panicked it is dropped.
 type task struct {
 	run      func(ctx context.Context)
 	rejected func()
+	panicked func(err error)
 }
 
 // dispatcher runs the tasks pushed to it one at a time, in order, over an
@@ -113,10 +118,7 @@ func (d *dispatcher) next() {
 		d.queue = d.queue[1:]
 		d.mu.Unlock()
 
-		err := d.exec.Execute(func() {
-			t.run(d.ctx)
-			d.next()
-		})
+		err := d.exec.Execute(func() { d.runTask(t) })
 		if err == nil {
 			return
 		}
@@ -124,12 +126,20 @@ func (d *dispatcher) next() {
 			t.rejected()
 			continue
 		}
-		go func() {
-			t.run(d.ctx)
-			d.next()
-		}()
+		go d.runTask(t)
 		return
 	}
+}
+
+// runTask runs t, recovering a panic, then the rest of the queue.
+func (d *dispatcher) runTask(t task) {
+	defer d.next()
+	defer func() {
+		if r := recover(); r != nil && t.panicked != nil {
+			t.panicked(fmt.Errorf("panic: %v\n%s", r, debug.Stack()))
+		}
+	}()
+	t.run(d.ctx)
 }
 
 // barrier returns a channel closed once every task pushed before the call

@@ -50,8 +50,21 @@ type Election struct {
 
 // electionRun is one Start..Stop of an election.
 type electionRun struct {
-	l Listener
-	d *dispatcher
+	l     Listener
+	d     *dispatcher
+	ended chan struct{} // closed when the run ends: Stop, or the client's Close
+}
+
+func newElectionRun(c *Client, l Listener) *electionRun {
+	return &electionRun{l: l, d: newDispatcher(c.exec), ended: make(chan struct{})}
+}
+
+// endRun ends the entry's election run, if any. Call with the lock held.
+func (e *entry) endRun() {
+	if e.run != nil {
+		close(e.run.ended)
+		e.run = nil
+	}
 }
 
 // Election returns the election of name. The name is checked by Start.
@@ -66,26 +79,33 @@ func (el *Election) Name() string { return el.name }
 // (R-CB-4), ErrNameInUse when a lock of this client uses the name, and
 // ErrClosed after Close.
 func (el *Election) Start(l Listener) error {
+	_, err := el.start(l)
+	return err
+}
+
+// start is Start, returning the run it started.
+func (el *Election) start(l Listener) (*electionRun, error) {
 	if l == nil {
-		return fmt.Errorf("%w: nil listener", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: nil listener", ErrInvalidArgument)
 	}
 	if err := ValidateName(el.name); err != nil {
-		return err
+		return nil, err
 	}
 	c := el.c
 	c.lock()
 	defer c.unlock()
 	e, err := c.entryFor(el.name, kindElection)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if e.run != nil {
-		return fmt.Errorf("%w: %s", ErrAlreadyStarted, el.name)
+		return nil, fmt.Errorf("%w: %s", ErrAlreadyStarted, el.name)
 	}
-	e.run = &electionRun{l: l, d: newDispatcher(c.exec)}
+	run := newElectionRun(c, l)
+	e.run = run
 	e.cooldown = time.Time{}
 	e.contend()
-	return nil
+	return run, nil
 }
 
 // Term returns the current term of the election on this client, or nil.
@@ -105,7 +125,7 @@ func (el *Election) Term() *Term {
 // Cancelling ctx stops the waiting, not the stop. It fails with
 // ErrNotStarted when the election is not started.
 func (el *Election) Stop(ctx context.Context) error {
-	return el.end(ctx, Stopped, 0)
+	return el.end(ctx, Stopped, 0, nil, nil)
 }
 
 // StepDown gives the current term up (SteppedDown) in the same order as
@@ -117,10 +137,14 @@ func (el *Election) StepDown(ctx context.Context, cooldown time.Duration) error 
 	if cooldown < 0 {
 		return fmt.Errorf("%w: negative cooldown %v", ErrInvalidArgument, cooldown)
 	}
-	return el.end(ctx, SteppedDown, cooldown)
+	return el.end(ctx, SteppedDown, cooldown, nil, nil)
 }
 
-func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.Duration) error {
+// end stops the election (reason Stopped) or steps it down. With a
+// non-nil only, it ends that run only; with a non-nil term, it steps down
+// from that term only, and does nothing when the election holds another
+// term or none.
+func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.Duration, only *electionRun, term *Term) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
@@ -135,10 +159,14 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 		}
 		return fmt.Errorf("%w: %s", ErrNotStarted, el.name)
 	}
+	if only != nil && e.run != only || term != nil && e.term != term {
+		c.unlock()
+		return nil
+	}
 	run := e.run
 	e.abandon()
 	if reason == Stopped {
-		e.run = nil
+		e.endRun()
 	} else {
 		e.cooldown = time.Now().Add(cooldown)
 	}
@@ -175,7 +203,7 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 			c.emit(Event{Kind: EventBackendError, Name: el.name, Err: err})
 			c.unlock()
 		}
-		run.d.push(revokedTask(run, t, reason))
+		run.d.push(e.revokedTask(run, t, reason))
 	}
 	done := run.d.barrier()
 	c.lock()
@@ -205,6 +233,7 @@ func (e *entry) elected(t *Term) {
 			run.l.OnElected(context.WithValue(t.Context(), callbackKey{}, run.d), t)
 		},
 		rejected: func() { e.electedRejected(t) },
+		panicked: func(err error) { e.listenerPanicked(run, t, "OnElected", err) },
 	})
 	c.after(run.d.kick)
 }
@@ -239,14 +268,36 @@ func (e *entry) revokedElection(t *Term, reason RevokeReason) {
 	if run == nil {
 		return
 	}
-	run.d.enqueue(revokedTask(run, t, reason))
+	run.d.enqueue(e.revokedTask(run, t, reason))
 	e.c.after(run.d.kick)
 }
 
-func revokedTask(run *electionRun, t *Term, reason RevokeReason) task {
-	return task{run: func(ctx context.Context) {
-		if !t.muted.Load() {
-			run.l.OnRevoked(ctx, t, reason)
-		}
-	}}
+func (e *entry) revokedTask(run *electionRun, t *Term, reason RevokeReason) task {
+	return task{
+		run: func(ctx context.Context) {
+			if !t.muted.Load() {
+				run.l.OnRevoked(ctx, t, reason)
+			}
+		},
+		panicked: func(err error) { e.listenerPanicked(run, t, "OnRevoked", err) },
+	}
+}
+
+// listenerPanicked reports a listener callback of term t that panicked
+// (EventListenerPanicked and an error log line). After a panic in
+// OnElected the election steps down from t for one lease duration, as
+// after a rejected OnElected: a listener that failed to take the term up
+// must not keep the lease idle. That term's OnRevoked is delivered as
+// usual (R-CB-1). It runs on the dispatcher, as the callback did.
+func (e *entry) listenerPanicked(run *electionRun, t *Term, callback string, err error) {
+	c := e.c
+	c.lock()
+	c.emit(Event{Kind: EventListenerPanicked, Session: t.session, Name: e.name, Token: t.token, Err: err})
+	c.unlock()
+	c.log.Error("simba: listener panicked", "callback", callback, "name", e.name, "token", t.token, "err", err)
+	if callback == "OnElected" {
+		// The dispatcher's ctx marks this call as the callback's own, so the
+		// step-down does not wait for the queue it runs on (R-CB-5).
+		_ = c.Election(e.name).end(run.d.ctx, SteppedDown, c.cfg.LeaseDuration, run, t)
+	}
 }

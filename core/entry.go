@@ -352,7 +352,7 @@ func (e *entry) shutdown() *dispatcher {
 			}
 		}
 	}
-	e.run = nil
+	e.endRun()
 	e.holder = nil
 	for _, w := range e.waiters {
 		w.done <- waitResult{err: ErrClosed}

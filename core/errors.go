@@ -1,6 +1,9 @@
 package simba
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Every error returned by this package wraps one of these
 // or is a *NameError or *ConfigError, so callers can test with errors.Is.
@@ -37,3 +40,19 @@ var (
 	// functions and negative durations.
 	ErrInvalidArgument = errors.New("simba: invalid argument")
 )
+
+// WorkError reports leader work that failed while its term lasted: it
+// returned an error or panicked. RunWhileLeader and Group.Run return it
+// (unless StepDownOnError is given), and EventWorkFailed carries it.
+type WorkError struct {
+	Name  string // the lease name of the term
+	Token uint64 // the term's token
+	Panic any    // the value the work panicked with, or nil
+	Err   error  // the work's error, or one that describes the panic
+}
+
+func (e *WorkError) Error() string {
+	return fmt.Sprintf("simba: leader work on %s token %d failed: %v", e.Name, e.Token, e.Err)
+}
+
+func (e *WorkError) Unwrap() error { return e.Err }

@@ -20,11 +20,13 @@ const (
 	EventElected                                    // a term was won; Name, Token
 	EventRevoked                                    // a term ended; Name, Token, Reason
 	EventBackendError                               // a backend call failed; Err, Name when about a lease
-	EventWorkFailed                                 // leader work returned an error or panicked; Name, Token, Err
+	EventWorkFailed                                 // leader work returned an error or panicked; Name, Token, Err (a *WorkError)
+	EventListenerPanicked                           // a listener callback panicked; Name, Token, Err
 )
 
 var eventNames = [...]string{"", "SessionOpened", "SessionSuspended", "SessionRestored", "SessionDeadlinePassed",
-	"SessionExpired", "SessionLeaseShortened", "SessionClosed", "Elected", "Revoked", "BackendError", "WorkFailed"}
+	"SessionExpired", "SessionLeaseShortened", "SessionClosed", "Elected", "Revoked", "BackendError", "WorkFailed",
+	"ListenerPanicked"}
 
 func (k EventKind) String() string {
 	if k <= 0 || int(k) >= len(eventNames) {
@@ -45,7 +47,7 @@ type Event struct {
 	Token   uint64        // the term's token, for Elected and Revoked
 	Reason  RevokeReason  // for Revoked
 	Granted time.Duration // for SessionOpened and SessionLeaseShortened
-	Err     error         // for SessionSuspended, SessionExpired, BackendError
+	Err     error         // for SessionSuspended, SessionExpired, BackendError, WorkFailed, ListenerPanicked
 }
 
 func (e Event) String() string {

@@ -62,11 +62,24 @@ func (g *groupState) mayTake() bool {
 	return h < g.floor() || h < g.ceil() && !time.Now().Before(g.extrasAt)
 }
 
-// Run joins the group and runs fn for every partition this node wins,
-// until ctx is done; then it stops every partition with the ordered
-// handover, leaves the group and returns nil. It fails on an invalid name,
-// n outside [1, MaxPartitions], partition names longer than the name limit,
-// a nil fn, a group already running on this client, and a closed client.
+// Run joins the group and runs fn for every partition this node wins, with
+// a ctx that ends with the partition's term. It blocks until one of these,
+// and always stops every partition with the ordered handover and leaves
+// the group before it returns:
+//
+//   - ctx is done: it returns nil;
+//   - a partition's fn fails (returns an error or panics) while its term
+//     lasts: it returns that *WorkError. With StepDownOnError, the node
+//     steps down from that partition for the cooldown instead, and the
+//     call goes on;
+//   - the client is closed: it returns an error matching ErrClosed.
+//
+// A partition's fn that returns nil while its term lasts gives the
+// partition up for one renew interval, so that the group rebalances it;
+// fn runs again on the partition's next term, here or on another node.
+// It fails on an invalid name, n outside [1, MaxPartitions], partition
+// names longer than the name limit, a nil fn, a group already running on
+// this client, and a closed client.
 func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) error {
 	if ctx == nil || fn == nil {
 		return fmt.Errorf("%w: nil context or partition function", ErrInvalidArgument)
@@ -80,12 +93,8 @@ func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) e
 	if err := ValidateName(partitionName(g.name, g.n-1)); err != nil {
 		return fmt.Errorf("group %s: partition names too long: %w", g.name, err)
 	}
-	var o workOptions
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	o := workOpts(opts)
+	finished := make(chan error, 1)
 	c := g.c
 	c.lock()
 	if c.closed {
@@ -104,7 +113,8 @@ func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) e
 		}
 		if err != nil {
 			for _, p := range gs.parts {
-				p.run, p.group = nil, nil
+				p.endRun()
+				p.group = nil
 				p.forget()
 			}
 			c.unlock()
@@ -112,7 +122,7 @@ func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) e
 		}
 		part := i
 		work := func(ctx context.Context, t *Term) error { return fn(ctx, part, t) }
-		e.run = &electionRun{l: &workRunner{el: c.Election(e.name), fn: work, opts: o}, d: newDispatcher(c.exec)}
+		e.run = newElectionRun(c, newWorkRunner(c.Election(e.name), work, o, finished))
 		e.group = gs
 		e.cooldown = time.Time{}
 		gs.parts = append(gs.parts, e)
@@ -123,7 +133,13 @@ func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) e
 	}
 	c.unlock()
 
-	<-ctx.Done()
+	var result error
+	select {
+	case <-ctx.Done():
+	case result = <-finished:
+	case <-c.done:
+		result = fmt.Errorf("simba: group %s: %w", g.name, ErrClosed)
+	}
 
 	c.lock()
 	if gs.timer != nil {
@@ -155,7 +171,7 @@ func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) e
 		})
 	}
 	c.unlock()
-	return nil
+	return result
 }
 
 func partitionName(group string, i int) string { return group + "." + strconv.Itoa(i) }

@@ -456,3 +456,73 @@ func TestCloseFromCallbackWithEvents(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// A panic in a listener callback is recovered and reported like a panic in
+// leader work: OnElected panicking steps the election down from that term
+// for one lease duration, and its OnRevoked is still delivered (R-CB-1); a
+// panic in OnRevoked or in the event listener is reported, and later
+// callbacks and events still arrive.
+func TestListenerPanicsRecovered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		var mu sync.Mutex
+		var kinds []simba.EventKind
+		events := 0
+		c := newClient(t, s.Connect(), simba.WithEventListener(func(_ context.Context, e simba.Event) {
+			mu.Lock()
+			kinds = append(kinds, e.Kind)
+			events++
+			n := events
+			mu.Unlock()
+			if n == 1 {
+				panic("event listener")
+			}
+		}))
+		r := newRecorder()
+		var elected atomic.Int32
+		l := simba.ListenerFuncs{
+			Elected: func(ctx context.Context, term *simba.Term) {
+				r.OnElected(ctx, term)
+				if elected.Add(1) == 1 {
+					panic("OnElected")
+				}
+			},
+			Revoked: func(ctx context.Context, term *simba.Term, reason simba.RevokeReason) {
+				r.OnRevoked(ctx, term, reason)
+				panic("OnRevoked")
+			},
+		}
+		el := c.Election("e")
+		if err := el.Start(l); err != nil {
+			t.Fatal(err)
+		}
+		t1 := r.elected(t, time.Second)
+		start := time.Now()
+		if got := r.revoked(t, time.Second, simba.SteppedDown); got != t1 {
+			t.Fatalf("revoked %v, want %v", got, t1)
+		}
+		if _, _, held := s.Owner("e"); held {
+			t.Fatal("lease held after OnElected panicked")
+		}
+		t2 := r.elected(t, 10*time.Second)
+		if d := time.Since(start); d < 3*time.Second || t2.Token() <= t1.Token() {
+			t.Fatalf("re-elected %v after %v, want after one lease duration", t2, d)
+		}
+		if err := el.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		r.revoked(t, time.Second, simba.Stopped)
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		panics := 0
+		for _, k := range kinds {
+			if k == simba.EventListenerPanicked {
+				panics++
+			}
+		}
+		if panics != 3 { // OnElected once, OnRevoked twice
+			t.Fatalf("%d ListenerPanicked events in %v, want 3", panics, kinds)
+		}
+	})
+}

@@ -25,9 +25,12 @@ type workOptions struct {
 	fixedDelay   bool
 }
 
-// StepDownOnError makes the election step down for cooldown when the work
-// returns an error or panics. By default the node keeps leading and the
-// failure is only reported (an EventWorkFailed and a log line).
+// StepDownOnError makes a failed work step the election down for cooldown
+// instead of ending the call: the failure is reported (an EventWorkFailed
+// carrying a *WorkError, and an error log line), another node may take the
+// lease over meanwhile, and the election contends again after cooldown.
+// Without it, RunWhileLeader and Group.Run return the failure, and a
+// failed Schedule run is reported while the schedule goes on.
 func StepDownOnError(cooldown time.Duration) WorkOption {
 	return func(o *workOptions) { o.stepDown, o.cooldown = true, max(cooldown, 0) }
 }
@@ -55,36 +58,69 @@ func workTerm(ctx context.Context) *Term {
 	return t
 }
 
-// RunWhileLeader starts the election and runs fn once per term won, until
-// ctx is done; then it stops the election with the ordered handover and
-// returns nil. A work function that fails or panics is reported and does
-// not end the client; see StepDownOnError. It fails like Start (invalid
-// name, already started, closed client) and on a nil fn.
+// RunWhileLeader starts the election and runs fn once per term won, with
+// a ctx that ends with the term (R-WORK-1). It blocks until one of these,
+// and always stops the election with the ordered handover before it
+// returns (the work has exited, or the term's deadline passed, before the
+// lease is released: R-HO-1):
+//
+//   - ctx is done: it returns nil;
+//   - fn returns while its term lasts: the work is over, so the node stops
+//     leading, and RunWhileLeader returns nil when fn returned nil, or a
+//     *WorkError wrapping fn's error (a panic of fn is recovered and
+//     returned the same way). With StepDownOnError, a failure steps the
+//     election down for the cooldown instead, and the call goes on;
+//   - the client is closed: it returns an error matching ErrClosed;
+//   - the election is stopped by a Stop call elsewhere: it returns nil.
+//
+// Work interrupted because its term ended (lost, taken over, stepped down)
+// does not end the call: the election contends again and fn runs again on
+// the next term. It fails like Start (invalid name, already started,
+// closed client) and on a nil ctx or fn. See docs/adr/0004-leader-work-outcomes.md.
 func (el *Election) RunWhileLeader(ctx context.Context, fn WorkFunc, opts ...WorkOption) error {
 	if ctx == nil || fn == nil {
 		return fmt.Errorf("%w: nil context or work function", ErrInvalidArgument)
 	}
+	w := newWorkRunner(el, fn, workOpts(opts), nil)
+	run, err := el.start(w)
+	if err != nil {
+		return err
+	}
+	var result error
+	select {
+	case <-ctx.Done():
+	case result = <-w.finished:
+	case <-run.ended:
+		if el.c.isClosed() {
+			return fmt.Errorf("simba: election %s: %w", el.name, ErrClosed)
+		}
+		return nil
+	}
+	err = el.end(context.WithoutCancel(ctx), Stopped, 0, run, nil)
+	if errors.Is(err, ErrClosed) && result == nil && ctx.Err() == nil {
+		return fmt.Errorf("simba: election %s: %w", el.name, ErrClosed)
+	}
+	return result
+}
+
+func workOpts(opts []WorkOption) workOptions {
 	var o workOptions
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
-	if err := el.Start(&workRunner{el: el, fn: fn, opts: o}); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	if err := el.Stop(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, ErrClosed) {
-		return err
-	}
-	return nil
+	return o
 }
 
 // Schedule runs fn every period on the leader only (R-WORK-2), passing the
-// term so the work can send its token, until ctx is done. Runs follow a
+// term so the work can send its token, until ctx is done (it returns nil)
+// or the client is closed (an error matching ErrClosed). Runs follow a
 // fixed rate unless FixedDelay is given; WithInitialDelay delays the first
-// run of each term. An error or panic of one run is reported and the
-// schedule goes on, unless StepDownOnError is given.
+// run of each term. A run that fails (an error or a panic) is reported, an
+// EventWorkFailed carrying a *WorkError and an error log line, and the
+// schedule goes on at its next run; with StepDownOnError the election
+// steps down for the cooldown instead.
 func (el *Election) Schedule(ctx context.Context, period time.Duration, fn WorkFunc, opts ...WorkOption) error {
 	if period <= 0 {
 		return fmt.Errorf("%w: schedule period %v must be positive", ErrInvalidArgument, period)
@@ -92,12 +128,7 @@ func (el *Election) Schedule(ctx context.Context, period time.Duration, fn WorkF
 	if fn == nil {
 		return fmt.Errorf("%w: nil work function", ErrInvalidArgument)
 	}
-	var o workOptions
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	o := workOpts(opts)
 	loop := func(ctx context.Context, t *Term) error {
 		next := time.Now().Add(o.initialDelay)
 		timer := time.NewTimer(o.initialDelay)
@@ -125,13 +156,24 @@ func (el *Election) Schedule(ctx context.Context, period time.Duration, fn WorkF
 	return el.RunWhileLeader(ctx, loop, opts...)
 }
 
-// runWork runs fn, turning a panic into an error, and reports a failure.
+// runWork runs fn, turning a panic into an error, and reports a failure
+// that happened while the term lasted as a *WorkError (EventWorkFailed and
+// an error log line). A *WorkError that fn itself returns, from a nested
+// runWork, is passed on as it is, reported once.
 func (c *Client) runWork(ctx context.Context, t *Term, fn WorkFunc) (err error) {
 	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("simba: leader work on %s panicked: %v\n%s", t.name, r, debug.Stack())
+		r := recover()
+		var we *WorkError
+		switch {
+		case r != nil:
+			err = &WorkError{Name: t.name, Token: t.token, Panic: r,
+				Err: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}
+		case err == nil || errors.As(err, &we):
+			return
+		default:
+			err = &WorkError{Name: t.name, Token: t.token, Err: err}
 		}
-		if err != nil && ctx.Err() == nil {
+		if ctx.Err() == nil {
 			c.lock()
 			c.emit(Event{Kind: EventWorkFailed, Session: t.session, Name: t.name, Token: t.token, Err: err})
 			c.unlock()
@@ -141,12 +183,29 @@ func (c *Client) runWork(ctx context.Context, t *Term, fn WorkFunc) (err error) 
 	return fn(ctx, t)
 }
 
-// workRunner is the listener behind RunWhileLeader: it runs the work on a
-// goroutine of its own for every term.
+// workRunner is the listener behind RunWhileLeader, Schedule and the
+// partitions of Group.Run: it runs the work on a goroutine of its own for
+// every term, and decides what a work that returns while its term lasts
+// means (docs/adr/0004-leader-work-outcomes.md).
 type workRunner struct {
 	el   *Election
 	fn   WorkFunc
 	opts workOptions
+	// finished receives the outcome of the first work that returned while
+	// its term lasted and did not step down: nil or a *WorkError. Partitions
+	// of a group share their group's channel.
+	finished chan error
+	// partition is set for the partitions of a group: a partition work that
+	// returns nil gives its partition up instead of ending the group.
+	partition bool
+}
+
+func newWorkRunner(el *Election, fn WorkFunc, o workOptions, finished chan error) *workRunner {
+	w := &workRunner{el: el, fn: fn, opts: o, finished: finished, partition: finished != nil}
+	if w.finished == nil {
+		w.finished = make(chan error, 1)
+	}
+	return w
 }
 
 func (w *workRunner) OnElected(_ context.Context, t *Term) {
@@ -157,8 +216,21 @@ func (w *workRunner) OnElected(_ context.Context, t *Term) {
 	go func() {
 		defer t.doneWork()
 		err := w.el.c.runWork(ctx, t, w.fn)
-		if err != nil && w.opts.stepDown && ctx.Err() == nil {
-			_ = w.el.StepDown(ctx, w.opts.cooldown)
+		if ctx.Err() != nil {
+			return // interrupted: the term ended, the election goes on
+		}
+		switch {
+		case err != nil && w.opts.stepDown:
+			_ = w.el.end(ctx, SteppedDown, w.opts.cooldown, nil, t)
+		case err == nil && w.partition:
+			// Nothing left to do on this partition for now: give it up, so
+			// that the group rebalances it (another node, or this one later).
+			_ = w.el.end(ctx, SteppedDown, w.el.c.cfg.RenewInterval, nil, t)
+		default:
+			select {
+			case w.finished <- err:
+			default: // another outcome came first
+			}
 		}
 	}()
 }

@@ -3,6 +3,7 @@ package simba_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -235,6 +236,187 @@ func TestHandoverSurvivesKeepAlives(t *testing.T) {
 		}
 		if _, _, held := s.Owner("job"); held {
 			t.Fatal("lease held after the handover")
+		}
+	})
+}
+
+// Leader work calls end with the client: RunWhileLeader, Schedule and
+// Group.Run return an error matching ErrClosed at once after Close, and
+// the work has been interrupted.
+func TestWorkCallsReturnAfterClose(t *testing.T) {
+	calls := map[string]func(c *simba.Client, started chan<- struct{}) error{
+		"RunWhileLeader": func(c *simba.Client, started chan<- struct{}) error {
+			return c.Election("job").RunWhileLeader(context.Background(), func(ctx context.Context, _ *simba.Term) error {
+				started <- struct{}{}
+				<-ctx.Done()
+				return nil
+			})
+		},
+		"Schedule": func(c *simba.Client, started chan<- struct{}) error {
+			return c.Election("job").Schedule(context.Background(), time.Second, func(context.Context, *simba.Term) error {
+				started <- struct{}{}
+				return nil
+			})
+		},
+		"Group.Run": func(c *simba.Client, started chan<- struct{}) error {
+			return c.Group("parts", 2).Run(context.Background(), func(ctx context.Context, _ int, _ *simba.Term) error {
+				started <- struct{}{}
+				<-ctx.Done()
+				return nil
+			})
+		},
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := memory.New()
+				c := newClient(t, s.Connect())
+				started := make(chan struct{}, 10)
+				done := make(chan error, 1)
+				go func() { done <- call(c, started) }()
+				<-started
+				if err := c.Close(context.Background()); err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+				closedAt := time.Now()
+				select {
+				case err := <-done:
+					if !errors.Is(err, simba.ErrClosed) {
+						t.Fatalf("returned %v, want ErrClosed", err)
+					}
+					if d := time.Since(closedAt); d != 0 {
+						t.Fatalf("returned %v after Close", d)
+					}
+				case <-time.After(time.Minute):
+					t.Fatal("still blocked a minute after Close")
+				}
+			})
+		})
+	}
+}
+
+// A work that fails while its term lasts ends RunWhileLeader with a
+// *WorkError, after the lease was released, so another node takes over;
+// a panic is returned the same way.
+func TestRunWhileLeaderReturnsWorkFailure(t *testing.T) {
+	boom := errors.New("boom")
+	for name, fn := range map[string]simba.WorkFunc{
+		"error": func(context.Context, *simba.Term) error { return boom },
+		"panic": func(context.Context, *simba.Term) error { panic("kaput") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := memory.New()
+				c1 := newClient(t, s.Connect())
+				c2 := newClient(t, s.Connect())
+				err := c1.Election("job").RunWhileLeader(context.Background(), func(ctx context.Context, term *simba.Term) error {
+					time.Sleep(100 * time.Millisecond)
+					return fn(ctx, term)
+				})
+				var we *simba.WorkError
+				if !errors.As(err, &we) || we.Name != "job" || we.Token == 0 {
+					t.Fatalf("RunWhileLeader returned %v, want a *WorkError of job", err)
+				}
+				if name == "error" && !errors.Is(err, boom) {
+					t.Fatalf("%v does not wrap the work's error", err)
+				}
+				if name == "panic" && (we.Panic != "kaput" || !strings.Contains(err.Error(), "kaput")) {
+					t.Fatalf("panic value %v in %v", we.Panic, err)
+				}
+				if _, _, held := s.Owner("job"); held {
+					t.Fatal("lease still held after RunWhileLeader returned")
+				}
+				r := newRecorder()
+				_ = c2.Election("job").Start(r)
+				if term := r.elected(t, time.Second); term.Token() <= we.Token {
+					t.Fatalf("next term %v after the failed one %d", term, we.Token)
+				}
+			})
+		})
+	}
+}
+
+// A work that returns nil while its term lasts has finished: RunWhileLeader
+// stops leading and returns nil; the lease is free.
+func TestRunWhileLeaderReturnsWhenWorkDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		c := newClient(t, s.Connect())
+		var runs atomic.Int32
+		err := c.Election("once").RunWhileLeader(context.Background(), func(context.Context, *simba.Term) error {
+			runs.Add(1)
+			return nil
+		})
+		if err != nil || runs.Load() != 1 {
+			t.Fatalf("RunWhileLeader = %v after %d runs, want nil after 1", err, runs.Load())
+		}
+		if _, _, held := s.Owner("once"); held {
+			t.Fatal("lease held after the work finished")
+		}
+	})
+}
+
+// Stop called elsewhere ends RunWhileLeader with nil.
+func TestRunWhileLeaderEndsOnStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		c := newClient(t, s.Connect())
+		started := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Election("job").RunWhileLeader(context.Background(), func(ctx context.Context, _ *simba.Term) error {
+				close(started)
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		<-started
+		if err := c.Election("job").Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("RunWhileLeader after Stop: %v", err)
+		}
+	})
+}
+
+// A partition whose work fails ends Group.Run with the *WorkError; a
+// partition whose work returns nil is given up and taken again later.
+func TestGroupWorkOutcomes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		c := newClient(t, s.Connect())
+		var runs [2]atomic.Int32
+		boom := errors.New("boom")
+		start := time.Now()
+		err := c.Group("g", 2).Run(context.Background(), func(ctx context.Context, p int, _ *simba.Term) error {
+			n := runs[p].Add(1)
+			if p == 0 {
+				return nil // done for now: given up, run again on a later term
+			}
+			if n == 1 {
+				<-time.After(5 * time.Second)
+				return boom
+			}
+			return nil
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("Group.Run returned %v, want the partition's error", err)
+		}
+		var we *simba.WorkError
+		if !errors.As(err, &we) || we.Name != "g.1" {
+			t.Fatalf("%v is not a *WorkError of g.1", err)
+		}
+		if d := time.Since(start); d < 5*time.Second {
+			t.Fatalf("returned after %v", d)
+		}
+		if n := runs[0].Load(); n < 3 {
+			t.Fatalf("partition 0 ran %d times in 5s, want it given up and taken again", n)
+		}
+		for _, name := range []string{"g.0", "g.1"} {
+			if _, _, held := s.Owner(name); held {
+				t.Fatalf("%s held after Group.Run returned", name)
+			}
 		}
 	})
 }

@@ -340,15 +340,18 @@ func (w *world) startWork(name, lease string, wk *work) error {
 	started := make(chan error, 1)
 	n.goBackground(func() {
 		defer close(wk.done)
-		// RunWhileLeader returns once the scenario ends; an error means
-		// it did not start.
+		// RunWhileLeader returns once the scenario ends, or when the work
+		// closes the client; an error before any run means it did not start.
 		started <- el.RunWhileLeader(w.ctx, wk.fn)
 	})
 	// Give a failed start the chance to show.
 	w.settle()
 	select {
 	case err := <-started:
-		if err != nil {
+		wk.mu.Lock()
+		ran := len(wk.runs) > 0
+		wk.mu.Unlock()
+		if err != nil && !ran {
 			return fmt.Errorf("RunWhileLeader: %w", err)
 		}
 	default:
