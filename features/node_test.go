@@ -244,11 +244,17 @@ func (n *node) leading(name string) (*simba.Term, bool) {
 	return t, true
 }
 
+// errWorkFailed is what failing leader work returns or panics with.
+var errWorkFailed = errors.New("the work failed")
+
 // work is leader work a node runs with RunWhileLeader, and what it saw.
 type work struct {
 	ignoreFor time.Duration // the work ignores interruption this long
 	exitAfter time.Duration // once interrupted, the work takes this long to exit
+	endAfter  time.Duration // with ending set, the work ends on its own this long after it starts
+	ending    string        // "fails", "panics" or "finishes"; empty: runs until interrupted
 	done      chan struct{} // closed when RunWhileLeader returned
+	result    error         // what RunWhileLeader returned
 
 	mu   sync.Mutex
 	runs []*workRun
@@ -282,6 +288,26 @@ func (wk *work) fn(ctx context.Context, t *simba.Term) error {
 	stop := context.AfterFunc(ctx, interrupted)
 	if mc != nil {
 		mc.make(ctx, t)
+	}
+	if wk.ending != "" {
+		select {
+		case <-ctx.Done():
+			interrupted()
+		case <-time.After(wk.endAfter):
+		}
+		stop()
+		wk.mu.Lock()
+		r.end = time.Now()
+		wk.mu.Unlock()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case wk.ending == "fails":
+			return errWorkFailed
+		case wk.ending == "panics":
+			panic(errWorkFailed)
+		}
+		return nil
 	}
 	if wk.ignoreFor > 0 {
 		time.Sleep(wk.ignoreFor)

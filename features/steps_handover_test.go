@@ -26,6 +26,8 @@ func (w *world) handoverSteps(step func(string, any)) {
 	step(`^([A-Z]) runs leader work for "([^"]*)" that takes (.+) to exit once interrupted$`, w.runsWork)
 	step(`^([A-Z]) runs leader work for "([^"]*)" that ignores interruption for (.+)$`, w.runsStubbornWork)
 	step(`^([A-Z]) runs leader work for "([^"]*)" that, once running, will (.+)$`, w.runsWorkThatCalls)
+	step(`^([A-Z]) runs leader work for "([^"]*)" that (fails|panics|finishes) after (.+)$`, w.runsEndingWork)
+	step(`^within (.+) ([A-Z])'s leader work call for "([^"]*)" returns (nil|the work's failure)$`, w.workCallReturns)
 	step(`^([A-Z])'s handover of "([^"]*)" went in this order: term revoked, work interrupted, work exited, lease released with its token, call returned$`, w.workHandoverOrder)
 	step(`^([A-Z]) released "([^"]*)" at the local deadline the term had at the stop, while the work was still running$`, w.releasedAtDeadline)
 	step(`^([A-Z])'s work on "([^"]*)" was interrupted when the term ended, and was still running$`, w.workInterruptedAtEnd)
@@ -342,7 +344,11 @@ func (w *world) startWork(name, lease string, wk *work) error {
 		defer close(wk.done)
 		// RunWhileLeader returns once the scenario ends, or when the work
 		// closes the client; an error before any run means it did not start.
-		started <- el.RunWhileLeader(w.ctx, wk.fn)
+		err := el.RunWhileLeader(w.ctx, wk.fn)
+		wk.mu.Lock()
+		wk.result = err
+		wk.mu.Unlock()
+		started <- err
 	})
 	// Give a failed start the chance to show.
 	w.settle()
@@ -373,6 +379,43 @@ func (w *world) runsStubbornWork(name, lease, phrase string) error {
 		return err
 	}
 	return w.startWork(name, lease, &work{ignoreFor: d})
+}
+
+func (w *world) runsEndingWork(name, lease, how, phrase string) error {
+	_, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	return w.startWork(name, lease, &work{endAfter: d, ending: how})
+}
+
+func (w *world) workCallReturns(phrase, name, lease, want string) error {
+	n, d, err := w.nodeDur(name, phrase)
+	if err != nil {
+		return err
+	}
+	wk, ok := n.works[w.name(lease)]
+	if !ok {
+		return fmt.Errorf("node %s runs no work for %s", name, lease)
+	}
+	select {
+	case <-wk.done:
+	case <-time.After(d):
+		return fmt.Errorf("the leader work call for %s still runs after %v", lease, d)
+	}
+	wk.mu.Lock()
+	got := wk.result
+	wk.mu.Unlock()
+	var we *simba.WorkError
+	switch {
+	case want == "nil" && got != nil:
+		return fmt.Errorf("the call returned %v, want nil", got)
+	case want != "nil" && !errors.As(got, &we):
+		return fmt.Errorf("the call returned %v, want a *simba.WorkError", got)
+	case want != "nil" && !errors.Is(got, errWorkFailed) && we.Panic == nil:
+		return fmt.Errorf("the call returned %v, not the work's failure", got)
+	}
+	return nil
 }
 
 func (w *world) runsWorkThatCalls(name, lease, what string) error {

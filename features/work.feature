@@ -63,3 +63,19 @@ Feature: Leader work and scheduled work
       | , with a fixed delay      | 400ms | 0s, 1.4s, 2.8s, 4.2s          |
       | , first after 300ms       | 400ms | 300ms, 1.3s, 2.3s, 3.3s, 4.3s |
       |                           | 1.5s  | 0s, 2s, 4s                    |
+
+  @R-WORK-1 @R-HO-1
+  Scenario Outline: Work that ends while its term lasts ends the call, and the lease goes to the next node
+    Given nodes A and B are connected
+    And A runs leader work for "report" that <ends> after 200ms
+    And within one lease duration A is leader of "report"
+    And B runs leader work for "report" that takes no time to exit once interrupted
+    Then within one lease duration A's leader work call for "report" returns <result>
+    And within one lease duration B is leader of "report"
+    And A's term of "report" had ended with STOPPED before B's term began
+
+    Examples:
+      | ends     | result              |
+      | fails    | the work's failure  |
+      | panics   | the work's failure  |
+      | finishes | nil                 |
