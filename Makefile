@@ -13,8 +13,11 @@ GO ?= go
 GOFMT ?= gofmt
 GO_TEST_FLAGS ?= -race -count=1
 GOLANGCI_LINT_VERSION ?= v2.15.0
+ACTIONLINT_VERSION ?= v1.7.12
+GOVULNCHECK_VERSION ?= v1.9.0
 BIN := $(CURDIR)/bin
 GOLANGCI_LINT := $(BIN)/golangci-lint
+ACTIONLINT := $(BIN)/actionlint
 TESTENV := $(CURDIR)/tools/testenv
 
 # Module directories relative to the root, without the leading "./".
@@ -31,7 +34,7 @@ define load_module
 pkgs=$$(grep -v 'matched no packages' <<<"$$pkgs" || true)
 endef
 
-.PHONY: help test test-modules test-core demo lint lint-tool tidy bench servers-up servers-down modules
+.PHONY: help test test-modules test-core demo lint lint-tool vuln tidy bench servers-up servers-down modules
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -73,7 +76,7 @@ bench: ## run tools/bench against real servers (BENCH_QUICK=1: under 2 minutes)
 		echo "make bench: tools/bench has no main package yet"; exit 1; fi
 	@$(TESTENV)/with-servers $(GO) run ./tools/bench
 
-lint: lint-tool ## gofmt, go vet and golangci-lint on every module
+lint: lint-tool ## gofmt, go vet and golangci-lint on every module; actionlint on the workflows
 	@if [ -z "$(MODULES)" ]; then echo "no modules found in go.work"; exit 1; fi
 	@status=0; \
 	unformatted=$$($(GOFMT) -l $(MODULES) | sort -u); \
@@ -85,6 +88,8 @@ lint: lint-tool ## gofmt, go vet and golangci-lint on every module
 		(cd $$m && $(GO) vet ./...) || status=1; \
 		(cd $$m && $(GOLANGCI_LINT) run ./...) || status=1; \
 	done; \
+	echo "==================== actionlint .github/workflows ===================="; \
+	$(ACTIONLINT) || status=1; \
 	exit $$status
 
 # lint-tool installs golangci-lint $(GOLANGCI_LINT_VERSION) into ./bin
@@ -94,6 +99,14 @@ lint-tool:
 		echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) into $(BIN)"; \
 		GOBIN=$(BIN) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION); \
 	fi
+	@if [ "$$($(ACTIONLINT) -version 2>/dev/null | head -n 1)" != "$(ACTIONLINT_VERSION)" ]; then \
+		echo "installing actionlint $(ACTIONLINT_VERSION) into $(BIN)"; \
+		GOBIN=$(BIN) $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION); \
+	fi
+
+vuln: ## govulncheck on every module (needs the Go vulnerability database online)
+	@GOBIN=$(BIN) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
+	@status=0; for m in $(MODULES); do echo "govulncheck $$m"; (cd $$m && $(BIN)/govulncheck ./...) || status=1; done; exit $$status
 
 tidy: ## go mod tidy in every module
 	@for m in $(MODULES); do echo "tidy $$m"; (cd $$m && $(GO) mod tidy); done
