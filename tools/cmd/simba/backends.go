@@ -58,16 +58,55 @@ func badURL(format string, args ...any) error {
 // openBackend opens the backend of rawURL. Its errors never contain a
 // password.
 func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error) {
-	scheme, _, ok := strings.Cut(rawURL, "://")
-	if !ok || scheme == "" {
-		return nil, nil, badURL("backend URL %q has no scheme: want one of %s", redactURL(rawURL), schemeList())
+	u := parseBackendURL(rawURL)
+	if u.scheme == "" {
+		return nil, nil, badURL("backend URL %q has no scheme: want one of %s", u.redactedString(), schemeList())
 	}
-	for _, k := range backendKinds {
-		if slices.Contains(k.schemes, strings.ToLower(scheme)) {
-			return k.open(ctx, rawURL, o)
+	var kind *backendKind
+	for i, k := range backendKinds {
+		if slices.Contains(k.schemes, strings.ToLower(u.scheme)) {
+			kind = &backendKinds[i]
+			break
 		}
 	}
-	return nil, nil, badURL("unknown backend scheme %q: want one of %s", scheme, schemeList())
+	if kind == nil {
+		return nil, nil, badURL("unknown backend scheme %q: want one of %s", u.scheme, schemeList())
+	}
+	if err := checkURL(u); err != nil {
+		return nil, nil, err
+	}
+	return kind.open(ctx, rawURL, o)
+}
+
+// checkURL refuses the URLs whose credentials a driver would misread, and
+// so could print in part: an ambiguous '@', or a bad percent-escape, which
+// url.Parse would quote. Other errors of url.Parse name the host or the
+// port only, the user information being unambiguous. pgx parses
+// postgres:// URLs itself and masks the password in its errors.
+func checkURL(u backendURL) error {
+	if u.ambiguous {
+		return badURL("backend URL %s: the user information may end at more than one '@': percent-encode "+
+			"'@', '/', '?', '#' and '%%' in a password (%%40, %%2F, %%3F, %%23, %%25) and '@' in the path or query",
+			u.redactedString())
+	}
+	switch strings.ToLower(u.scheme) {
+	case "zk", "postgres", "postgresql":
+		return nil
+	}
+	_, err := url.Parse(u.raw)
+	var escape url.EscapeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &escape):
+		return badURL("backend URL %s: invalid percent-escape: write '%%' as %%25", u.redactedString())
+	default:
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // without the URL it repeats
+		}
+		return badURL("backend URL %s: %v", u.redactedString(), err)
+	}
 }
 
 func schemeList() string {
@@ -78,39 +117,6 @@ func schemeList() string {
 		}
 	}
 	return strings.Join(all, ", ")
-}
-
-// redactURL returns rawURL with the password of its user information and
-// of password query parameters replaced, fit to print.
-func redactURL(rawURL string) string {
-	scheme, rest, ok := strings.Cut(rawURL, "://")
-	if !ok {
-		if strings.ContainsAny(rawURL, "@") {
-			return "(redacted)"
-		}
-		return rawURL
-	}
-	authority, tail := rest, ""
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority, tail = rest[:i], rest[i:]
-	}
-	if at := strings.LastIndex(authority, "@"); at >= 0 {
-		if user, _, hasPassword := strings.Cut(authority[:at], ":"); hasPassword {
-			authority = user + ":xxxxx" + authority[at:]
-		}
-	}
-	if path, query, hasQuery := strings.Cut(tail, "?"); hasQuery {
-		params := strings.Split(query, "&")
-		for i, p := range params {
-			key, _, _ := strings.Cut(p, "=")
-			switch strings.ToLower(key) {
-			case "password", "passwd", "pass", "sslpassword":
-				params[i] = key + "=xxxxx"
-			}
-		}
-		tail = path + "?" + strings.Join(params, "&")
-	}
-	return scheme + "://" + authority + tail
 }
 
 // memoryStores holds the in-process stores of memory:// URLs by name, so
@@ -135,10 +141,10 @@ func memoryStore(name string) *memory.Server {
 func openMemory(_ context.Context, rawURL string, _ backendOptions) (simba.Backend, func() error, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, nil, badURL("memory URL %q: %w", rawURL, errors.Unwrap(err))
+		return nil, nil, badURL("memory URL %q: not a valid URL", redactURL(rawURL))
 	}
 	if u.User != nil || u.Port() != "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return nil, nil, badURL("memory URL %q: want memory:// or memory://NAME", rawURL)
+		return nil, nil, badURL("memory URL %q: want memory:// or memory://NAME", redactURL(rawURL))
 	}
 	return memoryStore(u.Hostname()).Connect(), func() error { return nil }, nil
 }
@@ -187,24 +193,21 @@ func openSQL(ctx context.Context, rawURL string, o backendOptions) (simba.Backen
 }
 
 // openZK opens zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]; the
-// user information is a digest identity. It checks that one server
-// accepts a connection, since the backend itself dials only when a session
-// opens.
+// user information is a digest identity, taken literally up to the last
+// '@', so that a password may hold any character. It checks that one
+// server accepts a connection, since the backend itself dials only when a
+// session opens.
 func openZK(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error) {
 	_, connect, _ := strings.Cut(rawURL, "://")
-	if strings.ContainsAny(connect, "?#") {
-		return nil, nil, badURL("zk URL %s: query parameters are not supported", redactURL(rawURL))
-	}
 	opts := simbazk.Options{Logger: o.logger}
-	hostsEnd := strings.IndexByte(connect, '/')
-	if hostsEnd < 0 {
-		hostsEnd = len(connect)
-	}
-	if at := strings.LastIndex(connect[:hostsEnd], "@"); at >= 0 {
+	if at := strings.LastIndexByte(connect, '@'); at >= 0 {
 		opts.Auth, connect = connect[:at], connect[at+1:]
 		if user, _, ok := strings.Cut(opts.Auth, ":"); !ok || user == "" {
 			return nil, nil, badURL("zk URL %s: user information must be USER:PASSWORD", redactURL(rawURL))
 		}
+	}
+	if strings.ContainsAny(connect, "?#") {
+		return nil, nil, badURL("zk URL %s: query parameters are not supported", redactURL(rawURL))
 	}
 	servers, _, err := simbazk.ParseConnectString(connect)
 	if err != nil {

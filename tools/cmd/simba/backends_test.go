@@ -17,10 +17,10 @@ func TestRedactURL(t *testing.T) {
 		{"redis://:s3cr3t@host:6379/0", "redis://:xxxxx@host:6379/0"},
 		{"rediss://user:s3cr3t@host", "rediss://user:xxxxx@host"},
 		{"postgres://app:s3cr3t@db/app?sslmode=require", "postgres://app:xxxxx@db/app?sslmode=require"},
-		{"postgres://app@db/app?password=s3cr3t&sslmode=require", "postgres://app@db/app?password=xxxxx&sslmode=require"},
+		{"postgres://app@db/app?password=s3cr3t&sslmode=require", "postgres://app@db/app?password=xxxxx"},
 		{"mysql://root@127.0.0.1:3306/simba", "mysql://root@127.0.0.1:3306/simba"},
 		{"zk://app:s3cr3t@zk1:2181,zk2:2181/app", "zk://app:xxxxx@zk1:2181,zk2:2181/app"},
-		{"user:s3cr3t@host", "(redacted)"},
+		{"user:s3cr3t@host", "xxxxx@host"},
 		{"localhost", "localhost"},
 	}
 	for _, tt := range tests {

@@ -32,9 +32,15 @@ func TestBadUsageExitsTwoWithOneLine(t *testing.T) {
 		{[]string{"lock", "--backend", "memory://x/y", "job", "--", "true"}, "want memory:// or memory://NAME"},
 		{[]string{"lock", "--backend", "memory://", "--lease", "10ms", "job", "--", "true"}, "--lease 10ms"},
 		{[]string{"lock", "--backend", "memory://", "--lease", "-1s", "job", "--", "true"}, "must be positive"},
-		{[]string{"lock", "--backend", "redis://:s3cr3t@[::1", "job", "--", "true"}, "simbaredis: invalid options"},
-		{[]string{"lock", "--backend", "redis://u:s3cr3t@host:port/x", "job", "--", "true"}, "simbaredis: invalid options"},
+		{[]string{"lock", "--backend", "redis://:s3cr3t@[::1", "job", "--", "true"}, "missing ']' in host"},
+		{[]string{"lock", "--backend", "redis://u:s3cr3t@host:port/x", "job", "--", "true"}, `invalid port ":port" after host`},
+		{[]string{"lock", "--backend", "redis://u:s3cr3t@host/x", "job", "--", "true"}, "simbaredis: invalid options"},
 		{[]string{"lock", "--backend", "postgres://u:s3cr3t@host:notaport/db", "job", "--", "true"}, "simbasql: url"},
+		{[]string{"lock", "--backend", "postgres://u:s3@cr3t@host/db", "job", "--", "true"}, "may end at more than one '@'"},
+		{[]string{"lock", "--backend", "postgres://u:s3cr3t@host/db?connect_timeout=soon", "job", "--", "true"}, "simbasql: url"},
+		{[]string{"lock", "--backend", "postgres://u@host/db?password=s3cr3t&connect_timeout=soon", "job", "--", "true"}, "simbasql: url"},
+		{[]string{"lock", "--backend", "redis://u:s3/cr3t@host/0", "job", "--", "true"}, "may end at more than one '@'"},
+		{[]string{"lock", "--backend", "redis://u:s3cr3t%zz@host/0", "job", "--", "true"}, "invalid percent-escape"},
 		{[]string{"lock", "--backend", "mysql://u:s3cr3t@host/", "job", "--", "true"}, "no database name"},
 		{[]string{"lock", "--backend", "zk://", "job", "--", "true"}, "names no server"},
 		{[]string{"lock", "--backend", "zk://u:s3cr3t@host", "job", "--", "true"}, "want HOST:PORT"},
@@ -104,7 +110,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 
 func TestHelpListsFlagsAndExitCodes(t *testing.T) {
 	r := runSimba(t, "lock", "--help")
-	for _, want := range []string{"--backend URL", "--timeout duration", "--grace duration", "(default 5s)", "SIMBA_TOKEN", "75", "76", "127"} {
+	for _, want := range []string{"--backend URL", "--timeout duration", "--grace duration", "(default: the safety gap", "SIMBA_TOKEN", "75", "76", "127"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("lock --help does not mention %q:\n%s", want, r.stdout)
 		}

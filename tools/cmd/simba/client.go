@@ -51,6 +51,10 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 		return nil, a.usageError(cmd, errors.New("no backend: give --backend URL or set "+backendEnv+
 			" (memory:// for a trial in this process only)"))
 	}
+	u := parseBackendURL(rawURL)
+	// From here on no line simba prints, a driver's message or a log
+	// record included, shows the URL's credentials.
+	a.secrets = u.secretStrings()
 	if c.lease <= 0 {
 		return nil, a.usageError(cmd, fmt.Errorf("--lease %v: must be positive", c.lease))
 	}
@@ -65,9 +69,9 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 	if c.verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: level}))
+	logger := slog.New(slog.NewTextHandler(scrubWriter{a.stderr, a.secrets}, &slog.HandlerOptions{Level: level}))
 
-	where := redactURL(rawURL)
+	where := u.redactedString()
 	octx, cancel := context.WithTimeout(ctx, c.connectTimeout)
 	b, closeBackend, err := openBackend(octx, rawURL, backendOptions{migrate: c.migrate, logger: logger})
 	cancel()

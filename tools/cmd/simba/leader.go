@@ -16,15 +16,29 @@ one of them runs the command at a time.
 
 The command finds SIMBA_LEASE (the lease name) and SIMBA_TOKEN (the fencing
 token of the current term, a decimal integer that grows with every term) in
-its environment. A term can end while the command still runs, for as long as
-it takes to stop it: pass the token with every write to a shared resource and
-have the resource refuse a token lower than the highest it has seen.
+its environment; of simba's variables (SIMBA_*) it sees only these two:
+SIMBA_BACKEND, which may hold a password, is not passed on. A term can end
+while the command still runs, for as long as it takes to stop it: pass the
+token with every write to a shared resource and have the resource refuse a
+token lower than the highest it has seen.
 
-When the command exits on its own while this node leads, simba gives the lease
-up, so that another node takes over, and exits with the command's exit code.
-On SIGINT or SIGTERM simba stops the command, gives the lease up and exits
-with the command's code, or 128+N (130 for SIGINT, 143 for SIGTERM) when no
-command was running.
+The command runs as the leader of a process group of its own, and simba
+stops the whole group: SIGTERM to every process in it, then SIGKILL to those
+left after --grace; a new term starts the command only once the group is
+gone. After a term ends another node may already lead: the command's
+processes may run for up to --grace. The default --grace is the safety gap,
+--lease × drift + margin (200ms with the default --lease of 15s): the time
+the backend keeps the lease after this node's local deadline, so that the
+group is gone before another node can take the lease over. simba warns when
+--grace exceeds the gap.
+
+When the command exits on its own while this node leads, simba stops what it
+left running in its group, gives the lease up, so that another node takes
+over, and exits with the command's exit code. On SIGINT, SIGTERM, SIGHUP or
+SIGQUIT simba stops the command's group, gives the lease up and exits with
+the command's code, or 128+N (130 for SIGINT, 143 for SIGTERM) when no
+command was running. When simba itself is killed (SIGKILL), the command gets
+SIGKILL from the kernel on Linux; the other processes of its group run on.
 
 Exit codes:
   the command's    when it exits on its own (128+N when signal N ended it)
@@ -47,6 +61,7 @@ func runLeader(ctx context.Context, a *app, args []string) int {
 		return code
 	}
 	defer n.close(a, cmd)
+	c.resolveGrace(a, n.client.Config())
 	name, argv := c.name, c.argv
 
 	// The listener hands each term to the loop below; a term that ends
@@ -87,14 +102,15 @@ func runLeader(ctx context.Context, a *app, args []string) int {
 		}
 		select {
 		case <-ch.done:
+			ch.stopRest(a, cmd, c.grace)
 			a.report(cmd, "%s exited with code %d: giving %s up", argv[0], ch.exitCode(), name)
 			return ch.exitCode()
 		case <-t.Done():
 			a.report(cmd, "term of %s with token %d ended: %s; stopping %s", name, t.Token(), endReason(t), argv[0])
-			ch.stop(c.grace)
+			ch.stopGroup(a, cmd, c.grace)
 			a.report(cmd, "%s stopped (exit code %d); waiting for the next term", argv[0], ch.exitCode())
 		case <-ctx.Done():
-			ch.stop(c.grace)
+			ch.stopGroup(a, cmd, c.grace)
 			return ch.exitCode()
 		}
 	}

@@ -20,11 +20,31 @@ every write to a shared resource and have the resource refuse a token lower
 than the highest it has seen: that stops a holder whose lock ended while it
 was paused.
 
+The command runs as the leader of a process group of its own, and simba
+stops the whole group: SIGTERM to every process in it, then SIGKILL to those
+left after --grace. simba releases the lock only once no process of the group
+is left (or SIGKILL was sent). When the command exits on its own, simba stops
+what it left running in its group the same way before releasing the lock.
+
 When the lock is lost while the command runs (no keep-alive succeeded before
 the session's local deadline, the backend expired the session, or another
-session took the lease over), the command gets SIGTERM, then SIGKILL after
---grace, and simba exits with 76. On SIGINT or SIGTERM simba stops the command
-the same way, releases the lock and exits with the command's code.
+session took the lease over), simba stops the command's group and exits with
+76. The command's processes may run for up to --grace after the loss, while
+another node may already hold the lock. The default --grace is the safety
+gap, --lease × drift + margin (200ms with the default --lease of 15s): the
+time the backend keeps the lease after this node's local deadline, so that
+the group is gone before another node can take the lock. simba warns when
+--grace exceeds the gap. The gap is shorter when the backend expired the
+session or another session took the lease over: then the lease is already
+free. The fencing token is what protects a resource in every case.
+
+On SIGINT, SIGTERM, SIGHUP or SIGQUIT simba stops the command's group the
+same way, releases the lock and exits with the command's code. When simba
+itself is killed (SIGKILL), the command gets SIGKILL from the kernel on Linux;
+the other processes of its group run on.
+
+Of simba's variables (SIMBA_*) the command sees only SIMBA_LEASE and
+SIMBA_TOKEN: SIMBA_BACKEND, which may hold a password, is not passed on.
 
 Exit codes:
   the command's    when it exits on its own (128+N when signal N ended it)
@@ -53,6 +73,7 @@ func runLock(ctx context.Context, a *app, args []string) int {
 		return code
 	}
 	defer n.close(a, cmd)
+	c.resolveGrace(a, n.client.Config())
 	name := c.name
 
 	actx, cancel := ctx, context.CancelFunc(func() {})
@@ -84,6 +105,7 @@ func runLock(ctx context.Context, a *app, args []string) int {
 	}
 	select {
 	case <-ch.done:
+		ch.stopRest(a, cmd, c.grace)
 		if !lt.Valid() {
 			// The term ended before simba saw the command exit: part of
 			// the command may have run without the lock.
@@ -93,10 +115,10 @@ func runLock(ctx context.Context, a *app, args []string) int {
 		return ch.exitCode()
 	case <-lt.Done():
 		a.report(cmd, "lost lock %s (token %d): %s; stopping the command", name, lt.Token(), endReason(lt.Term))
-		ch.stop(c.grace)
+		ch.stopGroup(a, cmd, c.grace)
 		return exitLockLost
 	case <-ctx.Done():
-		ch.stop(c.grace)
+		ch.stopGroup(a, cmd, c.grace)
 		return ch.exitCode()
 	}
 }

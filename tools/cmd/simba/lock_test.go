@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	simba "github.com/simba-go/simba/core"
 )
 
 var memoryURLs struct {
@@ -214,5 +216,76 @@ func TestLockReadsBackendFromEnvironment(t *testing.T) {
 	}
 	if memoryStore(strings.TrimPrefix(url, "memory://")).LastToken("job") != 1 {
 		t.Error("the lock was not taken on the store named by " + backendEnv)
+	}
+}
+
+// defaultGap is the safety gap of the default lease: lease*drift + margin.
+var defaultGap = time.Duration(float64(simba.DefaultLeaseDuration)*simba.DefaultDrift) + simba.DefaultMargin
+
+// TestHelpStatesTheSafetyGap: both commands say that the command may run
+// for up to --grace after the lease was lost, and what the default is.
+func TestHelpStatesTheSafetyGap(t *testing.T) {
+	for _, cmd := range []string{"lock", "leader"} {
+		r := runSimba(t, cmd, "--help")
+		for _, want := range []string{"may run\nfor up to --grace", "safety gap", defaultGap.String(), "--lease × drift + margin", "warns"} {
+			if !strings.Contains(strings.ReplaceAll(r.stdout, "\n", " "), strings.ReplaceAll(want, "\n", " ")) {
+				t.Errorf("%s --help does not say %q:\n%s", cmd, want, r.stdout)
+			}
+		}
+	}
+}
+
+// TestGraceLongerThanTheSafetyGapWarns: a --grace above lease*drift +
+// margin gets a warning on stderr, the default and shorter values none.
+func TestGraceLongerThanTheSafetyGapWarns(t *testing.T) {
+	tests := []struct {
+		flags []string
+		want  string // "" for no warning
+	}{
+		{nil, ""},
+		{[]string{"--grace", "150ms"}, ""},
+		{[]string{"--grace", "0s"}, ""},
+		{[]string{"--grace", "5s"}, "simba lock: warning: --grace 5s exceeds the safety gap of 200ms (--lease 15s × drift 0.01 + margin 50ms)"},
+		{[]string{"--lease", "1s", "--grace", "100ms"}, "--grace 100ms exceeds the safety gap of 60ms"},
+	}
+	for _, tt := range tests {
+		name := strings.Join(tt.flags, " ")
+		if name == "" {
+			name = "default"
+		}
+		t.Run(name, func(t *testing.T) {
+			args := append(append([]string{"lock", "--backend", memoryURL(t)}, tt.flags...), "job", "--")
+			r := runSimba(t, append(args, helper(t, "exit", "0")...)...)
+			if r.code != 0 {
+				t.Fatalf("exit code %d, stderr %q", r.code, r.stderr)
+			}
+			switch {
+			case tt.want == "" && r.stderr != "":
+				t.Errorf("stderr %q, want nothing", r.stderr)
+			case tt.want != "" && !strings.Contains(r.stderr, tt.want):
+				t.Errorf("stderr %q, want a warning %q", r.stderr, tt.want)
+			}
+		})
+	}
+}
+
+// TestDefaultGraceFitsTheSafetyGap: without --grace, a command that
+// ignores SIGTERM is killed within the safety gap of its lease (60ms for
+// 1s), not seconds after the lock was lost.
+func TestDefaultGraceFitsTheSafetyGap(t *testing.T) {
+	url := memoryURL(t)
+	store := memoryStore(strings.TrimPrefix(url, "memory://"))
+	inv := start(t, append([]string{"lock", "--backend", url, "--lease", "1s", "job", "--"}, helper(t, "ignore-term")...)...)
+	inv.waitOutput(t, "started token=1\n", 10*time.Second)
+	lost := time.Now()
+	id, _, _ := store.Owner("job")
+	store.ExpireSession(id)
+	r := inv.wait(t, 10*time.Second)
+	if r.code != exitLockLost {
+		t.Fatalf("exit code %d, want %d; stderr %q", r.code, exitLockLost, r.stderr)
+	}
+	// The gap is 60ms; the bound leaves room for a loaded machine.
+	if elapsed := time.Since(lost); elapsed > 2*time.Second {
+		t.Errorf("the command was killed %v after the loss, want about 60ms", elapsed)
 	}
 }

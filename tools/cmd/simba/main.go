@@ -17,8 +17,9 @@
 // command or flag, missing argument, bad URL or name); 69 backend
 // unavailable; 75 lock not acquired before --timeout; 76 lock or leadership
 // lost while the command ran; 126 command not executable; 127 command not
-// found; 128+N the command died of signal N. Otherwise simba lock and
-// simba leader exit with the command's own code.
+// found; 128+N the command died of signal N, or simba was stopped by
+// signal N (SIGINT, SIGTERM, SIGHUP, SIGQUIT) while no command ran.
+// Otherwise simba lock and simba leader exit with the command's own code.
 package main
 
 import (
@@ -52,8 +53,14 @@ func main() {
 	os.Exit(code)
 }
 
+// stopSignals are the signals that stop simba: it stops the command (its
+// whole process group), gives the lease up and exits. SIGHUP (the terminal
+// closed) and SIGQUIT would otherwise end simba at once and leave the
+// command running without the lock.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
 // signalError is the cancellation cause of the context main gives run when
-// simba receives SIGINT or SIGTERM.
+// simba receives one of stopSignals.
 type signalError struct{ sig os.Signal }
 
 func (e signalError) Error() string { return "received " + e.sig.String() }
@@ -67,11 +74,11 @@ func (e signalError) exitCode() int {
 }
 
 // signalContext returns a context cancelled with a signalError cause on
-// the first SIGINT or SIGTERM; stop ends the watching.
+// the first of stopSignals; stop ends the watching.
 func signalContext(parent context.Context) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	signal.Notify(ch, stopSignals...)
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -119,11 +126,12 @@ type app struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	secrets        []string // credentials of the backend URL, never printed
 }
 
 // run executes the command line args (without the program name) and
 // returns the exit code. Cancelling ctx interrupts the command the way
-// SIGINT or SIGTERM would.
+// SIGINT, SIGTERM, SIGHUP or SIGQUIT would.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &app{stdin: os.Stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
 	return a.run(ctx, args)
@@ -200,7 +208,7 @@ func (a *app) report(cmd, format string, args ...any) {
 	if cmd != "" {
 		prog += " " + cmd
 	}
-	fmt.Fprintf(a.stderr, "%s: %s\n", prog, oneLine(fmt.Sprintf(format, args...)))
+	fmt.Fprintf(a.stderr, "%s: %s\n", prog, scrub(oneLine(fmt.Sprintf(format, args...)), a.secrets))
 }
 
 // oneLine folds a multi-line message (some drivers' errors are) into one

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,8 +18,9 @@ import (
 )
 
 // helperEnv marks a run of the test binary as a child command of simba
-// lock or simba leader; the mode is its first argument.
-const helperEnv = "SIMBA_CLI_TEST_HELPER"
+// lock or simba leader; the mode is its first argument. It must not start
+// with SIMBA_: simba does not pass those on to the command.
+const helperEnv = "CLITEST_SIMBA_HELPER"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) == "1" {
@@ -28,12 +30,16 @@ func TestMain(m *testing.M) {
 	os.Setenv(helperEnv, "1")
 	// A child built with -race would otherwise sleep a second as it exits.
 	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		removeSimbaBinary()
+		os.Exit(code)
+	}))
 }
 
 // helperMain is the child command of the tests:
 //
 //	env          print "lease=NAME token=N" and exit 0
+//	environ      print the variables SIMBA_* and CLITEST_*, sorted
 //	exit N       exit with code N
 //	wait         print "started token=N", exit 3 on SIGTERM
 //	ignore-term  print "started token=N", ignore SIGTERM until killed
@@ -46,6 +52,17 @@ func helperMain(args []string) int {
 	switch args[0] {
 	case "env":
 		fmt.Printf("lease=%s token=%s\n", os.Getenv(envLease), os.Getenv(envToken))
+		return 0
+	case "environ":
+		var vars []string
+		for _, kv := range os.Environ() {
+			upper := strings.ToUpper(kv)
+			if (strings.HasPrefix(upper, "SIMBA_") || strings.HasPrefix(kv, "CLITEST_")) && !strings.HasPrefix(kv, helperEnv+"=") {
+				vars = append(vars, kv)
+			}
+		}
+		slices.Sort(vars)
+		fmt.Print(strings.Join(vars, "\n") + "\n")
 		return 0
 	case "exit":
 		code, _ := strconv.Atoi(args[1])
