@@ -11,7 +11,9 @@ require (
 	github.com/simba-go/simba/backend-jdbc v0.0.0-00010101000000-000000000000
 	github.com/simba-go/simba/backend-redis v0.0.0-00010101000000-000000000000
 	github.com/simba-go/simba/backend-zk v0.0.0-00010101000000-000000000000
-	github.com/simba-go/simba/core v0.0.0-00010101000000-000000000000
+	github.com/simba-go/simba/core v0.1.0
+	github.com/simba-go/simba/fxsimba v0.1.0
+	go.uber.org/fx v1.24.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -29,6 +31,9 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/dig v1.19.0 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+	go.uber.org/zap v1.26.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
@@ -39,4 +44,5 @@ replace (
 	github.com/simba-go/simba/backend-redis => ../backend-redis
 	github.com/simba-go/simba/backend-zk => ../backend-zk
 	github.com/simba-go/simba/core => ../core
+	github.com/simba-go/simba/fxsimba => ../fxsimba
 )

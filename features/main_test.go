@@ -131,6 +131,7 @@ func initScenario(sc *godog.ScenarioContext, env *backendEnv) {
 	w.groupSteps(step)
 	w.fencingSteps(step)
 	w.layoutSteps(step)
+	w.fxSteps(step)
 	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
 		return ctx, w.start()
 	})

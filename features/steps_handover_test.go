@@ -409,11 +409,11 @@ func (w *world) workCallReturns(phrase, name, lease, want string) error {
 	var we *simba.WorkError
 	switch {
 	case want == "nil" && got != nil:
-		return fmt.Errorf("the call returned %v, want nil", got)
+		return fmt.Errorf("the call returned %w, want nil", got)
 	case want != "nil" && !errors.As(got, &we):
-		return fmt.Errorf("the call returned %v, want a *simba.WorkError", got)
+		return fmt.Errorf("the call returned %w, want a *simba.WorkError", got)
 	case want != "nil" && !errors.Is(got, errWorkFailed) && we.Panic == nil:
-		return fmt.Errorf("the call returned %v, not the work's failure", got)
+		return fmt.Errorf("the call returned %w, not the work's failure", got)
 	}
 	return nil
 }
