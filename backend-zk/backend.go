@@ -36,6 +36,12 @@ type Backend struct {
 	watcher  *watchConn            // nil until the first WatchRelease
 	watches  map[string]*releaseWatch
 	wg       sync.WaitGroup // every goroutine the backend started
+
+	// pause, when set (by tests only, before the first call), runs between
+	// the exists request of a release or re-acquire and the request that
+	// acts on its answer, with the name's lock held; op names the call
+	// ("release name", "acquire name").
+	pause func(op string)
 }
 
 var (
@@ -180,6 +186,13 @@ func (b *Backend) session(id simba.SessionID) (*session, error) {
 		return nil, fmt.Errorf("simbazk: session %s: %w", id, simba.ErrSessionExpired)
 	}
 	return s, nil
+}
+
+// between runs the test hook pause, if any.
+func (b *Backend) between(op string) {
+	if b.pause != nil {
+		b.pause(op)
+	}
 }
 
 // leasePath is the node of lease name (a valid Simba name).

@@ -9,7 +9,10 @@
 //     grant reports so that the engine renews faster (R-DL-5). The
 //     [simba.SessionID] is the Zookeeper session id in hex (R-SES-2).
 //   - A lease is the ephemeral node Root/leases/{name}; its fencing token
-//     is the node's czxid, strictly increasing but not consecutive.
+//     is the node's czxid, strictly increasing but not consecutive. The
+//     requests of an acquire and of a release of one name by one session
+//     never interleave (a lock per name in the session), so that a release
+//     never deletes the node of the term a concurrent acquire started.
 //   - A group member is the ephemeral node Root/groups/{group}/{session}.
 //   - A release is broadcast through a watch on the lease node
 //     ([Backend.WatchRelease]), which fires on a clean release and on the

@@ -22,6 +22,11 @@ const acquireTries = 4
 // is deleted and created again in one multi guarded by its version, so the
 // token grows. Missing parents of the node are created on first use.
 //
+// The requests of an Acquire and of a Release of the same name by the same
+// session never interleave: each takes the name's lock in the session for
+// all its requests (see [Backend.Release]). Waiting for that lock ends with
+// ctx.
+//
 // It returns a *simba.NameError for an invalid name, and
 // simba.ErrSessionExpired once the session expired.
 func (b *Backend) Acquire(ctx context.Context, id simba.SessionID, name string) (simba.AcquireResult, error) {
@@ -38,6 +43,11 @@ func (b *Backend) Acquire(ctx context.Context, id simba.SessionID, name string) 
 func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult, error) {
 	path := s.b.leasePath(name)
 	op := "acquire " + name
+	unlock, err := s.lockName(ctx, name)
+	if err != nil {
+		return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: %w", op, err)
+	}
+	defer unlock()
 	created := false
 	for range acquireTries {
 		if err := ctx.Err(); err != nil {
@@ -65,7 +75,11 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 		case cur.EphemeralOwner != s.zid.Load():
 			return simba.AcquireResult{}, nil
 		}
-		// This session owns it: start a new term with a new node.
+		s.b.between(op)
+		// This session owns it: start a new term with a new node. The
+		// version does not tell this node from a later one (every lease
+		// node is at version 1), but under the name's lock only an expiry
+		// or a deletion by hand can replace it in between.
 		res, err := s.conn.Multi(
 			&zk.DeleteRequest{Path: path, Version: cur.Version},
 			&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
@@ -121,6 +135,18 @@ func (s *session) won(op, name, path string, st *zk.Stat) (simba.AcquireResult, 
 // token (its czxid) and is a no-op otherwise, so a late release never frees
 // a later term. It reads the node's stat, then deletes that version: two
 // round trips.
+//
+// Zookeeper cannot delete a node on the condition of its czxid, and the
+// version cannot tell one node of the name from the next (each is at
+// version 1), so the check and the delete would race with an Acquire of
+// the same name by the same session: that Acquire could replace the node
+// in between and lose its new term to this delete, or, having read the
+// node before this delete, delete the node another session created right
+// after it. Both calls therefore
+// take the name's lock in the session, on the goroutine that sends the
+// requests, and hold it until their last request is answered, even when
+// ctx ends first. Waiting for the lock ends with ctx; the session keeps a
+// lock only while a call holds or waits for it.
 func (b *Backend) Release(ctx context.Context, id simba.SessionID, name string, token uint64) error {
 	if err := simba.ValidateName(name); err != nil {
 		return err
@@ -138,14 +164,24 @@ func (b *Backend) Release(ctx context.Context, id simba.SessionID, name string, 
 
 func (s *session) release(ctx context.Context, name string, token int64) error {
 	path := s.b.leasePath(name)
+	op := "release " + name
+	unlock, err := s.lockName(ctx, name)
+	if err != nil {
+		return fmt.Errorf("simbazk: %s: %w", op, err)
+	}
+	defer unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("simbazk: %s: %w", op, err)
+	}
 	ok, st, err := s.conn.Exists(path)
 	if err != nil {
-		return s.failed(ctx, "release "+name, err)
+		return s.failed(ctx, op, err)
 	}
 	if ok && st.EphemeralOwner == s.zid.Load() && st.Czxid == token {
+		s.b.between(op)
 		err := s.conn.Delete(path, st.Version)
 		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
-			return s.failed(ctx, "release "+name, err)
+			return s.failed(ctx, op, err)
 		}
 	}
 	s.mu.Lock()
@@ -154,6 +190,50 @@ func (s *session) release(ctx context.Context, name string, token int64) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// nameLock serialises the requests of one lease name within a session. The
+// lock is a channel with room for one value, so that waiting for it can end
+// with a context.
+type nameLock struct {
+	held chan struct{}
+	refs int // calls holding or waiting for the lock; guarded by session.mu
+}
+
+// lockName takes the lock of lease name for the calling goroutine, which
+// must be the one sending the requests, and returns the function that gives
+// it back. Waiting ends with ctx, with ctx's error. The session's map keeps
+// a lock only while a call holds or waits for it.
+func (s *session) lockName(ctx context.Context, name string) (unlock func(), err error) {
+	s.mu.Lock()
+	l := s.names[name]
+	if l == nil {
+		l = &nameLock{held: make(chan struct{}, 1)}
+		s.names[name] = l
+	}
+	l.refs++
+	s.mu.Unlock()
+	select {
+	case l.held <- struct{}{}:
+		return func() {
+			<-l.held
+			s.dropName(name, l)
+		}, nil
+	case <-ctx.Done():
+		s.dropName(name, l)
+		return nil, ctx.Err()
+	}
+}
+
+// dropName ends one call's use of the lock l of name, forgetting the lock
+// when no call uses it any more.
+func (s *session) dropName(name string, l *nameLock) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.refs--
+	if l.refs == 0 && s.names[name] == l {
+		delete(s.names, name)
+	}
 }
 
 // JoinGroup creates the ephemeral member node Root/groups/{group}/{id} and

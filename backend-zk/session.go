@@ -39,7 +39,8 @@ type session struct {
 	next   chan struct{} // closed at the next connect response
 
 	mu       sync.Mutex
-	leases   map[string]int64 // lease name -> czxid of the node this session created
+	leases   map[string]int64     // lease name -> czxid of the node this session created
+	names    map[string]*nameLock // lease name -> its lock, while a call holds or waits for it
 	groups   map[string]struct{}
 	dirty    bool  // leases were added since the last verification
 	verified int64 // pzxid of Root/leases when the leases were last verified; -1 for none
@@ -170,6 +171,7 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 		done:     make(chan struct{}),
 		next:     make(chan struct{}),
 		leases:   make(map[string]int64),
+		names:    make(map[string]*nameLock),
 		groups:   make(map[string]struct{}),
 		verified: -1,
 	}

@@ -79,11 +79,26 @@ type Backend interface {
 	// any session. When another live session owns the lease, Acquire
 	// returns Won == false and no error. It returns ErrSessionExpired when s
 	// has expired.
+	//
+	// The engine may call Acquire and Release of the same name on the same
+	// session at the same time (a lock handed over to a waiter of the same
+	// client, a win that is not adopted, an orphan released while a new
+	// attempt starts), and it does not order them: it cannot, for a call
+	// whose ctx ended while the backend still runs it. Each must therefore
+	// be atomic with respect to the other and to the calls of every other
+	// session, with the outcome of one order or the other: the term an
+	// Acquire starts is never ended by a concurrent Release of an earlier
+	// term, and a Release never ends a term another session won.
 	Acquire(ctx context.Context, s SessionID, name string) (AcquireResult, error)
 
 	// Release frees the lease name if s owns it with exactly token, and is
 	// a no-op (nil error) otherwise, so a late release never frees a later
-	// term (R-TERM-7).
+	// term (R-TERM-7). The comparison and the freeing are one atomic step
+	// with respect to every Acquire of name, including one by s that runs
+	// at the same time (see Acquire): a backend that checks the token and
+	// then frees the lease with a second request must keep the session's
+	// Acquire of name from running in between, even after ctx ends, unless
+	// that second request itself compares the token.
 	Release(ctx context.Context, s SessionID, name string, token uint64) error
 
 	// JoinGroup makes s a member of group until it leaves or the session

@@ -5,10 +5,12 @@
 // The suite checks what the engine's guarantees are built on: fencing
 // tokens that only grow, a lease that stays with its live owner, sessions
 // that expire after the lease they were granted and never come back, close
-// and release semantics, group member counts, every valid lease name, and
-// one winner when many sessions race for a name. Every subtest uses lease
-// and group names with a random part, so it can run against a server that
-// keeps state from earlier runs, and closes the sessions it opened.
+// and release semantics, group member counts, every valid lease name, one
+// winner when many sessions race for a name, and a release that runs at the
+// same time as the same session's next acquire of the name without ending
+// the term that acquire starts. Every subtest uses lease and group names
+// with a random part, so it can run against a server that keeps state from
+// earlier runs, and closes the sessions it opened.
 package backendtest
 
 import (
@@ -89,6 +91,7 @@ var checks = []struct {
 	{"GroupMembership", "grp", testGroups},
 	{"ReleaseNotifier", "watch", testWatchRelease},
 	{"ConcurrentAcquireOneWinner", "race", testConcurrentAcquire},
+	{"ReleaseBesideReacquireIsAtomic", "relacq", testReleaseBesideReacquire},
 }
 
 // randomHex returns n random bytes in hex.

@@ -28,19 +28,20 @@ const mutantEnv = "BACKENDTEST_MUTANTS"
 
 // mutants maps each deliberate defect to the checks that must catch it.
 var mutants = map[string][]string{
-	"none":                  nil,
-	"token-constant":        {"TokensIncreaseAcrossTerms"},
-	"not-exclusive":         {"LeaseHeldByOtherSessionNotWon", "ConcurrentAcquireOneWinner"},
-	"release-ignores-token": {"ReleaseWithStaleTokenIsNoop"},
-	"release-by-anyone":     {"ReleaseByOtherSessionIsNoop"},
-	"lists-lost-leases":     {"KeepAliveDropsLeaseTakenOver"},
-	"revives":               {"CloseFreesLeasesAtOnce", "ExpiryAndNoRevival"},
-	"expires-early":         {"ExpiryAndNoRevival"},
-	"never-expires":         {"ExpiryAndNoRevival"},
-	"overstates-remaining":  {"OpenSessionGrantsFreshIDs"},
-	"case-insensitive":      {"ValidNamesAtTheLimits"},
-	"leave-ignored":         {"GroupMembership"},
-	"watch-never-fires":     {"ReleaseNotifier"},
+	"none":                      nil,
+	"token-constant":            {"TokensIncreaseAcrossTerms"},
+	"not-exclusive":             {"LeaseHeldByOtherSessionNotWon", "ConcurrentAcquireOneWinner"},
+	"release-ignores-token":     {"ReleaseWithStaleTokenIsNoop"},
+	"release-by-anyone":         {"ReleaseByOtherSessionIsNoop"},
+	"lists-lost-leases":         {"KeepAliveDropsLeaseTakenOver"},
+	"revives":                   {"CloseFreesLeasesAtOnce", "ExpiryAndNoRevival"},
+	"expires-early":             {"ExpiryAndNoRevival"},
+	"never-expires":             {"ExpiryAndNoRevival"},
+	"overstates-remaining":      {"OpenSessionGrantsFreshIDs"},
+	"case-insensitive":          {"ValidNamesAtTheLimits"},
+	"leave-ignored":             {"GroupMembership"},
+	"watch-never-fires":         {"ReleaseNotifier"},
+	"release-check-then-delete": {"ReleaseBesideReacquireIsAtomic"},
 }
 
 // TestSuiteCatchesBrokenBackends runs the suite against backends with one
@@ -182,6 +183,17 @@ func (m *mutant) Release(ctx context.Context, s simba.SessionID, name string, to
 		token = current
 	case m.kind == "release-by-anyone" && ok:
 		s, token = owner, current
+	case m.kind == "release-check-then-delete":
+		// Two steps, as an exists then a delete guarded by a version that
+		// every term of the name shares: the check passes, other calls run,
+		// and the delete ends whatever term s owns by then.
+		if !ok || owner != s || current != token {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+		if owner, current, ok := m.srv.Owner(name); ok && owner == s {
+			token = current
+		}
 	}
 	return m.Conn.Release(ctx, s, name, token)
 }

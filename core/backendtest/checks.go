@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -407,5 +408,80 @@ func testConcurrentAcquire(e *env) {
 			s.wantLeases(s.keepAlive(), want, "only the winner owns the lease")
 		}
 		ss[winner].release(n, tok)
+	}
+}
+
+// testReleaseBesideReacquire: the engine may send the release of a term and
+// the next acquire of the same name by the same session at the same time
+// (a lock handed over, an orphan released while a new attempt starts),
+// while other sessions contend. Each call must be atomic with respect to
+// the other and to the other sessions' calls: the release of term T ends T
+// or nothing, never the term the concurrent acquire starts nor one another
+// session wins. Whatever order the three calls take, at most one acquire
+// wins, the winner owns the lease afterwards at the token it was given,
+// and tokens keep growing. When neither wins (an acquire that read the
+// owner before the release and found the lease free after it: a lost
+// attempt, which the engine retries), the lease must be free.
+func testReleaseBesideReacquire(e *env) {
+	const rounds = 50
+	a, b := e.open(e.node()), e.open(e.node())
+	n := e.name("n")
+	tok := a.win(n)
+	last := tok
+	for round := range rounds {
+		ctx, cancel := e.ctx()
+		var (
+			relErr, aErr, bErr error
+			ra, rb             simba.AcquireResult
+		)
+		calls := []func(){
+			func() { relErr = a.b.Release(ctx, a.id, n, tok) },
+			func() { ra, aErr = a.b.Acquire(ctx, a.id, n) },
+			func() { rb, bErr = b.b.Acquire(ctx, b.id, n) },
+		}
+		var wg sync.WaitGroup
+		for i := range calls { // a different order of start each round
+			wg.Go(calls[(round+i)%len(calls)])
+		}
+		wg.Wait()
+		cancel()
+		switch {
+		case relErr != nil:
+			e.t.Fatalf("round %d: Release(%s, %q, %d) beside its Acquire: %v", round, a.id, n, tok, relErr)
+		case aErr != nil:
+			e.t.Fatalf("round %d: Acquire(%s, %q) beside the release of its term %d: %v", round, a.id, n, tok, aErr)
+		case bErr != nil:
+			e.t.Fatalf("round %d: Acquire(%s, %q) by the contender: %v", round, b.id, n, bErr)
+		case ra.Won && rb.Won:
+			e.t.Fatalf("round %d: both sessions won %q: the owner again with token %d, the contender with %d", round, n, ra.Token, rb.Token)
+		case !ra.Won && ra.Token != 0, !rb.Won && rb.Token != 0:
+			e.t.Fatalf("round %d: an acquire lost with a token (owner's %d, contender's %d), want token 0 when not won", round, ra.Token, rb.Token)
+		}
+		if won := max(ra.Token, rb.Token); won != 0 && won <= last {
+			e.t.Fatalf("round %d: %q won with token %d, want more than the earlier term's %d", round, n, won, last)
+		}
+		switch {
+		case !ra.Won && !rb.Won:
+			e.t.Logf("round %d: neither acquire won %q beside the release (a lost attempt)", round, n)
+			why := fmt.Sprintf("round %d: the owner released its term and neither acquire won: the lease must be free", round)
+			a.wantLeases(a.keepAlive(), nil, why)
+			b.wantLeases(b.keepAlive(), nil, why)
+			tb := b.winAbove(n, last, "after a release that neither concurrent acquire won")
+			b.release(n, tb)
+			tok = a.winAbove(n, tb, "after the contender released")
+		case ra.Won:
+			a.wantLeases(a.keepAlive(), map[string]uint64{n: ra.Token}, fmt.Sprintf(
+				"round %d: the owner acquired again while releasing its previous term: the release must not end the new term", round))
+			b.lose(n, fmt.Sprintf("round %d: the owner's new term holds the lease", round))
+			tok = ra.Token
+		default:
+			b.wantLeases(b.keepAlive(), map[string]uint64{n: rb.Token}, fmt.Sprintf(
+				"round %d: the contender won after the owner released: the owner's concurrent calls must not end its term", round))
+			a.wantLeases(a.keepAlive(), nil, fmt.Sprintf("round %d: the owner released its term and lost the lease to the contender", round))
+			a.lose(n, fmt.Sprintf("round %d: the contender's term holds the lease", round))
+			b.release(n, rb.Token)
+			tok = a.winAbove(n, rb.Token, "after the contender released")
+		}
+		last = tok
 	}
 }
