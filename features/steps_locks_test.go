@@ -465,7 +465,7 @@ func (w *world) refusedName(why string) error {
 			return fmt.Errorf("use %d: %w is not a *simba.NameError", i+1, err)
 		case ne.Name != w.usedName:
 			return fmt.Errorf("use %d: the error names %q, not %q", i+1, ne.Name, w.usedName)
-		case !strings.Contains(err.Error(), strconv.Quote(w.usedName)) || !strings.Contains(err.Error(), why):
+		case !strings.Contains(err.Error(), quotedName(w.usedName)) || !strings.Contains(err.Error(), why):
 			return fmt.Errorf("use %d: %q does not quote the name and say %q", i+1, err.Error(), why)
 		}
 	}
@@ -473,6 +473,16 @@ func (w *world) refusedName(why string) error {
 		return fmt.Errorf("features: %d uses were recorded", len(w.nameErrs))
 	}
 	return nil
+}
+
+// quotedName is how an error quotes a lease name: whole up to 64 bytes,
+// longer ones by their first 64 bytes and their length.
+func quotedName(name string) string {
+	const shown = 64
+	if len(name) <= shown {
+		return strconv.Quote(name)
+	}
+	return fmt.Sprintf("%s (first %d of %d bytes)", strconv.Quote(name[:shown]), shown, len(name))
 }
 
 func (w *world) noCallAboutName(name string) error {
