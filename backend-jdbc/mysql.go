@@ -12,15 +12,42 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
-// MySQL / MariaDB statements. Each runs alone in autocommit mode. Times are
-// UTC DATETIME(6) values compared with UTC_TIMESTAMP(6), which is evaluated
-// once per statement on the database clock. Where ownership is decided
-// (UPDATE ... JOIN, INSERT ... SELECT) InnoDB reads the joined rows with
-// shared locks, that is their latest committed version, never a stale
-// REPEATABLE READ snapshot.
+// MySQL / MariaDB statements. Times are UTC DATETIME(6) values compared
+// with UTC_TIMESTAMP(6), which MySQL fixes when a statement starts.
+//
+// That makes the clock stale in any statement that waits for a row lock:
+// the locked row is its latest version, read after the wait, but it is
+// compared with the time from before it. So a statement that must not
+// treat an expired session as live never decides that from a row it may
+// have had to wait for:
+//   - the keep-alive locks its session row first (SELECT ... FOR UPDATE in
+//     a transaction) and renews it in a later statement, whose clock starts
+//     once the lock is held;
+//   - an acquire that won confirms afterwards, with a statement of its own,
+//     that the caller is still live: a session that was expired when the
+//     row was locked can no longer be renewed, so live afterwards means
+//     live then;
+//   - where a stale clock only errs towards "live" for another session
+//     (the owner judged by a take-over, the expired sessions cleanup
+//     deletes), it can only delay a take-over or a deletion, never allow a
+//     wrong one.
+//
+// Plain reads (no lock) read a snapshot taken when the statement starts,
+// the same instant as its clock. SYSDATE(6), evaluated when it is called,
+// is not used: --sysdate-is-now turns it into NOW() without a trace, it is
+// unsafe for statement-based replication, and it returns the session's
+// time zone, not UTC.
+//
+// Where ownership is decided (UPDATE ... JOIN, INSERT ... SELECT) InnoDB
+// reads the joined rows with shared locks, that is their latest committed
+// version, never a stale REPEATABLE READ snapshot.
 const (
 	myOpenSession = `INSERT INTO {session} (id, expires_at, created_at)
 VALUES (?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6))`
+
+	// Run in one transaction: myLockSession waits for whoever holds the
+	// row, then myRenew compares with a clock started after the wait.
+	myLockSession = `SELECT id FROM {session} WHERE id = ? FOR UPDATE`
 
 	myRenew = `UPDATE {session} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
 WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
@@ -50,7 +77,8 @@ LEFT JOIN {session} o ON o.id = l.session_id AND o.id <> me.id AND o.expires_at 
 SET l.token = LAST_INSERT_ID(l.token + 1), l.session_id = me.id, l.acquired_at = UTC_TIMESTAMP(6)
 WHERE l.name = ? AND o.id IS NULL`
 
-	// Why myTakeOver changed nothing: caller not live, or row held.
+	// Why myTakeOver changed nothing: caller not live, or row held. Also
+	// run after a win, to confirm the caller is still live.
 	myAcquireState = `SELECT
     EXISTS (SELECT 1 FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)),
     EXISTS (SELECT 1 FROM {lease} WHERE name = ?)`
@@ -62,6 +90,10 @@ SELECT ?, id, 1, UTC_TIMESTAMP(6) FROM {session} WHERE id = ? AND expires_at > U
 
 	myRelease = `UPDATE {lease} SET session_id = NULL WHERE name = ? AND session_id = ? AND token = ?`
 
+	// The caller's liveness is judged here with the statement's clock,
+	// possibly stale after a lock wait; myGroupState, the next statement,
+	// decides the answer with a fresh one. A membership row of a session
+	// that turns out expired is never counted and goes with the session.
 	myJoinGroup = `INSERT IGNORE INTO {member} (group_name, session_id, joined_at)
 SELECT ?, id, UTC_TIMESTAMP(6) FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
@@ -78,7 +110,10 @@ SELECT ?, id, UTC_TIMESTAMP(6) FROM {session} WHERE id = ? AND expires_at > UTC_
 
 	myExpired = `SELECT id FROM {session} WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT ?`
 
-	// Completed with one placeholder per id; expiry is checked again.
+	// Completed with one placeholder per id; expiry is checked again, on
+	// the locked rows with the statement's clock: stale after a lock wait,
+	// which only spares a session renewed or expired meanwhile until the
+	// next round.
 	myDeleteSessions = `DELETE s, g FROM {session} s LEFT JOIN {member} g ON g.session_id = s.id
 WHERE s.expires_at < UTC_TIMESTAMP(6) AND s.id IN (%s)`
 )
@@ -88,6 +123,7 @@ type myStmt int
 
 const (
 	stOpen myStmt = iota
+	stLockSession
 	stRenew
 	stKeepAliveRead
 	stTakeOver
@@ -104,6 +140,7 @@ const (
 
 var myStatements = [stCount]string{
 	stOpen:          myOpenSession,
+	stLockSession:   myLockSession,
 	stRenew:         myRenew,
 	stKeepAliveRead: myKeepAliveRead,
 	stTakeOver:      myTakeOver,
@@ -230,12 +267,16 @@ func (s *mysqlStore) openSession(ctx context.Context, id string, lease time.Dura
 	return err
 }
 
-// keepAlive renews (one round trip) and then reads the reply (a second).
-// The renewal's row count is not trusted (clientFoundRows changes it, and
-// an unchanged value counts as zero): the read says whether the session is
-// live, and an expired session can no longer be renewed in between.
+// keepAlive renews the session in a transaction that first locks its row
+// and then renews it in a second statement, so that liveness is judged
+// with the time at which the row was locked (see the statements above),
+// and then reads the reply: five round trips (begin, lock, renew, commit,
+// read). The renewal's row count is not trusted (clientFoundRows changes
+// it, and an unchanged value counts as zero): the read says whether the
+// session is live, and an expired session can no longer be renewed in
+// between.
 func (s *mysqlStore) keepAlive(ctx context.Context, id string, lease time.Duration) (simba.KeepAliveReply, bool, error) {
-	if _, err := s.exec(ctx, stRenew, micros(lease), id); err != nil {
+	if err := s.renew(ctx, id, lease); err != nil {
 		return simba.KeepAliveReply{}, false, err
 	}
 	rows, err := s.query(ctx, stKeepAliveRead, id, id, id) //nolint:rowserrcheck // readKeepAlive checks rows.Err and closes rows
@@ -245,6 +286,41 @@ func (s *mysqlStore) keepAlive(ctx context.Context, id string, lease time.Durati
 	return readKeepAlive(sqlRows{rows})
 }
 
+// renew locks the session row, then renews it if it is still live.
+func (s *mysqlStore) renew(ctx context.Context, id string, lease time.Duration) error {
+	lock, err := s.stmt(stLockSession)
+	if err != nil {
+		return err
+	}
+	renew, err := s.stmt(stRenew)
+	if err != nil {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() // a no-op after Commit
+	var got string
+	switch err := tx.StmtContext(ctx, lock).QueryRowContext(ctx, id).Scan(&got); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil // closed or deleted: the read reports it
+	case err != nil:
+		return err
+	}
+	if _, err := tx.StmtContext(ctx, renew).ExecContext(ctx, micros(lease), id); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// acquire takes the lease over (one round trip) or, for a name never
+// used, inserts its row. The caller's liveness in those statements may be
+// judged with a clock from before a lock wait, so a win is only reported
+// after a later statement found the caller still live (one more round
+// trip). If it is not, the row names an expired session, which makes the
+// lease free for everyone else; its token was used up, which a later
+// term's larger token makes harmless.
 func (s *mysqlStore) acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
 	res, err := s.exec(ctx, stTakeOver, id, name)
 	if err != nil {
@@ -260,10 +336,10 @@ func (s *mysqlStore) acquire(ctx context.Context, id, name string) (uint64, bool
 		if token <= 0 {
 			return 0, false, false, errors.New("take-over returned no token")
 		}
-		return uint64(token), true, true, nil
+		return s.confirm(ctx, id, name, uint64(token))
 	}
-	var live, exists bool
-	if err := s.scanRow(ctx, stAcquireState, []any{&live, &exists}, id, name); err != nil {
+	live, exists, err := s.acquireState(ctx, id, name)
+	if err != nil {
 		return 0, false, false, err
 	}
 	if !live || exists {
@@ -273,11 +349,29 @@ func (s *mysqlStore) acquire(ctx context.Context, id, name string) (uint64, bool
 	if err != nil {
 		return 0, false, false, err
 	}
-	n, err := res.RowsAffected()
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, false, false, err
+	} else if n == 0 {
+		return 0, false, true, nil
+	}
+	return s.confirm(ctx, id, name, 1)
+}
+
+// confirm reports the win of token unless the caller is no longer live.
+func (s *mysqlStore) confirm(ctx context.Context, id, name string, token uint64) (uint64, bool, bool, error) {
+	live, _, err := s.acquireState(ctx, id, name)
 	if err != nil {
 		return 0, false, false, err
 	}
-	return 1, n == 1, true, nil
+	if !live {
+		return 0, false, false, nil
+	}
+	return token, true, true, nil
+}
+
+func (s *mysqlStore) acquireState(ctx context.Context, id, name string) (live, exists bool, err error) {
+	err = s.scanRow(ctx, stAcquireState, []any{&live, &exists}, id, name)
+	return live, exists, err
 }
 
 func (s *mysqlStore) release(ctx context.Context, id, name string, token uint64) error {

@@ -13,20 +13,35 @@ import (
 )
 
 // PostgreSQL statements. Each is one round trip and runs alone (autocommit)
-// at READ COMMITTED. now() is the statement's start on the database clock;
-// keep-alive uses clock_timestamp() so that a renewal delayed by a lock wait
-// checks liveness at the moment it really writes.
+// at READ COMMITTED.
+//
+// Clocks: now() is the statement's start, the instant its snapshot is
+// taken, so it is the right clock for rows read from the snapshot. A row
+// read with a lock is its latest version, read after any wait for the
+// lock, and must be compared with the time at which it was locked:
+// clock_timestamp(), evaluated in a plan node that runs after the lock.
+// Not in the WHERE clause of the UPDATE or the SELECT ... FOR UPDATE that
+// takes the lock: PostgreSQL evaluates that before it waits, and evaluates
+// it again afterwards only when the holder changed the row, not when it
+// merely locked it. So the statements below lock the row in a
+// MATERIALIZED CTE, which returns it only once locked, and compare its
+// expiry with clock_timestamp() where the CTE's rows are used. A locked
+// session row cannot be renewed by anyone else until the statement ends,
+// so its expiry stays what was read.
 const (
 	pgOpenSession = `INSERT INTO {session} (id, expires_at) VALUES ($1, now() + $2 * interval '1 microsecond')`
 
-	// The UPDATE renews only a live session (never revives one). The rest
-	// reads, in the same statement, what the session owns and how many live
-	// members its groups have; it is empty when the UPDATE matched nothing.
-	// Kinds: 0 remaining (µs), 1 lease (name, token), 2 group (name, count).
-	pgKeepAlive = `WITH s AS (
-    UPDATE {session} SET expires_at = clock_timestamp() + $2 * interval '1 microsecond'
-    WHERE id = $1 AND expires_at > clock_timestamp()
-    RETURNING id, expires_at
+	// cur locks the session row; the UPDATE renews it only if it was live
+	// once locked (never revives one). The rest reads, in the same
+	// statement, what the session owns and how many live members its
+	// groups have; it is empty when the UPDATE matched nothing. Kinds: 0
+	// remaining (µs), 1 lease (name, token), 2 group (name, count).
+	pgKeepAlive = `WITH cur AS MATERIALIZED (
+    SELECT id, expires_at FROM {session} WHERE id = $1 FOR NO KEY UPDATE
+), s AS (
+    UPDATE {session} AS t SET expires_at = clock_timestamp() + $2 * interval '1 microsecond'
+    FROM cur WHERE t.id = cur.id AND cur.expires_at > clock_timestamp()
+    RETURNING t.id, t.expires_at
 )
 SELECT 0, NULL::text, floor(extract(epoch FROM s.expires_at - clock_timestamp()) * 1000000)::bigint FROM s
 UNION ALL
@@ -38,7 +53,11 @@ SELECT 2, g.group_name::text, (
 ) FROM {member} g JOIN s ON g.session_id = s.id`
 
 	// Acquire in one statement.
-	//   me:     the caller's session, if live.
+	//   me:     the caller's session row, locked FOR SHARE: its expiry
+	//           cannot move until the statement ends, and is compared with
+	//           clock_timestamp() both before inserting and after waiting
+	//           for the lease row (ON CONFLICT ... WHERE), so a caller that
+	//           expired while waiting never wins.
 	//   cur:    the lease's owner as of the statement's snapshot.
 	//   holder: that owner's session row, locked FOR SHARE. The lock waits
 	//           for a keep-alive of the owner in flight and then reads the
@@ -51,30 +70,34 @@ SELECT 2, g.group_name::text, (
 	//           judged above (or is the caller): a concurrent winner makes
 	//           the others lose rather than all win.
 	// It returns whether the caller is live and the new token, NULL if lost.
-	pgAcquire = `WITH me AS (
-    SELECT id FROM {session} WHERE id = $1 AND expires_at > now()
+	pgAcquire = `WITH me AS MATERIALIZED (
+    SELECT id, expires_at FROM {session} WHERE id = $1 FOR SHARE
 ), cur AS (
     SELECT session_id FROM {lease} WHERE name = $2
-), holder AS (
-    SELECT o.expires_at > now() AS live FROM {session} o
+), holder AS MATERIALIZED (
+    SELECT o.expires_at FROM {session} o
     WHERE o.id = (SELECT session_id FROM cur) AND o.id <> $1
     FOR SHARE
 ), won AS (
     INSERT INTO {lease} AS l (name, session_id, token, acquired_at)
     SELECT $2, me.id, 1, now() FROM me
-    WHERE NOT EXISTS (SELECT 1 FROM holder WHERE live)
+    WHERE me.expires_at > clock_timestamp()
+      AND NOT EXISTS (SELECT 1 FROM holder WHERE expires_at > clock_timestamp())
     ON CONFLICT (name) DO UPDATE
         SET session_id = excluded.session_id, token = l.token + 1, acquired_at = excluded.acquired_at
-        WHERE l.session_id IS NOT DISTINCT FROM (SELECT session_id FROM cur)
-           OR l.session_id = excluded.session_id
+        WHERE (l.session_id IS NOT DISTINCT FROM (SELECT session_id FROM cur)
+               OR l.session_id = excluded.session_id)
+          AND EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp())
     RETURNING l.token
 )
-SELECT EXISTS (SELECT 1 FROM me), (SELECT token FROM won)`
+SELECT EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp()), (SELECT token FROM won)`
 
 	pgRelease = `UPDATE {lease} SET session_id = NULL WHERE name = $1 AND session_id = $2 AND token = $3`
 
-	// The count reads the snapshot from before the insert, so a new
-	// membership is added to it.
+	// Snapshot reads only (the insert waits for nothing but a concurrent
+	// join of the same session and group), so now() is their clock. The
+	// count reads the snapshot from before the insert, so a new membership
+	// is added to it.
 	pgJoinGroup = `WITH me AS (
     SELECT id FROM {session} WHERE id = $1 AND expires_at > now()
 ), ins AS (
@@ -91,7 +114,9 @@ SELECT EXISTS (SELECT 1 FROM me),
 DELETE FROM {session} WHERE id = $1`
 
 	// SKIP LOCKED: rows another node is deleting, or an acquirer is
-	// reading, are left for the next round instead of waited for.
+	// reading, are left for the next round instead of waited for, so no
+	// wait makes now() stale (a row changed since the snapshot is checked
+	// again, in its new version, against the same now()).
 	pgCleanup = `WITH dead AS (
     SELECT id FROM {session} WHERE expires_at < now()
     ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED
