@@ -149,8 +149,9 @@ func NewPostgres(pool *pgxpool.Pool, opts Options) (*Backend, error) {
 // NewMySQL returns a backend on a MySQL 8 or MariaDB 10.11+ database reached
 // through db, a *sql.DB of github.com/go-sql-driver/mysql. The caller keeps
 // ownership of db: Close does not close it. Statements run in autocommit
-// mode with locking reads where ownership is decided, so they are correct
-// under InnoDB's default REPEATABLE READ. The DSN must not set
+// mode (the keep-alive in a short transaction) with locking reads where
+// ownership is decided, so they are correct under InnoDB's default
+// REPEATABLE READ. The DSN must not set
 // interpolateParams with an unsafe collation; parseTime is not needed.
 //
 // Nothing is sent to the server here; the schema is checked (or migrated,
@@ -321,7 +322,10 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 // and reports the remaining validity, the leases the session owns and the
 // live member count of each group it joined. A session that has expired
 // (expires_at <= now) or was closed is never renewed: the answer is
-// simba.ErrSessionExpired. One round trip on PostgreSQL, two on MySQL.
+// simba.ErrSessionExpired, also when the keep-alive had to wait for a lock
+// on the session row until after it expired (its expiry is compared with
+// the time the row was locked). One round trip on PostgreSQL, five on MySQL
+// (a transaction that locks the row before renewing it, then a read).
 func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
 	if err := checkLease(lease); err != nil {
 		return simba.KeepAliveReply{}, err
@@ -348,10 +352,12 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 // plus one (1 for a new row). Ownership is decided in one statement that
 // locks the lease row and the previous owner's session row, so concurrent
 // candidates get exactly one winner and a keep-alive racing the take-over
-// is either seen or refused. It returns simba.ErrSessionExpired when s is
-// not live, and a *simba.NameError for an invalid name. One round trip on
-// PostgreSQL; on MySQL one when the lease is won from an existing row, two
-// when it is held elsewhere, three for a name never acquired before.
+// is either seen or refused. A caller whose session expired while the
+// statement waited for a lock never wins. It returns
+// simba.ErrSessionExpired when s is not live, and a *simba.NameError for an
+// invalid name. One round trip on PostgreSQL; on MySQL two when the lease
+// is won from an existing row (the second confirms s is still live), two
+// when it is held elsewhere, four for a name never acquired before.
 func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
 	if err := simba.ValidateName(name); err != nil {
 		return simba.AcquireResult{}, err

@@ -14,7 +14,9 @@
 // Every time comparison uses the database clock (now() and clock_timestamp()
 // on PostgreSQL, UTC_TIMESTAMP(6) on MySQL), never the client's, and the
 // backend reports durations rather than instants, so client and server
-// clocks are never compared. Every statement is parameterised; the only
+// clocks are never compared. A row read after waiting for its lock is
+// compared with the time it was locked, not the time its statement started,
+// so a session that expired during the wait is never renewed. Every statement is parameterised; the only
 // identifiers spliced into SQL come from the validated table prefix.
 //
 // Build a backend from a client you own with [NewPostgres] or [NewMySQL], or

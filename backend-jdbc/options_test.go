@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 func TestTablePrefixValidation(t *testing.T) {
@@ -75,6 +77,15 @@ func TestSchema(t *testing.T) {
 	}
 }
 
+// mysqlConfigOf checks and translates a mysql:// URL as Open does.
+func mysqlConfigOf(raw string, opts Options) (*mysql.Config, error) {
+	u, err := parseDBURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	return mysqlConfig(u, opts, nil)
+}
+
 func TestMySQLURLTranslation(t *testing.T) {
 	custom := &tls.Config{ServerName: "db.internal"}
 	tests := []struct {
@@ -112,7 +123,7 @@ func TestMySQLURLTranslation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := mysqlConfig(tt.give, tt.opts)
+			cfg, err := mysqlConfigOf(tt.give, tt.opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +166,7 @@ func TestMySQLURLTranslation(t *testing.T) {
 		"mysql://u:secretpw@h:1/d?timeout=xyz", // bad driver parameter
 		"mysql://u:secretpw@h:1/d%zz",          // bad escape
 	} {
-		_, err := mysqlConfig(bad, Options{})
+		_, err := mysqlConfigOf(bad, Options{})
 		if !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("mysqlConfig(%q): %v, want ErrInvalidOptions", bad, err)
 		}

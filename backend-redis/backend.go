@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +39,7 @@ type Backend struct {
 	closed      atomic.Bool
 	policyMu    sync.Mutex
 	policyKnown atomic.Bool
+	driverLog   *driverLogSink // nil with Options.KeepDriverLogger
 
 	warnMu   sync.Mutex
 	warnings []Warning
@@ -57,9 +56,19 @@ type Backend struct {
 // call against an unresponsive server lasts until the client's read timeout,
 // and New records a WarnContextTimeouts warning.
 //
+// Unless opts.KeepDriverLogger is set, go-redis's own log lines go to
+// opts.Logger from then on (see Options.KeepDriverLogger), with the
+// client's password masked.
+//
 // New does not contact the server. It fails only on a nil client or
 // invalid options (errors.Is(err, ErrInvalidOptions)).
 func New(client redis.UniversalClient, opts Options) (*Backend, error) {
+	return newBackend(client, opts, nil)
+}
+
+// newBackend is New; sink, when not nil, is the go-redis log sink Open
+// registered for client, which the Backend then owns.
+func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink) (*Backend, error) {
 	if isNil(client) {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
 	}
@@ -83,6 +92,11 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		onWarning: o.OnWarning,
 	}
 	b.notify = newNotifier(client, b.channel, b.log)
+	if sink == nil && !o.KeepDriverLogger {
+		sink = &driverLogSink{log: o.Logger, secrets: clientSecrets(client)}
+		driverLogs.add(sink)
+	}
+	b.driverLog = sink
 	if enabled, known := contextTimeouts(client); known && !enabled {
 		b.warn(Warning{Code: WarnContextTimeouts, Message: "the redis client was built without ContextTimeoutEnabled: " +
 			"calls against an unresponsive server last until its read timeout instead of the engine's deadline"})
@@ -96,17 +110,24 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 // TCP, rediss:// for TLS, unix:///path for a socket. opts.TLSConfig,
 // opts.Username and opts.Password override what the URL says.
 //
+// A password holding '/', '?', '#' or '%' (a user name, also ':' or '@')
+// must be percent-encoded in the URL, or given in opts: Open refuses a URL
+// whose user information cannot be told from its host, path and query,
+// rather than connect somewhere the URL did not mean.
+//
 // Open checks the connection and the credentials with a PING bounded by ctx:
 // an unreachable server fails with the dial error, a refused password with
-// an error matching ErrAuth. Errors never contain the password.
+// an error matching ErrAuth. Errors never contain the password, nor any
+// part of a URL that could not be parsed.
 // For Sentinel or Cluster, build the go-redis client yourself and use New.
 func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
-	if _, err := opts.withDefaults(); err != nil {
-		return nil, err
-	}
-	copts, where, err := parseURL(rawURL)
+	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	copts, where, secrets, err := parseURL(rawURL)
+	if err != nil {
+		return nil, withMask(err, append(secrets, opts.Password))
 	}
 	if opts.TLSConfig != nil {
 		copts.TLSConfig = opts.TLSConfig
@@ -116,6 +137,13 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	if opts.Password != "" {
 		copts.Password = opts.Password
+		secrets = append(secrets, opts.Password)
+	}
+	// go-redis logs failed dials while the PING below retries.
+	var sink *driverLogSink
+	if !o.KeepDriverLogger {
+		sink = &driverLogSink{log: o.Logger, secrets: secrets}
+		driverLogs.add(sink)
 	}
 	copts.ContextTimeoutEnabled = true
 	client := redis.NewClient(copts)
@@ -123,6 +151,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	client.AddHook(dials)
 	if err := client.Ping(ctx).Err(); err != nil {
 		_ = client.Close()
+		driverLogs.remove(sink)
 		if last := dials.lastErr(); last != nil && ctx.Err() != nil {
 			// The driver retried until ctx ended; say why it could not
 			// connect rather than only that time ran out. The dial error
@@ -130,36 +159,32 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 			// errors.Is report DeadlineExceeded for a cancelled ctx.
 			err = fmt.Errorf("%w (last dial attempt: %v)", err, last) //nolint:errorlint // the cause is ctx's end; the dial error is detail
 		}
-		return nil, wrapErr("connect to "+where, err)
+		return nil, withMask(wrapErr("connect to "+where, err), secrets)
 	}
-	b, err := New(client, opts)
+	b, err := newBackend(client, opts, sink)
 	if err != nil {
 		_ = client.Close()
+		driverLogs.remove(sink)
 		return nil, err
 	}
 	b.ownsClient = true
 	return b, nil
 }
 
-// parseURL turns rawURL into client options and a description of the
-// server that is safe to print (the URL with its password redacted).
-func parseURL(rawURL string) (*redis.Options, string, error) {
-	u, err := url.Parse(rawURL)
+// parseURL turns rawURL into client options, a description of the server
+// that is safe to print (the parsed URL with its password masked) and the
+// password it holds, if any.
+func parseURL(rawURL string) (*redis.Options, string, []string, error) {
+	u, err := parseRedisURL(rawURL)
 	if err != nil {
-		// url.Error repeats the whole URL, password included: keep only
-		// the reason.
-		var uerr *url.Error
-		if errors.As(err, &uerr) {
-			err = uerr.Err
-		}
-		return nil, "", fmt.Errorf("%w: redis URL: %w", ErrInvalidOptions, err)
+		return nil, "", nil, err
 	}
-	where := u.Redacted()
+	where, secrets := u.Redacted(), urlSecrets(u)
 	copts, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err)
+		return nil, "", secrets, fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err)
 	}
-	return copts, where, nil
+	return copts, where, secrets, nil
 }
 
 // dialRecorder is a go-redis hook that remembers the last failed dial.
@@ -232,6 +257,7 @@ func (b *Backend) Close() error {
 		return nil
 	}
 	b.notify.close()
+	driverLogs.remove(b.driverLog)
 	if b.ownsClient {
 		return wrapErr("close", b.client.Close())
 	}

@@ -32,9 +32,24 @@ type Options struct {
 	// and load sit on the one shard that owns that slot.
 	KeyPrefix string
 
-	// Logger receives the backend's warnings (never a credential). Default
-	// slog.Default().
+	// Logger receives the backend's warnings and, unless KeepDriverLogger
+	// is set, go-redis's own log lines (failed dials, connection pool and
+	// pub/sub trouble) at level Debug, prefixed "simbaredis: go-redis: ".
+	// No line carries a password the Backend knows (from Options, the URL
+	// given to Open, or the client given to New). Default slog.Default().
 	Logger *slog.Logger
+
+	// KeepDriverLogger leaves go-redis's logger alone. go-redis has one
+	// logger for the whole process (redis.SetLogger), which writes to the
+	// standard error. By default the first Backend replaces it with one
+	// that hands each line to the Logger of every open Backend (go-redis
+	// does not say which client a line is about) or, while none is open,
+	// of the one closed last (go-redis reports some failures, such as the
+	// failed dials of an Open, after the call returned), with the
+	// passwords those Backends know masked. Set it when the application
+	// installs its own go-redis logger; one installed after the first
+	// Backend replaces Simba's. Default false.
+	KeepDriverLogger bool
 
 	// OnWarning, when set, is called once for every distinct operational
 	// warning the backend detects (see Warning), after it was logged. It

@@ -2,7 +2,15 @@ package simbaredis
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -25,6 +33,7 @@ type privateServer struct {
 	dir  string
 	port int
 	args []string
+	tls  *tls.Config // the clients' TLS settings of a TLS-only server
 	cmd  *exec.Cmd
 }
 
@@ -56,7 +65,79 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func (s *privateServer) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s.port) }
+// startTLSServer is startServer for a server that only speaks TLS, with a
+// certificate made for the test; s.tls trusts it.
+func startTLSServer(t testing.TB, extra ...string) *privateServer {
+	t.Helper()
+	serverURL(t)
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server not found: %v", err)
+		}
+		t.Skipf("redis-server not found: %v", err)
+	}
+	s := &privateServer{t: t, bin: bin, dir: t.TempDir(), port: freePort(t)}
+	cert, key, pool := selfSigned(t)
+	certFile, keyFile := filepath.Join(s.dir, "cert.pem"), filepath.Join(s.dir, "key.pem")
+	for file, data := range map[string][]byte{certFile: cert, keyFile: key} {
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The later --port 0 turns the plain port off.
+	s.args = append([]string{"--port", "0", "--tls-port", strconv.Itoa(s.port),
+		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", certFile,
+		"--tls-auth-clients", "no"}, extra...)
+	s.tls = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+// selfSigned returns a PEM certificate for 127.0.0.1, its PEM key and a
+// pool that trusts it.
+func selfSigned(t testing.TB) (certPEM, keyPEM []byte, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(parsed)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), pool
+}
+
+func (s *privateServer) url() string {
+	if s.tls != nil {
+		return fmt.Sprintf("rediss://127.0.0.1:%d/0", s.port)
+	}
+	return fmt.Sprintf("redis://127.0.0.1:%d/0", s.port)
+}
 
 func (s *privateServer) start() {
 	s.t.Helper()
@@ -68,7 +149,7 @@ func (s *privateServer) start() {
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port), MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", s.port), MaxRetries: -1, TLSConfig: s.tls})
 	defer c.Close()
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -1,0 +1,197 @@
+package simbaredis
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// mask is what replaces a secret in a message.
+const mask = "xxxxx"
+
+// urlHint tells how to write a password that a URL would misread.
+const urlHint = "percent-encode the user name and password (@ %40, : %3A, / %2F, ? %3F, # %23, % %25) " +
+	"or pass them in Options.Username and Options.Password"
+
+// parseRedisURL parses rawURL for Open. It refuses a URL whose parts a
+// password holding an unencoded '/', '?', '#' or '@' would have moved: an
+// '@' after the host (in the path or the query), a fragment, or no "//"
+// at all. Its errors never contain any part of rawURL: url.Parse's own
+// errors quote the offending part, which may be part of the password.
+func parseRedisURL(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: redis URL: %s; %s", ErrInvalidOptions, urlProblem(err), urlHint)
+	}
+	if u.Opaque != "" || strings.Contains(rawURL, "#") ||
+		strings.Contains(u.EscapedPath(), "@") || strings.Contains(u.RawQuery, "@") {
+		return nil, fmt.Errorf("%w: redis URL: cannot tell its user information from the rest; %s", ErrInvalidOptions, urlHint)
+	}
+	return u, nil
+}
+
+// urlProblem names what url.Parse refused, without quoting the URL.
+func urlProblem(err error) string {
+	var esc url.EscapeError
+	var host url.InvalidHostError
+	switch {
+	case errors.As(err, &esc):
+		return "a '%' not followed by two hexadecimal digits"
+	case errors.As(err, &host):
+		return "an invalid character in the host"
+	}
+	return "not a valid URL"
+}
+
+// urlSecrets returns the password of u, if any.
+func urlSecrets(u *url.URL) []string {
+	if u == nil || u.User == nil {
+		return nil
+	}
+	if p, ok := u.User.Password(); ok && p != "" {
+		return []string{p}
+	}
+	return nil
+}
+
+// maskSecrets replaces in s every secret, as it is and percent-encoded the
+// ways a URL may hold it.
+func maskSecrets(s string, secrets []string) string {
+	for _, sec := range secrets {
+		if sec == "" {
+			continue
+		}
+		forms := []string{sec, url.QueryEscape(sec), url.PathEscape(sec), url.User(sec).String()}
+		slices.SortFunc(forms, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+		for _, f := range forms {
+			s = strings.ReplaceAll(s, f, mask)
+		}
+	}
+	return s
+}
+
+// maskedError shows err's message with every secret masked; errors.Is
+// and errors.As still see err.
+type maskedError struct {
+	err     error
+	secrets []string
+}
+
+func (e *maskedError) Error() string { return maskSecrets(e.err.Error(), e.secrets) }
+func (e *maskedError) Unwrap() error { return e.err }
+
+// withMask returns err, with secrets masked in its message.
+func withMask(err error, secrets []string) error {
+	if err == nil || len(secrets) == 0 {
+		return err
+	}
+	return &maskedError{err: err, secrets: secrets}
+}
+
+// clientSecrets returns the passwords a go-redis client was configured
+// with, when its type tells.
+func clientSecrets(client redis.UniversalClient) []string {
+	var out []string
+	switch c := client.(type) {
+	case *redis.Client:
+		out = append(out, c.Options().Password)
+	case *redis.ClusterClient:
+		out = append(out, c.Options().Password)
+	case *redis.Ring:
+		out = append(out, c.Options().Password)
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+}
+
+// driverLogs receives go-redis's own log lines, which go-redis sends to one
+// logger for the whole process (redis.SetLogger), and hands them, with
+// every known password masked, to the Logger of each open Backend that
+// did not keep go-redis's logger. go-redis logs some lines from goroutines
+// of its own after the call that caused them returned (a failed dial
+// during Open, reported once Open gave up), so while no such Backend is
+// open, lines go to the Logger of the one closed last.
+var driverLogs = &driverLogRouter{
+	fallback: log.New(os.Stderr, "redis: ", log.LstdFlags),
+	sinks:    map[*driverLogSink]struct{}{},
+}
+
+type driverLogRouter struct {
+	install  sync.Once
+	fallback *log.Logger // before any sink was added
+
+	mu    sync.Mutex
+	sinks map[*driverLogSink]struct{}
+	last  *driverLogSink // the sink removed last
+}
+
+// driverLogSink is one Backend's logger and the passwords it knows.
+type driverLogSink struct {
+	log     *slog.Logger
+	secrets []string
+}
+
+// add registers a sink, installing the router as go-redis's logger the
+// first time. remove unregisters it.
+func (r *driverLogRouter) add(s *driverLogSink) {
+	r.install.Do(func() { redis.SetLogger(r) })
+	r.mu.Lock()
+	r.sinks[s] = struct{}{}
+	r.mu.Unlock()
+}
+
+func (r *driverLogRouter) remove(s *driverLogSink) {
+	if s == nil {
+		return
+	}
+	r.mu.Lock()
+	if _, ok := r.sinks[s]; ok {
+		delete(r.sinks, s)
+		r.last = s
+	}
+	r.mu.Unlock()
+}
+
+// Printf implements go-redis's logging interface. go-redis does not say
+// which client a line is about, so every open Backend's logger gets it
+// (once per distinct *slog.Logger), at level Debug: go-redis repeats its
+// lines for every retry (a failed dial, each round), and the failures
+// that matter reach the engine as errors anyway.
+func (r *driverLogRouter) Printf(ctx context.Context, format string, v ...any) {
+	r.mu.Lock()
+	var secrets []string
+	var loggers []*slog.Logger
+	for s := range r.sinks {
+		secrets = append(secrets, s.secrets...)
+		if !slices.Contains(loggers, s.log) {
+			loggers = append(loggers, s.log)
+		}
+	}
+	if r.last != nil {
+		secrets = append(secrets, r.last.secrets...)
+		if len(loggers) == 0 {
+			loggers = append(loggers, r.last.log)
+		}
+	}
+	r.mu.Unlock()
+	msg := maskSecrets(strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: "), secrets)
+	if len(loggers) == 0 {
+		r.fallback.Print(msg)
+		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	for _, l := range loggers {
+		l.Log(ctx, slog.LevelDebug, "simbaredis: go-redis: "+msg)
+	}
+}
