@@ -17,6 +17,12 @@
 // gives the lease up in order on Stop or StepDown; a [Lock] holds a lease
 // around one step and releases it from any goroutine.
 //
+// A lock that is not won says why, and an outage never reads as
+// contention: [ErrLockHeld] when the backend answered that another session
+// holds the lease (or this client does), [ErrLockTimeout] when the wait ran
+// out, and [ErrBackendUnavailable] as well when, at the end of the wait,
+// the backend could not be asked: no live session, or every attempt failed.
+//
 // A backend is a small adapter behind the [Backend] interface; every timing
 // decision is taken here. Backends live in their own modules, so a program
 // links only the driver it uses.

@@ -55,6 +55,9 @@ type entry struct {
 type attempt struct {
 	sess      *session
 	abandoned bool
+	// cut is set when the call failed because its caller gave up or the
+	// client closed, not because of the backend.
+	cut bool
 }
 
 // entryFor returns the entry of name for kind, creating it if needed. Call
@@ -147,12 +150,13 @@ func (e *entry) startAttempt() func(ctx context.Context) {
 	a := &attempt{sess: c.sess}
 	e.attempt = a
 	return func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, a.sess.renewPeriod())
-		res, err := c.b.Acquire(ctx, a.sess.id, e.name)
+		cctx, cancel := context.WithTimeout(ctx, a.sess.renewPeriod())
+		res, err := c.b.Acquire(cctx, a.sess.id, e.name)
 		cancel()
 		now := time.Now()
 		c.lock()
 		defer c.unlock()
+		a.cut = err != nil && ctx.Err() != nil
 		e.acquired(a, res, err, now)
 	}
 }
@@ -161,6 +165,9 @@ func (e *entry) startAttempt() func(ctx context.Context) {
 func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time) {
 	c := e.c
 	e.attempt = nil
+	if !a.cut {
+		e.noteAttempt(err)
+	}
 	current := !a.abandoned && a.sess == c.sess && !a.sess.ended && c.entries[e.name] == e
 	if err != nil || !res.Won {
 		if err != nil && !errors.Is(err, ErrSessionExpired) {
@@ -204,7 +211,7 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 // (R-CAND-2). answered is false when the attempt failed.
 func (e *entry) lostAttempt(answered bool) {
 	if e.kind == kindLock && answered {
-		e.refuseTry()
+		e.refuseTries("another session")
 	}
 	if !e.wants() {
 		return

@@ -16,13 +16,25 @@ var (
 	ErrTermExpired = errors.New("simba: term expired")
 
 	// ErrLockTimeout is returned by Lock.Acquire when no term was won
-	// before the context's deadline (R-LOCK-1), and by Lock.TryAcquire when
-	// its one attempt got no answer within one lease duration.
+	// before the context was done (R-LOCK-1), and by Lock.TryAcquire when
+	// no attempt was answered within its wait (R-LOCK-3). When the backend
+	// was unreachable meanwhile, the error matches ErrBackendUnavailable
+	// too.
 	ErrLockTimeout = errors.New("simba: lock timeout")
 
 	// ErrLockHeld is returned by Lock.TryAcquire when the lease is held by
-	// another session or by this client (R-LOCK-3).
+	// another session, as the backend answered, or by this client
+	// (R-LOCK-3). It never stands for a backend that could not be asked.
 	ErrLockHeld = errors.New("simba: lock held")
+
+	// ErrBackendUnavailable is matched by the error of Lock.Acquire and
+	// Lock.TryAcquire when their deadline passed while the backend could
+	// not be asked: the client had no live session (none could be opened,
+	// or its last keep-alive failed), or every attempt made during the
+	// wait failed with a backend error. It says nothing about whether
+	// another session holds the lease. Such an error still matches
+	// ErrLockTimeout and context.DeadlineExceeded: the wait timed out.
+	ErrBackendUnavailable = errors.New("simba: backend unavailable")
 
 	// ErrAlreadyStarted is returned by Election.Start when the election is
 	// already started on this client (R-CB-4).

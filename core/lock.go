@@ -2,6 +2,7 @@ package simba
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -30,11 +31,20 @@ type LockTerm struct {
 type waiter struct {
 	done chan waitResult // buffered: the engine never blocks on it
 	try  bool
+	seen *waitSeen // shared by the waiters of one Acquire or TryAcquire call
 }
 
 type waitResult struct {
 	lt  *LockTerm
 	err error
+}
+
+// waitSeen is what the backend did with the attempts made while one
+// Acquire or TryAcquire call waited. Guarded by the client's lock.
+type waitSeen struct {
+	answered bool  // an attempt was answered: won, or held by another session
+	failed   int   // attempts that failed with a backend error
+	lastErr  error // the error of the last attempt, nil when it was answered
 }
 
 // Acquire waits for a term of the lock until ctx is done. The deadline of
@@ -43,17 +53,37 @@ type waitResult struct {
 // ends right after it was won does not end the wait: the lock contends
 // again (R-LOCK-1). Cancelling ctx abandons the attempt and releases a term
 // it already won, so a cancelled acquisition never leaves the lock held
-// (R-LOCK-2). A second Acquire of a name this client holds waits for the
-// first to be released (R-LOCK-5).
+// (R-LOCK-2); the error then matches ErrLockTimeout and context.Canceled. A
+// second Acquire of a name this client holds waits for the first to be
+// released (R-LOCK-5).
+//
+// An outage is not contention: when the deadline passes while the client
+// has no live session (none could be opened, or its last keep-alive
+// failed), or after every attempt made during the wait failed with a
+// backend error, the error matches ErrBackendUnavailable as well as
+// ErrLockTimeout and context.DeadlineExceeded. A wait behind a term this
+// client holds, or one in which the backend answered that another session
+// holds the lease and the session is still live, times out with
+// ErrLockTimeout alone.
 func (l *Lock) Acquire(ctx context.Context) (*LockTerm, error) {
 	return l.acquire(ctx, false)
 }
 
-// TryAcquire makes one attempt. It returns the term when this client wins
-// the first answered attempt, an error matching ErrLockHeld when another
-// session or this client holds the lease, and ErrLockTimeout when no
-// attempt is answered within one lease duration or before ctx is done
-// (R-LOCK-3).
+// TryAcquire makes one attempt, waiting for its answer at most one lease
+// duration or until ctx is done (R-LOCK-3). It returns:
+//
+//   - the term, when this client wins the first answered attempt;
+//   - an error matching ErrLockHeld when this client holds the lease (no
+//     attempt is made), when the backend answers that another session
+//     holds it, or when another Acquire of this client wins it first;
+//   - an error matching ErrBackendUnavailable and ErrLockTimeout when the
+//     wait ends while the backend cannot be asked: no session is open
+//     within the wait (the client is opening one, or its last keep-alive
+//     failed), or every attempt failed with a backend error. An attempt
+//     that fails is made again within the wait, so a passing error does
+//     not fail the call;
+//   - an error matching ErrLockTimeout alone when ctx is done first
+//     otherwise.
 func (l *Lock) TryAcquire(ctx context.Context) (*LockTerm, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
@@ -71,9 +101,13 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 		return nil, err
 	}
 	c := l.c
+	seen := &waitSeen{}
 	for {
 		if ctx.Err() != nil {
-			return nil, l.timeout(ctx)
+			c.lock()
+			err := l.timeoutLocked(ctx, seen)
+			c.unlock()
+			return nil, err
 		}
 		c.lock()
 		e, err := c.entryFor(l.name, kindLock)
@@ -81,11 +115,13 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 			c.unlock()
 			return nil, err
 		}
-		if try && (e.holder != nil || len(e.waiters) > 0) {
+		if try && e.holder != nil {
 			c.unlock()
 			return nil, fmt.Errorf("%w: %s is held by this client", ErrLockHeld, l.name)
 		}
-		w := &waiter{done: make(chan waitResult, 1), try: try}
+		// A TryAcquire behind another acquire of this client waits for the
+		// answer to the attempt made for the head of the queue.
+		w := &waiter{done: make(chan waitResult, 1), try: try, seen: seen}
 		e.waiters = append(e.waiters, w)
 		// The only waiter makes the attempt on its own goroutine: no
 		// goroutine start and no wake-up on the uncontended path. The call
@@ -105,24 +141,31 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 			if r.err != nil {
 				return nil, r.err
 			}
+			c.lock()
 			if ctx.Err() != nil {
 				// Cancelled while the term arrived: the caller gave up, so
 				// the term is released, never returned (R-LOCK-2).
-				c.lock()
-				if rel := r.lt.releaseLocked(); rel != nil {
-					c.goBackground(func(ctx context.Context) { _ = rel(ctx) })
-				}
-				e.forget()
+				l.dropTermLocked(r.lt)
+				err := l.timeoutLocked(ctx, seen)
 				c.unlock()
-				return nil, l.timeout(ctx)
+				return nil, err
 			}
 			if r.lt.Valid() {
+				c.unlock()
 				return r.lt, nil
 			}
-			if try {
-				return nil, fmt.Errorf("%w: %s: the term won ended at once", ErrLockHeld, l.name)
+			// The term ended right after it was won. Taken over: another
+			// session holds the lease. Otherwise the session failed, which
+			// says nothing about the lease: contend again within the wait.
+			if try && r.lt.Reason() == TakenOver {
+				l.dropTermLocked(r.lt)
+				c.unlock()
+				return nil, fmt.Errorf("%w: %s: taken over by another session as it was won", ErrLockHeld, l.name)
 			}
-			// The term ended right after it was won: wait for the next.
+			if try {
+				l.dropTermLocked(r.lt)
+			}
+			c.unlock()
 		case <-ctx.Done():
 			c.lock()
 			if !e.dropWaiter(w) {
@@ -136,14 +179,76 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 				e.abandon()
 				e.forget()
 			}
+			err := l.timeoutLocked(ctx, seen)
 			c.unlock()
-			return nil, l.timeout(ctx)
+			return nil, err
 		}
 	}
 }
 
-func (l *Lock) timeout(ctx context.Context) error {
+// dropTermLocked releases a term won for a caller that will not get it.
+// Call with the lock held.
+func (l *Lock) dropTermLocked(lt *LockTerm) {
+	if rel := lt.releaseLocked(); rel != nil {
+		l.c.goBackground(func(ctx context.Context) { _ = rel(ctx) })
+	}
+	lt.e.forget()
+}
+
+// timeoutLocked is the error of a wait that ctx ended. It matches
+// ErrBackendUnavailable too when the deadline passed while the backend
+// could not be asked. Call with the lock held.
+func (l *Lock) timeoutLocked(ctx context.Context, seen *waitSeen) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if why := l.unavailableLocked(seen); why != "" {
+			return fmt.Errorf("%w: %s: %w (%s): %w", ErrLockTimeout, l.name, ErrBackendUnavailable, why, ctx.Err())
+		}
+	}
 	return fmt.Errorf("%w: %s: %w", ErrLockTimeout, l.name, ctx.Err())
+}
+
+// unavailableLocked says why the backend could not be asked during a wait
+// that saw seen, or returns "" when it could: this client holds the lock,
+// or the session is live and an attempt was answered or none failed. Call
+// with the lock held.
+func (l *Lock) unavailableLocked(seen *waitSeen) string {
+	c := l.c
+	if e := c.entries[l.name]; e != nil && e.kind == kindLock && e.holder != nil {
+		return ""
+	}
+	var why string
+	switch {
+	case c.status == StatusOpening:
+		why = "no session open"
+	case c.status == StatusSuspended:
+		why = "session suspended: its last keep-alive failed"
+	case c.status == StatusLive && seen.failed > 0 && !seen.answered:
+		why = fmt.Sprintf("%d attempts failed", seen.failed)
+		if seen.failed == 1 {
+			why = "the attempt failed"
+		}
+	default:
+		return ""
+	}
+	if seen.lastErr != nil {
+		why += "; last attempt: " + seen.lastErr.Error()
+	}
+	return why
+}
+
+// noteAttempt records the outcome of an attempt at the lock for every
+// waiter: answered (err is nil) or failed with err. Call with the lock
+// held.
+func (e *entry) noteAttempt(err error) {
+	for _, w := range e.waiters {
+		if err == nil {
+			w.seen.answered = true
+			w.seen.lastErr = nil
+		} else {
+			w.seen.failed++
+			w.seen.lastErr = err
+		}
+	}
 }
 
 // dropWaiter removes w from the queue and reports whether it was there
@@ -159,22 +264,35 @@ func (e *entry) dropWaiter(w *waiter) bool {
 }
 
 // lockWon hands a new term to the first waiter. Call with the lock held.
+// The TryAcquire calls still queued get ErrLockHeld: this client holds
+// the lock now.
 func (e *entry) lockWon(t *Term) {
 	w := e.waiters[0]
 	e.waiters = e.waiters[1:]
 	lt := &LockTerm{Term: t, e: e}
 	e.holder = lt
 	w.done <- waitResult{lt: lt}
+	e.refuseTries("this client")
 }
 
-// refuseTry answers a TryAcquire at the head of the queue whose attempt
-// found the lease held.
-func (e *entry) refuseTry() {
-	if len(e.waiters) > 0 && e.waiters[0].try {
-		w := e.waiters[0]
-		e.waiters = e.waiters[1:]
-		w.done <- waitResult{err: fmt.Errorf("%w: %s", ErrLockHeld, e.name)}
+// refuseTries answers every queued TryAcquire with ErrLockHeld: an attempt
+// found the lease held by another session, or this client won it for an
+// earlier waiter. by names the holder.
+func (e *entry) refuseTries(by string) {
+	var err error
+	kept := e.waiters[:0]
+	for _, w := range e.waiters {
+		if !w.try {
+			kept = append(kept, w)
+			continue
+		}
+		if err == nil {
+			err = fmt.Errorf("%w: %s is held by %s", ErrLockHeld, e.name, by)
+		}
+		w.done <- waitResult{err: err}
 	}
+	clear(e.waiters[len(kept):])
+	e.waiters = kept
 }
 
 // lockLost clears the holder of a term lost early: the lock is released

@@ -126,8 +126,9 @@ func TestTryAcquire(t *testing.T) {
 		conn.Stall()
 		c3 := newClient(t, conn)
 		start := time.Now()
-		if _, err := c3.Lock("y").TryAcquire(context.Background()); !errors.Is(err, simba.ErrLockTimeout) {
-			t.Fatalf("TryAcquire on an unreachable backend: %v", err)
+		if _, err := c3.Lock("y").TryAcquire(context.Background()); !errors.Is(err, simba.ErrLockTimeout) ||
+			!errors.Is(err, simba.ErrBackendUnavailable) || errors.Is(err, simba.ErrLockHeld) {
+			t.Fatalf("TryAcquire on an unreachable backend: %v, want ErrBackendUnavailable and ErrLockTimeout", err)
 		}
 		if d := time.Since(start); d != 3*time.Second {
 			t.Fatalf("unanswered TryAcquire gave up after %v, want one lease duration", d)
