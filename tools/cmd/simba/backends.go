@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,22 +61,125 @@ func badURL(format string, args ...any) error {
 func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error) {
 	u := parseBackendURL(rawURL)
 	if u.scheme == "" {
+		if scheme, _, ok := strings.Cut(rawURL, ":"); ok {
+			if k := kindOf(scheme); k != nil {
+				// memory: or redis:host: the scheme without "//".
+				return nil, nil, badURL("backend URL %q: missing \"//\" after \"%s:\": want %s",
+					u.redactedString(), scheme, k.example)
+			}
+		}
 		return nil, nil, badURL("backend URL %q has no scheme: want one of %s", u.redactedString(), schemeList())
 	}
-	var kind *backendKind
-	for i, k := range backendKinds {
-		if slices.Contains(k.schemes, strings.ToLower(u.scheme)) {
-			kind = &backendKinds[i]
-			break
-		}
-	}
+	kind := kindOf(u.scheme)
 	if kind == nil {
 		return nil, nil, badURL("unknown backend scheme %q: want one of %s", u.scheme, schemeList())
 	}
 	if err := checkURL(u); err != nil {
 		return nil, nil, err
 	}
+	if err := checkAddresses(u); err != nil {
+		return nil, nil, err
+	}
 	return kind.open(ctx, rawURL, o)
+}
+
+// kindOf returns the backend kind of scheme, in any case, or nil.
+func kindOf(scheme string) *backendKind {
+	for i, k := range backendKinds {
+		if slices.Contains(k.schemes, strings.ToLower(scheme)) {
+			return &backendKinds[i]
+		}
+	}
+	return nil
+}
+
+// checkAddresses checks the hosts and ports of a redis://, rediss://,
+// mysql:// or postgres:// URL before any dial, so that a typing error is
+// bad usage rather than an unreachable backend. A URL that url.Parse
+// refuses was refused by checkURL already, or is postgres://, which pgx
+// parses and checks itself; zk:// servers are checked by openZK.
+func checkAddresses(u backendURL) error {
+	switch strings.ToLower(u.scheme) {
+	case "redis", "rediss", "mysql", "postgres", "postgresql":
+	default:
+		return nil
+	}
+	pu, err := url.Parse(u.raw)
+	if err != nil {
+		return nil
+	}
+	hosts := []string{pu.Host}
+	if s := strings.ToLower(u.scheme); s == "postgres" || s == "postgresql" {
+		hosts = strings.Split(pu.Host, ",") // pgx takes several HOST[:PORT]
+	}
+	for _, hp := range hosts {
+		host, port := hp, ""
+		if i := strings.LastIndexByte(hp, ':'); i >= 0 && !strings.HasSuffix(hp, "]") {
+			host, port = hp[:i], hp[i+1:]
+		}
+		if err := checkHostPort(host, port); err != nil {
+			return badURL("backend URL %s: %v", u.redactedString(), err)
+		}
+	}
+	return nil
+}
+
+// checkHostPort checks a host and a port as a URL gives them: a host name,
+// an IPv4 address or a bracketed IPv6 address, and a decimal port from 1
+// to 65535. Either may be empty: the driver's default applies.
+func checkHostPort(host, port string) error {
+	if port != "" {
+		n, err := strconv.ParseUint(port, 10, 32)
+		if err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("port %q: want a number from 1 to 65535", port)
+		}
+	}
+	if host == "" {
+		return nil
+	}
+	if ip, ok := strings.CutPrefix(host, "["); ok {
+		ip, ok = strings.CutSuffix(ip, "]")
+		ip, _, _ = strings.Cut(ip, "%") // a zone: fe80::1%eth0
+		if !ok || net.ParseIP(ip) == nil || !strings.Contains(ip, ":") {
+			return fmt.Errorf("host %q: not an IPv6 address", host)
+		}
+		return nil
+	}
+	if !validHostName(host) {
+		return fmt.Errorf("host %q: not a host name or IP address", host)
+	}
+	return nil
+}
+
+// validHostName reports whether h is an IPv4 address or a DNS name:
+// labels of letters, digits, '-' and '_', 1 to 63 bytes each, an optional
+// final dot, and a last label that is not all digits (1.2.3.4.5 is a
+// mistyped address, not a name).
+func validHostName(h string) bool {
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.To4() != nil
+	}
+	h = strings.TrimSuffix(h, ".")
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	digits := false
+	for label := range strings.SplitSeq(h, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		digits = true
+		for _, r := range label {
+			switch {
+			case '0' <= r && r <= '9':
+			case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', r == '-', r == '_':
+				digits = false
+			default:
+				return false
+			}
+		}
+	}
+	return !digits
 }
 
 // checkURL refuses the URLs whose credentials a driver would misread, and
@@ -214,8 +318,15 @@ func openZK(ctx context.Context, rawURL string, o backendOptions) (simba.Backend
 		return nil, nil, &badURLError{err}
 	}
 	for _, s := range servers {
-		if _, _, err := net.SplitHostPort(s); err != nil {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
 			return nil, nil, badURL("zk URL %s: server %q: want HOST:PORT", redactURL(rawURL), s)
+		}
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]" // SplitHostPort took the brackets off
+		}
+		if err := checkHostPort(host, port); err != nil {
+			return nil, nil, badURL("zk URL %s: server %q: %v", redactURL(rawURL), s, err)
 		}
 	}
 	b, err := simbazk.Open(connect, opts)

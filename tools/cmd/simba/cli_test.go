@@ -21,8 +21,28 @@ func TestBadUsageExitsTwoWithOneLine(t *testing.T) {
 		{[]string{"lock"}, "missing argument"},
 		{[]string{"lock", "--backend", "memory://", "job"}, "missing command"},
 		{[]string{"lock", "--backend", "memory://", "job", "--"}, "missing command"},
-		{[]string{"lock", "--nosuchflag", "job", "--", "true"}, "flag provided but not defined: -nosuchflag"},
-		{[]string{"lock", "--timeout", "soon", "job", "--", "true"}, `invalid value "soon" for flag -timeout`},
+		{[]string{"lock", "--nosuchflag", "job", "--", "true"}, "flag provided but not defined: --nosuchflag ("},
+		{[]string{"lock", "-nosuchflag", "job", "--", "true"}, "flag provided but not defined: --nosuchflag ("},
+		{[]string{"lock", "--timeout", "soon", "job", "--", "true"}, `invalid value "soon" for flag --timeout: parse error`},
+		{[]string{"lock", "-timeout=soon", "job", "--", "true"}, `invalid value "soon" for flag --timeout: parse error`},
+		{[]string{"lock", "--verbose=maybe", "job", "--", "true"}, `invalid boolean value "maybe" for flag --verbose: parse error`},
+		{[]string{"lock", "job", "--timeout"}, "flag needs an argument: --timeout ("},
+		{[]string{"status", "--format"}, "flag needs an argument: --format ("},
+		{[]string{"demo", "--nope"}, "flag provided but not defined: --nope ("},
+		{[]string{"lock", "--backend", "memory:", "job", "--", "true"}, `backend URL "memory:": missing "//" after "memory:": want memory://[NAME]`},
+		{[]string{"lock", "--backend", "redis:localhost:6379", "job", "--", "true"}, `missing "//" after "redis:"`},
+		{[]string{"lock", "--backend", "redis://localhost:99999", "job", "--", "true"}, `port "99999": want a number from 1 to 65535`},
+		{[]string{"lock", "--backend", "rediss://u:s3cr3t@localhost:0/1", "job", "--", "true"}, `port "0": want a number from 1 to 65535`},
+		{[]string{"lock", "--backend", "redis://bad!host:6379", "job", "--", "true"}, `host "bad!host": not a host name or IP address`},
+		{[]string{"lock", "--backend", "redis://10.0.0.300:6379", "job", "--", "true"}, `host "10.0.0.300"`},
+		{[]string{"lock", "--backend", "postgres://u:s3cr3t@db:99999/app", "job", "--", "true"}, `port "99999"`},
+		{[]string{"lock", "--backend", "postgres://u:s3cr3t@db1:5432,db2:65536/app", "job", "--", "true"}, `port "65536"`},
+		{[]string{"lock", "--backend", "postgresql://u:s3cr3t@db_!/app", "job", "--", "true"}, `host "db_!"`},
+		{[]string{"lock", "--backend", "mysql://u:s3cr3t@db:70000/app", "job", "--", "true"}, `port "70000"`},
+		{[]string{"lock", "--backend", "mysql://u:s3cr3t@db..x:3306/app", "job", "--", "true"}, `host "db..x"`},
+		{[]string{"leader", "--backend", "zk://zk1:2181,zk2:99999", "job", "--", "true"}, `server "zk2:99999": port "99999"`},
+		{[]string{"leader", "--backend", "zk://u:s3cr3t@zk 1:2181", "job", "--", "true"}, `host "zk 1"`},
+		{[]string{"status", "--backend", "redis://localhost:65536"}, `port "65536"`},
 		{[]string{"lock", "--timeout", "-1s", "--backend", "memory://", "job", "--", "true"}, "must not be negative"},
 		{[]string{"lock", "--backend", "memory://", "bad name", "--", "true"}, `invalid lease name "bad name"`},
 		{[]string{"lock", "--backend", "memory://", "a", "b", "--", "true"}, `unexpected argument "b" before --`},
@@ -110,7 +130,8 @@ func TestHelpOfEveryCommand(t *testing.T) {
 
 func TestHelpListsFlagsAndExitCodes(t *testing.T) {
 	r := runSimba(t, "lock", "--help")
-	for _, want := range []string{"--backend URL", "--timeout duration", "--grace duration", "(default: the safety gap", "SIMBA_TOKEN", "75", "76", "127"} {
+	for _, want := range []string{"--backend URL", "--timeout duration", "--grace duration", "(default: the safety gap", "SIMBA_TOKEN",
+		"69               the backend cannot be reached", "75               the lock is held elsewhere", "76", "127", "memory:// the lock lives in this simba process only"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("lock --help does not mention %q:\n%s", want, r.stdout)
 		}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	simba "github.com/simba-go/simba/core"
@@ -36,7 +37,18 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 type node struct {
 	client       *simba.Client
 	where        string // the backend URL, password redacted
+	inProcess    bool   // memory://: no other process shares the store
 	closeBackend func() error
+}
+
+// warnInProcess warns, for lock and leader, that a memory:// store
+// excludes nothing outside this process: two simba processes given the
+// same memory:// URL each have a store of their own, and both hold name.
+func (n *node) warnInProcess(a *app, cmd, name string) {
+	if n.inProcess {
+		a.report(cmd, "warning: %s is a store in this process only: a simba in another process does not see it, "+
+			"and can hold %s at the same time", n.where, name)
+	}
 }
 
 // connect opens the backend and a client on it. On failure it has printed
@@ -92,7 +104,8 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 		a.report(cmd, "%v", err)
 		return nil, exitFailure
 	}
-	return &node{client: client, where: where, closeBackend: closeBackend}, exitOK
+	inProcess := strings.EqualFold(u.scheme, "memory")
+	return &node{client: client, where: where, inProcess: inProcess, closeBackend: closeBackend}, exitOK
 }
 
 // close closes the client, which frees every lease of the node at once,

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -57,7 +58,41 @@ func (f *cmdFlags) fail(a *app, err error) int {
 		f.help(a.stdout)
 		return exitOK
 	}
-	return a.usageError(f.cmd, err)
+	return a.usageError(f.cmd, errors.New(dashDash(err.Error())))
+}
+
+// dashDash rewrites the messages of package flag, which name a flag with
+// one dash ("flag provided but not defined: -foo"), to name it with two,
+// as the help does. Other messages are returned as they are.
+func dashDash(msg string) string {
+	for _, prefix := range []string{"flag provided but not defined: -", "flag needs an argument: -"} {
+		if name, ok := strings.CutPrefix(msg, prefix); ok {
+			return prefix + "-" + name
+		}
+	}
+	// invalid value "V" for flag -NAME: ERR; invalid boolean value "V" for -NAME: ERR
+	for _, prefix := range []string{"invalid value ", "invalid boolean value "} {
+		rest, ok := strings.CutPrefix(msg, prefix)
+		if !ok {
+			continue
+		}
+		value, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return msg
+		}
+		after := rest[len(value):]
+		for _, sep := range []string{" for flag -", " for -"} {
+			if name, ok := strings.CutPrefix(after, sep); ok {
+				return prefix + value + " for flag --" + name
+			}
+		}
+		return msg
+	}
+	// invalid boolean flag NAME: ERR
+	if rest, ok := strings.CutPrefix(msg, "invalid boolean flag "); ok {
+		return "invalid boolean flag --" + rest
+	}
+	return msg
 }
 
 // parseArgs parses args, allowing flags between positional arguments, and

@@ -40,10 +40,14 @@ the command's code, or 128+N (130 for SIGINT, 143 for SIGTERM) when no
 command was running. When simba itself is killed (SIGKILL), the command gets
 SIGKILL from the kernel on Linux; the other processes of its group run on.
 
+With --backend memory:// the lease lives in this simba process only: another
+process, even with the same URL, has a store of its own and leads too. simba
+warns about it on stderr; use memory:// for trials only.
+
 Exit codes:
   the command's    when it exits on its own (128+N when signal N ended it)
   2                bad usage: unknown flag, missing NAME or COMMAND, invalid
-                   name, bad backend URL
+                   name, bad backend URL (scheme, host or port)
   69               the backend cannot be reached
   126              the command is not executable
   127              the command was not found
@@ -61,6 +65,7 @@ func runLeader(ctx context.Context, a *app, args []string) int {
 		return code
 	}
 	defer n.close(a, cmd)
+	n.warnInProcess(a, cmd, c.name)
 	c.resolveGrace(a, n.client.Config())
 	name, argv := c.name, c.argv
 

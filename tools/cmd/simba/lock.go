@@ -46,12 +46,22 @@ the other processes of its group run on.
 Of simba's variables (SIMBA_*) the command sees only SIMBA_LEASE and
 SIMBA_TOKEN: SIMBA_BACKEND, which may hold a password, is not passed on.
 
+An outage is not contention: when --timeout passes while the backend cannot
+be asked (no session is open, the last keep-alive failed, or every attempt
+failed), simba exits with 69, not 75. With --timeout 0 it waits through an
+outage.
+
+With --backend memory:// the lock lives in this simba process only: another
+process, even with the same URL, has a store of its own and takes the lock
+too. simba warns about it on stderr; use memory:// for trials only.
+
 Exit codes:
   the command's    when it exits on its own (128+N when signal N ended it)
   2                bad usage: unknown flag, missing NAME or COMMAND, invalid
-                   name, bad backend URL
-  69               the backend cannot be reached
-  75               the lock was not acquired within --timeout
+                   name, bad backend URL (scheme, host or port)
+  69               the backend cannot be reached: at start, or while waiting
+                   for the lock until --timeout
+  75               the lock is held elsewhere: not acquired within --timeout
   76               the lock was lost while the command ran
   126              the command is not executable
   127              the command was not found
@@ -61,7 +71,8 @@ Exit codes:
 func runLock(ctx context.Context, a *app, args []string) int {
 	const cmd = "lock"
 	c := newCommandLine(cmd, "lock [flags] NAME -- COMMAND [ARG...]", lockAbout)
-	timeout := c.Duration("timeout", 0, "give up with exit code 75 when the lock is not acquired within this `duration`; 0 waits for ever")
+	timeout := c.Duration("timeout", 0, "give up when the lock is not acquired within this `duration`: exit code 75 when it is held elsewhere, "+
+		"69 when the backend could not be asked; 0 waits for ever")
 	if code, ok := c.parse(a, args); !ok {
 		return code
 	}
@@ -73,6 +84,7 @@ func runLock(ctx context.Context, a *app, args []string) int {
 		return code
 	}
 	defer n.close(a, cmd)
+	n.warnInProcess(a, cmd, c.name)
 	c.resolveGrace(a, n.client.Config())
 	name := c.name
 
@@ -86,6 +98,10 @@ func runLock(ctx context.Context, a *app, args []string) int {
 	case err == nil:
 	case ctx.Err() != nil:
 		return interruptedCode(ctx)
+	case errors.Is(err, simba.ErrBackendUnavailable):
+		// Checked first: such an error is a timeout too.
+		a.report(cmd, "lock %s not acquired within %v on %s: %v", name, *timeout, n.where, err)
+		return exitUnavailable
 	case errors.Is(err, simba.ErrLockTimeout):
 		a.report(cmd, "lock %s not acquired within %v", name, *timeout)
 		return exitLockTimeout

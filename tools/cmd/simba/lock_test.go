@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -89,8 +91,97 @@ func TestLockTimeout(t *testing.T) {
 	if r.stdout != "" {
 		t.Errorf("the command ran without the lock: %q", r.stdout)
 	}
-	if want := "simba lock: lock busy not acquired within 300ms\n"; r.stderr != want {
+	if want := "simba lock: lock busy not acquired within 300ms\n"; withoutInProcessWarning(r.stderr) != want {
 		t.Errorf("stderr %q, want %q", r.stderr, want)
+	}
+}
+
+// inProcessWarning is in the warning simba lock and simba leader print
+// for a memory:// backend.
+const inProcessWarning = "is a store in this process only"
+
+// withoutInProcessWarning returns stderr without the line of the
+// memory:// warning.
+func withoutInProcessWarning(stderr string) string {
+	var kept []string
+	for _, line := range strings.SplitAfter(stderr, "\n") {
+		if !strings.Contains(line, inProcessWarning) {
+			kept = append(kept, line)
+		}
+	}
+	return strings.Join(kept, "")
+}
+
+// TestMemoryBackendWarnsItIsInProcess: two processes given one memory://
+// URL do not share the store, so lock and leader say so on stderr; status,
+// which holds nothing, does not.
+func TestMemoryBackendWarnsItIsInProcess(t *testing.T) {
+	for _, cmd := range []string{"lock", "leader"} {
+		url := memoryURL(t)
+		r := runSimba(t, append([]string{cmd, "--backend", url, "job", "--"}, helper(t, "exit", "0")...)...)
+		want := "simba " + cmd + ": warning: " + url + " is a store in this process only: " +
+			"a simba in another process does not see it, and can hold job at the same time\n"
+		if r.code != 0 || !strings.HasPrefix(r.stderr, want) {
+			t.Errorf("%s: exit code %d, stderr %q; want 0 and the warning %q", cmd, r.code, r.stderr, want)
+		}
+	}
+	if r := runSimba(t, "status", "--backend", memoryURL(t)); r.code != 0 || r.stderr != "" {
+		t.Errorf("status: exit code %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+	}
+}
+
+// TestLockBackendUnavailableUntilTimeout: a backend that grants no usable
+// session is an outage, not a held lock: exit code 69, not 75.
+func TestLockBackendUnavailableUntilTimeout(t *testing.T) {
+	url := memoryURL(t)
+	memoryStore(strings.TrimPrefix(url, "memory://")).SetMaxLease(time.Nanosecond)
+	r := runSimba(t, append([]string{"lock", "--backend", url, "--timeout", "300ms", "job", "--"}, helper(t, "env")...)...)
+	if r.code != exitUnavailable {
+		t.Fatalf("exit code %d, want %d; stderr %q", r.code, exitUnavailable, r.stderr)
+	}
+	if r.stdout != "" {
+		t.Errorf("the command ran without the lock: %q", r.stdout)
+	}
+	// Before it: the client's warnings about the 1ns sessions it refused.
+	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
+	last := lines[len(lines)-1]
+	want := "simba lock: lock job not acquired within 300ms on " + url + ": "
+	if !strings.HasPrefix(last, want) || !strings.Contains(last, "backend unavailable (no session open)") {
+		t.Errorf("stderr %q, want a last line starting %q that says no session is open", r.stderr, want)
+	}
+}
+
+// TestLockOnRedisHeldOrUnreachable: on a real Redis a lock held by another
+// node exits 75; a Redis that cannot be reached exits 69.
+func TestLockOnRedisHeldOrUnreachable(t *testing.T) {
+	url := serverURL(t, "SIMBA_TEST_REDIS_URL", func(v string) string { return v })
+	name := "cli-held-" + randomHex(t)
+	b, closeBackend, err := openBackend(t.Context(), url, backendOptions{logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = closeBackend() }()
+	holder, err := simba.New(b, simba.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = holder.Close(context.Background()) }()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	lt, err := holder.Lock(name).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lt.Release(context.Background()) }()
+
+	r := runSimba(t, append([]string{"lock", "--backend", url, "--timeout", "500ms", name, "--"}, helper(t, "env")...)...)
+	if want := "simba lock: lock " + name + " not acquired within 500ms\n"; r.code != exitLockTimeout || r.stderr != want || r.stdout != "" {
+		t.Errorf("held: exit code %d, stdout %q, stderr %q; want %d and %q", r.code, r.stdout, r.stderr, exitLockTimeout, want)
+	}
+
+	r = runSimba(t, append([]string{"lock", "--backend", "redis://127.0.0.1:1/0", "--timeout", "500ms", name, "--"}, helper(t, "env")...)...)
+	if r.code != exitUnavailable || r.stdout != "" || !strings.Contains(r.stderr, "simba lock: backend redis://127.0.0.1:1/0 unavailable: ") {
+		t.Errorf("unreachable: exit code %d, stdout %q, stderr %q; want %d", r.code, r.stdout, r.stderr, exitUnavailable)
 	}
 }
 
@@ -259,10 +350,10 @@ func TestGraceLongerThanTheSafetyGapWarns(t *testing.T) {
 			if r.code != 0 {
 				t.Fatalf("exit code %d, stderr %q", r.code, r.stderr)
 			}
-			switch {
-			case tt.want == "" && r.stderr != "":
+			switch stderr := withoutInProcessWarning(r.stderr); {
+			case tt.want == "" && stderr != "":
 				t.Errorf("stderr %q, want nothing", r.stderr)
-			case tt.want != "" && !strings.Contains(r.stderr, tt.want):
+			case tt.want != "" && !strings.Contains(stderr, tt.want):
 				t.Errorf("stderr %q, want a warning %q", r.stderr, tt.want)
 			}
 		})

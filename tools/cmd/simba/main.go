@@ -10,13 +10,14 @@
 //	simba version
 //
 // The backend comes from --backend URL or the SIMBA_BACKEND variable:
-// memory://[NAME], redis://, rediss://, postgres://, postgresql://, mysql://
-// or zk://. Every command has --help.
+// memory://[NAME] (this process only: lock and leader warn about it),
+// redis://, rediss://, postgres://, postgresql://, mysql:// or zk://.
+// Every command has --help.
 //
 // Exit codes: 0 success; 1 failure of simba itself; 2 bad usage (unknown
 // command or flag, missing argument, bad URL or name); 69 backend
-// unavailable; 75 lock not acquired before --timeout; 76 lock or leadership
-// lost while the command ran; 126 command not executable; 127 command not
+// unavailable, at start or until --timeout; 75 lock held elsewhere until
+// --timeout; 76 lock or leadership lost while the command ran; 126 command not executable; 127 command not
 // found; 128+N the command died of signal N, or simba was stopped by
 // signal N (SIGINT, SIGTERM, SIGHUP, SIGQUIT) while no command ran.
 // Otherwise simba lock and simba leader exit with the command's own code.
@@ -38,8 +39,8 @@ const (
 	exitOK          = 0
 	exitFailure     = 1
 	exitUsage       = 2
-	exitUnavailable = 69 // sysexits EX_UNAVAILABLE
-	exitLockTimeout = 75 // sysexits EX_TEMPFAIL: try again later
+	exitUnavailable = 69 // sysexits EX_UNAVAILABLE: the backend could not be asked
+	exitLockTimeout = 75 // sysexits EX_TEMPFAIL: held elsewhere, try again later
 	exitLockLost    = 76
 	exitCannotRun   = 126 // as shells report it
 	exitNotFound    = 127 // as shells report it
