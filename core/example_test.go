@@ -43,8 +43,15 @@ func ExampleLock_Acquire() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	term, err := client.Lock("invoice-42").Acquire(ctx)
-	if errors.Is(err, simba.ErrLockTimeout) {
-		fmt.Println("held elsewhere")
+	switch {
+	case errors.Is(err, simba.ErrBackendUnavailable):
+		fmt.Println("the backend did not answer within 5s")
+		return
+	case errors.Is(err, simba.ErrLockTimeout):
+		fmt.Println("held elsewhere for 5s")
+		return
+	case err != nil:
+		fmt.Println(err)
 		return
 	}
 	defer term.Close()
