@@ -51,10 +51,10 @@ Feature: Locks
     And A made exactly 1 attempt at "invoice"
 
   @R-LOCK-3 @memory
-  Scenario: TryAcquire gives up when no attempt is answered within one lease duration
+  Scenario: TryAcquire gives up when no attempt is answered within one lease duration, and says the backend is unavailable
     Given node A is connected and its session is live
     And A's connection stalls
-    When A's one attempt at the lock "invoice" fails with ErrLockTimeout
+    When A's one attempt at the lock "invoice" fails with ErrLockTimeout and ErrBackendUnavailable
     Then that attempt gave up exactly one lease duration after it began
 
   @R-LOCK-4

@@ -35,6 +35,7 @@ func (w *world) electionSteps(step func(string, any)) {
 var sentinels = map[string]error{
 	"ErrLockTimeout":           simba.ErrLockTimeout,
 	"ErrLockHeld":              simba.ErrLockHeld,
+	"ErrBackendUnavailable":    simba.ErrBackendUnavailable,
 	"ErrClosed":                simba.ErrClosed,
 	"ErrTermExpired":           simba.ErrTermExpired,
 	"ErrAlreadyStarted":        simba.ErrAlreadyStarted,

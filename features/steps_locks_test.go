@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,8 +25,8 @@ func (w *world) lockSteps(step func(string, any)) {
 	step(`^([A-Z]) releases the lock "([^"]*)"$`, w.releasesLock)
 	step(`^([A-Z]) releases the lock named (.+)$`, w.releasesNamed)
 	step(`^([A-Z]) cancels its acquisition of "([^"]*)"$`, w.cancelsAcquisition)
-	step(`^([A-Z])'s one attempt at the lock "([^"]*)" (succeeds|fails with \w+)$`, w.oneAttempt)
-	step(`^([A-Z])'s one attempt at the lock named (.+) (succeeds|fails with \w+)$`, w.oneAttemptNamed)
+	step(`^([A-Z])'s one attempt at the lock "([^"]*)" (succeeds|fails with \w+(?: and \w+)*)$`, w.oneAttempt)
+	step(`^([A-Z])'s one attempt at the lock named (.+) (succeeds|fails with \w+(?: and \w+)*)$`, w.oneAttemptNamed)
 	step(`^([A-Z]) holds the lock named (.+), with a token above zero$`, w.holdsNamed)
 	step(`^([A-Z]) made exactly (\d+) attempts? at "([^"]*)"$`, w.madeExactly)
 	step(`^that attempt gave up exactly one lease duration after it began$`, w.gaveUpAfterLease)
@@ -278,7 +279,16 @@ func (w *world) attempt(name, lease, outcome string) error {
 	if c.lt != nil {
 		return fmt.Errorf("node %s got %v", name, c.lt.Term)
 	}
-	return matches(c.err, strings.TrimPrefix(outcome, "fails with "))
+	want := strings.Split(strings.TrimPrefix(outcome, "fails with "), " and ")
+	for _, sentinel := range want {
+		if err := matches(c.err, sentinel); err != nil {
+			return err
+		}
+	}
+	if !slices.Contains(want, "ErrBackendUnavailable") && errors.Is(c.err, simba.ErrBackendUnavailable) {
+		return fmt.Errorf("node %s's attempt at %s reports an outage: %w", name, lease, c.err)
+	}
+	return nil
 }
 
 func (w *world) oneAttempt(name, lease, outcome string) error {
