@@ -20,6 +20,7 @@ import (
 var (
 	_ simba.Backend         = (*Backend)(nil)
 	_ simba.ReleaseNotifier = (*Backend)(nil)
+	_ simba.OpenedBackend   = (*Backend)(nil)
 )
 
 // Backend is the Redis implementation of simba.Backend and
@@ -115,10 +116,21 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 // whose user information cannot be told from its host, path and query,
 // rather than connect somewhere the URL did not mean.
 //
-// Open checks the connection and the credentials with a PING bounded by ctx:
-// an unreachable server fails with the dial error, a refused password with
-// an error matching ErrAuth. Errors never contain the password, nor any
-// part of a URL that could not be parsed.
+// Before it returns, Open checks that the server answers and accepts the
+// credentials: it dials, sends the connection's set-up commands (HELLO,
+// AUTH, SELECT) and a PING, all bounded by ctx. An unreachable server
+// fails with the dial error (once ctx ends, the last dial error is named
+// in the message), a server that accepts the connection and never answers
+// fails when ctx ends, with an error matching ctx.Err(), and a refused
+// password with an error matching ErrAuth. Without a deadline in ctx,
+// go-redis's own timeouts bound the check: dial_timeout and read_timeout
+// in the URL's query, 5s each by default. Errors never contain the
+// password, nor any part of a URL that could not be parsed; those about
+// the URL itself match ErrInvalidOptions and simba.ErrInvalidURL.
+//
+// Importing this package registers Open, with zero Options, for the
+// schemes redis and rediss with simba.OpenBackend.
+//
 // For Sentinel or Cluster, build the go-redis client yourself and use New.
 func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	o, err := opts.withDefaults()
@@ -182,7 +194,7 @@ func parseURL(rawURL string) (*redis.Options, string, []string, error) {
 	where, secrets := u.Redacted(), urlSecrets(u)
 	copts, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, "", secrets, fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err)
+		return nil, "", secrets, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err))
 	}
 	return copts, where, secrets, nil
 }
@@ -248,7 +260,9 @@ func contextTimeouts(client redis.UniversalClient) (enabled, known bool) {
 }
 
 // Close stops the release subscription, wakes every release watcher and,
-// when the Backend was made by Open, closes its client. Sessions are left
+// when the Backend was made by Open, closes its client. It waits for no
+// answer from the server, so it returns at once even when the server
+// hangs; calls in flight on the client it closes fail. Sessions are left
 // to expire on the server (close them first with CloseSession to free
 // their leases at once). Close is idempotent; every other method returns
 // ErrClosed afterwards.

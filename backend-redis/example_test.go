@@ -2,6 +2,7 @@ package simbaredis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -45,6 +46,52 @@ func ExampleOpen() {
 		}
 	}()
 	fmt.Println("holding nightly-report with fencing token", term.Token())
+}
+
+// The class of Open's error tells a configuration mistake from a server
+// that is down or refuses the credentials.
+func ExampleOpen_errors() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, url := range []string{
+		"redis://127.0.0.1:1/0",              // nothing listens on port 1
+		"redis://app:pa#ss@127.0.0.1:6379/0", // a '#' in a password must be written %23
+	} {
+		_, err := simbaredis.Open(ctx, url, simbaredis.Options{})
+		switch {
+		case errors.Is(err, simbaredis.ErrInvalidOptions):
+			fmt.Println("fix the URL or the options:", errors.Is(err, simba.ErrInvalidURL))
+		case errors.Is(err, simbaredis.ErrAuth):
+			fmt.Println("fix the credentials")
+		case err != nil:
+			fmt.Println("server unreachable")
+		}
+	}
+	// Output:
+	// server unreachable
+	// fix the URL or the options: true
+}
+
+// Importing the package registers redis:// and rediss:// with
+// simba.OpenBackend, which opens them with zero Options: a program that
+// takes its backend URL from its configuration links the backends it
+// imports and opens whichever the URL names. The example needs a Redis
+// server, so it is compiled but not run by go test.
+func Example_openBackend() {
+	ctx := context.Background()
+	openCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b, err := simba.OpenBackend(openCtx, os.Getenv("SIMBA_BACKEND")) // e.g. redis://redis.internal:6379/0
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+
+	client, err := simba.New(b)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close(ctx)
 }
 
 // New wraps a go-redis client the application already has; it stays the

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+	simba "github.com/simba-go/simba/core"
 )
 
 // mask is what replaces a secret in a message.
@@ -31,14 +32,24 @@ const urlHint = "percent-encode the user name and password (@ %40, : %3A, / %2F,
 func parseRedisURL(rawURL string) (*url.URL, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: redis URL: %s; %s", ErrInvalidOptions, urlProblem(err), urlHint)
+		return nil, invalidURL(fmt.Errorf("%w: redis URL: %s; %s", ErrInvalidOptions, urlProblem(err), urlHint))
 	}
 	if u.Opaque != "" || strings.Contains(rawURL, "#") ||
 		strings.Contains(u.EscapedPath(), "@") || strings.Contains(u.RawQuery, "@") {
-		return nil, fmt.Errorf("%w: redis URL: cannot tell its user information from the rest; %s", ErrInvalidOptions, urlHint)
+		return nil, invalidURL(fmt.Errorf("%w: redis URL: cannot tell its user information from the rest; %s", ErrInvalidOptions, urlHint))
 	}
 	return u, nil
 }
+
+// urlError is a URL Open cannot use. It reads as err and matches err's
+// sentinels and simba.ErrInvalidURL, which simba.OpenBackend's callers
+// test for.
+type urlError struct{ err error }
+
+func (e *urlError) Error() string   { return e.err.Error() }
+func (e *urlError) Unwrap() []error { return []error{e.err, simba.ErrInvalidURL} }
+
+func invalidURL(err error) error { return &urlError{err} }
 
 // urlProblem names what url.Parse refused, without quoting the URL.
 func urlProblem(err error) string {

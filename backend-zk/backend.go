@@ -47,6 +47,7 @@ type Backend struct {
 var (
 	_ simba.Backend         = (*Backend)(nil)
 	_ simba.ReleaseNotifier = (*Backend)(nil)
+	_ simba.OpenedBackend   = (*Backend)(nil)
 )
 
 // New returns a backend on the Zookeeper servers given as "host:port".
@@ -76,9 +77,27 @@ func New(servers []string, opts Options) (*Backend, error) {
 }
 
 // Open is [New] with a Zookeeper connect string,
-// "host:port,host:port[/chroot]". A chroot is placed before opts.Root (or
-// its default): "zk1:2181/app" keeps the leases under /app/simba/leases.
-func Open(connect string, opts Options) (*Backend, error) {
+// "host:port,host:port[/chroot]", that checks before it returns that a
+// server answers. A chroot is placed before opts.Root (or its default):
+// "zk1:2181/app" keeps the leases under /app/simba/leases.
+//
+// The check is a probe of the servers in the order given, until one
+// answers: a connection made as every connection of the backend is (Dialer,
+// TLS), then a Zookeeper connect request, whose session Open closes at
+// once. No session stays open (should the server stop answering between
+// the two requests, the probe's session expires after the server's minimum
+// session timeout, owning no node). Each server gets DialTimeout, within
+// ctx, to connect and answer: Open returns within ctx, and without a
+// deadline in ctx within DialTimeout per server. The probe does not check
+// opts.Auth (a Zookeeper server accepts any digest identity; a wrong
+// password shows as a missing permission on the first write).
+//
+// Open fails with an *OptionsError for a bad connect string or options
+// (errors.Is(err, ErrInvalidOptions)); when no server answers, with an
+// error that names each server's failure, and wraps ctx.Err() when ctx
+// ended first. Importing this package registers the scheme zk with
+// simba.OpenBackend (see [ParseURL]).
+func Open(ctx context.Context, connect string, opts Options) (*Backend, error) {
 	servers, chroot, err := ParseConnectString(connect)
 	if err != nil {
 		return nil, err
@@ -90,7 +109,15 @@ func Open(connect string, opts Options) (*Backend, error) {
 		}
 		opts.Root = chroot + root
 	}
-	return New(servers, opts)
+	b, err := New(servers, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.probeAny(ctx); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	return b, nil
 }
 
 // Root returns the path under which the backend keeps its nodes.
@@ -98,9 +125,12 @@ func (b *Backend) Root() string { return b.opts.Root }
 
 // Close closes every connection the backend opened, which ends every
 // session at once on the server (their leases are freed and their group
-// memberships end), and waits for the backend's goroutines. Calls in
-// flight fail; later calls return ErrClosed. Close is idempotent and
-// always returns nil.
+// memberships end), and waits for the backend's goroutines. It gives each
+// server up to a second to confirm the end of its sessions, then closes
+// the network connections whatever the server does, so it returns within
+// a few seconds even when a server hangs (sessions whose close was not
+// confirmed expire after their timeout). Calls in flight fail; later
+// calls return ErrClosed. Close is idempotent and always returns nil.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {

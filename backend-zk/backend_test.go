@@ -434,9 +434,16 @@ func TestParseConnectString(t *testing.T) {
 			t.Errorf("ParseConnectString(%q) = %v, %q, %v; want %s, %q", tt.give, servers, chroot, err, tt.wantServers, tt.wantChroot)
 		}
 	}
-	b, err := Open("127.0.0.1:1/app", Options{})
-	if err != nil || b.Root() != "/app/simba" {
-		t.Fatalf("Open with a chroot: root %q, %v; want /app/simba", b.Root(), err)
+}
+
+func TestOpenChroot(t *testing.T) {
+	servers := testServers(t, "SIMBA_TEST_ZK_SERVERS")
+	b, err := Open(ctx(t), strings.Join(servers, ",")+"/app", Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	_ = b.Close()
+	defer b.Close()
+	if b.Root() != "/app/simba" {
+		t.Fatalf("Open with a chroot: root %q, want /app/simba", b.Root())
+	}
 }

@@ -77,7 +77,7 @@ func TestDialTLSThroughDialer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	c, err := b.dialRaw("tcp", ln.Addr().String())
+	c, err := b.dialRaw(context.Background(), "tcp", ln.Addr().String())
 	if err != nil {
 		t.Fatalf("TLS dial with the server name taken from the address: %v", err)
 	}
@@ -92,7 +92,7 @@ func TestDialTLSThroughDialer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer untrusted.Close()
-	if c, err := untrusted.dialRaw("tcp", ln.Addr().String()); err == nil {
+	if c, err := untrusted.dialRaw(context.Background(), "tcp", ln.Addr().String()); err == nil {
 		_ = c.Close()
 		t.Fatal("TLS dial to an untrusted server succeeded")
 	}

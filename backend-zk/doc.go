@@ -26,6 +26,12 @@
 // session: every later call with that SessionID returns
 // [simba.ErrSessionExpired] (R-SES-3).
 //
+// Every wait is bounded: calls by their context, the connect of a session
+// by one response timeout per server (2/3 of the session timeout), and
+// [Backend.Close] by about a second whatever the servers do. [Open] checks
+// that a server answers before it returns; importing the package registers
+// zk:// URLs ([ParseURL]) with simba.OpenBackend.
+//
 // Lease names are Simba names ([simba.ValidateName]): 1-128 characters of
 // [A-Za-z0-9._:-], other than "." and "..". Each is a valid Zookeeper path
 // component as it is, so a name and its node path map one to one without

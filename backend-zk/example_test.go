@@ -2,11 +2,15 @@ package simbazk_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
+	"os"
+	"strings"
 	"time"
 
 	simbazk "github.com/simba-go/simba/backend-zk"
+	simba "github.com/simba-go/simba/core"
 )
 
 // A backend on a Zookeeper ensemble, with a digest identity: only that
@@ -42,15 +46,84 @@ func ExampleNew() {
 	_ = b.CloseSession(ctx, grant.ID)
 }
 
-// A connect string may carry a chroot, placed before the root.
+// Open checks that a server of the ensemble answers before it returns. A
+// connect string may carry a chroot, placed before the root. The example
+// needs a Zookeeper server, so it is compiled but not run by go test.
 func ExampleOpen() {
-	b, err := simbazk.Open("127.0.0.1:2181/tenant-a", simbazk.Options{})
+	ctx := context.Background()
+	openCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b, err := simbazk.Open(openCtx, "zk1:2181,zk2:2181,zk3:2181/tenant-a", simbazk.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer b.Close()
-	fmt.Println(b.Root())
-	// Output: /tenant-a/simba
+	fmt.Println("leases under", b.Root()+"/leases") // /tenant-a/simba/leases
+
+	client, err := simba.New(b)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close(ctx)
+}
+
+// The class of Open's error tells a configuration mistake from an ensemble
+// that does not answer.
+func ExampleOpen_errors() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, connect := range []string{
+		"127.0.0.1:1",        // nothing listens on port 1
+		"zk1:2181/tenant-a/", // a chroot cannot end with "/"
+	} {
+		_, err := simbazk.Open(ctx, connect, simbazk.Options{})
+		switch {
+		case errors.Is(err, simbazk.ErrInvalidOptions):
+			fmt.Println("fix the connect string or the options")
+		case err != nil:
+			fmt.Println("no server answered")
+		}
+	}
+	// Output:
+	// no server answered
+	// fix the connect string or the options
+}
+
+// A zk:// URL carries the servers, the chroot and a digest identity, taken
+// literally up to the last '@'.
+func ExampleParseURL() {
+	connect, auth, err := simbazk.ParseURL("zk://app:p@ss/w0rd@zk1:2181,zk2:2181/tenant-a")
+	if err != nil {
+		log.Fatal(err)
+	}
+	user, _, _ := strings.Cut(auth, ":")
+	fmt.Println(connect, "as", user)
+
+	_, _, err = simbazk.ParseURL("zk://app:p@ss/w0rd@zk1,zk2:2181")
+	fmt.Println(err, errors.Is(err, simba.ErrInvalidURL))
+	// Output:
+	// zk1:2181,zk2:2181/tenant-a as app
+	// simbazk: options URL: server "zk1": want HOST:PORT true
+}
+
+// Importing the package registers zk:// with simba.OpenBackend, which opens
+// the URL with zero Options but the URL's digest identity. The example
+// needs a Zookeeper server, so it is compiled but not run by go test.
+func Example_openBackend() {
+	ctx := context.Background()
+	openCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	b, err := simba.OpenBackend(openCtx, os.Getenv("SIMBA_BACKEND")) // e.g. zk://app:secret@zk1:2181,zk2:2181/tenant-a
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer b.Close()
+
+	client, err := simba.New(b)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close(ctx)
 }
 
 // A candidate waits for the current holder to release, instead of polling.

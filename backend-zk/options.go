@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	simba "github.com/simba-go/simba/core"
 )
 
 // Defaults of [Options].
@@ -22,17 +23,27 @@ const (
 // ErrInvalidOptions is matched (with errors.Is) by every *OptionsError.
 var ErrInvalidOptions = errors.New("simbazk: invalid options")
 
-// OptionsError reports an [Options] field or a server list that cannot be
-// used. Its message never contains a password.
+// OptionsError reports an [Options] field, a server list, a connect string
+// or a URL that cannot be used. Its message never contains a password.
 type OptionsError struct {
-	Field  string // e.g. "Root"
+	Field  string // e.g. "Root", "connect string", "URL"
 	Reason string // what is wrong with it
 }
 
 func (e *OptionsError) Error() string { return "simbazk: options " + e.Field + ": " + e.Reason }
 
-// Is makes errors.Is(err, ErrInvalidOptions) true for every *OptionsError.
-func (e *OptionsError) Is(target error) bool { return target == ErrInvalidOptions }
+// Is makes errors.Is(err, ErrInvalidOptions) true for every *OptionsError,
+// and errors.Is(err, simba.ErrInvalidURL) for those about a connect string
+// or a URL.
+func (e *OptionsError) Is(target error) bool {
+	switch target {
+	case ErrInvalidOptions:
+		return true
+	case simba.ErrInvalidURL:
+		return e.Field == "connect string" || e.Field == "URL"
+	}
+	return false
+}
 
 // Options configures a [Backend]. The zero value is usable: every field has
 // a documented default.
@@ -58,7 +69,8 @@ type Options struct {
 	ACL []zk.ACL
 
 	// DialTimeout bounds each connection attempt to one server, TLS
-	// handshake included. Default 1s.
+	// handshake included, and each server's whole probe by Open (connection
+	// and Zookeeper handshake). Default 1s.
 	DialTimeout time.Duration
 
 	// TLS, when not nil, wraps every connection in TLS with this

@@ -23,7 +23,7 @@ type session struct {
 	conn *zk.Conn
 
 	zid      atomic.Int64 // Zookeeper session id; 0 until connected
-	timeout  atomic.Int64 // negotiated session timeout, in ns
+	timeout  atomic.Int64 // negotiated session timeout, in ns; the one asked for until then
 	ready    chan struct{}
 	expired  atomic.Bool
 	dead     chan struct{} // closed when expired
@@ -31,6 +31,7 @@ type session struct {
 	requests atomic.Int64  // requests sent, pings excluded (tests, benchmarks)
 
 	closeOnce sync.Once
+	links     links // the network connection, closed by closeConn
 	dialMu    sync.Mutex
 	dialErr   error // the last failed dial, for a clear OpenSession error
 
@@ -63,12 +64,15 @@ func (s *session) dial(network, address string, _ time.Duration) (net.Conn, erro
 	if s.expired.Load() {
 		return nil, errNoRevival
 	}
-	c, err := s.b.dialRaw(network, address)
+	c, err := s.b.dialRaw(context.Background(), network, address)
 	if err != nil {
 		s.dialMu.Lock()
 		s.dialErr = err
 		s.dialMu.Unlock()
 		return nil, err
+	}
+	if !s.links.add(c) {
+		return nil, errLinksClosed
 	}
 	sc := &sessionConn{Conn: c, s: s}
 	sc.handshake.Store(true)
@@ -114,8 +118,15 @@ func (s *session) expire(reason string) {
 }
 
 // closeConn closes the connection (once) and waits for its goroutines.
+// The library asks the server to end the session and waits up to a second
+// for its answer; the network connection is closed then, so that a server
+// that does not answer cannot hold the library's goroutines. It returns
+// within about a second whatever the server does.
 func (s *session) closeConn() {
-	s.closeOnce.Do(s.conn.Close)
+	s.closeOnce.Do(func() {
+		s.conn.Close()
+		s.links.close()
+	})
 	<-s.done
 }
 
@@ -158,8 +169,10 @@ func (s *session) lost() {
 // timeout and waits until the server accepted it. The grant's Remaining is
 // the timeout the server negotiated, which is less than lease when the
 // server caps it (maxSessionTimeout) and more when lease is below the
-// server's minimum (2 ticks). When no server answers before ctx is done,
-// the error wraps ctx.Err() and names the last connection failure.
+// server's minimum (2 ticks). A server that accepts the connection and
+// does not answer is given one response timeout (2/3 of lease) before the
+// next server is tried. When no server answers before ctx is done, the
+// error wraps ctx.Err() and names the last connection failure.
 func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
 	if lease <= 0 {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: lease %v must be positive", lease)
@@ -178,6 +191,7 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 	if err := ctx.Err(); err != nil {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
 	}
+	s.timeout.Store(int64(clampTimeout(lease))) // bounds the first connect (responseTimeout)
 	conn, events, err := zk.Connect(b.servers, clampTimeout(lease),
 		zk.WithDialer(s.dial), zk.WithLogger(zkLogger{b.log}))
 	if err != nil {
@@ -188,6 +202,7 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 	if b.closed {
 		b.mu.Unlock()
 		conn.Close()
+		s.links.close()
 		for range events {
 		}
 		return simba.SessionGrant{}, ErrClosed

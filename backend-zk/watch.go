@@ -21,15 +21,21 @@ const watchTimeout = 10 * time.Second
 // expiry: the watches it had fire then (a spurious wake-up) and later ones
 // work on the new session.
 type watchConn struct {
-	conn *zk.Conn
-	done chan struct{} // closed when the connection's goroutines ended
-	once sync.Once
-	auth chan struct{} // closed once the connection is set up (Auth added)
-	err  error         // the set-up's error, readable after auth is closed
+	conn  *zk.Conn
+	links links         // the network connection, closed by close
+	done  chan struct{} // closed when the connection's goroutines ended
+	once  sync.Once
+	auth  chan struct{} // closed once the connection is set up (Auth added)
+	err   error         // the set-up's error, readable after auth is closed
 }
 
+// close closes the connection and waits for its goroutines, within about
+// a second whatever the server does (see session.closeConn).
 func (w *watchConn) close() {
-	w.once.Do(w.conn.Close)
+	w.once.Do(func() {
+		w.conn.Close()
+		w.links.close()
+	})
 	<-w.done
 }
 
@@ -125,15 +131,23 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 	if b.watcher != nil {
 		return b.watcher, nil
 	}
+	w := &watchConn{done: make(chan struct{}), auth: make(chan struct{})}
 	conn, events, err := zk.Connect(b.servers, watchTimeout,
 		zk.WithDialer(func(network, address string, _ time.Duration) (net.Conn, error) {
-			return b.dialRaw(network, address)
+			c, err := b.dialRaw(context.Background(), network, address)
+			if err != nil {
+				return nil, err
+			}
+			if !w.links.add(c) {
+				return nil, errLinksClosed
+			}
+			return &boundedConn{Conn: c}, nil
 		}),
 		zk.WithLogger(zkLogger{b.log}))
 	if err != nil {
 		return nil, fmt.Errorf("simbazk: watch connection: %w", err)
 	}
-	w := &watchConn{conn: conn, done: make(chan struct{}), auth: make(chan struct{})}
+	w.conn = conn
 	b.wg.Go(func() {
 		for range events {
 		}

@@ -4,7 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +28,17 @@ import (
 //     the session;
 //   - the library's idle read deadline is replaced by one armed only while
 //     a request waits for its answer: an idle session no longer reconnects
-//     (which would renew it too), and a dead server is still noticed.
+//     (which would renew it too), and a dead server is still noticed;
+//   - the library waits ten response timeouts for the answer to its connect
+//     request (100s for a 15s lease): the wait is cut to one response
+//     timeout, after which the library tries the next server.
+//
+// The library has no way to interrupt a connection it reads from: Close
+// asks the server to end the session and waits up to a second for the
+// answer, and a connection whose server never answers would keep its
+// goroutines until a read deadline. Every connection of the backend is
+// therefore kept in a links set, which closes it after the library's
+// Close (see session.closeConn, watchConn.close).
 
 const (
 	pingXid = -2 // xid of the client's ping requests
@@ -129,11 +144,12 @@ func (c *sessionConn) answered() {
 	}
 }
 
-// SetReadDeadline is honoured while connecting only; afterwards the
-// deadline follows the pending requests (see answered).
+// SetReadDeadline is honoured while connecting only, cut to one response
+// timeout from now; afterwards the deadline follows the pending requests
+// (see answered).
 func (c *sessionConn) SetReadDeadline(t time.Time) error {
 	if c.handshake.Load() {
-		return c.Conn.SetReadDeadline(t)
+		return c.Conn.SetReadDeadline(earliest(t, time.Now().Add(c.s.responseTimeout())))
 	}
 	return nil
 }
@@ -147,10 +163,84 @@ func (c *sessionConn) SetDeadline(t time.Time) error {
 	return c.SetReadDeadline(t)
 }
 
+// earliest returns the earlier of deadline t (zero for none) and limit.
+func earliest(t, limit time.Time) time.Time {
+	if t.IsZero() || limit.Before(t) {
+		return limit
+	}
+	return t
+}
+
+// watchConnTimeout is the response timeout of the watch connection: what
+// the library uses for a session timeout of watchTimeout.
+const watchConnTimeout = watchTimeout * 2 / 3
+
+// boundedConn is a connection of the watch connection: the library's wait
+// for the connect response (ten response timeouts) is cut to one. The
+// library clears the deadline once the response started to arrive; later
+// deadlines (one response timeout per read) pass unchanged.
+type boundedConn struct {
+	net.Conn
+	connected atomic.Bool
+}
+
+func (c *boundedConn) SetReadDeadline(t time.Time) error {
+	switch {
+	case c.connected.Load():
+	case t.IsZero():
+		c.connected.Store(true)
+	default:
+		t = earliest(t, time.Now().Add(watchConnTimeout))
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *boundedConn) SetDeadline(t time.Time) error {
+	if err := c.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
+}
+
+// errLinksClosed is what a dial answers once its connection was closed.
+var errLinksClosed = errors.New("simbazk: connection closed")
+
+// links tracks the network connection of one library connection, so that
+// it can be closed whatever the server does; once closed it refuses new
+// ones.
+type links struct {
+	mu     sync.Mutex
+	closed bool
+	cur    net.Conn // the library uses one at a time, closing it before the next
+}
+
+// add records c, or closes it and reports false once the links are closed.
+func (l *links) add(c net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		_ = c.Close()
+		return false
+	}
+	l.cur = c
+	return true
+}
+
+// close closes the current connection and refuses new ones.
+func (l *links) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.cur != nil {
+		_ = l.cur.Close()
+		l.cur = nil
+	}
+}
+
 // dialRaw opens one connection to address: the Dialer option or TCP, then
-// TLS when configured, all within DialTimeout.
-func (b *Backend) dialRaw(network, address string) (net.Conn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), b.opts.DialTimeout)
+// TLS when configured, all within DialTimeout and ctx.
+func (b *Backend) dialRaw(ctx context.Context, network, address string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.DialTimeout)
 	defer cancel()
 	var conn net.Conn
 	var err error
@@ -179,3 +269,155 @@ func (b *Backend) dialRaw(network, address string) (net.Conn, error) {
 	}
 	return tc, nil
 }
+
+// Open's probe speaks the protocol itself: the library has no call that
+// connects without keeping a session, and its connect wait cannot be
+// bounded by a context.
+const (
+	// probeTimeout is the session timeout the probe asks for: the server
+	// raises it to its minimum (two ticks, 4s by default), which is how
+	// long the probe's session outlives it should the close get lost.
+	probeTimeout = time.Millisecond
+	// opCloseSession is the type of the close-session request.
+	opCloseSession = -11
+	// maxProbeFrame bounds the frames the probe reads: a connect response
+	// is 36 bytes, a close reply 16.
+	maxProbeFrame = 1 << 10
+)
+
+// probe checks that the Zookeeper server at address answers: it connects
+// as every connection of the backend does (Dialer, TLS), sends a connect
+// request, and closes the session the server created at once, all within
+// DialTimeout and ctx. Only a server that stops answering between its
+// connect response and the close leaves a session behind, owning no node,
+// until the server's minimum session timeout.
+func (b *Backend) probe(ctx context.Context, address string) error {
+	ctx, cancel := context.WithTimeout(ctx, b.opts.DialTimeout)
+	defer cancel()
+	conn, err := b.dialRaw(ctx, "tcp", address)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// The end of ctx, rather than a deadline of the connection, ends a
+	// read or write: its error then tells whether it was the caller's ctx.
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	_, err = handshake(conn)
+	return probeErr(ctx, err)
+}
+
+// handshake opens a session on conn and closes it. closed reports whether
+// the server confirmed the close; the probe succeeds either way.
+func handshake(conn net.Conn) (closed bool, err error) {
+	// Connect request: protocol version, last zxid seen, timeout (ms),
+	// session id (0: a new session), password (16 zero bytes).
+	req := make([]byte, 4+4+8+4+8+4+16)
+	binary.BigEndian.PutUint32(req[0:], uint32(len(req)-4))
+	binary.BigEndian.PutUint32(req[16:], uint32(probeTimeout/time.Millisecond))
+	binary.BigEndian.PutUint32(req[28:], 16)
+	if _, err := conn.Write(req); err != nil {
+		return false, err
+	}
+	resp, err := readFrame(conn)
+	if err != nil {
+		return false, err
+	}
+	if len(resp) < 16 {
+		return false, fmt.Errorf("short connect response (%d bytes)", len(resp))
+	}
+	if binary.BigEndian.Uint64(resp[8:16]) == 0 {
+		return false, errors.New("the server refused a new session")
+	}
+	// Close-session request: length, xid, type; the reply: xid, zxid, error.
+	closeReq := make([]byte, 4+4+4)
+	binary.BigEndian.PutUint32(closeReq[0:], 8)
+	binary.BigEndian.PutUint32(closeReq[4:], 1)
+	op := int32(opCloseSession)
+	binary.BigEndian.PutUint32(closeReq[8:], uint32(op))
+	if _, err := conn.Write(closeReq); err != nil {
+		return false, nil
+	}
+	reply, err := readFrame(conn)
+	return err == nil && len(reply) >= 16 && binary.BigEndian.Uint32(reply[0:4]) == 1 && binary.BigEndian.Uint32(reply[12:16]) == 0, nil
+}
+
+// readFrame reads one length-prefixed frame of the protocol.
+func readFrame(r io.Reader) ([]byte, error) {
+	var head [4]byte
+	if _, err := io.ReadFull(r, head[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(head[:])
+	if n > maxProbeFrame {
+		return nil, fmt.Errorf("frame of %d bytes, not a Zookeeper server", n)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// probeErr is err, the failure of a read or write of the probe, or ctx's
+// error when ctx ended it.
+func probeErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
+}
+
+// probeAny probes the servers in order until one answers. It fails when
+// none did, or when ctx ended first; without a deadline in ctx, it takes
+// at most DialTimeout per server.
+func (b *Backend) probeAny(ctx context.Context) error {
+	var errs []string
+	var last error
+	for _, server := range b.servers {
+		err := b.probe(ctx, server)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if isTimeout(err) {
+			// The server's DialTimeout, not the caller's deadline: say so
+			// without letting errors.Is report the caller's ctx as ended.
+			err = fmt.Errorf("no answer within %v (DialTimeout)", b.opts.DialTimeout)
+		}
+		errs = append(errs, server+": "+err.Error())
+		last = err
+	}
+	if err := ctx.Err(); err != nil {
+		detail := ""
+		if len(errs) > 0 {
+			detail = " (" + strings.Join(errs, "; ") + ")"
+		}
+		return fmt.Errorf("simbazk: open: no Zookeeper server of %v answered%s: %w", b.servers, detail, err)
+	}
+	return &probeError{servers: b.servers, msgs: errs, last: last}
+}
+
+// isTimeout reports whether err is a deadline that passed.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
+
+// probeError is Open's error when no server answered its probe. The last
+// server's error stays reachable with errors.As (a *net.OpError for a
+// refused connection).
+type probeError struct {
+	servers []string
+	msgs    []string
+	last    error
+}
+
+func (e *probeError) Error() string {
+	return fmt.Sprintf("simbazk: open: no Zookeeper server of %v answered: %s", e.servers, strings.Join(e.msgs, "; "))
+}
+
+func (e *probeError) Unwrap() error { return e.last }

@@ -13,6 +13,7 @@ import (
 var (
 	_ simba.Backend         = (*Conn)(nil)
 	_ simba.ReleaseNotifier = (*Conn)(nil)
+	_ simba.OpenedBackend   = (*Conn)(nil)
 )
 
 // Conn is one node's connection to a [Server]. It implements
@@ -23,11 +24,13 @@ var (
 // has answered.
 //
 // A call that must wait for its context (stalled connection, lost reply)
-// waits for ever under a context without deadline.
+// waits until the context is done or the Conn is closed.
 type Conn struct {
-	s *Server
+	s    *Server
+	done chan struct{} // closed by Close
 
 	mu      sync.Mutex
+	closed  bool
 	stalled bool
 	failErr error
 	drop    bool
@@ -68,6 +71,25 @@ func (c *Conn) Heal() {
 	c.set(func() { c.stalled, c.failErr, c.drop, c.delay = false, nil, false, 0 })
 }
 
+// Close closes the connection, at once: calls waiting on a fault (a stall,
+// a lost reply, a delay) return an error wrapping [ErrClosed], every later
+// call fails with it, and the release watches made through c are woken.
+// The store is untouched: sessions opened through c live on until they
+// expire or are closed through another connection. Close is idempotent and
+// returns nil.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.done)
+	c.mu.Unlock()
+	c.s.dropWatches(c)
+	return nil
+}
+
 // Server returns the store c is connected to.
 func (c *Conn) Server() *Server { return c.s }
 
@@ -92,6 +114,13 @@ func (c *Conn) count(op string) {
 	c.calls[op]++
 }
 
+// isClosed reports whether Close was called.
+func (c *Conn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 // cutOff reports whether a notification to c is lost.
 func (c *Conn) cutOff() bool {
 	c.mu.Lock()
@@ -102,20 +131,24 @@ func (c *Conn) cutOff() bool {
 // do runs op against the store through the faults of c.
 func (c *Conn) do(ctx context.Context, op string, f func() error) error {
 	c.mu.Lock()
-	stalled, failErr, delay := c.stalled, c.failErr, c.delay
+	closed, stalled, failErr, delay := c.closed, c.stalled, c.failErr, c.delay
 	c.mu.Unlock()
 	switch {
+	case closed:
+		return fmt.Errorf("memory: %s: %w", op, ErrClosed)
 	case failErr != nil:
 		return fmt.Errorf("memory: %s: connection failing: %w", op, failErr)
 	case stalled:
-		<-ctx.Done()
-		return fmt.Errorf("memory: %s: connection stalled: %w", op, ctx.Err())
+		return c.wait(ctx, op, "connection stalled")
 	case delay > 0:
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("memory: %s: delayed: %w", op, ctx.Err())
+		case <-c.done:
+			t.Stop()
+			return fmt.Errorf("memory: %s: delayed: %w", op, ErrClosed)
 		case <-t.C:
 		}
 	}
@@ -124,10 +157,20 @@ func (c *Conn) do(ctx context.Context, op string, f func() error) error {
 	drop := c.drop
 	c.mu.Unlock()
 	if drop {
-		<-ctx.Done()
-		return fmt.Errorf("memory: %s: reply lost: %w", op, ctx.Err())
+		return c.wait(ctx, op, "reply lost")
 	}
 	return err
+}
+
+// wait blocks until ctx is done or c is closed, and returns op's error,
+// which names the fault (what) and wraps ctx's error or ErrClosed.
+func (c *Conn) wait(ctx context.Context, op, what string) error {
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("memory: %s: %s: %w", op, what, ctx.Err())
+	case <-c.done:
+		return fmt.Errorf("memory: %s: %s: %w", op, what, ErrClosed)
+	}
 }
 
 // OpenSession is [Server.OpenSession] through the faults of c.

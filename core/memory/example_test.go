@@ -73,3 +73,44 @@ func ExampleServer_TakeOver() {
 	fmt.Println(token, stillOwned)
 	// Output: 2 false
 }
+
+// Every Open of one memory:// URL in a process connects to the same store,
+// so two nodes of a test or a demo contend for one lease. The store is
+// this process's only.
+func ExampleOpen() {
+	ctx := context.Background()
+	node1, err := memory.Open(ctx, "memory://example-open")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer node1.Close()
+	node2, err := memory.Open(ctx, "memory://example-open")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer node2.Close()
+
+	s1, _ := node1.OpenSession(ctx, 15*time.Second)
+	s2, _ := node2.OpenSession(ctx, 15*time.Second)
+	r1, _ := node1.Acquire(ctx, s1.ID, "report-job")
+	r2, _ := node2.Acquire(ctx, s2.ID, "report-job")
+	fmt.Println("node1 won:", r1.Won, "node2 won:", r2.Won)
+	// Output: node1 won: true node2 won: false
+}
+
+// Close ends the calls a fault holds and fails every later call.
+func ExampleConn_Close() {
+	node := memory.New().Connect()
+	node.Stall()
+	done := make(chan error)
+	go func() {
+		_, err := node.OpenSession(context.Background(), 15*time.Second) // no deadline
+		done <- err
+	}()
+	time.Sleep(10 * time.Millisecond) // let the call reach the stall
+	_ = node.Close()
+	fmt.Println(errors.Is(<-done, memory.ErrClosed))
+	// Output: true
+}

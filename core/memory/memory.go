@@ -16,6 +16,12 @@
 // with the code under test, and every expiry happens at the exact instant.
 // A Server may be used by many goroutines at once.
 //
+// [Open] (or simba.OpenBackend, which this package registers for the
+// scheme memory) connects to a store named by a URL, memory://NAME: every
+// connection to one name within this process shares one store, which
+// lives as long as the process. It is for tests, demos and a first try,
+// never for nodes in different processes.
+//
 // Tokens per name start at 1 and grow by one per term; lease records are
 // never deleted, so a token is never reused. Session identifiers are 128
 // random bits in hex.
@@ -106,7 +112,7 @@ func (s *Server) lock() {
 // Connect returns a new connection to s, with no fault set: one node's
 // view of the store.
 func (s *Server) Connect() *Conn {
-	return &Conn{s: s, calls: make(map[string]int)}
+	return &Conn{s: s, done: make(chan struct{}), calls: make(map[string]int)}
 }
 
 // begin checks ctx, locks the store, ends every session that has expired by
@@ -395,6 +401,9 @@ func (s *Server) watch(ctx context.Context, name string, c *Conn) (<-chan struct
 		return nil, err
 	}
 	defer s.mu.Unlock()
+	if c != nil && c.isClosed() {
+		return nil, fmt.Errorf("memory: %s: %w", OpWatchRelease, ErrClosed)
+	}
 	w := &watcher{ch: make(chan struct{}), conn: c}
 	if l, ok := s.leases[name]; !ok || l.owner == nil {
 		close(w.ch)
@@ -430,6 +439,24 @@ func (s *Server) notify(name string) {
 		}
 	}
 	delete(s.watchers, name)
+}
+
+// dropWatches wakes and drops every watch made through c.
+func (s *Server) dropWatches(c *Conn) {
+	s.lock()
+	defer s.mu.Unlock()
+	for name, set := range s.watchers {
+		for w := range set {
+			if w.conn == c {
+				w.stop()
+				close(w.ch)
+				delete(set, w)
+			}
+		}
+		if len(set) == 0 {
+			delete(s.watchers, name)
+		}
+	}
 }
 
 // expire ends every session whose expiry time is not after now.

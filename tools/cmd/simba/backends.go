@@ -329,29 +329,13 @@ func openZK(ctx context.Context, rawURL string, o backendOptions) (simba.Backend
 			return nil, nil, badURL("zk URL %s: server %q: %v", redactURL(rawURL), s, err)
 		}
 	}
-	b, err := simbazk.Open(connect, opts)
-	if err != nil {
+	// Open checks that a server answers a Zookeeper connect request within ctx.
+	b, err := simbazk.Open(ctx, connect, opts)
+	switch {
+	case errors.Is(err, simbazk.ErrInvalidOptions):
 		return nil, nil, &badURLError{err}
-	}
-	if err := dialAny(ctx, servers); err != nil {
-		_ = b.Close()
+	case err != nil:
 		return nil, nil, err
 	}
 	return b, b.Close, nil
-}
-
-// dialAny returns nil once one of servers accepts a TCP connection, and
-// the last dial error when none does.
-func dialAny(ctx context.Context, servers []string) error {
-	var d net.Dialer
-	var errs []error
-	for _, s := range servers {
-		conn, err := d.DialContext(ctx, "tcp", s)
-		if err == nil {
-			_ = conn.Close()
-			return nil
-		}
-		errs = append(errs, err)
-	}
-	return fmt.Errorf("no Zookeeper server reachable: %w", errors.Join(errs...))
 }
