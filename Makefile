@@ -3,7 +3,8 @@
 # The modules are the `use` entries of go.work, in that order. Targets that
 # need servers start them with tools/testenv (installing the Debian packages
 # on first use) and stop them afterwards; see tools/testenv/lib.sh for the
-# ports and settings.
+# ports and settings. The release tool (tools/release) does the module
+# work: tidying, the go-get check, the oldest-Go check and the release.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -19,6 +20,14 @@ BIN := $(CURDIR)/bin
 GOLANGCI_LINT := $(BIN)/golangci-lint
 ACTIONLINT := $(BIN)/actionlint
 TESTENV := $(CURDIR)/tools/testenv
+RELEASE := GO=$(GO) $(GO) run ./tools/release
+
+# The library modules, and the module users go install the simba command
+# from, build with the oldest supported Go release: their go.mod says
+# "go 1.25.0", and min-go-check builds and vets them with the newest patch
+# release of Go 1.25.
+GO_MIN_TOOLCHAIN ?= go1.25.14
+MIN_GO_MODULES ?= core backend-jdbc backend-redis backend-zk fxsimba tools
 
 # Module directories relative to the root, without the leading "./".
 MODULES := $(patsubst ./%,%,$(shell $(GO) work edit -json | sed -n 's/^.*"DiskPath": *"\(.*\)".*$$/\1/p'))
@@ -34,7 +43,8 @@ define load_module
 pkgs=$$(grep -v 'matched no packages' <<<"$$pkgs" || true)
 endef
 
-.PHONY: help test test-modules test-core demo lint lint-tool vuln tidy bench servers-up servers-down modules
+.PHONY: help test test-modules test-core goget-check min-go-check demo lint lint-tool tidy-check vuln tidy \
+	release-check bench servers-up servers-down modules
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -42,8 +52,14 @@ help: ## list the targets
 modules: ## print the modules of the workspace
 	@printf '%s\n' $(MODULES)
 
-test: ## servers up, go vet + race tests of every module (features on every backend), servers down
-	@SIMBA_FEATURES_BACKENDS=$${SIMBA_FEATURES_BACKENDS:-all} $(TESTENV)/with-servers $(MAKE) --no-print-directory test-modules
+test: ## servers up, go vet + race tests of every module (features on every backend), servers down; goget-check, min-go-check
+	@status=0; \
+	SIMBA_FEATURES_BACKENDS=$${SIMBA_FEATURES_BACKENDS:-all} $(TESTENV)/with-servers $(MAKE) --no-print-directory test-modules || status=1; \
+	echo; echo "==================== goget-check ===================="; \
+	$(MAKE) --no-print-directory goget-check || status=1; \
+	echo; echo "==================== min-go-check ===================="; \
+	$(MAKE) --no-print-directory min-go-check || status=1; \
+	exit $$status
 
 # test-modules runs vet and the tests of every module with whatever
 # SIMBA_TEST_* variables are set; `make test` sets them.
@@ -67,6 +83,12 @@ test-modules:
 test-core: ## go vet + race tests of core only, no servers
 	cd core && $(GO) vet ./... && $(GO) test $(GO_TEST_FLAGS) ./...
 
+goget-check: ## go get each backend and fxsimba outside the workspace from a proxy of the working tree; go install simba
+	@$(RELEASE) goget
+
+min-go-check: ## build and vet the library modules and tools with the oldest supported Go (skipped when it cannot be had)
+	@$(RELEASE) min-go -go $(GO_MIN_TOOLCHAIN) $(MIN_GO_MODULES)
+
 demo: ## run the demo on the in-memory backend
 	@if [ ! -d tools/cmd/simba ]; then echo "make demo: tools/cmd/simba does not exist yet"; exit 1; fi
 	$(GO) run ./tools/cmd/simba demo
@@ -76,7 +98,7 @@ bench: ## run tools/bench against real servers (BENCH_QUICK=1: under 2 minutes)
 		echo "make bench: tools/bench has no main package yet"; exit 1; fi
 	@$(TESTENV)/with-servers $(GO) run ./tools/bench
 
-lint: lint-tool ## gofmt, go vet and golangci-lint on every module; actionlint on the workflows
+lint: lint-tool ## gofmt, go vet and golangci-lint on every module; actionlint on the workflows; tidy-check
 	@if [ -z "$(MODULES)" ]; then echo "no modules found in go.work"; exit 1; fi
 	@status=0; \
 	unformatted=$$($(GOFMT) -l $(MODULES) | sort -u); \
@@ -90,7 +112,12 @@ lint: lint-tool ## gofmt, go vet and golangci-lint on every module; actionlint o
 	done; \
 	echo "==================== actionlint .github/workflows ===================="; \
 	$(ACTIONLINT) || status=1; \
+	echo "==================== tidy-check ===================="; \
+	$(MAKE) --no-print-directory tidy-check || status=1; \
 	exit $$status
+
+tidy-check: ## fail when go mod tidy would change a module (tools resolves its siblings through a proxy of the tree)
+	@$(RELEASE) tidy -check
 
 # lint-tool installs golangci-lint $(GOLANGCI_LINT_VERSION) into ./bin
 # unless that version is already there.
@@ -108,8 +135,11 @@ vuln: ## govulncheck on every module (needs the Go vulnerability database online
 	@GOBIN=$(BIN) $(GO) install golang.org/x/vuln/cmd/govulncheck@$(GOVULNCHECK_VERSION)
 	@status=0; for m in $(MODULES); do echo "govulncheck $$m"; (cd $$m && $(BIN)/govulncheck ./...) || status=1; done; exit $$status
 
-tidy: ## go mod tidy in every module
-	@for m in $(MODULES); do echo "tidy $$m"; (cd $$m && $(GO) mod tidy); done
+tidy: ## go mod tidy in every module (tools resolves its siblings through a proxy of the tree)
+	@$(RELEASE) tidy
+
+release-check: ## the checks of a release at the version the go.mod files name (see CONTRIBUTING.md)
+	@$(RELEASE) -check
 
 servers-up: ## start the test servers and print their export lines
 	@$(TESTENV)/up

@@ -5,7 +5,7 @@ go 1.25.0
 require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/simba-go/simba/core v0.0.0-00010101000000-000000000000
+	github.com/simba-go/simba/core v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 

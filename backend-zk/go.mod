@@ -1,10 +1,10 @@
 module github.com/simba-go/simba/backend-zk
 
-go 1.25
+go 1.25.0
 
 require (
 	github.com/go-zookeeper/zk v1.0.4
-	github.com/simba-go/simba/core v0.0.0-00010101000000-000000000000
+	github.com/simba-go/simba/core v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 

@@ -1,5 +1,5 @@
 module github.com/simba-go/simba/core
 
-go 1.25
+go 1.25.0
 
-require go.uber.org/goleak v1.3.0 // indirect
+require go.uber.org/goleak v1.3.0

@@ -7,10 +7,10 @@ require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/jackc/pgx/v5 v5.12.0
-	github.com/redis/go-redis/v9 v9.23.0
-	github.com/simba-go/simba/backend-jdbc v0.0.0-00010101000000-000000000000
-	github.com/simba-go/simba/backend-redis v0.0.0-00010101000000-000000000000
-	github.com/simba-go/simba/backend-zk v0.0.0-00010101000000-000000000000
+	github.com/redis/go-redis/v9 v9.22.0
+	github.com/simba-go/simba/backend-jdbc v0.1.0
+	github.com/simba-go/simba/backend-redis v0.1.0
+	github.com/simba-go/simba/backend-zk v0.1.0
 	github.com/simba-go/simba/core v0.1.0
 	github.com/simba-go/simba/fxsimba v0.1.0
 	go.uber.org/fx v1.24.0
@@ -30,12 +30,12 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
-	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
 	go.uber.org/dig v1.19.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.uber.org/zap v1.26.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.30.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
 

@@ -3,7 +3,7 @@ module github.com/simba-go/simba/fxsimba/example
 go 1.26.0
 
 require (
-	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/go-redis/v9 v9.22.0
 	github.com/simba-go/simba/backend-redis v0.1.0
 	github.com/simba-go/simba/core v0.1.0
 	github.com/simba-go/simba/fxsimba v0.1.0
@@ -13,11 +13,11 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	go.uber.org/atomic v1.12.0 // indirect
+	go.uber.org/atomic v1.11.0 // indirect
 	go.uber.org/dig v1.19.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.uber.org/zap v1.26.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.30.0 // indirect
 )
 
 replace (

@@ -9,10 +9,10 @@ require (
 	github.com/go-zookeeper/zk v1.0.4
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/simba-go/simba/backend-jdbc v0.0.0-00010101000000-000000000000
-	github.com/simba-go/simba/backend-redis v0.0.0-00010101000000-000000000000
-	github.com/simba-go/simba/backend-zk v0.0.0-00010101000000-000000000000
-	github.com/simba-go/simba/core v0.0.0-00010101000000-000000000000
+	github.com/simba-go/simba/backend-jdbc v0.1.0
+	github.com/simba-go/simba/backend-redis v0.1.0
+	github.com/simba-go/simba/backend-zk v0.1.0
+	github.com/simba-go/simba/core v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
