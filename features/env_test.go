@@ -22,7 +22,8 @@ import (
 	"github.com/go-zookeeper/zk"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of database/sql
 	"github.com/redis/go-redis/v9"
-	simbasql "github.com/simba-go/simba/backend-jdbc"
+	simbamysql "github.com/simba-go/simba/backend-jdbc/mysql"
+	simbapg "github.com/simba-go/simba/backend-jdbc/postgres"
 	simbaredis "github.com/simba-go/simba/backend-redis"
 	simbazk "github.com/simba-go/simba/backend-zk"
 	simba "github.com/simba-go/simba/core"
@@ -49,6 +50,14 @@ var serverVars = map[string]string{
 
 var allBackends = []string{backendMemory, backendRedis, backendPostgres, backendMySQL, backendZK}
 
+// sqlDialect is the database of a SQL backend; the zero value is none.
+type sqlDialect int
+
+const (
+	dialectPostgres sqlDialect = iota + 1
+	dialectMySQL
+)
+
 // link stalls and heals one node's connection to its backend.
 type link interface {
 	Stall()
@@ -74,11 +83,11 @@ type backendEnv struct {
 
 	// Direct access to the server, for the checks of its data layout and
 	// for the backend's fencing recipe: the one of the backend in use is set.
-	prefix  string           // the key prefix (Redis), table prefix (SQL) or root (Zookeeper) of the run
-	redis   *redis.Client    // Redis
-	db      *sql.DB          // PostgreSQL and MySQL
-	dialect simbasql.Dialect // PostgreSQL and MySQL
-	zk      *zk.Conn         // Zookeeper
+	prefix  string        // the key prefix (Redis), table prefix (SQL) or root (Zookeeper) of the run
+	redis   *redis.Client // Redis
+	db      *sql.DB       // PostgreSQL and MySQL
+	dialect sqlDialect    // PostgreSQL and MySQL
+	zk      *zk.Conn      // Zookeeper
 
 	// connect opens a connection for one node of scenario w.
 	connect func(ctx context.Context, w *world) (nodeBackend, error)
@@ -247,8 +256,15 @@ func postgresEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEn
 	if err != nil || u.Host == "" || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
 		return nil, fmt.Errorf("SIMBA_TEST_POSTGRES_URL: want postgres://user@host:port/db")
 	}
-	opts := simbasql.Options{TablePrefix: "feat" + run + "_", Migrate: true, CleanupInterval: -1, Logger: quiet}
-	if err := migrateSQL(ctx, func() (*simbasql.Backend, error) { return simbasql.Open(ctx, raw, opts) }); err != nil {
+	opts := simbapg.Options{TablePrefix: "feat" + run + "_", Migrate: true, CleanupInterval: -1, Logger: quiet}
+	err = migrateSQL(ctx, func() (sqlAdmin, error) {
+		b, err := simbapg.Open(ctx, raw, opts)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	direct, err := sql.Open("pgx", raw)
@@ -265,7 +281,7 @@ func postgresEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEn
 		t:       t,
 		prefix:  opts.TablePrefix,
 		db:      direct,
-		dialect: simbasql.Postgres,
+		dialect: dialectPostgres,
 		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
 			ps, err := proxyAll([]string{hostPort(u.Host, "5432")})
 			if err != nil {
@@ -273,7 +289,9 @@ func postgresEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEn
 			}
 			via := *u
 			via.Host = ps[0].Addr()
-			b, err := simbasql.Open(ctx, via.String(), opts)
+			// The table prefix is an option of simbapg's own:
+			// simba.OpenBackend would open the default tables.
+			b, err := simbapg.Open(ctx, via.String(), opts)
 			if err != nil {
 				ps.Close()
 				return nodeBackend{}, err
@@ -319,7 +337,7 @@ func mysqlConfig(raw string) (*mysql.Config, error) {
 }
 
 // openMySQL connects to the server of cfg, at addr when not empty.
-func openMySQL(cfg *mysql.Config, addr string, opts simbasql.Options) (*simbasql.Backend, *sql.DB, error) {
+func openMySQL(cfg *mysql.Config, addr string, opts simbamysql.Options) (*simbamysql.Backend, *sql.DB, error) {
 	c := cfg.Clone()
 	if addr != "" {
 		c.Addr = addr
@@ -330,7 +348,7 @@ func openMySQL(cfg *mysql.Config, addr string, opts simbasql.Options) (*simbasql
 		return nil, nil, err
 	}
 	db := sql.OpenDB(connector)
-	b, err := simbasql.NewMySQL(db, opts)
+	b, err := simbamysql.New(db, opts)
 	if err != nil {
 		db.Close()
 		return nil, nil, err
@@ -345,12 +363,15 @@ func mysqlEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEnv, 
 	if err != nil {
 		return nil, fmt.Errorf("SIMBA_TEST_MYSQL_URL: %w", err)
 	}
-	opts := simbasql.Options{TablePrefix: "feat" + run + "_", Migrate: true, CleanupInterval: -1, Logger: quiet}
+	opts := simbamysql.Options{TablePrefix: "feat" + run + "_", Migrate: true, CleanupInterval: -1, Logger: quiet}
 	var admin *sql.DB
-	err = migrateSQL(ctx, func() (*simbasql.Backend, error) {
+	err = migrateSQL(ctx, func() (sqlAdmin, error) {
 		b, db, err := openMySQL(cfg, "", opts)
+		if err != nil {
+			return nil, err
+		}
 		admin = db
-		return b, err
+		return b, nil
 	})
 	if err == nil {
 		err = createFenceTable(ctx, admin, opts.TablePrefix)
@@ -367,7 +388,7 @@ func mysqlEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEnv, 
 		t:       t,
 		prefix:  opts.TablePrefix,
 		db:      admin,
-		dialect: simbasql.MySQL,
+		dialect: dialectMySQL,
 		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
 			ps, err := proxyAll([]string{cfg.Addr})
 			if err != nil {
@@ -392,8 +413,15 @@ func mysqlEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEnv, 
 	}, nil
 }
 
+// sqlAdmin is what migrateSQL needs of a *simbapg.Backend or a
+// *simbamysql.Backend.
+type sqlAdmin interface {
+	Migrate(ctx context.Context) error
+	Close() error
+}
+
 // migrateSQL creates the run's tables once, before any node connects.
-func migrateSQL(ctx context.Context, open func() (*simbasql.Backend, error)) error {
+func migrateSQL(ctx context.Context, open func() (sqlAdmin, error)) error {
 	b, err := open()
 	if err != nil {
 		return err

@@ -10,7 +10,8 @@ import (
 	"strings"
 	"sync"
 
-	simbasql "github.com/simba-go/simba/backend-jdbc"
+	simbamysql "github.com/simba-go/simba/backend-jdbc/mysql"
+	simbapg "github.com/simba-go/simba/backend-jdbc/postgres"
 	simbaredis "github.com/simba-go/simba/backend-redis"
 	"github.com/simba-go/simba/core/fencing"
 	"github.com/simba-go/simba/core/fencingtest"
@@ -102,18 +103,44 @@ func newRedisResource(env *backendEnv, name string) (*redisResource, error) {
 	return &redisResource{env: env, name: name, f: f}, nil
 }
 
-// sqlResource is the SQL recipe, simbasql.Fence, on one row of the run's
-// fence table.
+// sqlFence is what the SQL recipe uses of a *simbapg.Fence or a
+// *simbamysql.Fence; their SQLHandle is one type.
+type sqlFence interface {
+	Init(ctx context.Context, db simbapg.SQLHandle, key any) error
+	Write(ctx context.Context, db simbapg.SQLHandle, key any, token uint64, values ...any) (bool, error)
+}
+
+// sqlResource is the SQL recipe, simbapg.Fence or simbamysql.Fence, on one
+// row of the run's fence table.
 type sqlResource struct {
 	env *backendEnv
 	key string
-	f   *simbasql.Fence
+	f   sqlFence
+}
+
+// newSQLFence returns the fence of the run's fence table on env's
+// database.
+func newSQLFence(env *backendEnv) (sqlFence, error) {
+	t := simbapg.FenceTable{Table: env.prefix + "fence", Key: "id", Token: "token", Columns: []string{"val"}}
+	switch env.dialect {
+	case dialectPostgres:
+		f, err := simbapg.NewFence(t)
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
+	case dialectMySQL:
+		f, err := simbamysql.NewFence(simbamysql.FenceTable(t))
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("features: %s has no SQL fence", env.name)
 }
 
 func newSQLResource(ctx context.Context, env *backendEnv, key string) (*sqlResource, error) {
-	f, err := simbasql.NewFence(env.dialect, simbasql.FenceTable{
-		Table: env.prefix + "fence", Key: "id", Token: "token", Columns: []string{"val"},
-	})
+	f, err := newSQLFence(env)
 	if err != nil {
 		return nil, err
 	}
@@ -143,8 +170,8 @@ func (r *sqlResource) Reopen(ctx context.Context) (fencingtest.Resource, error) 
 }
 
 // placeholders turns the ? of q into $1, $2... on PostgreSQL.
-func placeholders(d simbasql.Dialect, q string) string {
-	if d != simbasql.Postgres {
+func placeholders(d sqlDialect, q string) string {
+	if d != dialectPostgres {
 		return q
 	}
 	var b strings.Builder

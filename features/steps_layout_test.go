@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	simbasql "github.com/simba-go/simba/backend-jdbc"
 )
 
 // Steps that read what a backend stores (R-BE-1, R-BE-2, R-BE-3), with a
@@ -47,7 +46,7 @@ func (w *world) sessionRecord(name string) error {
 	switch {
 	case w.env.db != nil:
 		now := "now()"
-		if w.env.dialect == simbasql.MySQL {
+		if w.env.dialect == dialectMySQL {
 			now = "UTC_TIMESTAMP(6)"
 		}
 		var expires, created, dbNow time.Time

@@ -96,7 +96,10 @@ func redisSuite(ctx context.Context, s *settings, rawURL string, su *suite) erro
 					return err
 				}
 				if ok, err := mus[w].UnlockContext(ctx); !ok {
-					return fmt.Errorf("unlock: not held (%v)", err)
+					if err != nil {
+						return fmt.Errorf("unlock: not held: %w", err)
+					}
+					return errors.New("unlock: not held")
 				}
 				return nil
 			}, nil

@@ -360,7 +360,11 @@ func (h *handover) round(ctx context.Context) (_ sample, err error) {
 			if w.release != nil {
 				_ = w.release(ctx)
 			}
-			return sample{}, fmt.Errorf("side %d won while side %d held the lease (%v)", waiter, holder, w.err)
+			err := fmt.Errorf("side %d won while side %d held the lease", waiter, holder)
+			if w.err != nil {
+				err = fmt.Errorf("side %d ended while side %d held the lease: %w", waiter, holder, w.err)
+			}
+			return sample{}, err
 		default:
 		}
 		t0 := time.Now()

@@ -11,25 +11,31 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	simbasql "github.com/simba-go/simba/backend-jdbc"
+	simbamysql "github.com/simba-go/simba/backend-jdbc/mysql"
+	simbapg "github.com/simba-go/simba/backend-jdbc/postgres"
 	simba "github.com/simba-go/simba/core"
 )
 
 // sqlOptions puts Simba's tables of the run apart from the tests' own.
-func sqlOptions(cleanup bool) simbasql.Options {
-	o := simbasql.Options{TablePrefix: "simbabench_", Migrate: true}
+// simbamysql.Options has the same fields: simbamysql.Options(o) converts.
+func sqlOptions(cleanup bool) simbapg.Options {
+	o := simbapg.Options{TablePrefix: "simbabench_", Migrate: true}
 	if !cleanup {
 		o.CleanupInterval = -1 // no statement of its own inside a counting window
 	}
 	return o
 }
 
-// sqlFloor is what the floor of a SQL backend replays: the two statements
+// sqlFloor is what the floor of a SQL backend replays: the statements
 // Simba's backend sends for an uncontended acquire and release, captured
-// from the backend itself, so the floor follows any change to them.
+// from the backend itself, so the floor follows any change to them. On
+// PostgreSQL they are the acquire and the release; on MySQL the acquire
+// is followed by a read confirming that the caller is still live.
 type sqlFloor struct {
-	acquire, release statement
-	tokenArg         int // index of the token among release's arguments
+	acquire  statement   // takes the lease and returns its token
+	confirm  []statement // the reads the backend sends after the acquire, if any
+	release  statement
+	tokenArg int // index of the token among release's arguments
 }
 
 // captureFloor opens a session on b (its client feeds w), takes and gives
@@ -64,10 +70,10 @@ func captureFloor(ctx context.Context, su *suite, b simba.Backend, w *wire, name
 	if err != nil {
 		return sqlFloor{}, err
 	}
-	if len(got) != 2 {
-		return sqlFloor{}, fmt.Errorf("captured %d statements of an acquire and release, want 2", len(got))
+	if len(got) < 2 || len(got) > 3 {
+		return sqlFloor{}, fmt.Errorf("captured %d statements of an acquire and release, want 2 or 3", len(got))
 	}
-	f := sqlFloor{acquire: got[0], release: got[1], tokenArg: -1}
+	f := sqlFloor{acquire: got[0], confirm: got[1 : len(got)-1], release: got[len(got)-1], tokenArg: -1}
 	for i, a := range f.release.args {
 		if v, ok := asUint(a); ok && v == token {
 			if f.tokenArg >= 0 {
@@ -105,8 +111,8 @@ func asUint(v any) (uint64, bool) {
 type sqlDialect struct {
 	backend string
 	// open connects a client of its own, counted by w when w is not nil,
-	// and returns Simba's backend on it; close closes both.
-	open func(ctx context.Context, w *wire, cleanup bool) (b simba.Backend, close func() error, err error)
+	// and returns Simba's backend on it; closeFn closes both.
+	open func(ctx context.Context, w *wire, cleanup bool) (b simba.Backend, closeFn func() error, err error)
 	// peer is the lock users would otherwise write on this database.
 	peer impl
 	// floor returns an operation replaying f on a client of its own.
@@ -204,7 +210,7 @@ func postgresSuite(ctx context.Context, s *settings, rawURL string, su *suite) e
 			if err != nil {
 				return nil, nil, err
 			}
-			b, err := simbasql.NewPostgres(p, sqlOptions(cleanup))
+			b, err := simbapg.New(p, sqlOptions(cleanup))
 			if err != nil {
 				p.Close()
 				return nil, nil, err
@@ -252,6 +258,16 @@ func postgresSuite(ctx context.Context, s *settings, rawURL string, su *suite) e
 				token, err := lastToken(rows)
 				if err != nil {
 					return err
+				}
+				for _, st := range f.confirm {
+					rows, err := p.Query(ctx, st.sql, st.args...)
+					if err != nil {
+						return err
+					}
+					rows.Close()
+					if err := rows.Err(); err != nil {
+						return err
+					}
 				}
 				_, err = p.Exec(ctx, f.release.sql, f.releaseArgs(token)...)
 				return err
@@ -330,7 +346,7 @@ func mysqlSuite(ctx context.Context, s *settings, dsn string, su *suite) error {
 			if err != nil {
 				return nil, nil, err
 			}
-			b, err := simbasql.NewMySQL(db, sqlOptions(cleanup))
+			b, err := simbamysql.New(db, simbamysql.Options(sqlOptions(cleanup)))
 			if err != nil {
 				return nil, nil, errors.Join(err, db.Close())
 			}
@@ -377,6 +393,13 @@ func mysqlSuite(ctx context.Context, s *settings, dsn string, su *suite) error {
 				return nil, err
 			}
 			su.onClose(acq.Close)
+			confirm := make([]*sql.Stmt, len(f.confirm))
+			for i, st := range f.confirm {
+				if confirm[i], err = db.PrepareContext(ctx, st.sql); err != nil {
+					return nil, err
+				}
+				su.onClose(confirm[i].Close)
+			}
 			rel, err := db.PrepareContext(ctx, f.release.sql)
 			if err != nil {
 				return nil, err
@@ -393,6 +416,17 @@ func mysqlSuite(ctx context.Context, s *settings, dsn string, su *suite) error {
 				}
 				if token <= 0 {
 					return errors.New("acquire statement returned no token")
+				}
+				for i, st := range confirm {
+					rows, err := st.QueryContext(ctx, f.confirm[i].args...)
+					if err != nil {
+						return err
+					}
+					for rows.Next() {
+					}
+					if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+						return err
+					}
 				}
 				_, err = rel.ExecContext(ctx, f.releaseArgs(uint64(token))...)
 				return err

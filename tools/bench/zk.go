@@ -42,7 +42,10 @@ func zkSuite(ctx context.Context, s *settings, connect string, su *suite) error 
 		return c, nil
 	}
 	newBackend := func() (*simbazk.Backend, error) {
-		b, err := simbazk.Open(connect, simbazk.Options{Root: zkRoot, Logger: slog.New(slog.DiscardHandler)})
+		// Open checks, within ctx, that a server answers.
+		octx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		b, err := simbazk.Open(octx, connect, simbazk.Options{Root: zkRoot, Logger: slog.New(slog.DiscardHandler)})
 		if err == nil {
 			su.onClose(b.Close)
 		}

@@ -10,39 +10,33 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
-	"github.com/redis/go-redis/v9"
-
-	simbasql "github.com/simba-go/simba/backend-jdbc"
+	simbamysql "github.com/simba-go/simba/backend-jdbc/mysql"
+	simbapg "github.com/simba-go/simba/backend-jdbc/postgres"
 	simbaredis "github.com/simba-go/simba/backend-redis"
 	simbazk "github.com/simba-go/simba/backend-zk"
 	simba "github.com/simba-go/simba/core"
-	"github.com/simba-go/simba/core/memory"
+	_ "github.com/simba-go/simba/core/memory" // registers memory://
 )
 
-// backendOptions are the settings a URL does not carry.
+// backendOptions are the settings a URL does not carry. They reach the SQL
+// backends only: the registry's openers of the other schemes take none,
+// and log to slog.Default, which connect sets to simba's logger.
 type backendOptions struct {
 	migrate bool         // SQL: create the tables when missing
-	logger  *slog.Logger // the backend's own records; never nil
+	logger  *slog.Logger // SQL: the backend's own records; nil for none
 }
 
-// backendKind opens the URLs of some schemes.
-type backendKind struct {
-	schemes []string
-	example string
-	// open returns the backend and the function that frees it. Errors
-	// about the URL itself are wrapped in a *badURLError.
-	open func(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error)
-}
-
-// backendKinds is the registry of the backends simba links.
-var backendKinds = []backendKind{
-	{[]string{"memory"}, "memory://[NAME]", openMemory},
-	{[]string{"redis", "rediss"}, "redis://[USER:PASSWORD@]HOST[:PORT][/DB]", openRedis},
-	{[]string{"postgres", "postgresql", "mysql"}, "postgres://USER[:PASSWORD]@HOST[:PORT]/DB", openSQL},
-	{[]string{"zk"}, "zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]", openZK},
+// urlForms are the URL forms of the schemes simba links, for the hint of
+// a URL that lacks the "//" after its scheme.
+var urlForms = map[string]string{
+	"memory":     "memory://[NAME]",
+	"redis":      "redis://[USER:PASSWORD@]HOST[:PORT][/DB]",
+	"rediss":     "rediss://[USER:PASSWORD@]HOST[:PORT][/DB]",
+	"postgres":   "postgres://USER[:PASSWORD]@HOST[:PORT]/DB",
+	"postgresql": "postgresql://USER[:PASSWORD]@HOST[:PORT]/DB",
+	"mysql":      "mysql://USER[:PASSWORD]@HOST[:PORT]/DB",
+	"zk":         "zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]",
 }
 
 // badURLError reports a backend URL that cannot be used as written: a
@@ -56,61 +50,120 @@ func badURL(format string, args ...any) error {
 	return &badURLError{fmt.Errorf(format, args...)}
 }
 
-// openBackend opens the backend of rawURL. Its errors never contain a
-// password.
-func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error) {
+// openBackend opens the backend of rawURL, after checking the URL before
+// any dial: its errors about the URL are *badURLError values. The backend
+// packages register their schemes with simba.OpenBackend, which opens
+// every URL but the SQL ones: those are opened with the options the
+// registry cannot pass (--migrate, the logger). Its errors never contain
+// a password.
+func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.OpenedBackend, error) {
 	u := parseBackendURL(rawURL)
 	if u.scheme == "" {
-		if scheme, _, ok := strings.Cut(rawURL, ":"); ok {
-			if k := kindOf(scheme); k != nil {
-				// memory: or redis:host: the scheme without "//".
-				return nil, nil, badURL("backend URL %q: missing \"//\" after \"%s:\": want %s",
-					u.redactedString(), scheme, k.example)
-			}
+		if scheme, _, ok := strings.Cut(rawURL, ":"); ok && registered(scheme) {
+			// memory: or redis:host: the scheme without "//".
+			return nil, badURL("backend URL %q: missing \"//\" after \"%s:\": want %s",
+				u.redactedString(), scheme, urlForm(scheme))
 		}
-		return nil, nil, badURL("backend URL %q has no scheme: want one of %s", u.redactedString(), schemeList())
+		return nil, badURL("backend URL %q has no scheme: want one of %s", u.redactedString(), schemeList())
 	}
-	kind := kindOf(u.scheme)
-	if kind == nil {
-		return nil, nil, badURL("unknown backend scheme %q: want one of %s", u.scheme, schemeList())
+	if !registered(u.scheme) {
+		return nil, badURL("unknown backend scheme %q: want one of %s", u.scheme, schemeList())
 	}
 	if err := checkURL(u); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := checkAddresses(u); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return kind.open(ctx, rawURL, o)
+	b, err := dial(ctx, rawURL, strings.ToLower(u.scheme), o)
+	switch {
+	case isBadURL(err):
+		return nil, &badURLError{err}
+	case errors.Is(err, simbapg.ErrSchemaMissing), errors.Is(err, simbamysql.ErrSchemaMissing):
+		return nil, fmt.Errorf("%w (run simba with --migrate once to create them)", err)
+	case err != nil:
+		return nil, err
+	}
+	return b, nil
 }
 
-// kindOf returns the backend kind of scheme, in any case, or nil.
-func kindOf(scheme string) *backendKind {
-	for i, k := range backendKinds {
-		if slices.Contains(k.schemes, strings.ToLower(scheme)) {
-			return &backendKinds[i]
+// dial opens rawURL, of the lower-case scheme, once checked.
+func dial(ctx context.Context, rawURL, scheme string, o backendOptions) (simba.OpenedBackend, error) {
+	switch scheme {
+	case "postgres", "postgresql":
+		// pgx recognises a URL by its lower-case scheme only.
+		_, rest, _ := strings.Cut(rawURL, "://")
+		b, err := simbapg.Open(ctx, scheme+"://"+rest, simbapg.Options{Migrate: o.migrate, Logger: o.logger})
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	case "mysql":
+		b, err := simbamysql.Open(ctx, rawURL, simbamysql.Options{Migrate: o.migrate, Logger: o.logger})
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return simba.OpenBackend(ctx, rawURL)
+}
+
+// isBadURL reports whether err is about the URL or the options it holds:
+// bad usage rather than an unavailable backend.
+func isBadURL(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, target := range []error{
+		simba.ErrInvalidURL, simba.ErrUnknownScheme,
+		simbapg.ErrInvalidOptions, simbamysql.ErrInvalidOptions,
+		simbaredis.ErrInvalidOptions, simbazk.ErrInvalidOptions,
+	} {
+		if errors.Is(err, target) {
+			return true
 		}
 	}
-	return nil
+	return false
+}
+
+// registered reports whether a backend registered scheme, in any case.
+func registered(scheme string) bool {
+	return slices.Contains(simba.BackendSchemes(), strings.ToLower(scheme))
+}
+
+// urlForm is the URL form of scheme, for a hint.
+func urlForm(scheme string) string {
+	scheme = strings.ToLower(scheme)
+	if f, ok := urlForms[scheme]; ok {
+		return f
+	}
+	return scheme + "://..."
 }
 
 // checkAddresses checks the hosts and ports of a redis://, rediss://,
-// mysql:// or postgres:// URL before any dial, so that a typing error is
-// bad usage rather than an unreachable backend. A URL that url.Parse
-// refuses was refused by checkURL already, or is postgres://, which pgx
-// parses and checks itself; zk:// servers are checked by openZK.
+// mysql://, postgres:// or zk:// URL before any dial, so that a typing
+// error is bad usage rather than an unreachable backend. A URL that
+// url.Parse refuses was refused by checkURL already, or is postgres://,
+// which pgx parses and checks itself.
 func checkAddresses(u backendURL) error {
+	var hosts []string
 	switch strings.ToLower(u.scheme) {
-	case "redis", "rediss", "mysql", "postgres", "postgresql":
+	case "zk":
+		return checkZKServers(u)
+	case "redis", "rediss", "mysql":
+		pu, err := url.Parse(u.raw)
+		if err != nil {
+			return nil
+		}
+		hosts = []string{pu.Host}
+	case "postgres", "postgresql":
+		pu, err := url.Parse(u.raw)
+		if err != nil {
+			return nil
+		}
+		hosts = strings.Split(pu.Host, ",") // pgx takes several HOST[:PORT]
 	default:
 		return nil
-	}
-	pu, err := url.Parse(u.raw)
-	if err != nil {
-		return nil
-	}
-	hosts := []string{pu.Host}
-	if s := strings.ToLower(u.scheme); s == "postgres" || s == "postgresql" {
-		hosts = strings.Split(pu.Host, ",") // pgx takes several HOST[:PORT]
 	}
 	for _, hp := range hosts {
 		host, port := hp, ""
@@ -119,6 +172,33 @@ func checkAddresses(u backendURL) error {
 		}
 		if err := checkHostPort(host, port); err != nil {
 			return badURL("backend URL %s: %v", u.redactedString(), err)
+		}
+	}
+	return nil
+}
+
+// checkZKServers checks the servers of a zk:// URL, which simbazk.ParseURL
+// splits (its errors never hold the user information): each needs a valid
+// host and port.
+func checkZKServers(u backendURL) error {
+	connect, _, err := simbazk.ParseURL(u.raw)
+	if err != nil {
+		return &badURLError{err}
+	}
+	servers, _, err := simbazk.ParseConnectString(connect)
+	if err != nil {
+		return &badURLError{err}
+	}
+	for _, s := range servers {
+		host, port, err := net.SplitHostPort(s)
+		if err != nil {
+			return badURL("backend URL %s: server %q: want HOST:PORT", u.redactedString(), s)
+		}
+		if strings.Contains(host, ":") {
+			host = "[" + host + "]" // SplitHostPort took the brackets off
+		}
+		if err := checkHostPort(host, port); err != nil {
+			return badURL("backend URL %s: server %q: %v", u.redactedString(), s, err)
 		}
 	}
 	return nil
@@ -213,129 +293,12 @@ func checkURL(u backendURL) error {
 	}
 }
 
+// schemeList lists the registered schemes, for messages: "memory://,
+// mysql://, ...".
 func schemeList() string {
-	var all []string
-	for _, k := range backendKinds {
-		for _, s := range k.schemes {
-			all = append(all, s+"://")
-		}
+	schemes := simba.BackendSchemes()
+	for i, s := range schemes {
+		schemes[i] = s + "://"
 	}
-	return strings.Join(all, ", ")
-}
-
-// memoryStores holds the in-process stores of memory:// URLs by name, so
-// that every client of one process naming the same store shares it.
-var memoryStores = struct {
-	sync.Mutex
-	m map[string]*memory.Server
-}{m: make(map[string]*memory.Server)}
-
-// memoryStore returns the in-process store called name, creating it.
-func memoryStore(name string) *memory.Server {
-	memoryStores.Lock()
-	defer memoryStores.Unlock()
-	s := memoryStores.m[name]
-	if s == nil {
-		s = memory.New()
-		memoryStores.m[name] = s
-	}
-	return s
-}
-
-func openMemory(_ context.Context, rawURL string, _ backendOptions) (simba.Backend, func() error, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return nil, nil, badURL("memory URL %q: not a valid URL", redactURL(rawURL))
-	}
-	if u.User != nil || u.Port() != "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
-		return nil, nil, badURL("memory URL %q: want memory:// or memory://NAME", redactURL(rawURL))
-	}
-	return memoryStore(u.Hostname()).Connect(), func() error { return nil }, nil
-}
-
-// redisLog receives the go-redis client's own messages (failed dials,
-// dropped connections) at debug level, instead of the standard logger,
-// which would print them on stderr whatever --verbose says. go-redis has
-// one logger per process; the last opened backend's logger gets them.
-var redisLog struct {
-	once   sync.Once
-	logger atomic.Pointer[slog.Logger]
-}
-
-type redisLogger struct{}
-
-func (redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	if l := redisLog.logger.Load(); l != nil {
-		l.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
-	}
-}
-
-func openRedis(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error) {
-	redisLog.logger.Store(o.logger)
-	redisLog.once.Do(func() { redis.SetLogger(redisLogger{}) })
-	b, err := simbaredis.Open(ctx, rawURL, simbaredis.Options{Logger: o.logger})
-	if errors.Is(err, simbaredis.ErrInvalidOptions) {
-		return nil, nil, &badURLError{err}
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	return b, b.Close, nil
-}
-
-func openSQL(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error) {
-	b, err := simbasql.Open(ctx, rawURL, simbasql.Options{Migrate: o.migrate, Logger: o.logger})
-	switch {
-	case errors.Is(err, simbasql.ErrInvalidOptions):
-		return nil, nil, &badURLError{err}
-	case errors.Is(err, simbasql.ErrSchemaMissing):
-		return nil, nil, fmt.Errorf("%w (run simba with --migrate once to create them)", err)
-	case err != nil:
-		return nil, nil, err
-	}
-	return b, b.Close, nil
-}
-
-// openZK opens zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]; the
-// user information is a digest identity, taken literally up to the last
-// '@', so that a password may hold any character. It checks that one
-// server accepts a connection, since the backend itself dials only when a
-// session opens.
-func openZK(ctx context.Context, rawURL string, o backendOptions) (simba.Backend, func() error, error) {
-	_, connect, _ := strings.Cut(rawURL, "://")
-	opts := simbazk.Options{Logger: o.logger}
-	if at := strings.LastIndexByte(connect, '@'); at >= 0 {
-		opts.Auth, connect = connect[:at], connect[at+1:]
-		if user, _, ok := strings.Cut(opts.Auth, ":"); !ok || user == "" {
-			return nil, nil, badURL("zk URL %s: user information must be USER:PASSWORD", redactURL(rawURL))
-		}
-	}
-	if strings.ContainsAny(connect, "?#") {
-		return nil, nil, badURL("zk URL %s: query parameters are not supported", redactURL(rawURL))
-	}
-	servers, _, err := simbazk.ParseConnectString(connect)
-	if err != nil {
-		return nil, nil, &badURLError{err}
-	}
-	for _, s := range servers {
-		host, port, err := net.SplitHostPort(s)
-		if err != nil {
-			return nil, nil, badURL("zk URL %s: server %q: want HOST:PORT", redactURL(rawURL), s)
-		}
-		if strings.Contains(host, ":") {
-			host = "[" + host + "]" // SplitHostPort took the brackets off
-		}
-		if err := checkHostPort(host, port); err != nil {
-			return nil, nil, badURL("zk URL %s: server %q: %v", redactURL(rawURL), s, err)
-		}
-	}
-	// Open checks that a server answers a Zookeeper connect request within ctx.
-	b, err := simbazk.Open(ctx, connect, opts)
-	switch {
-	case errors.Is(err, simbazk.ErrInvalidOptions):
-		return nil, nil, &badURLError{err}
-	case err != nil:
-		return nil, nil, err
-	}
-	return b, b.Close, nil
+	return strings.Join(schemes, ", ")
 }

@@ -4,10 +4,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/simba-go/simba/core/memory"
 )
 
 func TestRedactURL(t *testing.T) {
@@ -31,20 +34,61 @@ func TestRedactURL(t *testing.T) {
 }
 
 func TestMemoryURLsNameSharedStores(t *testing.T) {
-	a, _, err := openBackend(t.Context(), "memory://shared-store-test", backendOptions{})
+	a, err := openBackend(t.Context(), "memory://shared-store-test", backendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _, err := openBackend(t.Context(), "MEMORY://shared-store-test/", backendOptions{})
+	defer a.Close()
+	b, err := openBackend(t.Context(), "MEMORY://shared-store-test/", backendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	s, err := a.OpenSession(t.Context(), 1e9)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.KeepAlive(t.Context(), s.ID, 1e9); err != nil {
 		t.Errorf("a session of one connection is unknown to the other: %v", err)
+	}
+	if _, err := a.Acquire(t.Context(), s.ID, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if owner, _, ok := memoryStore(t, "shared-store-test").Owner("x"); !ok || owner != s.ID {
+		t.Errorf("the store of memory://shared-store-test does not show the lease x of %s", s.ID)
+	}
+}
+
+// memoryStore returns the in-process store of memory://name, the one every
+// simba of this process given that URL opens.
+func memoryStore(t *testing.T, name string) *memory.Server {
+	t.Helper()
+	c, err := memory.Open(t.Context(), "memory://"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.Server()
+}
+
+// TestRegistryErrorsAreBadUsage: the errors of the backends about a URL
+// they refuse are bad usage, whatever checks simba made before.
+func TestRegistryErrorsAreBadUsage(t *testing.T) {
+	for _, u := range []string{
+		"memory://u@store",
+		"mysql://u:s3cr3t@db.invalid:3306/app?tls=nosuch",
+		"postgres://u:s3cr3t@db.invalid/app?sslmode=bogus",
+		"redis://u:s3cr3t@db.invalid:6379/0?no_such_option=1",
+		"zk://u@zk1:2181",
+	} {
+		_, err := openBackend(t.Context(), u, backendOptions{})
+		var bad *badURLError
+		if !errors.As(err, &bad) {
+			t.Errorf("openBackend(%q) = %v, want a *badURLError", u, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("openBackend(%q): the error shows the password: %v", u, err)
+		}
 	}
 }
 
@@ -117,4 +161,21 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// TestSchemesInAnyCase: an upper-case scheme reaches the host of the URL,
+// not a driver's defaults (pgx reads a URL by its lower-case prefix only).
+func TestSchemesInAnyCase(t *testing.T) {
+	for _, u := range []string{
+		"POSTGRES://u:s3cr3t@127.0.0.1:1/db?sslmode=disable&connect_timeout=2",
+		"PostgreSQL://u:s3cr3t@127.0.0.1:1/db?sslmode=disable&connect_timeout=2",
+		"MySQL://u:s3cr3t@127.0.0.1:1/db?timeout=2s",
+		"Redis://u:s3cr3t@127.0.0.1:1/0",
+	} {
+		_, err := openBackend(t.Context(), u, backendOptions{})
+		var bad *badURLError
+		if err == nil || errors.As(err, &bad) || !strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("openBackend(%q) = %v, want a failure to reach 127.0.0.1:1 without the password", u, err)
+		}
+	}
 }

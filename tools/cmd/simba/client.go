@@ -35,10 +35,10 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 
 // node is an open client and the backend under it.
 type node struct {
-	client       *simba.Client
-	where        string // the backend URL, password redacted
-	inProcess    bool   // memory://: no other process shares the store
-	closeBackend func() error
+	client    *simba.Client
+	backend   simba.OpenedBackend
+	where     string // the backend URL, password redacted
+	inProcess bool   // memory://: no other process shares the store
 }
 
 // warnInProcess warns, for lock and leader, that a memory:// store
@@ -82,10 +82,16 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(scrubWriter{a.stderr, a.secrets}, &slog.HandlerOptions{Level: level}))
+	// The backends that simba.OpenBackend opens log to slog.Default, and
+	// so do the libraries under them: simba's logger is the process's
+	// default, so that their records too are filtered by --verbose and
+	// scrubbed of the URL's credentials. One simba process opens one
+	// backend.
+	slog.SetDefault(logger)
 
 	where := u.redactedString()
 	octx, cancel := context.WithTimeout(ctx, c.connectTimeout)
-	b, closeBackend, err := openBackend(octx, rawURL, backendOptions{migrate: c.migrate, logger: logger})
+	b, err := openBackend(octx, rawURL, backendOptions{migrate: c.migrate, logger: logger})
 	cancel()
 	var bad *badURLError
 	switch {
@@ -100,12 +106,12 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 	opts = append([]simba.Option{simba.WithConfig(cfg), simba.WithLogger(logger)}, opts...)
 	client, err := simba.New(b, opts...)
 	if err != nil {
-		_ = closeBackend()
+		_ = b.Close()
 		a.report(cmd, "%v", err)
 		return nil, exitFailure
 	}
 	inProcess := strings.EqualFold(u.scheme, "memory")
-	return &node{client: client, where: where, inProcess: inProcess, closeBackend: closeBackend}, exitOK
+	return &node{client: client, backend: b, where: where, inProcess: inProcess}, exitOK
 }
 
 // close closes the client, which frees every lease of the node at once,
@@ -116,7 +122,7 @@ func (n *node) close(a *app, cmd string) {
 	if err := n.client.Close(ctx); err != nil {
 		a.report(cmd, "closing the client: %v", err)
 	}
-	if err := n.closeBackend(); err != nil {
+	if err := n.backend.Close(); err != nil {
 		a.report(cmd, "closing the backend: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 func TestLeaderRestartsTheCommandForEachTerm(t *testing.T) {
 	url := memoryURL(t)
-	store := memoryStore(strings.TrimPrefix(url, "memory://"))
+	store := memoryStore(t, strings.TrimPrefix(url, "memory://"))
 	inv := start(t, append([]string{"leader", "--backend", url, "--lease", "1s", "scheduler", "--"}, helper(t, "wait")...)...)
 	inv.waitOutput(t, "started token=1\n", 10*time.Second)
 
@@ -44,7 +44,7 @@ func TestLeaderCommandExitGivesTheLeaseUp(t *testing.T) {
 	if r.code != 4 {
 		t.Errorf("exit code %d, want the command's 4; stderr %q", r.code, r.stderr)
 	}
-	store := memoryStore(strings.TrimPrefix(url, "memory://"))
+	store := memoryStore(t, strings.TrimPrefix(url, "memory://"))
 	if _, _, held := store.Owner("scheduler"); held {
 		t.Error("the lease is still held after the command exited")
 	}

@@ -55,7 +55,7 @@ func TestLockPassesTokenAndLease(t *testing.T) {
 			t.Errorf("the command printed %q, want %q", r.stdout, want)
 		}
 	}
-	if _, _, held := memoryStore(strings.TrimPrefix(url, "memory://")).Owner("nightly-report"); held {
+	if _, _, held := memoryStore(t, strings.TrimPrefix(url, "memory://")).Owner("nightly-report"); held {
 		t.Error("the lock is still held after the command exited")
 	}
 }
@@ -79,7 +79,7 @@ func TestLockWithoutSeparatorAndFlagsAfterName(t *testing.T) {
 
 func TestLockTimeout(t *testing.T) {
 	url := memoryURL(t)
-	memoryStore(strings.TrimPrefix(url, "memory://")).TakeOver("busy") // held for ever by another session
+	memoryStore(t, strings.TrimPrefix(url, "memory://")).TakeOver("busy") // held for ever by another session
 	begin := time.Now()
 	r := runSimba(t, append([]string{"lock", "--backend", url, "--timeout", "300ms", "busy", "--"}, helper(t, "env")...)...)
 	if r.code != exitLockTimeout {
@@ -134,7 +134,7 @@ func TestMemoryBackendWarnsItIsInProcess(t *testing.T) {
 // session is an outage, not a held lock: exit code 69, not 75.
 func TestLockBackendUnavailableUntilTimeout(t *testing.T) {
 	url := memoryURL(t)
-	memoryStore(strings.TrimPrefix(url, "memory://")).SetMaxLease(time.Nanosecond)
+	memoryStore(t, strings.TrimPrefix(url, "memory://")).SetMaxLease(time.Nanosecond)
 	r := runSimba(t, append([]string{"lock", "--backend", url, "--timeout", "300ms", "job", "--"}, helper(t, "env")...)...)
 	if r.code != exitUnavailable {
 		t.Fatalf("exit code %d, want %d; stderr %q", r.code, exitUnavailable, r.stderr)
@@ -156,11 +156,11 @@ func TestLockBackendUnavailableUntilTimeout(t *testing.T) {
 func TestLockOnRedisHeldOrUnreachable(t *testing.T) {
 	url := serverURL(t, "SIMBA_TEST_REDIS_URL", func(v string) string { return v })
 	name := "cli-held-" + randomHex(t)
-	b, closeBackend, err := openBackend(t.Context(), url, backendOptions{logger: slog.New(slog.DiscardHandler)})
+	b, err := openBackend(t.Context(), url, backendOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = closeBackend() }()
+	defer func() { _ = b.Close() }()
 	holder, err := simba.New(b, simba.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestLockOnRedisHeldOrUnreachable(t *testing.T) {
 
 func TestLockLostStopsTheCommand(t *testing.T) {
 	url := memoryURL(t)
-	store := memoryStore(strings.TrimPrefix(url, "memory://"))
+	store := memoryStore(t, strings.TrimPrefix(url, "memory://"))
 	inv := start(t, append([]string{"lock", "--backend", url, "--lease", "1s", "job", "--"}, helper(t, "wait")...)...)
 	inv.waitOutput(t, "started token=1\n", 10*time.Second)
 	store.TakeOver("job")
@@ -205,7 +205,7 @@ func TestLockLostStopsTheCommand(t *testing.T) {
 
 func TestLockLostKillsACommandThatIgnoresSIGTERM(t *testing.T) {
 	url := memoryURL(t)
-	store := memoryStore(strings.TrimPrefix(url, "memory://"))
+	store := memoryStore(t, strings.TrimPrefix(url, "memory://"))
 	inv := start(t, append([]string{"lock", "--backend", url, "--lease", "1s", "--grace", "400ms", "job", "--"}, helper(t, "ignore-term")...)...)
 	inv.waitOutput(t, "started token=1\n", 10*time.Second)
 	lost := time.Now()
@@ -225,7 +225,7 @@ func TestLockLostKillsACommandThatIgnoresSIGTERM(t *testing.T) {
 
 func TestLockInterruptedStopsCommandAndReleases(t *testing.T) {
 	url := memoryURL(t)
-	store := memoryStore(strings.TrimPrefix(url, "memory://"))
+	store := memoryStore(t, strings.TrimPrefix(url, "memory://"))
 	inv := start(t, append([]string{"lock", "--backend", url, "job", "--"}, helper(t, "wait")...)...)
 	inv.waitOutput(t, "started token=1\n", 10*time.Second)
 	inv.cancel(signalError{syscall.SIGTERM})
@@ -255,7 +255,7 @@ func TestInterruptedWhileWaitingForTheLease(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.cmd+" "+tt.give.String(), func(t *testing.T) {
 			url := memoryURL(t)
-			memoryStore(strings.TrimPrefix(url, "memory://")).TakeOver("busy")
+			memoryStore(t, strings.TrimPrefix(url, "memory://")).TakeOver("busy")
 			inv := start(t, append([]string{tt.cmd, "--backend", url, "busy", "--"}, helper(t, "env")...)...)
 			time.Sleep(100 * time.Millisecond)
 			inv.cancel(signalError{tt.give})
@@ -287,7 +287,7 @@ func TestLockCommandThatCannotRun(t *testing.T) {
 			t.Errorf("%s: exit code %d, stderr %q; want %d and %q", tt.give, r.code, r.stderr, tt.wantCode, tt.wantErr)
 		}
 	}
-	if tok := memoryStore(strings.TrimPrefix(url, "memory://")).LastToken("job"); tok != 0 {
+	if tok := memoryStore(t, strings.TrimPrefix(url, "memory://")).LastToken("job"); tok != 0 {
 		t.Errorf("the lock was taken (token %d) for a command that cannot run", tok)
 	}
 }
@@ -305,7 +305,7 @@ func TestLockReadsBackendFromEnvironment(t *testing.T) {
 	if code != 0 || stdout.String() != "lease=job token=1\n" {
 		t.Errorf("exit code %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
 	}
-	if memoryStore(strings.TrimPrefix(url, "memory://")).LastToken("job") != 1 {
+	if memoryStore(t, strings.TrimPrefix(url, "memory://")).LastToken("job") != 1 {
 		t.Error("the lock was not taken on the store named by " + backendEnv)
 	}
 }
@@ -365,7 +365,7 @@ func TestGraceLongerThanTheSafetyGapWarns(t *testing.T) {
 // 1s), not seconds after the lock was lost.
 func TestDefaultGraceFitsTheSafetyGap(t *testing.T) {
 	url := memoryURL(t)
-	store := memoryStore(strings.TrimPrefix(url, "memory://"))
+	store := memoryStore(t, strings.TrimPrefix(url, "memory://"))
 	inv := start(t, append([]string{"lock", "--backend", url, "--lease", "1s", "job", "--"}, helper(t, "ignore-term")...)...)
 	inv.waitOutput(t, "started token=1\n", 10*time.Second)
 	lost := time.Now()

@@ -95,7 +95,7 @@ func TestStatusUnavailableBackends(t *testing.T) {
 func TestStatusTimesOutWithoutASession(t *testing.T) {
 	url := memoryURL(t)
 	// A store that grants nothing usable: every session is capped to 1ns.
-	memoryStore(strings.TrimPrefix(url, "memory://")).SetMaxLease(time.Nanosecond)
+	memoryStore(t, strings.TrimPrefix(url, "memory://")).SetMaxLease(time.Nanosecond)
 	r := runSimba(t, "status", "--backend", url, "--timeout", "300ms", "--format", "json")
 	if r.code != exitUnavailable {
 		t.Fatalf("exit code %d, want %d; stderr %q", r.code, exitUnavailable, r.stderr)

@@ -1,14 +1,17 @@
-package simbasql
+package simbapg
 
 import (
 	"context"
-	"database/sql"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 	simba "github.com/simba-go/simba/core"
 )
 
@@ -126,45 +129,69 @@ DELETE FROM {session} WHERE id = $1`
 DELETE FROM {session} WHERE id IN (SELECT id FROM dead)`
 )
 
-type pgStore struct {
+// ddl is the migration. Index names are short so that a 41-character
+// prefix stays within PostgreSQL's 63-byte identifiers.
+var ddl = []string{
+	`CREATE TABLE IF NOT EXISTS {session} (
+    id         varchar(32) COLLATE "C" PRIMARY KEY,
+    expires_at timestamptz NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+)`,
+	`CREATE INDEX IF NOT EXISTS {p}session_exp ON {session} (expires_at)`,
+	`CREATE TABLE IF NOT EXISTS {lease} (
+    name        varchar(128) COLLATE "C" PRIMARY KEY,
+    session_id  varchar(32) COLLATE "C",
+    token       bigint NOT NULL CHECK (token > 0),
+    acquired_at timestamptz NOT NULL
+)`,
+	`CREATE INDEX IF NOT EXISTS {p}lease_sid ON {lease} (session_id)`,
+	`CREATE TABLE IF NOT EXISTS {member} (
+    group_name varchar(128) COLLATE "C" NOT NULL,
+    session_id varchar(32) COLLATE "C" NOT NULL,
+    joined_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (group_name, session_id)
+)`,
+	`CREATE INDEX IF NOT EXISTS {p}member_sid ON {member} (session_id)`,
+}
+
+// dialect runs the statements above on a pgx pool.
+type dialect struct {
 	pool *pgxpool.Pool
-	t    tables
+	t    sqlcore.Tables
 	q    struct {
 		open, keepAlive, acquire, release, join, leave, closeSession, cleanup string
 	}
 }
 
-func newPGStore(pool *pgxpool.Pool, t tables) *pgStore {
-	s := &pgStore{pool: pool, t: t}
-	s.q.open = t.expand(pgOpenSession)
-	s.q.keepAlive = t.expand(pgKeepAlive)
-	s.q.acquire = t.expand(pgAcquire)
-	s.q.release = t.expand(pgRelease)
-	s.q.join = t.expand(pgJoinGroup)
-	s.q.leave = t.expand(pgLeaveGroup)
-	s.q.closeSession = t.expand(pgCloseSession)
-	s.q.cleanup = t.expand(pgCleanup)
+func newDialect(pool *pgxpool.Pool, t sqlcore.Tables) *dialect {
+	s := &dialect{pool: pool, t: t}
+	s.q.open = t.Expand(pgOpenSession)
+	s.q.keepAlive = t.Expand(pgKeepAlive)
+	s.q.acquire = t.Expand(pgAcquire)
+	s.q.release = t.Expand(pgRelease)
+	s.q.join = t.Expand(pgJoinGroup)
+	s.q.leave = t.Expand(pgLeaveGroup)
+	s.q.closeSession = t.Expand(pgCloseSession)
+	s.q.cleanup = t.Expand(pgCleanup)
 	return s
 }
 
-func micros(d time.Duration) int64 { return d.Microseconds() }
-
-func (s *pgStore) missing(ctx context.Context) ([]string, error) {
+func (s *dialect) Missing(ctx context.Context) ([]string, error) {
 	rows, err := s.pool.Query(ctx,
 		`SELECT t FROM unnest($1::text[]) WITH ORDINALITY AS u(t, i) WHERE to_regclass(t) IS NULL ORDER BY i`,
-		s.t.all())
+		s.t.All())
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// migrate runs the DDL in one transaction under an advisory lock, since
+// Migrate runs the DDL in one transaction under an advisory lock, since
 // concurrent CREATE TABLE IF NOT EXISTS of one table can fail on
 // PostgreSQL.
-func (s *pgStore) migrate(ctx context.Context, stmts []string) error {
+func (s *dialect) Migrate(ctx context.Context, stmts []string) error {
 	h := fnv.New64a()
-	h.Write([]byte("simbasql migrate " + s.t.session))
+	h.Write([]byte("simba migrate " + s.t.Session))
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(h.Sum64())); err != nil {
 			return err
@@ -178,66 +205,22 @@ func (s *pgStore) migrate(ctx context.Context, stmts []string) error {
 	})
 }
 
-func (s *pgStore) prepare(context.Context) error { return nil } // pgx caches prepared statements per connection
+func (s *dialect) Prepare(context.Context) error { return nil } // pgx caches prepared statements per connection
 
-func (s *pgStore) openSession(ctx context.Context, id string, lease time.Duration) error {
-	_, err := s.pool.Exec(ctx, s.q.open, id, micros(lease))
+func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duration) error {
+	_, err := s.pool.Exec(ctx, s.q.open, id, sqlcore.Micros(lease))
 	return err
 }
 
-func (s *pgStore) keepAlive(ctx context.Context, id string, lease time.Duration) (simba.KeepAliveReply, bool, error) {
-	rows, err := s.pool.Query(ctx, s.q.keepAlive, id, micros(lease))
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration) (simba.KeepAliveReply, bool, error) {
+	rows, err := s.pool.Query(ctx, s.q.keepAlive, id, sqlcore.Micros(lease))
 	if err != nil {
 		return simba.KeepAliveReply{}, false, err
 	}
-	return readKeepAlive(rows)
+	return sqlcore.ReadKeepAlive(rows)
 }
 
-// rowSource is what pgx.Rows and *sql.Rows have in common.
-type rowSource interface {
-	Next() bool
-	Scan(dest ...any) error
-	Err() error
-	Close()
-}
-
-// sqlRows adapts *sql.Rows, whose Close returns an error, to rowSource.
-type sqlRows struct{ *sql.Rows }
-
-func (r sqlRows) Close() { r.Rows.Close() }
-
-// readKeepAlive turns the (kind, name, value) rows of a keep-alive query
-// into a reply: kind 0 is the session's remaining time in microseconds
-// (absent when the session is not live), 1 a lease and its token, 2 a group
-// and its live member count. It closes rows.
-func readKeepAlive(rows rowSource) (simba.KeepAliveReply, bool, error) {
-	defer rows.Close()
-	reply := simba.KeepAliveReply{Leases: map[string]uint64{}, Groups: map[string]int{}}
-	live := false
-	for rows.Next() {
-		var kind int32
-		var name sql.NullString
-		var val int64
-		if err := rows.Scan(&kind, &name, &val); err != nil {
-			return simba.KeepAliveReply{}, false, err
-		}
-		switch {
-		case kind == 0:
-			reply.Remaining = max(time.Duration(val)*time.Microsecond, 0)
-			live = true
-		case kind == 1 && name.Valid && val > 0:
-			reply.Leases[name.String] = uint64(val)
-		case kind == 2 && name.Valid:
-			reply.Groups[name.String] = int(val)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return simba.KeepAliveReply{}, false, err
-	}
-	return reply, live, nil
-}
-
-func (s *pgStore) acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
+func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
 	var live bool
 	var token *int64
 	if err := s.pool.QueryRow(ctx, s.q.acquire, id, name).Scan(&live, &token); err != nil {
@@ -249,12 +232,12 @@ func (s *pgStore) acquire(ctx context.Context, id, name string) (uint64, bool, b
 	return uint64(*token), true, live, nil
 }
 
-func (s *pgStore) release(ctx context.Context, id, name string, token uint64) error {
+func (s *dialect) Release(ctx context.Context, id, name string, token uint64) error {
 	_, err := s.pool.Exec(ctx, s.q.release, name, id, int64(token))
 	return err
 }
 
-func (s *pgStore) joinGroup(ctx context.Context, id, group string) (int, bool, error) {
+func (s *dialect) JoinGroup(ctx context.Context, id, group string) (int, bool, error) {
 	var live bool
 	var n int64
 	if err := s.pool.QueryRow(ctx, s.q.join, id, group).Scan(&live, &n); err != nil {
@@ -263,17 +246,17 @@ func (s *pgStore) joinGroup(ctx context.Context, id, group string) (int, bool, e
 	return int(n), live, nil
 }
 
-func (s *pgStore) leaveGroup(ctx context.Context, id, group string) error {
+func (s *dialect) LeaveGroup(ctx context.Context, id, group string) error {
 	_, err := s.pool.Exec(ctx, s.q.leave, group, id)
 	return err
 }
 
-func (s *pgStore) closeSession(ctx context.Context, id string) error {
+func (s *dialect) CloseSession(ctx context.Context, id string) error {
 	_, err := s.pool.Exec(ctx, s.q.closeSession, id)
 	return err
 }
 
-func (s *pgStore) cleanup(ctx context.Context, limit int) (int, error) {
+func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, s.q.cleanup, limit)
 	if err != nil {
 		return 0, err
@@ -281,4 +264,13 @@ func (s *pgStore) cleanup(ctx context.Context, limit int) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-func (s *pgStore) close() {}
+// UndefinedTable recognises undefined_table (42P01).
+func (s *dialect) UndefinedTable(err error) (string, bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		return pgErr.Message, true
+	}
+	return "", false
+}
+
+func (s *dialect) Close() {}

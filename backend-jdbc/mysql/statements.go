@@ -1,4 +1,4 @@
-package simbasql
+package simbamysql
 
 import (
 	"context"
@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 	simba "github.com/simba-go/simba/core"
 )
 
@@ -118,7 +121,7 @@ SELECT ?, id, UTC_TIMESTAMP(6) FROM {session} WHERE id = ? AND expires_at > UTC_
 WHERE s.expires_at < UTC_TIMESTAMP(6) AND s.id IN (%s)`
 )
 
-// myStmt names the prepared statements of mysqlStore.
+// myStmt names the prepared statements of dialect.
 type myStmt int
 
 const (
@@ -154,23 +157,23 @@ var myStatements = [stCount]string{
 	stExpired:       myExpired,
 }
 
-// mysqlStore runs prepared statements: without them database/sql would
+// dialect runs the statements above, prepared: without them database/sql would
 // prepare, execute and close every parameterised statement (two round
 // trips). A *sql.Stmt is prepared again transparently on each new
 // connection.
-type mysqlStore struct {
+type dialect struct {
 	db *sql.DB
-	t  tables
+	t  sqlcore.Tables
 
 	mu    sync.Mutex
-	stmts []*sql.Stmt // nil until prepare succeeded
+	stmts []*sql.Stmt // nil until Prepare succeeded
 }
 
-func newMySQLStore(db *sql.DB, t tables) *mysqlStore { return &mysqlStore{db: db, t: t} }
+func newDialect(db *sql.DB, t sqlcore.Tables) *dialect { return &dialect{db: db, t: t} }
 
 var errNotPrepared = errors.New("statements not prepared")
 
-func (s *mysqlStore) stmt(k myStmt) (*sql.Stmt, error) {
+func (s *dialect) stmt(k myStmt) (*sql.Stmt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stmts == nil {
@@ -179,7 +182,7 @@ func (s *mysqlStore) stmt(k myStmt) (*sql.Stmt, error) {
 	return s.stmts[k], nil
 }
 
-func (s *mysqlStore) exec(ctx context.Context, k myStmt, args ...any) (sql.Result, error) {
+func (s *dialect) exec(ctx context.Context, k myStmt, args ...any) (sql.Result, error) {
 	st, err := s.stmt(k)
 	if err != nil {
 		return nil, err
@@ -187,7 +190,7 @@ func (s *mysqlStore) exec(ctx context.Context, k myStmt, args ...any) (sql.Resul
 	return st.ExecContext(ctx, args...)
 }
 
-func (s *mysqlStore) query(ctx context.Context, k myStmt, args ...any) (*sql.Rows, error) {
+func (s *dialect) query(ctx context.Context, k myStmt, args ...any) (*sql.Rows, error) {
 	st, err := s.stmt(k)
 	if err != nil {
 		return nil, err
@@ -196,7 +199,7 @@ func (s *mysqlStore) query(ctx context.Context, k myStmt, args ...any) (*sql.Row
 }
 
 // scanRow runs statement k and scans its single row into dest.
-func (s *mysqlStore) scanRow(ctx context.Context, k myStmt, dest []any, args ...any) error {
+func (s *dialect) scanRow(ctx context.Context, k myStmt, dest []any, args ...any) error {
 	st, err := s.stmt(k)
 	if err != nil {
 		return err
@@ -204,9 +207,9 @@ func (s *mysqlStore) scanRow(ctx context.Context, k myStmt, dest []any, args ...
 	return st.QueryRowContext(ctx, args...).Scan(dest...)
 }
 
-func (s *mysqlStore) missing(ctx context.Context) ([]string, error) {
+func (s *dialect) Missing(ctx context.Context) ([]string, error) {
 	var out []string
-	for _, t := range s.t.all() {
+	for _, t := range s.t.All() {
 		var n int
 		err := s.db.QueryRowContext(ctx,
 			`SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`, t).Scan(&n)
@@ -220,7 +223,7 @@ func (s *mysqlStore) missing(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-func (s *mysqlStore) migrate(ctx context.Context, stmts []string) error {
+func (s *dialect) Migrate(ctx context.Context, stmts []string) error {
 	for _, q := range stmts {
 		if _, err := s.db.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("%.60s...: %w", q, err)
@@ -229,10 +232,10 @@ func (s *mysqlStore) migrate(ctx context.Context, stmts []string) error {
 	return nil
 }
 
-func (s *mysqlStore) prepare(ctx context.Context) error {
+func (s *dialect) Prepare(ctx context.Context) error {
 	stmts := make([]*sql.Stmt, stCount)
 	for k, q := range myStatements {
-		st, err := s.db.PrepareContext(ctx, s.t.expand(q))
+		st, err := s.db.PrepareContext(ctx, s.t.Expand(q))
 		if err != nil {
 			for _, p := range stmts[:k] {
 				p.Close()
@@ -251,9 +254,9 @@ func (s *mysqlStore) prepare(ctx context.Context) error {
 	return nil
 }
 
-// close closes the statements; a call still running with one fails with
+// Close closes the statements; a call still running with one fails with
 // an error, never a panic.
-func (s *mysqlStore) close() {
+func (s *dialect) Close() {
 	s.mu.Lock()
 	old := s.stmts
 	s.mu.Unlock()
@@ -262,12 +265,12 @@ func (s *mysqlStore) close() {
 	}
 }
 
-func (s *mysqlStore) openSession(ctx context.Context, id string, lease time.Duration) error {
-	_, err := s.exec(ctx, stOpen, id, micros(lease))
+func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duration) error {
+	_, err := s.exec(ctx, stOpen, id, sqlcore.Micros(lease))
 	return err
 }
 
-// keepAlive renews the session in a transaction that first locks its row
+// KeepAlive renews the session in a transaction that first locks its row
 // and then renews it in a second statement, so that liveness is judged
 // with the time at which the row was locked (see the statements above),
 // and then reads the reply: five round trips (begin, lock, renew, commit,
@@ -275,19 +278,19 @@ func (s *mysqlStore) openSession(ctx context.Context, id string, lease time.Dura
 // it, and an unchanged value counts as zero): the read says whether the
 // session is live, and an expired session can no longer be renewed in
 // between.
-func (s *mysqlStore) keepAlive(ctx context.Context, id string, lease time.Duration) (simba.KeepAliveReply, bool, error) {
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration) (simba.KeepAliveReply, bool, error) {
 	if err := s.renew(ctx, id, lease); err != nil {
 		return simba.KeepAliveReply{}, false, err
 	}
-	rows, err := s.query(ctx, stKeepAliveRead, id, id, id) //nolint:rowserrcheck // readKeepAlive checks rows.Err and closes rows
+	rows, err := s.query(ctx, stKeepAliveRead, id, id, id) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
 	if err != nil {
 		return simba.KeepAliveReply{}, false, err
 	}
-	return readKeepAlive(sqlRows{rows})
+	return sqlcore.ReadKeepAlive(sqlcore.SQLRows{Rows: rows})
 }
 
 // renew locks the session row, then renews it if it is still live.
-func (s *mysqlStore) renew(ctx context.Context, id string, lease time.Duration) error {
+func (s *dialect) renew(ctx context.Context, id string, lease time.Duration) error {
 	lock, err := s.stmt(stLockSession)
 	if err != nil {
 		return err
@@ -308,20 +311,20 @@ func (s *mysqlStore) renew(ctx context.Context, id string, lease time.Duration) 
 	case err != nil:
 		return err
 	}
-	if _, err := tx.StmtContext(ctx, renew).ExecContext(ctx, micros(lease), id); err != nil {
+	if _, err := tx.StmtContext(ctx, renew).ExecContext(ctx, sqlcore.Micros(lease), id); err != nil {
 		return err
 	}
 	return tx.Commit()
 }
 
-// acquire takes the lease over (one round trip) or, for a name never
+// Acquire takes the lease over (one round trip) or, for a name never
 // used, inserts its row. The caller's liveness in those statements may be
 // judged with a clock from before a lock wait, so a win is only reported
 // after a later statement found the caller still live (one more round
 // trip). If it is not, the row names an expired session, which makes the
 // lease free for everyone else; its token was used up, which a later
 // term's larger token makes harmless.
-func (s *mysqlStore) acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
+func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
 	res, err := s.exec(ctx, stTakeOver, id, name)
 	if err != nil {
 		return 0, false, false, err
@@ -358,7 +361,7 @@ func (s *mysqlStore) acquire(ctx context.Context, id, name string) (uint64, bool
 }
 
 // confirm reports the win of token unless the caller is no longer live.
-func (s *mysqlStore) confirm(ctx context.Context, id, name string, token uint64) (uint64, bool, bool, error) {
+func (s *dialect) confirm(ctx context.Context, id, name string, token uint64) (uint64, bool, bool, error) {
 	live, _, err := s.acquireState(ctx, id, name)
 	if err != nil {
 		return 0, false, false, err
@@ -369,17 +372,17 @@ func (s *mysqlStore) confirm(ctx context.Context, id, name string, token uint64)
 	return token, true, true, nil
 }
 
-func (s *mysqlStore) acquireState(ctx context.Context, id, name string) (live, exists bool, err error) {
+func (s *dialect) acquireState(ctx context.Context, id, name string) (live, exists bool, err error) {
 	err = s.scanRow(ctx, stAcquireState, []any{&live, &exists}, id, name)
 	return live, exists, err
 }
 
-func (s *mysqlStore) release(ctx context.Context, id, name string, token uint64) error {
+func (s *dialect) Release(ctx context.Context, id, name string, token uint64) error {
 	_, err := s.exec(ctx, stRelease, name, id, int64(token))
 	return err
 }
 
-func (s *mysqlStore) joinGroup(ctx context.Context, id, group string) (int, bool, error) {
+func (s *dialect) JoinGroup(ctx context.Context, id, group string) (int, bool, error) {
 	if _, err := s.exec(ctx, stJoin, group, id); err != nil {
 		return 0, false, err
 	}
@@ -391,17 +394,17 @@ func (s *mysqlStore) joinGroup(ctx context.Context, id, group string) (int, bool
 	return int(n), live, nil
 }
 
-func (s *mysqlStore) leaveGroup(ctx context.Context, id, group string) error {
+func (s *dialect) LeaveGroup(ctx context.Context, id, group string) error {
 	_, err := s.exec(ctx, stLeave, group, id)
 	return err
 }
 
-func (s *mysqlStore) closeSession(ctx context.Context, id string) error {
+func (s *dialect) CloseSession(ctx context.Context, id string) error {
 	_, err := s.exec(ctx, stClose, id)
 	return err
 }
 
-func (s *mysqlStore) cleanup(ctx context.Context, limit int) (int, error) {
+func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
 	rows, err := s.query(ctx, stExpired, limit)
 	if err != nil {
 		return 0, err
@@ -423,8 +426,48 @@ func (s *mysqlStore) cleanup(ctx context.Context, limit int) (int, error) {
 		return 0, nil
 	}
 	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	if _, err := s.db.ExecContext(ctx, s.t.expand(fmt.Sprintf(myDeleteSessions, marks)), ids...); err != nil {
+	if _, err := s.db.ExecContext(ctx, s.t.Expand(fmt.Sprintf(myDeleteSessions, marks)), ids...); err != nil {
 		return 0, err
 	}
 	return len(ids), nil
+}
+
+// UndefinedTable recognises ER_NO_SUCH_TABLE (1146).
+func (s *dialect) UndefinedTable(err error) (string, bool) {
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) && myErr.Number == 1146 {
+		return myErr.Message, true
+	}
+	return "", false
+}
+
+// ddl is the migration. MySQL 8 has no CREATE INDEX IF NOT EXISTS, so the
+// indexes are declared inline, with names short enough for a 41-character
+// prefix within MySQL's 64-character identifiers. Names and ids are
+// ascii_bin: byte-wise, case-sensitive equality. Times are DATETIME(6)
+// holding UTC, written and compared with UTC_TIMESTAMP(6) only, so the
+// session time_zone never matters.
+var ddl = []string{
+	`CREATE TABLE IF NOT EXISTS {session} (
+    id         CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    expires_at DATETIME(6) NOT NULL,
+    created_at DATETIME(6) NOT NULL,
+    PRIMARY KEY (id),
+    KEY {p}session_exp (expires_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+	`CREATE TABLE IF NOT EXISTS {lease} (
+    name        VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    session_id  CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NULL,
+    token       BIGINT NOT NULL,
+    acquired_at DATETIME(6) NOT NULL,
+    PRIMARY KEY (name),
+    KEY {p}lease_sid (session_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+	`CREATE TABLE IF NOT EXISTS {member} (
+    group_name VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    session_id CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    joined_at  DATETIME(6) NOT NULL,
+    PRIMARY KEY (group_name, session_id),
+    KEY {p}member_sid (session_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 }

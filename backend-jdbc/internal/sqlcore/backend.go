@@ -1,0 +1,518 @@
+// Package sqlcore is the engine of the SQL backends: the simba.Backend
+// methods, option checks, migrations, the cleanup of expired sessions,
+// fences and the masking of secrets, over a Dialect that runs one
+// database's statements. It imports no database driver, so that each
+// public package links only its own.
+package sqlcore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+// CloseTimeout bounds Backend.Close.
+const CloseTimeout = 5 * time.Second
+
+// closeTimeout is CloseTimeout, shorter in tests.
+var closeTimeout = CloseTimeout
+
+const (
+	cleanupBatch      = 500 // sessions deleted per statement
+	cleanupMaxBatches = 20  // statements per cleanup round, so a round stays short
+)
+
+// Dialect runs one database's statements. Session ids reaching it are well
+// formed, names are valid and, past Prepare, the schema has been checked.
+type Dialect interface {
+	// Missing returns the tables that do not exist.
+	Missing(ctx context.Context) ([]string, error)
+	Migrate(ctx context.Context, stmts []string) error
+	// Prepare readies the statements once the tables exist.
+	Prepare(ctx context.Context) error
+	OpenSession(ctx context.Context, id string, lease time.Duration) error
+	// KeepAlive returns live == false when the session is expired or gone.
+	KeepAlive(ctx context.Context, id string, lease time.Duration) (reply simba.KeepAliveReply, live bool, err error)
+	Acquire(ctx context.Context, id, name string) (token uint64, won, live bool, err error)
+	Release(ctx context.Context, id, name string, token uint64) error
+	JoinGroup(ctx context.Context, id, group string) (members int, live bool, err error)
+	LeaveGroup(ctx context.Context, id, group string) error
+	CloseSession(ctx context.Context, id string) error
+	// Cleanup deletes up to limit expired sessions and their memberships.
+	Cleanup(ctx context.Context, limit int) (int, error)
+	// UndefinedTable returns the server's message when err says that a
+	// table does not exist.
+	UndefinedTable(err error) (message string, ok bool)
+	// Close releases prepared statements; it never closes the client.
+	Close()
+}
+
+// Config describes one backend.
+type Config struct {
+	Pkg      *Pkg
+	Database string   // "postgres" or "mysql", in log lines
+	DDL      []string // the migration's statement templates
+	Options  Options
+	Dialect  func(Tables) Dialect
+	// CloseClient closes the client when the backend owns it; nil when
+	// the caller does.
+	CloseClient func()
+}
+
+// Backend implements simba.Backend over a Dialect. It is safe for
+// concurrent use.
+type Backend struct {
+	pkg      *Pkg
+	database string
+	ddl      []string
+	tables   Tables
+	opts     Options
+	d        Dialect
+	log      *slog.Logger
+
+	closeClient func()
+
+	initSem  chan struct{} // one schema check at a time, ctx-aware
+	schemaOK atomic.Bool
+
+	life      context.Context // ends with Close: calls in flight and cleanup
+	stop      context.CancelFunc
+	closed    atomic.Bool
+	closeOnce sync.Once
+	bgDone    chan struct{} // nil without cleanup
+}
+
+var _ simba.Backend = (*Backend)(nil)
+
+// New resolves cfg.Options and returns the backend; it sends nothing to
+// the server.
+func New(cfg Config) (*Backend, error) {
+	opts, err := cfg.Pkg.Resolve(cfg.Options)
+	if err != nil {
+		return nil, err
+	}
+	t := NewTables(opts.TablePrefix)
+	life, stop := context.WithCancel(context.Background())
+	b := &Backend{
+		pkg:         cfg.Pkg,
+		database:    cfg.Database,
+		ddl:         cfg.DDL,
+		tables:      t,
+		opts:        opts,
+		d:           cfg.Dialect(t),
+		log:         opts.Logger,
+		closeClient: cfg.CloseClient,
+		initSem:     make(chan struct{}, 1),
+		life:        life,
+		stop:        stop,
+	}
+	if opts.CleanupInterval > 0 {
+		b.bgDone = make(chan struct{})
+		go b.cleanupLoop(opts.CleanupInterval)
+	}
+	return b, nil
+}
+
+// Close ends the calls in flight (they fail with ErrClosed) and the
+// cleanup goroutine, and closes the client when the backend owns it. It
+// returns within CloseTimeout whatever the server does: a client still
+// closing then goes on in the background and Close reports it. Sessions
+// are not closed: they expire on the database. Close is idempotent.
+func (b *Backend) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		b.closed.Store(true)
+		b.stop()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if b.bgDone != nil {
+				<-b.bgDone
+			}
+			b.d.Close()
+			if b.closeClient != nil {
+				b.closeClient()
+			}
+		}()
+		t := time.NewTimer(closeTimeout)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+			err = b.pkg.Errorf("close: the database client did not close within %v; it goes on closing in the background", closeTimeout)
+		}
+	})
+	return err
+}
+
+// begin checks that b is open and returns ctx, cancelled by Close too.
+func (b *Backend) begin(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	if b.closed.Load() {
+		return nil, nil, b.pkg.ErrClosed
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(b.life, cancel)
+	return ctx, func() { stop(); cancel() }, nil
+}
+
+// Migrate creates the missing tables with the statements of the schema
+// script. It is idempotent.
+func (b *Backend) Migrate(ctx context.Context) error {
+	ctx, done, err := b.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return b.migrate(ctx)
+}
+
+func (b *Backend) migrate(ctx context.Context) error {
+	stmts, err := b.pkg.DDL(b.ddl, b.opts.TablePrefix)
+	if err != nil {
+		return err
+	}
+	if err := b.d.Migrate(ctx, stmts); err != nil {
+		if b.life.Err() != nil {
+			return b.pkg.ErrClosed
+		}
+		return b.pkg.Errorf("migrate: %w", err)
+	}
+	b.log.Info(b.pkg.Name+": schema ready", "database", b.database, "prefix", b.opts.TablePrefix)
+	return nil
+}
+
+// Ready checks the schema (or migrates it) and prepares the statements, as
+// the first call does.
+func (b *Backend) Ready(ctx context.Context) error {
+	ctx, done, err := b.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return b.ready(ctx)
+}
+
+// ready makes sure the schema was checked (or migrated) and the statements
+// prepared. It returns at once after the first success; a failure is
+// retried by the next call.
+func (b *Backend) ready(ctx context.Context) error {
+	if b.schemaOK.Load() {
+		return nil
+	}
+	select {
+	case b.initSem <- struct{}{}:
+	case <-ctx.Done():
+		return b.pkg.Errorf("schema check: %w", ctx.Err())
+	}
+	defer func() { <-b.initSem }()
+	if b.schemaOK.Load() {
+		return nil
+	}
+	missing, err := b.d.Missing(ctx)
+	switch {
+	case err != nil:
+		return b.wrap("schema check", err)
+	case len(missing) > 0 && b.opts.Migrate:
+		if err := b.migrate(ctx); err != nil {
+			return err
+		}
+	case len(missing) > 0:
+		return &MissingTableError{Tables: missing, pkg: b.pkg}
+	}
+	if err := b.d.Prepare(ctx); err != nil {
+		return b.wrap("prepare", err)
+	}
+	b.schemaOK.Store(true)
+	return nil
+}
+
+// wrap turns a driver error of operation op into this package's error:
+// ErrClosed when Close ended the call, a *MissingTableError when a table is
+// missing (and the schema check is then repeated on the next call),
+// otherwise the driver error wrapped with %w.
+func (b *Backend) wrap(op string, err error) error {
+	if b.life.Err() != nil {
+		return b.pkg.ErrClosed
+	}
+	if tables := b.missingTables(err); tables != nil {
+		b.schemaOK.Store(false)
+		return &MissingTableError{Tables: tables, Err: err, pkg: b.pkg}
+	}
+	return b.pkg.Errorf("%s: %w", op, err)
+}
+
+// missingTables returns the tables of this backend that err says do not
+// exist, nil when err is about something else.
+func (b *Backend) missingTables(err error) []string {
+	msg, ok := b.d.UndefinedTable(err)
+	if !ok {
+		return nil
+	}
+	// Quote-delimited in both servers' messages: "simba_lease" on
+	// PostgreSQL (folded to lower case), 'db.simba_lease' on MySQL.
+	msg = strings.ToLower(msg)
+	found := []string{}
+	for _, t := range b.tables.All() {
+		t = strings.ToLower(t)
+		if strings.Contains(msg, `"`+t+`"`) || strings.Contains(msg, "."+t+"'") || strings.Contains(msg, "'"+t+"'") {
+			found = append(found, t)
+		}
+	}
+	return found
+}
+
+// newSessionID returns 128 random bits in hex (R-SES-2).
+func (b *Backend) newSessionID() (string, error) {
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", b.pkg.Errorf("session id: %w", err)
+	}
+	return hex.EncodeToString(raw[:]), nil
+}
+
+// wellFormed reports whether s could have been made by newSessionID. Any
+// other id cannot exist in the table, so it is treated as unknown without
+// asking the database.
+func wellFormed(s simba.SessionID) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func (b *Backend) checkLease(lease time.Duration) error {
+	if lease <= 0 || lease > MaxLease {
+		return b.pkg.Errorf("lease %v out of range (0, %v]", lease, MaxLease)
+	}
+	return nil
+}
+
+// OpenSession inserts a new session row expiring lease from now (database
+// time).
+func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
+	if err := b.checkLease(lease); err != nil {
+		return simba.SessionGrant{}, err
+	}
+	ctx, done, err := b.begin(ctx)
+	if err != nil {
+		return simba.SessionGrant{}, err
+	}
+	defer done()
+	if err := b.ready(ctx); err != nil {
+		return simba.SessionGrant{}, err
+	}
+	id, err := b.newSessionID()
+	if err != nil {
+		return simba.SessionGrant{}, err
+	}
+	if err := b.d.OpenSession(ctx, id, lease); err != nil {
+		return simba.SessionGrant{}, b.wrap("open session", err)
+	}
+	// The row expires lease after the statement ran, which is after the
+	// caller sent it: reporting lease can only err on the safe side.
+	return simba.SessionGrant{ID: simba.SessionID(id), Remaining: lease}, nil
+}
+
+// KeepAlive renews s unless it expired or was closed
+// (simba.ErrSessionExpired) and reports its leases and group counts.
+func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
+	if err := b.checkLease(lease); err != nil {
+		return simba.KeepAliveReply{}, err
+	}
+	if !wellFormed(s) {
+		return simba.KeepAliveReply{}, simba.ErrSessionExpired
+	}
+	ctx, done, err := b.begin(ctx)
+	if err != nil {
+		return simba.KeepAliveReply{}, err
+	}
+	defer done()
+	if err := b.ready(ctx); err != nil {
+		return simba.KeepAliveReply{}, err
+	}
+	reply, live, err := b.d.KeepAlive(ctx, string(s), lease)
+	if err != nil {
+		return simba.KeepAliveReply{}, b.wrap("keep-alive", err)
+	}
+	if !live {
+		return simba.KeepAliveReply{}, simba.ErrSessionExpired
+	}
+	return reply, nil
+}
+
+// Acquire makes s the owner of name when the lease is free or already
+// s's, with a new token.
+func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
+	if err := simba.ValidateName(name); err != nil {
+		return simba.AcquireResult{}, err
+	}
+	if !wellFormed(s) {
+		return simba.AcquireResult{}, simba.ErrSessionExpired
+	}
+	ctx, done, err := b.begin(ctx)
+	if err != nil {
+		return simba.AcquireResult{}, err
+	}
+	defer done()
+	if err := b.ready(ctx); err != nil {
+		return simba.AcquireResult{}, err
+	}
+	token, won, live, err := b.d.Acquire(ctx, string(s), name)
+	if err != nil {
+		return simba.AcquireResult{}, b.wrap(fmt.Sprintf("acquire %q", name), err)
+	}
+	if !live {
+		return simba.AcquireResult{}, simba.ErrSessionExpired
+	}
+	if !won {
+		return simba.AcquireResult{}, nil
+	}
+	return simba.AcquireResult{Won: true, Token: token}, nil
+}
+
+// Release frees name if s owns it with exactly token.
+func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, token uint64) error {
+	if err := simba.ValidateName(name); err != nil {
+		return err
+	}
+	if !wellFormed(s) || token == 0 || token > 1<<63-1 {
+		return nil
+	}
+	ctx, done, err := b.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	if err := b.d.Release(ctx, string(s), name, token); err != nil {
+		return b.wrap(fmt.Sprintf("release %q", name), err)
+	}
+	return nil
+}
+
+// JoinGroup records s as a member of group and returns the live members.
+func (b *Backend) JoinGroup(ctx context.Context, s simba.SessionID, group string) (int, error) {
+	if err := simba.ValidateName(group); err != nil {
+		return 0, err
+	}
+	if !wellFormed(s) {
+		return 0, simba.ErrSessionExpired
+	}
+	ctx, done, err := b.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	if err := b.ready(ctx); err != nil {
+		return 0, err
+	}
+	n, live, err := b.d.JoinGroup(ctx, string(s), group)
+	if err != nil {
+		return 0, b.wrap(fmt.Sprintf("join group %q", group), err)
+	}
+	if !live {
+		return 0, simba.ErrSessionExpired
+	}
+	return n, nil
+}
+
+// LeaveGroup deletes the membership of s in group, if any.
+func (b *Backend) LeaveGroup(ctx context.Context, s simba.SessionID, group string) error {
+	if err := simba.ValidateName(group); err != nil {
+		return err
+	}
+	if !wellFormed(s) {
+		return nil
+	}
+	ctx, done, err := b.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	if err := b.d.LeaveGroup(ctx, string(s), group); err != nil {
+		return b.wrap(fmt.Sprintf("leave group %q", group), err)
+	}
+	return nil
+}
+
+// CloseSession deletes the session and its memberships, which frees every
+// lease it owned.
+func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
+	if !wellFormed(s) {
+		return nil
+	}
+	ctx, done, err := b.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := b.ready(ctx); err != nil {
+		return err
+	}
+	if err := b.d.CloseSession(ctx, string(s)); err != nil {
+		return b.wrap("close session", err)
+	}
+	return nil
+}
+
+// cleanupLoop deletes expired sessions every interval until Close.
+func (b *Backend) cleanupLoop(every time.Duration) {
+	defer close(b.bgDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.life.Done():
+			return
+		case <-t.C:
+			b.CleanupRound(b.life, every)
+		}
+	}
+}
+
+// CleanupRound deletes expired sessions in batches, at most
+// cleanupMaxBatches of them, within one interval (capped at 30s). The
+// cleanup goroutine calls it every interval.
+func (b *Backend) CleanupRound(ctx context.Context, every time.Duration) {
+	if !b.schemaOK.Load() {
+		return // nothing was ever used, or the schema is missing
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(every, 30*time.Second))
+	defer cancel()
+	total := 0
+	for range cleanupMaxBatches {
+		n, err := b.d.Cleanup(ctx, cleanupBatch)
+		total += n
+		if err != nil {
+			if ctx.Err() == nil {
+				b.log.Warn(b.pkg.Name+": cleanup of expired sessions failed", "error", err)
+			}
+			break
+		}
+		if n < cleanupBatch {
+			break
+		}
+	}
+	if total > 0 {
+		b.log.Debug(b.pkg.Name+": deleted expired sessions", "count", total)
+	}
+}

@@ -1,0 +1,318 @@
+package sqlcore
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+var testPkg = NewPkg("simbatest")
+
+func TestResolve(t *testing.T) {
+	tests := []struct {
+		give string
+		ok   bool
+	}{
+		{give: "simba_", ok: true},
+		{give: "_", ok: true},
+		{give: "App1_simba_", ok: true},
+		{give: "a" + strings.Repeat("b", 40), ok: true},
+		{give: "a" + strings.Repeat("b", 41)},
+		{give: "1simba_"},
+		{give: "simba-"},
+		{give: "simba_; DROP TABLE x; --"},
+		{give: `simba"`},
+		{give: "simba.x_"},
+		{give: "é_"},
+	}
+	for _, tt := range tests {
+		_, err := testPkg.Resolve(Options{TablePrefix: tt.give})
+		if tt.ok != (err == nil) {
+			t.Errorf("prefix %q: err = %v, want ok=%v", tt.give, err, tt.ok)
+		}
+		if err != nil && (!errors.Is(err, testPkg.ErrInvalidOptions) || !strings.HasPrefix(err.Error(), "simbatest: TablePrefix: ")) {
+			t.Errorf("prefix %q: %v, want a simbatest *OptionsError", tt.give, err)
+		}
+		if _, err := testPkg.Script("test", []string{"CREATE TABLE {session}"}, tt.give); tt.ok != (err == nil) {
+			t.Errorf("Script(%q): err = %v, want ok=%v", tt.give, err, tt.ok)
+		}
+	}
+	o, err := testPkg.Resolve(Options{})
+	if err != nil || o.TablePrefix != "simba_" || o.CleanupInterval != time.Minute || o.Logger == nil {
+		t.Fatalf("defaults = %+v, %v", o, err)
+	}
+}
+
+func TestScript(t *testing.T) {
+	s, err := testPkg.Script("test", []string{"CREATE TABLE IF NOT EXISTS {session} ({lease}, {member})", "CREATE INDEX {p}x"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `-- Simba tables for test, prefix "simba_". Idempotent: safe to apply again.
+-- Lease rows are never deleted: their token must never go back.
+
+CREATE TABLE IF NOT EXISTS simba_session (simba_lease, simba_group_member);
+
+CREATE INDEX simba_x;
+`
+	if s != want {
+		t.Fatalf("Script =\n%s\nwant\n%s", s, want)
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	for _, tt := range []struct {
+		give  string
+		oneAt bool
+		want  string // in the error; "" when accepted
+	}{
+		{give: "postgres://u:p@h:1/d"},
+		{give: "POSTGRES://u@h/d"},
+		{give: "mysql://u@h/d", want: "scheme mysql: want postgres://, postgresql://"},
+		{give: "no scheme at all", want: "no scheme"},
+		{give: "postgres://u:secretpw@h/d#x", want: "cannot tell its user information"},
+		{give: "postgres://u:secret@pw@h/d", oneAt: true, want: "cannot tell its user information"},
+		{give: "postgres://u:secret@pw@h/d"},
+		{give: "postgres://u:secretpw@h/d?x=a@b", want: "cannot tell its user information"},
+		{give: "postgres://u:secret%zzpw@h/d", want: "a '%' not followed by two hexadecimal digits"},
+		{give: "postgres:u:secretpw@h/d", want: "cannot tell its user information"},
+	} {
+		_, err := testPkg.ParseURL(tt.give, tt.oneAt, "postgres", "postgresql")
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("ParseURL(%q): %v", tt.give, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, testPkg.ErrInvalidOptions)):
+			t.Errorf("ParseURL(%q): %v, want an *OptionsError saying %q", tt.give, err, tt.want)
+		case err != nil && strings.Contains(err.Error(), "secret"):
+			t.Errorf("ParseURL(%q): the error quotes the URL: %v", tt.give, err)
+		}
+	}
+}
+
+func TestMaskSecrets(t *testing.T) {
+	got := MaskSecrets("a p@ss/w b p%40ss%2Fw c p%40ss%2Fw", []string{"p@ss/w", ""})
+	if want := "a xxxxx b xxxxx c xxxxx"; got != want {
+		t.Fatalf("MaskSecrets = %q, want %q", got, want)
+	}
+}
+
+func TestNewFence(t *testing.T) {
+	good := FenceTable{Table: "ledger_state", Key: "id", Token: "fencing_token", Columns: []string{"last_batch"}}
+	with := func(change func(*FenceTable)) FenceTable {
+		t := good
+		t.Columns = append([]string(nil), good.Columns...)
+		change(&t)
+		return t
+	}
+	tests := []struct {
+		name     string
+		postgres bool
+		give     FenceTable
+		wantErr  string // empty: NewFence succeeds
+	}{
+		{name: "postgres", postgres: true, give: good},
+		{name: "mysql", give: good},
+		{name: "schema", postgres: true, give: with(func(t *FenceTable) { t.Table = "ledger.state" })},
+		{name: "no columns", give: with(func(t *FenceTable) { t.Columns = nil })},
+		{name: "empty table", postgres: true, give: with(func(t *FenceTable) { t.Table = "" }), wantErr: `Table ""`},
+		{name: "injection", postgres: true, give: with(func(t *FenceTable) { t.Table = "t; DROP TABLE x" }), wantErr: "not a plain identifier"},
+		{name: "quote", give: with(func(t *FenceTable) { t.Key = "id`" }), wantErr: "Key"},
+		{name: "two dots", postgres: true, give: with(func(t *FenceTable) { t.Table = "a.b.c" }), wantErr: `Table "b.c"`},
+		{name: "empty schema", postgres: true, give: with(func(t *FenceTable) { t.Table = ".state" }), wantErr: `Table ""`},
+		{name: "leading digit", postgres: true, give: with(func(t *FenceTable) { t.Token = "1token" }), wantErr: "Token"},
+		{name: "too long", postgres: true, give: with(func(t *FenceTable) { t.Columns = []string{strings.Repeat("c", 64)} }), wantErr: "Columns[0]"},
+		{name: "token is key", postgres: true, give: with(func(t *FenceTable) { t.Token = "id" }), wantErr: `Token "id" is also Key`},
+		{name: "column is token", give: with(func(t *FenceTable) { t.Columns = []string{"FENCING_TOKEN"} }), wantErr: "is also Token"},
+		{name: "column twice", postgres: true, give: with(func(t *FenceTable) { t.Columns = []string{"a", "b", "a"} }), wantErr: `Columns[2] "a" is also Columns[0]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := testPkg.NewFence(tt.postgres, tt.give)
+			if tt.wantErr == "" {
+				if err != nil || f == nil {
+					t.Fatalf("NewFence = %v, %v; want a fence", f, err)
+				}
+				return
+			}
+			if !errors.Is(err, testPkg.ErrInvalidFence) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("NewFence error = %v; want ErrInvalidFence saying %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestFenceStatements(t *testing.T) {
+	table := FenceTable{Table: "ledger.state", Key: "key", Token: "token", Columns: []string{"a", "b"}}
+	tests := []struct {
+		name                        string
+		postgres                    bool
+		wantUpdate, wantCur, wantIn string
+	}{
+		{
+			name:       "postgres",
+			postgres:   true,
+			wantUpdate: `UPDATE "ledger"."state" SET "a" = $1, "b" = $2, "token" = $3 WHERE "key" = $4 AND "token" <= $3`,
+			wantCur:    `SELECT "token" FROM "ledger"."state" WHERE "key" = $1 FOR UPDATE`,
+			wantIn:     `INSERT INTO "ledger"."state" ("key", "token") VALUES ($1, 0) ON CONFLICT DO NOTHING`,
+		},
+		{
+			name:       "mysql",
+			wantUpdate: "UPDATE `ledger`.`state` SET `a` = ?, `b` = ?, `token` = ? WHERE `key` = ? AND `token` <= ?",
+			wantCur:    "SELECT `token` FROM `ledger`.`state` WHERE `key` = ? FOR UPDATE",
+			wantIn:     "INSERT INTO `ledger`.`state` (`key`, `token`) VALUES (?, 0) ON DUPLICATE KEY UPDATE `key` = `key`",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := testPkg.NewFence(tt.postgres, table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct{ what, got, want string }{
+				{"update", f.Update, tt.wantUpdate}, {"current", f.Current, tt.wantCur}, {"insert", f.Insert, tt.wantIn},
+			} {
+				if c.got != c.want {
+					t.Errorf("%s:\n got %s\nwant %s", c.what, c.got, c.want)
+				}
+			}
+		})
+	}
+}
+
+// panicRunner fails the test if a statement reaches it.
+type panicRunner struct{ t *testing.T }
+
+func (r panicRunner) Exec(context.Context, string, ...any) (int64, error) {
+	r.t.Fatal("a statement was sent")
+	return 0, nil
+}
+
+func (r panicRunner) Token(context.Context, string, ...any) (int64, bool, error) {
+	r.t.Fatal("a statement was sent")
+	return 0, false, nil
+}
+
+func TestFenceRefusesBadArguments(t *testing.T) {
+	f, err := testPkg.NewFence(true, FenceTable{Table: "t", Key: "k", Token: "tok", Columns: []string{"v"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := panicRunner{t}
+	for _, c := range []struct {
+		name   string
+		token  uint64
+		values []any
+		want   string
+	}{
+		{"token above int64", math.MaxInt64 + 1, []any{"v"}, "does not fit a BIGINT"},
+		{"too few values", 1, nil, "0 values for 1 columns"},
+		{"too many values", 1, []any{"v", "w"}, "2 values for 1 columns"},
+	} {
+		if _, err := f.Write(t.Context(), r, "k", c.token, c.values); !errors.Is(err, testPkg.ErrInvalidFence) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want ErrInvalidFence saying %q", c.name, err, c.want)
+		}
+	}
+}
+
+// fakeDialect answers every statement at once, except those its block
+// function holds.
+type fakeDialect struct {
+	block    func(ctx context.Context) error // run by KeepAlive
+	closeHit chan struct{}                   // Close waits for it when set
+}
+
+func (fakeDialect) Missing(context.Context) ([]string, error)                { return nil, nil }
+func (fakeDialect) Migrate(context.Context, []string) error                  { return nil }
+func (fakeDialect) Prepare(context.Context) error                            { return nil }
+func (fakeDialect) OpenSession(context.Context, string, time.Duration) error { return nil }
+func (d fakeDialect) KeepAlive(ctx context.Context, _ string, _ time.Duration) (simba.KeepAliveReply, bool, error) {
+	return simba.KeepAliveReply{}, false, d.block(ctx)
+}
+func (fakeDialect) Acquire(context.Context, string, string) (uint64, bool, bool, error) {
+	return 1, true, true, nil
+}
+func (fakeDialect) Release(context.Context, string, string, uint64) error { return nil }
+func (fakeDialect) JoinGroup(context.Context, string, string) (int, bool, error) {
+	return 1, true, nil
+}
+func (fakeDialect) LeaveGroup(context.Context, string, string) error { return nil }
+func (fakeDialect) CloseSession(context.Context, string) error       { return nil }
+func (fakeDialect) Cleanup(context.Context, int) (int, error)        { return 0, nil }
+func (fakeDialect) UndefinedTable(error) (string, bool)              { return "", false }
+func (d fakeDialect) Close() {
+	if d.closeHit != nil {
+		<-d.closeHit
+	}
+}
+
+func newFake(t *testing.T, d fakeDialect) *Backend {
+	t.Helper()
+	b, err := New(Config{Pkg: testPkg, Database: "fake", Options: Options{CleanupInterval: -1},
+		Dialect: func(Tables) Dialect { return d }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestCloseEndsCallsInFlight: a call waiting for the server when Close
+// runs fails with ErrClosed at once, and later calls too.
+func TestCloseEndsCallsInFlight(t *testing.T) {
+	started := make(chan struct{})
+	b := newFake(t, fakeDialect{block: func(ctx context.Context) error {
+		close(started)
+		<-ctx.Done()
+		return ctx.Err()
+	}})
+	s, err := b.OpenSession(t.Context(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.KeepAlive(context.Background(), s.ID, time.Second)
+		errc <- err
+	}()
+	<-started
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-errc; !errors.Is(err, testPkg.ErrClosed) {
+		t.Fatalf("call in flight: %v, want ErrClosed", err)
+	}
+	if _, err := b.Acquire(t.Context(), s.ID, "n"); !errors.Is(err, testPkg.ErrClosed) {
+		t.Fatalf("call after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestCloseIsBounded: Close returns after closeTimeout even when closing
+// the client hangs, says so, and the closing goes on.
+func TestCloseIsBounded(t *testing.T) {
+	defer func(d time.Duration) { closeTimeout = d }(closeTimeout)
+	closeTimeout = 50 * time.Millisecond
+	release := make(chan struct{})
+	b := newFake(t, fakeDialect{closeHit: release})
+	start := time.Now()
+	err := b.Close()
+	if elapsed := time.Since(start); elapsed > time.Second {
+		t.Errorf("Close took %v, want about %v", elapsed, closeTimeout)
+	}
+	if err == nil || !strings.Contains(err.Error(), "did not close within 50ms") {
+		t.Errorf("Close = %v, want an error saying the client goes on closing", err)
+	}
+	close(release) // the background close ends; goleak checks it
+	if err := b.Close(); err != nil {
+		t.Errorf("second Close = %v, want nil", err)
+	}
+}

@@ -1,0 +1,249 @@
+package sqltest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
+	simba "github.com/simba-go/simba/core"
+)
+
+// testTakeOverWaitsForRenewalInFlight: the owner's keep-alive has renewed
+// its session but not committed yet when the session's old expiry passes.
+// A candidate's Acquire must wait for that renewal and lose, never take
+// the lease over from a session that ends up renewed. A stale snapshot
+// (PostgreSQL's statement snapshot, InnoDB's REPEATABLE READ read view)
+// would show the old expiry and hand the lease to both.
+func testTakeOverWaitsForRenewalInFlight(t *testing.T, f *fixture) {
+	b := f.backend()
+	const lease = 700 * time.Millisecond
+	owner := open(t, b, lease)
+	opened := time.Now()
+	tok := acquire(t, b, owner, "n").Token
+	cand := open(t, b, time.Minute)
+
+	commit, err := f.admin.ExecInTx(ctxT(t), f.renewSQL(), string(owner))
+	if err != nil {
+		t.Fatalf("renewal in a transaction: %v", err)
+	}
+	time.Sleep(time.Until(opened.Add(lease + 200*time.Millisecond)))
+
+	type result struct {
+		r   simba.AcquireResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := b.Acquire(ctxT(t), cand, "n")
+		done <- result{r, err}
+	}()
+	select {
+	case res := <-done:
+		_ = commit() // only frees the held rows: the test fails either way
+		t.Fatalf("Acquire returned %+v, %v while the owner's renewal was in flight: it did not wait for it", res.r, res.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := commit(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("Acquire: %v", res.err)
+	}
+	if res.r.Won {
+		t.Fatalf("the lease was taken over (token %d) from a session whose renewal committed", res.r.Token)
+	}
+	if got := keepAlive(t, b, owner, lease).Leases; got["n"] != tok {
+		t.Fatalf("owner's leases = %v, want n:%d", got, tok)
+	}
+}
+
+// wantRecovery retries op a few times: after a killed connection the
+// client must reconnect by itself. Failures on the way must be this
+// package's transient errors, never ErrSessionExpired.
+func wantRecovery(t *testing.T, pkg, what string, op func() error) {
+	t.Helper()
+	var err error
+	for range 5 {
+		if err = op(); err == nil {
+			return
+		}
+		if errors.Is(err, simba.ErrSessionExpired) || !strings.HasPrefix(err.Error(), pkg+": ") {
+			t.Fatalf("%s after a killed connection: %v, want a transient %s error", what, err, pkg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s did not recover after a killed connection: %v", what, err)
+}
+
+// testKilledConnection: the server kills the backend's only connection,
+// once between calls and once during a call blocked on a row lock. The
+// blocked call returns an error at once, and the backend recovers on a
+// new connection with the session and its lease intact.
+func testKilledConnection(t *testing.T, f *fixture) {
+	b, connIDOf := f.h.SingleConn(t, f.raw, f.options())
+	t.Cleanup(func() { _ = b.Close() })
+	connID := func() int64 {
+		t.Helper()
+		id, err := connIDOf(ctxT(t))
+		if err != nil {
+			t.Fatalf("connection id: %v", err)
+		}
+		return id
+	}
+	kill := func(id int64) {
+		t.Helper()
+		if err := f.h.Kill(ctxT(t), f.admin, id); err != nil {
+			t.Fatalf("kill connection %d: %v", id, err)
+		}
+	}
+	const lease = 30 * time.Second
+	s := open(t, b, lease)
+	tok := acquire(t, b, s, "n").Token
+
+	kill(connID())
+	wantRecovery(t, f.h.Pkg.Name, "keep-alive", func() error {
+		r, err := b.KeepAlive(ctxT(t), s, lease)
+		if err == nil && r.Leases["n"] != tok {
+			t.Fatalf("leases after reconnect = %v, want n:%d", r.Leases, tok)
+		}
+		return err
+	})
+
+	// Block a keep-alive behind a lock on its session row, then kill
+	// its connection while it waits.
+	id := connID()
+	commit, err := f.admin.ExecInTx(ctxT(t), f.renewSQL(), string(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := b.KeepAlive(ctx, s, lease)
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	kill(id)
+	select {
+	case err := <-errc:
+		if errors.Is(err, simba.ErrSessionExpired) {
+			t.Fatalf("keep-alive on a killed connection: %v, want a transient error", err)
+		}
+		t.Logf("keep-alive on a killed connection: %v", err)
+	case <-time.After(4 * time.Second):
+		_ = commit() // only frees the held rows: the test fails either way
+		t.Fatal("a keep-alive whose connection was killed did not return within 4s")
+	}
+	if err := commit(); err != nil {
+		t.Fatal(err)
+	}
+	wantRecovery(t, f.h.Pkg.Name, "acquire", func() error {
+		r, err := b.Acquire(ctxT(t), s, "n")
+		if err == nil && (!r.Won || r.Token != tok+1) {
+			t.Fatalf("acquire by the owner after reconnect = %+v, want token %d", r, tok+1)
+		}
+		return err
+	})
+}
+
+// testWrongCredentials: Open fails with a clear error that does not
+// contain the password.
+func testWrongCredentials(t *testing.T, f *fixture) {
+	const secret = "Sup3r-s3cret-pw"
+	raw := f.h.URL(t, f.raw, "")
+	scheme, rest, _ := strings.Cut(raw, "://")
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		rest = rest[at+1:]
+	}
+	bad := scheme + "://simba_no_such_user:" + secret + "@" + rest
+	for _, c := range []struct {
+		name string
+		url  string
+		opts OpenOptions
+	}{
+		{"password in URL", bad, OpenOptions{}},
+		{"password in Options", scheme + "://simba_no_such_user@" + rest, OpenOptions{Password: secret}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			b, err := f.h.Open(ctx, c.url, c.opts)
+			if err == nil {
+				_ = b.Close()
+				t.Fatal("Open with a user that does not exist succeeded")
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Fatalf("the error shows the password: %v", err)
+			}
+			if want := f.h.Pkg.Name + ": connect: "; !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("error = %v, want a %s error", err, want)
+			}
+			t.Logf("%v", err)
+		})
+	}
+}
+
+// testOpenFailsOnSilentServer: Open against a server that accepts
+// connections and never answers gives up when its ctx ends.
+func testOpenFailsOnSilentServer(t *testing.T, f *fixture) {
+	p := newProxy(t, "") // holds every connection without a byte
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	b, err := f.h.Open(ctx, f.h.URL(t, f.raw, p.Addr()), OpenOptions{Options: f.options()})
+	elapsed := time.Since(start)
+	if err == nil {
+		_ = b.Close()
+		t.Fatal("Open of a silent server succeeded")
+	}
+	if elapsed > 2*time.Second {
+		t.Errorf("Open of a silent server took %v, want about its ctx's 500ms", elapsed)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Open of a silent server: %v, want an error wrapping context.DeadlineExceeded", err)
+	}
+	if want := f.h.Pkg.Name + ": connect: "; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Open of a silent server: %v, want a %s error", err, want)
+	}
+}
+
+// testCloseReturnsWhenServerGoesSilent: the server of a backend that Open
+// made stops answering while a keep-alive waits for it. Close returns
+// within its bound and the keep-alive fails with ErrClosed at once.
+func testCloseReturnsWhenServerGoesSilent(t *testing.T, f *fixture) {
+	p := newProxy(t, f.h.Addr(t, f.raw))
+	b, err := f.h.Open(ctxT(t), f.h.URL(t, f.raw, p.Addr()), OpenOptions{Options: f.options()})
+	if err != nil {
+		t.Fatalf("Open through the proxy: %v", err)
+	}
+	s := open(t, b, time.Minute)
+	p.Silence()
+
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := b.KeepAlive(ctx, s, time.Minute)
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // the keep-alive is waiting for the server
+	start := time.Now()
+	closeErr := b.Close()
+	if elapsed := time.Since(start); elapsed > sqlcore.CloseTimeout+time.Second {
+		t.Errorf("Close took %v, want at most CloseTimeout (%v)", elapsed, sqlcore.CloseTimeout)
+	}
+	t.Logf("Close: %v", closeErr)
+	select {
+	case err := <-errc:
+		if !errors.Is(err, f.h.Pkg.ErrClosed) {
+			t.Errorf("keep-alive ended by Close: %v, want ErrClosed", err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("the keep-alive in flight did not return after Close")
+	}
+}

@@ -1,0 +1,280 @@
+// Package sqltest is the test suite of the SQL backends against a real
+// server: each public package runs it with a Harness that says how to reach
+// its database. It imports no database driver.
+package sqltest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
+	simba "github.com/simba-go/simba/core"
+)
+
+// Harness describes one database's test server and the package under test.
+type Harness struct {
+	Pkg    *sqlcore.Pkg
+	EnvVar string // the variable naming the test server
+	DDL    []string
+
+	// Connect opens the test's own client on the server named by raw, the
+	// variable's value, closed when the test ends: New builds backends
+	// over it with the package's New, Admin runs the test's statements.
+	Connect func(t testing.TB, raw string) (newBackend func(sqlcore.Options) (*sqlcore.Backend, error), admin Admin)
+
+	// Open is the package's Open.
+	Open func(ctx context.Context, url string, o OpenOptions) (Backend, error)
+
+	// URL returns a URL that Open takes for the server named by raw, its
+	// host:port replaced by addr unless addr is empty; Addr returns that
+	// host:port.
+	URL  func(t testing.TB, raw, addr string) string
+	Addr func(t testing.TB, raw string) string
+
+	// Later is the database's clock plus seconds, in SQL, for the rows a
+	// test locks or reads.
+	Later func(seconds int) string
+
+	// LockWaits counts the statements waiting for a row lock whose text is
+	// LIKE its one parameter.
+	LockWaits string
+
+	// SingleConn returns a backend on a client with one connection, and
+	// the server's id of that connection; Kill ends a connection from the
+	// server's side.
+	SingleConn func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error))
+	Kill       func(ctx context.Context, admin Admin, id int64) error
+
+	// Fences are the client kinds a Fence is tested with, Quote the
+	// quote of identifiers: the fence tests' tables have columns named
+	// key, token and value, words that the servers reserve.
+	Fences []FenceClient
+	Quote  string
+
+	// Secrets describes URLs of the server for the tests of errors that
+	// must not show a password.
+	Secrets func(t testing.TB, raw string) Secrets
+}
+
+// OpenOptions are the settings Open takes.
+type OpenOptions struct {
+	sqlcore.Options
+	Password string
+}
+
+// Backend is what Open returns.
+type Backend interface {
+	simba.Backend
+	Close() error
+}
+
+// Admin runs the tests' statements, written with ? placeholders, on a
+// client of its own.
+type Admin interface {
+	Exec(ctx context.Context, q string, args ...any) error
+	// Scan runs q and scans its one row into dest.
+	Scan(ctx context.Context, q string, args []any, dest ...any) error
+	// ExecInTx runs q in a transaction left open (its row locks held)
+	// until commit is called.
+	ExecInTx(ctx context.Context, q string, args ...any) (commit func() error, err error)
+}
+
+// Dollars turns the ? placeholders of q into $1, $2...
+func Dollars(q string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// ServerEnv returns the value of the variable naming a test server.
+// Without it the test is skipped, except under CI, where it fails: CI never
+// passes by skipping.
+func ServerEnv(t testing.TB, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set (CI is set, so this test must run): eval \"$(tools/testenv/up)\"", name)
+		}
+		t.Skipf("%s is not set: eval \"$(tools/testenv/up)\" to run against a real server", name)
+	}
+	return v
+}
+
+// tests are the server tests Run runs, by name.
+var tests = []struct {
+	name string
+	fn   func(t *testing.T, f *fixture)
+}{
+	{"Conformance", testConformance},
+	{"EngineLocks", testEngineLocks},
+	{"LeaseLifecycle", testLeaseLifecycle},
+	{"ExpiredSessionIsNeverRevived", testExpiredSessionIsNeverRevived},
+	{"GroupCounts", testGroupCounts},
+	{"NamesAreCheckedAndCaseSensitive", testNames},
+	{"MalformedSessionIDs", testMalformedSessionIDs},
+	{"MissingTables", testMissingTables},
+	{"ConcurrentMigrations", testConcurrentMigrations},
+	{"ClosedBackend", testClosedBackend},
+	{"CancelledContext", testCancelledContext},
+	{"CleanupDeletesExpiredSessions", testCleanupDeletesExpiredSessions},
+	{"CleanupGoroutineRuns", testCleanupGoroutineRuns},
+	{"TakeOverWaitsForRenewalInFlight", testTakeOverWaitsForRenewalInFlight},
+	{"KilledConnection", testKilledConnection},
+	{"WrongCredentials", testWrongCredentials},
+	{"OpenFailsOnSilentServer", testOpenFailsOnSilentServer},
+	{"CloseReturnsWhenServerGoesSilent", testCloseReturnsWhenServerGoesSilent},
+	{"KeepAliveAfterLockWaitDoesNotReviveExpiredSession", testKeepAliveAfterLockWait},
+	{"AcquireAfterLockWaitRefusesExpiredSession", testAcquireAfterLockWait},
+	{"RaceOneWinnerPerRound", testRaceOneWinnerPerRound},
+	{"StaleWriterRejected", testStaleWriterRejected},
+	{"FencePassesKit", testFencePassesKit},
+	{"FenceRowMissing", testFenceRowMissing},
+	{"FenceInTransaction", testFenceInTransaction},
+	{"OpenErrorsHidePasswords", testOpenErrorsHidePasswords},
+}
+
+// Run runs the server tests of h, each as a subtest with tables of its own
+// that are dropped when it ends.
+func Run(t *testing.T, h Harness) {
+	raw := ServerEnv(t, h.EnvVar)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newFixture(t, &h, raw)) })
+	}
+}
+
+// fixture is the test server with a table prefix of the test's own.
+type fixture struct {
+	t      testing.TB
+	h      *Harness
+	raw    string // the variable's value
+	prefix string
+	admin  Admin
+	mk     func(sqlcore.Options) (*sqlcore.Backend, error)
+}
+
+func newFixture(t testing.TB, h *Harness, raw string) *fixture {
+	t.Helper()
+	mk, admin := h.Connect(t, raw)
+	f := &fixture{t: t, h: h, raw: raw, prefix: uniquePrefix(), admin: admin, mk: mk}
+	t.Cleanup(func() { f.dropTables(f.prefix) })
+	return f
+}
+
+func uniquePrefix() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return "t" + hex.EncodeToString(b[:]) + "_"
+}
+
+func (f *fixture) dropTables(prefix string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range sqlcore.NewTables(prefix).All() {
+		if err := f.admin.Exec(ctx, "DROP TABLE IF EXISTS "+name); err != nil {
+			f.t.Logf("drop %s: %v", name, err)
+		}
+	}
+}
+
+// options are the options of a migrated backend on the fixture's prefix.
+func (f *fixture) options() sqlcore.Options {
+	return sqlcore.Options{TablePrefix: f.prefix, Migrate: true}
+}
+
+// backend returns a migrated backend on the fixture's client and prefix,
+// closed when the test ends.
+func (f *fixture) backend() *sqlcore.Backend {
+	f.t.Helper()
+	return f.backendWith(f.options())
+}
+
+func (f *fixture) backendWith(o sqlcore.Options) *sqlcore.Backend {
+	f.t.Helper()
+	b, err := f.mk(o)
+	if err != nil {
+		f.t.Fatalf("new backend: %v", err)
+	}
+	f.t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// open returns a backend that Open made on the fixture's prefix, closed
+// when t ends.
+func (f *fixture) open(t testing.TB) Backend {
+	t.Helper()
+	b, err := f.h.Open(ctxT(t), f.h.URL(t, f.raw, ""), OpenOptions{Options: f.options()})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// expire ends session s now, as if its last keep-alive had lapsed.
+func (f *fixture) expire(s simba.SessionID) {
+	f.t.Helper()
+	q := "UPDATE " + f.prefix + "session SET expires_at = " + f.h.Later(-1) + " WHERE id = ?"
+	if err := f.admin.Exec(ctxT(f.t), q, string(s)); err != nil {
+		f.t.Fatalf("expire session: %v", err)
+	}
+}
+
+// renewSQL renews a session by hand, as a keep-alive would.
+func (f *fixture) renewSQL() string {
+	return "UPDATE " + f.prefix + "session SET expires_at = " + f.h.Later(60) + " WHERE id = ?"
+}
+
+// scalar runs q on the test's own client and scans its one value into
+// dest.
+func (f *fixture) scalar(ctx context.Context, q string, dest any, args ...any) error {
+	return f.admin.Scan(ctx, q, args, dest)
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// open opens a session with lease d or fails the test.
+func open(t testing.TB, b simba.Backend, d time.Duration) simba.SessionID {
+	t.Helper()
+	g, err := b.OpenSession(ctxT(t), d)
+	if err != nil {
+		t.Fatalf("OpenSession: %v", err)
+	}
+	return g.ID
+}
+
+func acquire(t testing.TB, b simba.Backend, s simba.SessionID, name string) simba.AcquireResult {
+	t.Helper()
+	r, err := b.Acquire(ctxT(t), s, name)
+	if err != nil {
+		t.Fatalf("Acquire(%q): %v", name, err)
+	}
+	return r
+}
+
+func keepAlive(t testing.TB, b simba.Backend, s simba.SessionID, d time.Duration) simba.KeepAliveReply {
+	t.Helper()
+	r, err := b.KeepAlive(ctxT(t), s, d)
+	if err != nil {
+		t.Fatalf("KeepAlive: %v", err)
+	}
+	return r
+}

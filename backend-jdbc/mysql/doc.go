@@ -1,0 +1,30 @@
+// Package simbamysql is the MySQL and MariaDB backend of Simba: sessions
+// and leases kept in ordinary InnoDB tables of a MySQL 8 or MariaDB 10.11+
+// database that you already run, reached through go-sql-driver/mysql. It
+// links that driver and no other; PostgreSQL is the package simbapg of this
+// module.
+//
+// A node's session is one row of <prefix>session whose expires_at is moved
+// forward by every keep-alive; a lease is one row of <prefix>lease holding
+// the owning session and a fencing token. Lease rows are never deleted, and
+// the token grows by one with every term, so tokens never go back while the
+// database keeps its committed data. A lease is free when it has no owner,
+// when its owner's session has expired, or when that session no longer
+// exists. Group membership is a row of <prefix>group_member per (group,
+// session) and dies with the session.
+//
+// Every time comparison uses the database clock (UTC_TIMESTAMP(6), into
+// UTC DATETIME(6) columns), never the client's, and the backend reports
+// durations rather than instants, so client and server clocks are never
+// compared. MySQL fixes that clock when a statement starts, so nothing is
+// decided from a row a statement may have waited for: a keep-alive locks
+// its session row before renewing it in a later statement, and a won
+// acquire is confirmed by a later statement. Every statement is
+// parameterised and prepared once per connection; the only identifiers
+// spliced into SQL come from the validated table prefix.
+//
+// Build a backend over a *sql.DB you own with [New], or let [Open] create
+// and own one from a URL or DSN. Tables are created by [Options.Migrate] or
+// by a DBA from the script that [Schema] returns. [Fence] writes to your
+// own tables only while the writer's fencing token is the highest seen.
+package simbamysql

@@ -1,0 +1,185 @@
+package simbamysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
+)
+
+// Open connects to the database named by dataSource and returns a backend
+// that owns its *sql.DB: Close closes it. dataSource is either
+//
+//   - a URL, mysql://user:pass@host:3306/db?tls=true, translated to a
+//     go-sql-driver/mysql configuration (port 3306 by default, parseTime
+//     on); the query parameters are that driver's DSN parameters (tls,
+//     timeout, readTimeout, ...) or server variables; or
+//   - a go-sql-driver/mysql DSN, user:pass@tcp(host:3306)/db?tls=true,
+//     used as written.
+//
+// Either must name a database. Before it returns, Open checks, within ctx,
+// that the server answers and accepts the credentials (a ping over a new
+// connection) and that the tables exist (or creates them, with
+// Options.Migrate), so an unreachable or silent server, wrong credentials
+// and missing tables are reported here. When ctx ends first, Open gives up
+// and its error wraps ctx's. Give ctx a deadline: a server that accepts
+// connections but never answers is waited for as long as ctx allows.
+//
+// Options.TLS, when set, replaces the tls parameter and Options.Password
+// the password. In a URL, a user name or password holding '@', ':', '/',
+// '?', '#' or '%' must be percent-encoded, or the password given in
+// Options.Password: Open refuses, with an *OptionsError, a URL whose user
+// information cannot be told from its host, path and query, rather than
+// connect somewhere the URL did not mean (a DSN takes the password as
+// written, up to its last '@'). Errors never contain the password, nor any
+// part of a URL that could not be parsed.
+func Open(ctx context.Context, dataSource string, opts Options) (*Backend, error) {
+	core, err := pkg.Resolve(opts.core())
+	if err != nil {
+		return nil, err
+	}
+	cfg, secrets, err := config(dataSource, opts)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Logger = driverLogger{core.Logger, secrets}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		field := "dsn"
+		if hasScheme.MatchString(dataSource) {
+			field = "url"
+		}
+		return nil, pkg.OptionsError(field, sqlcore.MaskSecrets(err.Error(), secrets))
+	}
+	db := sql.OpenDB(conn)
+	b, err := newBackend(db, opts, func() { _ = db.Close() })
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		_ = b.Close()
+		// The driver's errors hold no configuration: the cause is kept.
+		return nil, pkg.ConnectError(err, secrets, err)
+	}
+	if err := b.e.Ready(ctx); err != nil {
+		_ = b.Close()
+		return nil, sqlcore.Masked(err, secrets)
+	}
+	return b, nil
+}
+
+// hasScheme tells a URL from a DSN, whose user name cannot be followed by
+// "://".
+var hasScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// config translates Open's data source into a driver configuration, with
+// the options applied, and returns the passwords it holds.
+func config(dataSource string, opts Options) (*mysql.Config, []string, error) {
+	var cfg *mysql.Config
+	var secrets []string
+	if hasScheme.MatchString(dataSource) {
+		u, err := pkg.ParseURL(dataSource, false, "mysql")
+		if err != nil {
+			return nil, nil, err
+		}
+		secrets = append(sqlcore.URLSecrets(u), opts.Password)
+		if cfg, err = urlConfig(u, secrets); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		secrets = []string{dsnPassword(dataSource), opts.Password}
+		var err error
+		if cfg, err = mysql.ParseDSN(dataSource); err != nil {
+			msg := err.Error()
+			if strings.HasPrefix(msg, "default addr for network") {
+				// It quotes what stands before the address, which in a
+				// DSN it misread may be part of the password.
+				msg = "not user:password@tcp(host:port)/dbname"
+			}
+			return nil, nil, pkg.OptionsError("dsn", sqlcore.MaskSecrets(msg, secrets))
+		}
+		if cfg.DBName == "" {
+			return nil, nil, pkg.OptionsError("dsn", "no database name after the '/'")
+		}
+	}
+	if opts.Password != "" {
+		cfg.Passwd = opts.Password
+	}
+	if opts.TLS != nil {
+		cfg.TLS = opts.TLS.Clone()
+	}
+	return cfg, secrets, nil
+}
+
+// urlConfig translates a mysql:// URL, already checked by ParseURL.
+func urlConfig(u *url.URL, secrets []string) (*mysql.Config, error) {
+	// ParseDSN validates and applies the driver parameters; the address is
+	// filled in afterwards, so TLS is resolved again for the real host.
+	cfg, err := mysql.ParseDSN("/?" + u.RawQuery)
+	if err != nil {
+		return nil, pkg.OptionsError("url", "query parameters: "+sqlcore.MaskSecrets(err.Error(), secrets))
+	}
+	if u.User != nil {
+		cfg.User = u.User.Username()
+		cfg.Passwd, _ = u.User.Password()
+	}
+	if strings.Contains(cfg.User, ":") {
+		return nil, pkg.OptionsError("url", "user name contains ':'")
+	}
+	cfg.Net = "tcp"
+	switch host, port := u.Hostname(), u.Port(); {
+	case host == "":
+		cfg.Addr = "127.0.0.1:3306"
+	case port == "":
+		cfg.Addr = net.JoinHostPort(host, "3306")
+	default:
+		cfg.Addr = net.JoinHostPort(host, port)
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	if cfg.DBName == "" {
+		return nil, pkg.OptionsError("url", "no database name in the path")
+	}
+	cfg.ParseTime = true
+	cfg.TLS = nil // recomputed from TLSConfig for the real address
+	return cfg, nil
+}
+
+// dsnPassword returns the password of a DSN the way go-sql-driver/mysql
+// finds it, between the first ':' and the last '@' before the last '/',
+// also when the rest of the DSN is invalid, so that it can be masked.
+func dsnPassword(dsn string) string {
+	slash := strings.LastIndexByte(dsn, '/')
+	if slash < 0 {
+		slash = len(dsn)
+	}
+	at := strings.LastIndexByte(dsn[:slash], '@')
+	if at < 0 {
+		return ""
+	}
+	colon := strings.IndexByte(dsn[:at], ':')
+	if colon < 0 {
+		return ""
+	}
+	return dsn[colon+1 : at]
+}
+
+// driverLogger sends go-sql-driver/mysql's messages (dropped connections)
+// to Options.Logger at Debug level instead of the standard error, with the
+// passwords masked.
+type driverLogger struct {
+	log     *slog.Logger
+	secrets []string
+}
+
+func (l driverLogger) Print(v ...any) {
+	l.log.Debug(pkg.Name + ": mysql driver: " + sqlcore.MaskSecrets(fmt.Sprint(v...), l.secrets))
+}

@@ -1,0 +1,197 @@
+package simbamysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	"go.uber.org/goleak"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
+	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestServer runs the suite of the SQL backends on the MySQL or MariaDB
+// server of SIMBA_TEST_MYSQL_URL, a go-sql-driver/mysql DSN.
+func TestServer(t *testing.T) { sqltest.Run(t, harness()) }
+
+func BenchmarkServer(b *testing.B) { sqltest.Bench(b, harness()) }
+
+func options(o sqlcore.Options) Options {
+	return Options{TablePrefix: o.TablePrefix, Migrate: o.Migrate, CleanupInterval: o.CleanupInterval, Logger: o.Logger}
+}
+
+func parseDSN(t testing.TB, raw string) *mysql.Config {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(raw)
+	if err != nil {
+		t.Fatalf("SIMBA_TEST_MYSQL_URL: %v", err)
+	}
+	return cfg
+}
+
+// newDB returns a client of raw, closed when t ends.
+func newDB(t testing.TB, raw string, maxConns int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("mysql", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(maxConns)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func engineOn(db *sql.DB) func(sqlcore.Options) (*sqlcore.Backend, error) {
+	return func(o sqlcore.Options) (*sqlcore.Backend, error) {
+		b, err := New(db, options(o))
+		if err != nil {
+			return nil, err
+		}
+		return b.e, nil
+	}
+}
+
+func harness() sqltest.Harness {
+	return sqltest.Harness{
+		Pkg:    pkg,
+		EnvVar: "SIMBA_TEST_MYSQL_URL",
+		DDL:    ddl,
+		Connect: func(t testing.TB, raw string) (func(sqlcore.Options) (*sqlcore.Backend, error), sqltest.Admin) {
+			db := newDB(t, raw, 0)
+			return engineOn(db), admin{db}
+		},
+		Open: func(ctx context.Context, dataSource string, o sqltest.OpenOptions) (sqltest.Backend, error) {
+			opts := options(o.Options)
+			opts.Password = o.Password
+			b, err := Open(ctx, dataSource, opts)
+			if err != nil {
+				return nil, err
+			}
+			return b, nil
+		},
+		// The server itself is reached through a mysql:// URL, and through
+		// the test's proxies with a DSN: both forms Open takes connect.
+		URL: func(t testing.TB, raw, addr string) string {
+			cfg := parseDSN(t, raw)
+			if addr != "" {
+				cfg.Addr = addr
+				return cfg.FormatDSN()
+			}
+			user := cfg.User
+			if cfg.Passwd != "" {
+				user += ":" + cfg.Passwd
+			}
+			return fmt.Sprintf("mysql://%s@%s/%s", user, cfg.Addr, cfg.DBName)
+		},
+		Addr:      func(t testing.TB, raw string) string { return parseDSN(t, raw).Addr },
+		Later:     func(s int) string { return fmt.Sprintf("UTC_TIMESTAMP(6) + INTERVAL %d SECOND", s) },
+		LockWaits: "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?",
+		SingleConn: func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error)) {
+			db := newDB(t, raw, 1)
+			b, err := engineOn(db)(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b, func(ctx context.Context) (int64, error) {
+				var id int64
+				err := db.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id)
+				return id, err
+			}
+		},
+		Kill: func(ctx context.Context, a sqltest.Admin, id int64) error {
+			return a.Exec(ctx, fmt.Sprintf("KILL %d", id)) // KILL takes no placeholder; id is an integer
+		},
+		Fences: []sqltest.FenceClient{{Name: "default", Open: openFence(false)}, {Name: "clientFoundRows", Open: openFence(true)}},
+		Quote:  "`",
+		Secrets: func(t testing.TB, raw string) sqltest.Secrets {
+			cfg := parseDSN(t, raw)
+			return sqltest.Secrets{
+				Schemes: []string{"mysql"},
+				Host:    cfg.Addr,
+				DB:      "/" + cfg.DBName,
+				Invalid: "?tls=nosuch",
+				DSN:     true,
+			}
+		},
+	}
+}
+
+// admin runs the tests' statements on a client of their own.
+type admin struct{ db *sql.DB }
+
+func (a admin) Exec(ctx context.Context, q string, args ...any) error {
+	_, err := a.db.ExecContext(ctx, q, args...)
+	return err
+}
+
+func (a admin) Scan(ctx context.Context, q string, args []any, dest ...any) error {
+	return a.db.QueryRowContext(ctx, q, args...).Scan(dest...)
+}
+
+func (a admin) ExecInTx(ctx context.Context, q string, args ...any) (func() error, error) {
+	tx, err := a.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+		_ = tx.Rollback()
+		return nil, err
+	}
+	return tx.Commit, nil
+}
+
+// fence writes through Write on a client that sets CLIENT_FOUND_ROWS or
+// not.
+type fence struct {
+	db *sql.DB
+	f  *Fence
+}
+
+func openFence(foundRows bool) func(raw, table string) (sqltest.FenceConn, error) {
+	return func(raw, table string) (sqltest.FenceConn, error) {
+		f, err := NewFence(FenceTable{Table: table, Key: "key", Token: "token", Columns: []string{"value"}})
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := mysql.ParseDSN(raw)
+		if err != nil {
+			return nil, err
+		}
+		cfg.ClientFoundRows = foundRows
+		conn, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return fence{sql.OpenDB(conn), f}, nil
+	}
+}
+
+func (c fence) Init(ctx context.Context, key string) error { return c.f.Init(ctx, c.db, key) }
+
+func (c fence) Write(ctx context.Context, key string, token uint64, value string) (bool, error) {
+	return c.f.Write(ctx, c.db, key, token, value)
+}
+
+func (c fence) InTx(ctx context.Context, commit bool, fn func(sqltest.WriteFunc) error) error {
+	tx, err := c.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	err = fn(func(key string, token uint64, value string) (bool, error) {
+		return c.f.Write(ctx, tx, key, token, value)
+	})
+	if err != nil || !commit {
+		return err
+	}
+	return tx.Commit()
+}
+
+func (c fence) Close() error { return c.db.Close() }

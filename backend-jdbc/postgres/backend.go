@@ -1,0 +1,240 @@
+package simbapg
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
+	simba "github.com/simba-go/simba/core"
+)
+
+// DefaultTablePrefix is the table prefix used when Options.TablePrefix is
+// empty: the tables are simba_session, simba_lease and simba_group_member.
+const DefaultTablePrefix = sqlcore.DefaultTablePrefix
+
+// DefaultCleanupInterval is how often expired session rows are deleted when
+// Options.CleanupInterval is zero: one minute.
+const DefaultCleanupInterval = sqlcore.DefaultCleanupInterval
+
+// MaxLease is the longest session lease a backend accepts: 24 hours.
+const MaxLease = sqlcore.MaxLease
+
+// CloseTimeout bounds Backend.Close: 5 seconds.
+const CloseTimeout = sqlcore.CloseTimeout
+
+var pkg = sqlcore.NewPkg("simbapg")
+
+var (
+	// ErrClosed is returned by every method of a Backend after Close, and
+	// by the calls that Close ended.
+	ErrClosed = pkg.ErrClosed
+
+	// ErrSchemaMissing is matched (with errors.Is) by every
+	// *MissingTableError of this package.
+	ErrSchemaMissing = pkg.ErrSchemaMissing
+
+	// ErrInvalidOptions is matched (with errors.Is) by every *OptionsError
+	// of this package.
+	ErrInvalidOptions = pkg.ErrInvalidOptions
+
+	// ErrInvalidFence is matched (with errors.Is) by the errors of NewFence
+	// and of a Fence used with the wrong arguments: a token above
+	// math.MaxInt64, a value count that differs from FenceTable.Columns, or
+	// a nil handle.
+	ErrInvalidFence = pkg.ErrInvalidFence
+
+	// ErrFenceRowMissing is matched by the error of a fenced write to a key
+	// that has no row: create it first with Fence.Init (or an INSERT of
+	// your own with token 0).
+	ErrFenceRowMissing = pkg.ErrFenceRowMissing
+)
+
+// OptionsError reports an Options field, URL or client that cannot be
+// used: Field names it ("TablePrefix", "url", "pool") and Reason says what
+// is wrong, quoting nothing of a URL that could hold a password. It matches
+// ErrInvalidOptions.
+type OptionsError = sqlcore.OptionsError
+
+// MissingTableError reports that tables the backend needs do not exist,
+// which happens when Options.Migrate is off and the schema was never
+// applied (or was applied with another table prefix). Tables names them,
+// prefix included; Err is the driver's error when one revealed the
+// problem. It matches ErrSchemaMissing.
+type MissingTableError = sqlcore.MissingTableError
+
+// Options configure a Backend. The zero value is usable: prefix "simba_",
+// no migration, cleanup every minute, no logging.
+type Options struct {
+	// TablePrefix is prepended to the table names: <prefix>session,
+	// <prefix>lease and <prefix>group_member. It must match
+	// ^[A-Za-z_][A-Za-z0-9_]{0,40}$ and is the only text spliced into SQL.
+	// Default "simba_". PostgreSQL folds it to lower case, as it does any
+	// unquoted identifier.
+	TablePrefix string
+
+	// Migrate creates the tables (CREATE ... IF NOT EXISTS, in one
+	// transaction under an advisory lock) on first use when any of them is
+	// missing. Default false: the tables must exist, and a call fails with
+	// a *MissingTableError naming them until they do. The script is the
+	// one Schema returns.
+	Migrate bool
+
+	// CleanupInterval is how often a background goroutine deletes expired
+	// session rows and their group memberships, in batches of 500. Leases
+	// of deleted sessions are free anyway (lease rows themselves are never
+	// deleted), so cleanup only bounds table growth. Default one minute; a
+	// negative value disables it. The goroutine stops on Close.
+	CleanupInterval time.Duration
+
+	// TLS, when set, is the TLS configuration of the connections Open
+	// makes; it overrides the URL's sslmode. New ignores it: its pool is
+	// configured by its owner.
+	TLS *tls.Config
+
+	// Password, when set, is the password Open authenticates with; it
+	// overrides the URL's, so a secret need not be written in the URL. New
+	// ignores it. It is never logged.
+	Password string
+
+	// Logger receives migration notices (Info) and cleanup failures (Warn).
+	// Default: nothing is logged. Connection strings and passwords are
+	// never logged.
+	Logger *slog.Logger
+}
+
+func (o Options) core() sqlcore.Options {
+	return sqlcore.Options{TablePrefix: o.TablePrefix, Migrate: o.Migrate, CleanupInterval: o.CleanupInterval, Logger: o.Logger}
+}
+
+// Backend is a simba.Backend on a PostgreSQL 14+ database. It is safe for
+// concurrent use.
+//
+// Every method takes ctx first: cancelling it abandons the call, whose
+// statement is interrupted, and the call returns an error wrapping ctx's.
+// A statement the server had already committed stays committed: a lease
+// won that way shows in the session's next keep-alive, and a session opened
+// that way expires unused.
+type Backend struct {
+	e *sqlcore.Backend
+}
+
+var _ simba.Backend = (*Backend)(nil)
+
+// New returns a backend on the database reached through pool. The caller
+// keeps ownership of pool: Close does not close it, and it must stay open
+// until the backend is closed. The pool's default READ COMMITTED isolation
+// is what the statements are written for; every statement runs on its own,
+// outside any transaction.
+//
+// Nothing is sent to the server here; the schema is checked (or migrated,
+// with Options.Migrate) on the first call. It fails only on a nil pool or
+// invalid options, with an *OptionsError.
+func New(pool *pgxpool.Pool, opts Options) (*Backend, error) {
+	if pool == nil {
+		return nil, pkg.OptionsError("pool", "nil *pgxpool.Pool")
+	}
+	return newBackend(pool, opts, nil)
+}
+
+func newBackend(pool *pgxpool.Pool, opts Options, closeClient func()) (*Backend, error) {
+	e, err := sqlcore.New(sqlcore.Config{
+		Pkg:         pkg,
+		Database:    "postgres",
+		DDL:         ddl,
+		Options:     opts.core(),
+		Dialect:     func(t sqlcore.Tables) sqlcore.Dialect { return newDialect(pool, t) },
+		CloseClient: closeClient,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{e: e}, nil
+}
+
+// Schema returns the SQL script that creates the tables with table prefix
+// prefix (DefaultTablePrefix when empty), for a DBA to review and apply by
+// hand. It is the script Options.Migrate runs: every statement is
+// CREATE ... IF NOT EXISTS, so applying it twice is harmless. It fails with
+// an *OptionsError for a prefix that is not an identifier of at most 41
+// characters.
+func Schema(prefix string) (string, error) {
+	return pkg.Script("PostgreSQL", ddl, prefix)
+}
+
+// Close ends the calls in flight, which fail with ErrClosed, stops the
+// cleanup goroutine and, when Open created the pool, closes it. It returns
+// within CloseTimeout whatever the server does; if the pool is still
+// closing then (a server that stopped answering), it goes on closing in the
+// background and Close says so in its error. Sessions are not closed: they
+// expire on the database. Every call after Close fails with ErrClosed.
+// Close is idempotent.
+func (b *Backend) Close() error { return b.e.Close() }
+
+// Migrate creates the tables that are missing, whatever Options.Migrate
+// says, with the statements Schema returns, in one transaction under an
+// advisory lock. It is idempotent and safe to run from several processes at
+// once. Cancelling ctx abandons it; the transaction then rolls back.
+func (b *Backend) Migrate(ctx context.Context) error { return b.e.Migrate(ctx) }
+
+// OpenSession inserts a new session row expiring lease from now (database
+// time). One round trip. Cancelling ctx abandons the call: the session may
+// or may not exist, and if it does it expires unused.
+func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
+	return b.e.OpenSession(ctx, lease)
+}
+
+// KeepAlive moves the session's expiry to lease from now (database time)
+// and reports the remaining validity, the leases the session owns and the
+// live member count of each group it joined. A session that has expired or
+// was closed is never renewed: the answer is simba.ErrSessionExpired, also
+// when the keep-alive had to wait for a lock on the session row until after
+// it expired (its expiry is compared with clock_timestamp() once the row is
+// locked). One round trip.
+func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
+	return b.e.KeepAlive(ctx, s, lease)
+}
+
+// Acquire makes s the owner of name when the lease is free (no row, no
+// owner, or an owner whose session expired or no longer exists) or already
+// owned by s, and starts a new term: the token is the row's previous token
+// plus one (1 for a new row). Ownership is decided in one statement that
+// locks the lease row and the previous owner's session row, so concurrent
+// candidates get exactly one winner and a keep-alive racing the take-over
+// is either seen or refused. A caller whose session expired while the
+// statement waited for a lock never wins. It returns
+// simba.ErrSessionExpired when s is not live, and a *simba.NameError for an
+// invalid name. One round trip.
+func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
+	return b.e.Acquire(ctx, s, name)
+}
+
+// Release frees name if s owns it with exactly token; otherwise it does
+// nothing and returns nil, so a late release never frees a later term. The
+// row and its token stay. One round trip.
+func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, token uint64) error {
+	return b.e.Release(ctx, s, name, token)
+}
+
+// JoinGroup records s as a member of group and returns the number of live
+// members after the join. It returns simba.ErrSessionExpired when s is not
+// live. One round trip.
+func (b *Backend) JoinGroup(ctx context.Context, s simba.SessionID, group string) (int, error) {
+	return b.e.JoinGroup(ctx, s, group)
+}
+
+// LeaveGroup deletes the membership of s in group, if any. One round trip.
+func (b *Backend) LeaveGroup(ctx context.Context, s simba.SessionID, group string) error {
+	return b.e.LeaveGroup(ctx, s, group)
+}
+
+// CloseSession deletes the session row and its memberships in one
+// statement, which frees every lease it owned at once (their rows keep the
+// old owner id and token, and count as free). Closing an unknown session is
+// a no-op. One round trip.
+func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
+	return b.e.CloseSession(ctx, s)
+}

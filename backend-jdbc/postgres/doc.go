@@ -1,0 +1,26 @@
+// Package simbapg is the PostgreSQL backend of Simba: sessions and leases
+// kept in ordinary tables of a PostgreSQL 14+ database that you already
+// run, reached through pgx v5. It links pgx and no other database driver;
+// MySQL and MariaDB are the package simbamysql of this module.
+//
+// A node's session is one row of <prefix>session whose expires_at is moved
+// forward by every keep-alive; a lease is one row of <prefix>lease holding
+// the owning session and a fencing token. Lease rows are never deleted, and
+// the token grows by one with every term, so tokens never go back while the
+// database keeps its committed data. A lease is free when it has no owner,
+// when its owner's session has expired, or when that session no longer
+// exists. Group membership is a row of <prefix>group_member per (group,
+// session) and dies with the session.
+//
+// Every time comparison uses the database clock (now() for rows read from
+// the statement's snapshot, clock_timestamp() for rows read after waiting
+// for their lock), never the client's, and the backend reports durations
+// rather than instants, so client and server clocks are never compared.
+// Every statement is parameterised; the only identifiers spliced into SQL
+// come from the validated table prefix.
+//
+// Build a backend over a pool you own with [New], or let [Open] create and
+// own one from a URL. Tables are created by [Options.Migrate] or by a DBA
+// from the script that [Schema] returns. [Fence] writes to your own tables
+// only while the writer's fencing token is the highest seen.
+package simbapg

@@ -1,0 +1,89 @@
+package simbapg
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOpenRefusesBadInput(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, c := range []struct {
+		url  string
+		opts Options
+		want string
+	}{
+		{url: "mysql://u:secretpw@h:1/d", want: "scheme mysql: want postgres://, postgresql://"},
+		{url: "no scheme at all", want: "no scheme"},
+		{url: "postgres://u:secretpw@h:1/d?sslmode=bogus", want: "sslmode"},
+		{url: "postgres://u:secret@pw@h:1/d", want: "percent-encode"},
+		{url: "postgres://h/d", opts: Options{TablePrefix: "bad-prefix"}, want: "TablePrefix"},
+	} {
+		b, err := Open(ctx, c.url, c.opts)
+		if err == nil {
+			_ = b.Close()
+			t.Errorf("Open(%q) succeeded", c.url)
+			continue
+		}
+		if !errors.Is(err, ErrInvalidOptions) || !strings.HasPrefix(err.Error(), "simbapg: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%q): %v, want ErrInvalidOptions saying %q", c.url, err, c.want)
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q): the error shows the password: %v", c.url, err)
+		}
+	}
+	if _, err := New(nil, Options{}); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("New(nil): %v", err)
+	}
+}
+
+func TestSchema(t *testing.T) {
+	s, err := Schema("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"-- Simba tables for PostgreSQL",
+		"CREATE TABLE IF NOT EXISTS simba_session",
+		"CREATE TABLE IF NOT EXISTS simba_lease",
+		"CREATE TABLE IF NOT EXISTS simba_group_member",
+		"PRIMARY KEY (group_name, session_id)",
+		`COLLATE "C"`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("schema lacks %q", want)
+		}
+	}
+	if strings.Contains(s, "{") {
+		t.Errorf("schema has an unexpanded placeholder:\n%s", s)
+	}
+	if _, err := Schema("bad-prefix"); !errors.Is(err, ErrInvalidOptions) {
+		t.Errorf("Schema(bad-prefix): %v, want ErrInvalidOptions", err)
+	}
+}
+
+func TestFenceRefusesNilHandles(t *testing.T) {
+	f, err := NewFence(FenceTable{Table: "t", Key: "k", Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for name, err := range map[string]error{
+		"Init":     f.Init(ctx, nil, "k"),
+		"InitPgx":  f.InitPgx(ctx, nil, "k"),
+		"Write":    second(f.Write(ctx, nil, "k", 1)),
+		"WritePgx": second(f.WritePgx(ctx, nil, "k", 1)),
+	} {
+		if !errors.Is(err, ErrInvalidFence) || !strings.Contains(err.Error(), "nil database handle") {
+			t.Errorf("%s(nil): %v, want ErrInvalidFence", name, err)
+		}
+	}
+	if _, err := NewFence(FenceTable{Table: "t; DROP", Key: "k", Token: "tok"}); !errors.Is(err, ErrInvalidFence) {
+		t.Errorf("NewFence of a bad name: %v, want ErrInvalidFence", err)
+	}
+}
+
+func second(_ bool, err error) error { return err }
