@@ -30,7 +30,7 @@ func run(app *fx.App, ready <-chan struct{}) {
 // backend and runs the leader work; stopping the app hands the lease over
 // (the work exits first) and closes the session.
 func ExampleOptions() {
-	store := memory.New() // a real service provides its backend: simbaredis.Open, simbasql.Open, ...
+	store := memory.New() // a real service provides its backend: simbaredis.Open, simbapg.Open, simbamysql.Open, ...
 	led := make(chan struct{})
 	app := fx.New(
 		fx.NopLogger,
