@@ -38,6 +38,7 @@ func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 type Option func(*options) error
 
 type options struct {
+	identity string
 	cfg      Config
 	logger   *slog.Logger
 	listener func(context.Context, Event)
@@ -96,6 +97,7 @@ func WithCallbackExecutor(e Executor) Option {
 type Client struct {
 	b        Backend
 	notifier ReleaseNotifier
+	identity string
 	cfg      Config
 	log      *slog.Logger
 	exec     Executor
@@ -153,8 +155,12 @@ func New(b Backend, opts ...Option) (*Client, error) {
 	if o.logger == nil {
 		o.logger = slog.New(quietHandler{slog.Default().Handler()})
 	}
+	if o.identity == "" {
+		o.identity = defaultIdentity()
+	}
 	c := &Client{
 		b:        b,
+		identity: o.identity,
 		cfg:      cfg,
 		log:      o.logger,
 		exec:     o.exec,
@@ -332,7 +338,7 @@ func (c *Client) open() *session {
 	for {
 		sentAt := time.Now()
 		ctx, cancel := context.WithTimeout(c.loopCtx, c.cfg.RenewInterval)
-		grant, err := c.b.OpenSession(ctx, c.cfg.LeaseDuration)
+		grant, err := c.openSession(ctx)
 		cancel()
 		if c.loopCtx.Err() != nil {
 			if err == nil {
@@ -377,6 +383,15 @@ func (c *Client) open() *session {
 		}
 		backoff = min(backoff*2, c.cfg.RenewInterval)
 	}
+}
+
+// openSession opens a session carrying the client's identity where the
+// backend stores one.
+func (c *Client) openSession(ctx context.Context) (SessionGrant, error) {
+	if o, ok := c.b.(IdentityOpener); ok {
+		return o.OpenSessionAs(ctx, c.cfg.LeaseDuration, c.identity)
+	}
+	return c.b.OpenSession(ctx, c.cfg.LeaseDuration)
 }
 
 // closeAbandoned closes a session nobody will use, best effort.

@@ -14,6 +14,7 @@ type Snapshot struct {
 // SessionSnapshot describes the client's session.
 type SessionSnapshot struct {
 	ID        SessionID     `json:"id"`
+	Identity  string        `json:"identity"` // the identity the session carries (WithIdentity)
 	Status    Status        `json:"status"`
 	Remaining time.Duration `json:"remaining"`
 	Renew     time.Duration `json:"renewInterval"` // the renew period in effect
@@ -48,6 +49,7 @@ func (c *Client) Snapshot() Snapshot {
 	defer c.unlock()
 	var s Snapshot
 	s.Session.Status = c.status
+	s.Session.Identity = c.identity
 	if c.sess != nil {
 		s.Session.ID = c.sess.id
 		s.Session.Remaining = max(c.sess.clock.remaining(), 0)

@@ -92,6 +92,7 @@ var checks = []struct {
 	{"ReleaseNotifier", "watch", testWatchRelease},
 	{"ConcurrentAcquireOneWinner", "race", testConcurrentAcquire},
 	{"ReleaseBesideReacquireIsAtomic", "relacq", testReleaseBesideReacquire},
+	{"HolderReader", "holder", testHolder},
 }
 
 // randomHex returns n random bytes in hex.
@@ -129,11 +130,21 @@ type session struct {
 
 // open opens a session on b, checks the grant and closes the session when
 // the subtest ends.
-func (e *env) open(b simba.Backend) *session {
+func (e *env) open(b simba.Backend) *session { return e.openAs(b, "") }
+
+// openAs is open for a session that carries identity, through
+// simba.IdentityOpener when identity is not empty.
+func (e *env) openAs(b simba.Backend, identity string) *session {
 	e.t.Helper()
 	ctx, cancel := e.ctx()
 	defer cancel()
-	g, err := b.OpenSession(ctx, e.h.Lease)
+	var g simba.SessionGrant
+	var err error
+	if o, ok := b.(simba.IdentityOpener); ok && identity != "" {
+		g, err = o.OpenSessionAs(ctx, e.h.Lease, identity)
+	} else {
+		g, err = b.OpenSession(ctx, e.h.Lease)
+	}
 	if err != nil {
 		e.t.Fatalf("OpenSession(%v): %v", e.h.Lease, err)
 	}

@@ -176,13 +176,37 @@ func (c *Conn) wait(ctx context.Context, op, what string) error {
 // OpenSession is [Server.OpenSession] through the faults of c.
 func (c *Conn) OpenSession(ctx context.Context, lease time.Duration) (g simba.SessionGrant, err error) {
 	err = c.do(ctx, OpOpenSession, func() (err error) {
-		g, err = c.s.openSession(ctx, lease, c)
+		g, err = c.s.openSession(ctx, lease, "", c)
 		return err
 	})
 	if err != nil {
 		return simba.SessionGrant{}, err
 	}
 	return g, nil
+}
+
+// OpenSessionAs is [Server.OpenSessionAs] through the faults of c.
+func (c *Conn) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (g simba.SessionGrant, err error) {
+	err = c.do(ctx, OpOpenSession, func() (err error) {
+		g, err = c.s.openSession(ctx, lease, identity, c)
+		return err
+	})
+	if err != nil {
+		return simba.SessionGrant{}, err
+	}
+	return g, nil
+}
+
+// Holder is [Server.Holder] through the faults of c.
+func (c *Conn) Holder(ctx context.Context, name string) (h simba.Holder, ok bool, err error) {
+	err = c.do(ctx, OpHolder, func() (err error) {
+		h, ok, err = c.s.holder(ctx, name, c)
+		return err
+	})
+	if err != nil {
+		return simba.Holder{}, false, err
+	}
+	return h, ok, nil
 }
 
 // KeepAlive is [Server.KeepAlive] through the faults of c.

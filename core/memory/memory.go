@@ -51,11 +51,14 @@ const (
 	OpLeaveGroup   = "LeaveGroup"
 	OpCloseSession = "CloseSession"
 	OpWatchRelease = "WatchRelease"
+	OpHolder       = "Holder"
 )
 
 var (
 	_ simba.Backend         = (*Server)(nil)
 	_ simba.ReleaseNotifier = (*Server)(nil)
+	_ simba.HolderReader    = (*Server)(nil)
+	_ simba.IdentityOpener  = (*Server)(nil)
 )
 
 // Server is the in-memory store. The zero value is an empty store, like
@@ -73,7 +76,8 @@ type Server struct {
 }
 
 type session struct {
-	id      simba.SessionID
+	id       simba.SessionID
+	identity string // as given to OpenSessionAs
 	expires time.Time // unused when forever is set
 	forever bool      // the phantom session of TakeOver
 	index   int       // position in Server.expiry, -1 when not in it
@@ -82,8 +86,9 @@ type session struct {
 }
 
 type record struct {
-	owner *session // nil when free
-	token uint64   // token of the last term, 0 before the first one
+	owner *session  // nil when free
+	token uint64    // token of the last term, 0 before the first one
+	since time.Time // when the last term began
 }
 
 type watcher struct {
@@ -158,10 +163,16 @@ func (s *Server) grant(op string, d time.Duration) (time.Duration, error) {
 // (capped by [Server.SetMaxLease]) from now unless kept alive. A
 // non-positive lease is refused.
 func (s *Server) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
-	return s.openSession(ctx, lease, nil)
+	return s.openSession(ctx, lease, "", nil)
 }
 
-func (s *Server) openSession(ctx context.Context, lease time.Duration, c *Conn) (simba.SessionGrant, error) {
+// OpenSessionAs is OpenSession for a session that carries identity, which
+// [Server.Holder] reports.
+func (s *Server) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
+	return s.openSession(ctx, lease, identity, nil)
+}
+
+func (s *Server) openSession(ctx context.Context, lease time.Duration, identity string, c *Conn) (simba.SessionGrant, error) {
 	now, err := s.begin(ctx, OpOpenSession, c)
 	if err != nil {
 		return simba.SessionGrant{}, err
@@ -172,6 +183,7 @@ func (s *Server) openSession(ctx context.Context, lease time.Duration, c *Conn) 
 		return simba.SessionGrant{}, err
 	}
 	ss := s.newSession()
+	ss.identity = identity
 	ss.expires = now.Add(d)
 	heap.Push(&s.expiry, ss)
 	return simba.SessionGrant{ID: ss.id, Remaining: d}, nil
@@ -282,8 +294,31 @@ func (s *Server) take(l *record, name string, ss *session) uint64 {
 	}
 	l.owner = ss
 	l.token++
+	l.since = time.Now()
 	ss.leases[name] = struct{}{}
 	return l.token
+}
+
+// Holder reports the live session that owns name, its identity, its token
+// and when its term began. Invalid names are refused with the error of
+// simba.ValidateName.
+func (s *Server) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
+	return s.holder(ctx, name, nil)
+}
+
+func (s *Server) holder(ctx context.Context, name string, c *Conn) (simba.Holder, bool, error) {
+	if err := simba.ValidateName(name); err != nil {
+		return simba.Holder{}, false, fmt.Errorf("memory: %s: %w", OpHolder, err)
+	}
+	if _, err := s.begin(ctx, OpHolder, c); err != nil {
+		return simba.Holder{}, false, err
+	}
+	defer s.mu.Unlock()
+	l, ok := s.leases[name]
+	if !ok || l.owner == nil {
+		return simba.Holder{}, false, nil
+	}
+	return simba.Holder{Session: l.owner.id, Identity: l.owner.identity, Token: l.token, Since: l.since}, true, nil
 }
 
 // Release frees name when session id owns it with exactly token, and does
