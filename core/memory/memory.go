@@ -77,12 +77,12 @@ type Server struct {
 
 type session struct {
 	id       simba.SessionID
-	identity string // as given to OpenSessionAs
-	expires time.Time // unused when forever is set
-	forever bool      // the phantom session of TakeOver
-	index   int       // position in Server.expiry, -1 when not in it
-	leases  map[string]struct{}
-	groups  map[string]struct{}
+	identity string    // as given to OpenSessionAs
+	expires  time.Time // unused when forever is set
+	forever  bool      // the phantom session of TakeOver
+	index    int       // position in Server.expiry, -1 when not in it
+	leases   map[string]struct{}
+	groups   map[string]struct{}
 }
 
 type record struct {
