@@ -55,6 +55,9 @@ func TestSnippetsCompile(t *testing.T) {
 		t.Fatal("no Go snippet found: the documents moved?")
 	}
 	// Inside this module, so that go vet resolves the workspace: t.TempDir is elsewhere.
+	if err := os.MkdirAll("testdata", 0o755); err != nil {
+		t.Fatal(err)
+	}
 	dir, err := os.MkdirTemp("testdata", "snippets") //nolint:usetesting // must be inside the module
 	if err != nil {
 		t.Fatal(err)
