@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	simba "github.com/simba-go/simba/core"
@@ -21,13 +23,16 @@ var (
 	_ simba.Backend         = (*Backend)(nil)
 	_ simba.ReleaseNotifier = (*Backend)(nil)
 	_ simba.OpenedBackend   = (*Backend)(nil)
+	_ simba.HolderReader    = (*Backend)(nil)
+	_ simba.IdentityOpener  = (*Backend)(nil)
 )
 
-// Backend is the Redis implementation of simba.Backend and
-// simba.ReleaseNotifier. Every session operation is one atomic Lua script
-// on the server (a single round trip). All methods are safe for concurrent
-// use and return soon after their context is done, provided the client
-// honours context deadlines (Open makes sure of it; see New).
+// Backend is the Redis implementation of simba.Backend,
+// simba.ReleaseNotifier, simba.HolderReader and simba.IdentityOpener. Every
+// session operation is one atomic Lua script on the server (a single round
+// trip). All methods are safe for concurrent use and return soon after
+// their context is done, provided the client honours context deadlines
+// (Open makes sure of it; see New).
 type Backend struct {
 	client      redis.UniversalClient
 	ownsClient  bool
@@ -287,6 +292,19 @@ func (b *Backend) KeyPrefix() string { return b.prefix }
 // maxmemory-policy once (see WarnEvictionPolicy), which costs one more round
 // trip.
 func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
+	return b.openSession(ctx, lease, "")
+}
+
+// OpenSessionAs is OpenSession for a session whose hash also stores
+// identity, which Holder reports. The identity must be at most
+// simba.MaxIdentity bytes of printable UTF-8; anything else fails with an
+// error matching simba.ErrInvalidArgument, before any call. An empty
+// identity stores none, as OpenSession does.
+func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
+	return b.openSession(ctx, lease, identity)
+}
+
+func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
 	if b.closed.Load() {
 		return simba.SessionGrant{}, ErrClosed
 	}
@@ -294,9 +312,16 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 	if err != nil {
 		return simba.SessionGrant{}, err
 	}
+	args := []any{ms}
+	if identity != "" {
+		if err := checkIdentity(identity); err != nil {
+			return simba.SessionGrant{}, err
+		}
+		args = append(args, identity)
+	}
 	b.checkEvictionPolicy(ctx)
 	sid := newSessionID()
-	n, err := openScript.Run(ctx, b.client, []string{b.sessionKey(sid)}, ms).Int64()
+	n, err := openScript.Run(ctx, b.client, []string{b.sessionKey(sid)}, args...).Int64()
 	if err != nil {
 		return simba.SessionGrant{}, wrapErr("open session", err)
 	}
@@ -347,10 +372,11 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 // expired session or already owned by s, and returns the new term's token:
 // the lease's counter plus one, so tokens of a name strictly increase as
 // long as the lease hash survives (see the README on failover and
-// eviction). It returns Won == false when another live session owns the
-// lease, an error matching simba.ErrSessionExpired when s is gone, a
-// *simba.NameError for an invalid name, and one matching ErrWrongType when
-// the lease key holds something else than a hash.
+// eviction). The lease hash also records the server time the term began,
+// which Holder reports. It returns Won == false when another live session
+// owns the lease, an error matching simba.ErrSessionExpired when s is gone,
+// a *simba.NameError for an invalid name, and one matching ErrWrongType
+// when the lease key holds something else than a hash.
 func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
 	if known, err := b.check(s, name); !known {
 		return simba.AcquireResult{}, orExpired(err, "acquire", s)
@@ -437,6 +463,35 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	return wrapErr("close session", err)
 }
 
+// Holder reports the live session that owns name: its id, the identity it
+// was opened with (empty for OpenSession), the token of its term and when
+// the term began, by the server's clock in whole milliseconds (zero for a
+// term begun by a version of this package that did not record it). ok is
+// false when the lease was never taken or was released, and when the
+// session its hash names no longer exists (expired or closed), exactly
+// when Acquire by another session would win. One script reads both hashes
+// atomically and writes nothing: one round trip. Holder fails with the
+// *simba.NameError of an invalid name before any call, and with an error
+// matching ErrWrongType when the lease or the owner's session key holds
+// something else than a hash.
+func (b *Backend) Holder(ctx context.Context, name string) (h simba.Holder, ok bool, err error) {
+	if b.closed.Load() {
+		return simba.Holder{}, false, ErrClosed
+	}
+	if err := simba.ValidateName(name); err != nil {
+		return simba.Holder{}, false, err
+	}
+	res, err := holderScript.Run(ctx, b.client, []string{b.leaseKey(name)}, b.prefix).Result()
+	if err != nil {
+		return simba.Holder{}, false, wrapErr(fmt.Sprintf("holder of %q", name), err)
+	}
+	h, ok, err = parseHolder(res)
+	if err != nil {
+		return simba.Holder{}, false, fmt.Errorf("simbaredis: holder of %q: %w", name, err)
+	}
+	return h, ok, nil
+}
+
 // WatchRelease returns a channel that is closed once name may have become
 // free: a release or session close published by any Backend on the same
 // server and prefix. The first call starts the Backend's one shared
@@ -489,6 +544,25 @@ func orExpired(err error, op string, s simba.SessionID) error {
 
 func expired(op string, s simba.SessionID) error {
 	return fmt.Errorf("simbaredis: %s: session %q: %w", op, string(s), simba.ErrSessionExpired)
+}
+
+// checkIdentity refuses an identity that is not at most simba.MaxIdentity
+// bytes of printable UTF-8.
+func checkIdentity(id string) error {
+	switch {
+	case len(id) > simba.MaxIdentity:
+		return fmt.Errorf("simbaredis: open session: %w: identity of %d bytes, want at most %d",
+			simba.ErrInvalidArgument, len(id), simba.MaxIdentity)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("simbaredis: open session: %w: identity is not valid UTF-8", simba.ErrInvalidArgument)
+	}
+	for i, r := range id {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("simbaredis: open session: %w: identity has the unprintable character %U at byte %d",
+				simba.ErrInvalidArgument, r, i)
+		}
+	}
+	return nil
 }
 
 // leaseMillis converts a session lease to the whole milliseconds Redis

@@ -3,6 +3,7 @@ package simbaredis
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -155,6 +156,9 @@ func TestInvalidInputNeverReachesTheServer(t *testing.T) {
 		if _, err := b.WatchRelease(ctx, name); !errors.As(err, &nameErr) {
 			t.Errorf("WatchRelease(%q) = %v, want a *simba.NameError", name, err)
 		}
+		if _, _, err := b.Holder(ctx, name); !errors.As(err, &nameErr) {
+			t.Errorf("Holder(%q) = %v, want a *simba.NameError", name, err)
+		}
 	}
 	for _, lease := range []time.Duration{0, -time.Second, 999 * time.Microsecond} {
 		if _, err := b.OpenSession(ctx, lease); err == nil || !strings.Contains(err.Error(), "at least 1ms") {
@@ -227,14 +231,16 @@ func TestClosedBackend(t *testing.T) {
 		t.Fatalf("Close closed the caller's client: %v", err)
 	}
 	for op, err := range map[string]error{
-		"OpenSession":  second(b.OpenSession(ctx, time.Second)),
-		"KeepAlive":    second(b.KeepAlive(ctx, g.ID, time.Second)),
-		"Acquire":      second(b.Acquire(ctx, g.ID, "n")),
-		"Release":      b.Release(ctx, g.ID, "n", 1),
-		"JoinGroup":    second(b.JoinGroup(ctx, g.ID, "g")),
-		"LeaveGroup":   b.LeaveGroup(ctx, g.ID, "g"),
-		"CloseSession": b.CloseSession(ctx, g.ID),
-		"WatchRelease": second(b.WatchRelease(ctx, "n")),
+		"OpenSession":   second(b.OpenSession(ctx, time.Second)),
+		"OpenSessionAs": second(b.OpenSessionAs(ctx, time.Second, "me")),
+		"Holder":        func() error { _, _, err := b.Holder(ctx, "n"); return err }(),
+		"KeepAlive":     second(b.KeepAlive(ctx, g.ID, time.Second)),
+		"Acquire":       second(b.Acquire(ctx, g.ID, "n")),
+		"Release":       b.Release(ctx, g.ID, "n", 1),
+		"JoinGroup":     second(b.JoinGroup(ctx, g.ID, "g")),
+		"LeaveGroup":    b.LeaveGroup(ctx, g.ID, "g"),
+		"CloseSession":  b.CloseSession(ctx, g.ID),
+		"WatchRelease":  second(b.WatchRelease(ctx, "n")),
 	} {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close = %v, want ErrClosed", op, err)
@@ -254,7 +260,11 @@ func TestLayout(t *testing.T) {
 	name, group := "layout-"+testPrefix()[1:17], "layout-g-"+testPrefix()[1:17]
 	t.Cleanup(func() { raw.Del(context.Background(), "simba:lease:"+name, "simba:group:"+group) })
 
-	g, err := b.OpenSession(ctx, 3*time.Second)
+	before, err := raw.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := b.OpenSessionAs(ctx, 3*time.Second, "layout-node")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,8 +299,23 @@ func TestLayout(t *testing.T) {
 			}
 		}
 	}
+	wantTimeField := func(key, field string) {
+		t.Helper()
+		v, err := raw.HGet(ctx, key, field).Result()
+		if err != nil {
+			t.Fatalf("HGET %s %s: %v", key, field, err)
+		}
+		ms, err := strconv.ParseInt(v, 10, 64)
+		now := raw.Time(ctx).Val()
+		if err != nil || ms < before.UnixMilli() || ms > now.UnixMilli() {
+			t.Errorf("%s field %s = %q, want the server time in ms, in [%d, %d]", key, field, v, before.UnixMilli(), now.UnixMilli())
+		}
+	}
+	wantHash("simba:session:"+sid, map[string]string{"identity": "layout-node"})
+	wantTimeField("simba:session:"+sid, "opened")
 	leaseKey := "simba:lease:" + name
 	wantHash(leaseKey, map[string]string{"session": sid, "token": "1"})
+	wantTimeField(leaseKey, "since")
 	wantTTL(leaseKey, -1, -1) // never expires
 	wantHash("simba:owned:"+sid, map[string]string{name: "1"})
 	if ok, err := raw.SIsMember(ctx, "simba:joined:"+sid, group).Result(); err != nil || !ok {
@@ -315,8 +340,8 @@ func TestLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := raw.HGetAll(ctx, leaseKey).Result()
-	if err != nil || got["session"] != "" || got["token"] != "1" {
-		t.Errorf("lease hash after release = %v, %v; want only token 1 left", got, err)
+	if err != nil || got["session"] != "" || got["token"] != "1" || len(got) != 2 || got["since"] == "" {
+		t.Errorf("lease hash after release = %v, %v; want token 1 and since left", got, err)
 	}
 	if err := b.CloseSession(ctx, g.ID); err != nil {
 		t.Fatal(err)
@@ -390,6 +415,13 @@ func TestOneRoundTripPerCall(t *testing.T) {
 	check("OpenSession")
 	_ = b.CloseSession(ctx, g2.ID)
 	counter.take()
+	g3, err := b.OpenSessionAs(ctx, 5*time.Second, "me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("OpenSessionAs")
+	_ = b.CloseSession(ctx, g3.ID)
+	counter.take()
 	for _, name := range []string{"a", "b", "c"} { // warm every script
 		mustWin(t, b, g.ID, name)
 		if _, err := b.JoinGroup(ctx, g.ID, name); err != nil {
@@ -398,6 +430,7 @@ func TestOneRoundTripPerCall(t *testing.T) {
 	}
 	_ = b.LeaveGroup(ctx, g.ID, "c")
 	_ = b.Release(ctx, g.ID, "c", 1)
+	_, _, _ = b.Holder(ctx, "c")
 	if _, err := b.KeepAlive(ctx, g.ID, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -405,6 +438,10 @@ func TestOneRoundTripPerCall(t *testing.T) {
 
 	r := mustWin(t, b, g.ID, "d")
 	check("Acquire")
+	if _, ok, err := b.Holder(ctx, "d"); err != nil || !ok {
+		t.Fatalf("Holder = %v, %v; want held", ok, err)
+	}
+	check("Holder")
 	reply, err := b.KeepAlive(ctx, g.ID, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)

@@ -3,10 +3,13 @@
 // hash-tagged key prefix) through go-redis v9.
 //
 // A session is a hash simba:session:<id> that expires (PX) one lease after
-// its last keep-alive; the id is 128 random bits and never reused. A lease
-// is a hash simba:lease:<name> holding the owning session and a token that
-// grows by one with every term; it never expires, so tokens keep growing
-// for as long as the server keeps its data. Every operation is one Lua
+// its last keep-alive; the id is 128 random bits and never reused, and the
+// hash also keeps the identity of the client that opened it
+// (OpenSessionAs). A lease is a hash simba:lease:<name> holding the owning
+// session, a token that grows by one with every term and the server time
+// the term began; it never expires, so tokens keep growing for as long as
+// the server keeps its data. Holder reads who holds a lease: the session
+// the lease hash names, if that session's key still exists. Every operation is one Lua
 // script that Redis runs atomically, reading time from the server's TIME,
 // never from the client's clock; Acquire, Release and KeepAlive therefore
 // cost one round trip each, whatever the number of leases a session holds.

@@ -16,9 +16,9 @@ func TestEngineHandover(t *testing.T) {
 	url := serverURL(t)
 	prefix := testPrefix()
 	ctx := callCtx(t)
-	newClient := func() (*simba.Client, *Backend) {
+	newClient := func(identity string) (*simba.Client, *Backend) {
 		b := openBackend(t, url, Options{KeyPrefix: prefix})
-		c, err := simba.New(b)
+		c, err := simba.New(b, simba.WithIdentity(identity))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,12 +29,17 @@ func TestEngineHandover(t *testing.T) {
 		})
 		return c, b
 	}
-	a, _ := newClient()
-	c, cb := newClient()
+	a, _ := newClient("node-a")
+	c, cb := newClient("node-c")
 
 	held, err := a.Lock("report").Acquire(ctx)
 	if err != nil {
 		t.Fatalf("first Acquire: %v", err)
+	}
+	// The engine opened its session with its identity: the other client
+	// sees who holds the lock.
+	if h, ok, err := c.Holder(ctx, "report"); err != nil || !ok || h.Identity != "node-a" || h.Token != held.Token() || h.Since.IsZero() {
+		t.Fatalf("Holder = %+v, %v, %v; want node-a at token %d since the acquire", h, ok, err, held.Token())
 	}
 	type result struct {
 		term *simba.LockTerm
@@ -72,5 +77,8 @@ func TestEngineHandover(t *testing.T) {
 	}
 	if r.term.Token() <= held.Token() {
 		t.Fatalf("token %d after handover, want more than %d", r.term.Token(), held.Token())
+	}
+	if h, ok, err := a.Holder(ctx, "report"); err != nil || !ok || h.Identity != "node-c" || h.Token != r.term.Token() {
+		t.Fatalf("Holder after handover = %+v, %v, %v; want node-c at token %d", h, ok, err, r.term.Token())
 	}
 }

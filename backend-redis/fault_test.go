@@ -312,6 +312,8 @@ func TestWrongTypeKeys(t *testing.T) {
 	wantWrongType("Acquire of a lease key holding a string", err, p+"lease:str")
 	t.Log(err)
 	wantWrongType("Release of a lease key holding a string", b.Release(ctx, g.ID, "str", 1), p+"lease:str")
+	_, _, err = b.Holder(ctx, "str")
+	wantWrongType("Holder of a lease key holding a string", err, p+"lease:str")
 	raw.RPush(ctx, p+"group:list", "x")
 	_, err = b.JoinGroup(ctx, g.ID, "list")
 	wantWrongType("JoinGroup of a group key holding a list", err, p+"group:list")
@@ -365,6 +367,19 @@ func TestWrongTypeKeys(t *testing.T) {
 	wantWrongType("KeepAlive of a session key holding a string", err, key)
 	_, err = b.Acquire(ctx, g2.ID, "c")
 	wantWrongType("Acquire by a session whose key holds a string", err, key)
+
+	// The owner's session key damaged after it won: Holder cannot tell
+	// whether the owner lives.
+	g3, err := b.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWin(t, b, g3.ID, "d")
+	key = p + "session:" + string(g3.ID)
+	raw.Del(ctx, key)
+	raw.Set(ctx, key, "x", time.Minute)
+	_, _, err = b.Holder(ctx, "d")
+	wantWrongType("Holder of a lease whose owner's session key holds a string", err, key)
 }
 
 // TestServerRestart: a server restarted without persistence has lost
@@ -520,11 +535,14 @@ func readmeACL(t *testing.T, prefix, password string) []any {
 func useEveryOperation(t *testing.T, b *Backend) {
 	t.Helper()
 	ctx := callCtx(t)
-	g, err := b.OpenSession(ctx, 5*time.Second)
+	g, err := b.OpenSessionAs(ctx, 5*time.Second, "node-a")
 	if err != nil {
-		t.Fatalf("OpenSession: %v", err)
+		t.Fatalf("OpenSessionAs: %v", err)
 	}
 	r := mustWin(t, b, g.ID, "n")
+	if h, ok, err := b.Holder(ctx, "n"); err != nil || !ok || h.Session != g.ID || h.Identity != "node-a" || h.Token != r.Token {
+		t.Fatalf("Holder = %+v, %v, %v", h, ok, err)
+	}
 	if n, err := b.JoinGroup(ctx, g.ID, "g"); err != nil || n != 1 {
 		t.Fatalf("JoinGroup = %d, %v", n, err)
 	}

@@ -103,3 +103,31 @@ func replyInt(v any) (int64, error) {
 	}
 	return 0, fmt.Errorf("%w: %T, want an integer", errReply, v)
 }
+
+// parseHolder decodes the reply of holderScript: 0 when nobody holds the
+// lease, else {sid, token, since in ms, identity}, the last two empty
+// when never written.
+func parseHolder(res any) (h simba.Holder, ok bool, err error) {
+	if n, isInt := res.(int64); isInt && n == 0 {
+		return simba.Holder{}, false, nil
+	}
+	f, err := replyStrings(res)
+	if err != nil {
+		return simba.Holder{}, false, err
+	}
+	if len(f) != 4 {
+		return simba.Holder{}, false, fmt.Errorf("%w: %d elements, want 4", errReply, len(f))
+	}
+	h.Session, h.Identity = simba.SessionID(f[0]), f[3]
+	if h.Token, err = strconv.ParseUint(f[1], 10, 64); err != nil || h.Token == 0 {
+		return simba.Holder{}, false, fmt.Errorf("%w: session %q holds the lease with token %q", errReply, f[0], f[1])
+	}
+	if f[2] != "" {
+		ms, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || ms <= 0 {
+			return simba.Holder{}, false, fmt.Errorf("%w: term began at %q", errReply, f[2])
+		}
+		h.Since = time.UnixMilli(ms)
+	}
+	return h, true, nil
+}

@@ -8,17 +8,17 @@ import "github.com/redis/go-redis/v9"
 //
 // Keys (P is the key prefix, sid a session id):
 //
-//	P session:<sid>  hash {opened}, PX = the session lease
+//	P session:<sid>  hash {opened, identity}, PX = the session lease
 //	P owned:<sid>    hash lease name -> token, expires with the session
 //	P joined:<sid>   set of group names, expires with the session
-//	P lease:<name>   hash {session, token}, never expires
+//	P lease:<name>   hash {session, token, since}, never expires
 //	P group:<group>  sorted set sid -> session expiry (ms, server time)
 //	P released       pub/sub channel, payload = released lease name
 //
 // Scripts that need keys they can only compute while running (the leases of
-// a session) build them from the prefix passed in ARGV. On Redis Cluster
-// that is only valid when every key shares one hash slot, which is why New
-// requires a hash tag in the prefix there.
+// a session, the session that owns a lease) build them from the prefix
+// passed in ARGV. On Redis Cluster that is only valid when every key shares
+// one hash slot, which is why New requires a hash tag in the prefix there.
 
 // prelude is shared by every script.
 //
@@ -61,14 +61,19 @@ local function member(m, sid, t, exp)
 end
 `
 
-// openScript creates a session.
-// KEYS: session. ARGV: lease ms. Reply: remaining ms.
+// openScript creates a session, with the identity of its client when one
+// is given.
+// KEYS: session. ARGV: lease ms[, identity]. Reply: remaining ms.
 var openScript = redis.NewScript(prelude + `
 local s = KEYS[1]
 if redis.call('EXISTS', s) == 1 then
   return redis.error_reply('ERR session id already in use')
 end
-redis.call('HSET', s, 'opened', int(now()))
+if ARGV[2] then
+  redis.call('HSET', s, 'opened', int(now()), 'identity', ARGV[2])
+else
+  redis.call('HSET', s, 'opened', int(now()))
+end
 redis.call('PEXPIRE', s, ARGV[1])
 return redis.call('PTTL', s)
 `)
@@ -121,7 +126,8 @@ return {redis.call('PTTL', s), leases, groups, bad}
 `)
 
 // acquireScript starts a new term when the lease is free, owned by an
-// expired session, or owned by the caller.
+// expired session, or owned by the caller, and records when it began
+// (since, server time in ms).
 // KEYS: lease, session, owned. ARGV: sid, prefix, name.
 // Reply: -1 session gone, 0 held by another live session, else the token
 // as a string (a Lua number would round tokens above 2^53).
@@ -135,11 +141,26 @@ if cur and cur ~= sid and redis.call('EXISTS', p .. 'session:' .. cur) == 1 then
   return 0
 end
 redis.call('HINCRBY', l, 'token', 1)
-redis.call('HSET', l, 'session', sid)
+redis.call('HSET', l, 'session', sid, 'since', int(now()))
 local token = redis.call('HGET', l, 'token')
 redis.call('HSET', o, name, token)
 redis.call('PEXPIRE', o, int(redis.call('PTTL', s)))
 return token
+`)
+
+// holderScript reports who holds a lease: the session its hash names, if
+// that session's key still exists (as in acquireScript, the owner's key is
+// built from the prefix). It reads two hashes and writes nothing.
+// KEYS: lease. ARGV: prefix.
+// Reply: 0 when no live session owns the lease, else {sid, token, since,
+// identity}, with an empty string for a since or an identity that was
+// never written.
+var holderScript = redis.NewScript(prelude + `
+local cur = must('hash', 'HMGET', KEYS[1], 'session', 'token', 'since')
+if not cur[1] then return 0 end
+local s = must('hash', 'HMGET', ARGV[1] .. 'session:' .. cur[1], 'opened', 'identity')
+if not (s[1] or s[2]) then return 0 end
+return {cur[1], cur[2] or '', cur[3] or '', s[2] or ''}
 `)
 
 // releaseScript frees a lease if the caller owns it with the given token
