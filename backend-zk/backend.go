@@ -15,10 +15,11 @@ import (
 // ErrClosed is returned by every method of a [Backend] after Close.
 var ErrClosed = errors.New("simbazk: backend closed")
 
-// Backend is a [simba.Backend] and [simba.ReleaseNotifier] on a Zookeeper
-// ensemble. Each session it opens is a Zookeeper session on a connection
-// of its own; a further connection, dialed on first use, carries the
-// release watches. All methods are safe for concurrent use and return soon
+// Backend is a [simba.Backend], [simba.ReleaseNotifier],
+// [simba.HolderReader] and [simba.IdentityOpener] on a Zookeeper ensemble.
+// Each session it opens is a Zookeeper session on a connection of its own;
+// a further connection, dialed on first use, carries the release watches
+// and the reads of [Backend.Holder]. All methods are safe for concurrent use and return soon
 // after their context is done (the request already sent still completes
 // in the background).
 type Backend struct {
@@ -33,7 +34,7 @@ type Backend struct {
 	closing  chan struct{} // closed by Close
 	sessions map[simba.SessionID]*session
 	conns    map[*session]struct{} // every session whose connection still runs
-	watcher  *watchConn            // nil until the first WatchRelease
+	watcher  *watchConn            // nil until the first WatchRelease or Holder
 	watches  map[string]*releaseWatch
 	wg       sync.WaitGroup // every goroutine the backend started
 
@@ -48,6 +49,8 @@ var (
 	_ simba.Backend         = (*Backend)(nil)
 	_ simba.ReleaseNotifier = (*Backend)(nil)
 	_ simba.OpenedBackend   = (*Backend)(nil)
+	_ simba.HolderReader    = (*Backend)(nil)
+	_ simba.IdentityOpener  = (*Backend)(nil)
 )
 
 // New returns a backend on the Zookeeper servers given as "host:port".

@@ -311,6 +311,9 @@ func TestClosedBackend(t *testing.T) {
 	if _, err := b.WatchRelease(ctx(t), "x"); !errors.Is(err, ErrClosed) {
 		t.Errorf("WatchRelease after Close = %v, want ErrClosed", err)
 	}
+	if _, _, err := b.Holder(ctx(t), "x"); !errors.Is(err, ErrClosed) {
+		t.Errorf("Holder after Close = %v, want ErrClosed", err)
+	}
 }
 
 func TestUnknownSession(t *testing.T) {

@@ -13,6 +13,11 @@
 //     requests of an acquire and of a release of one name by one session
 //     never interleave (a lock per name in the session), so that a release
 //     never deletes the node of the term a concurrent acquire started.
+//   - The data of a lease node is the identity of the session that created
+//     it ([Backend.OpenSessionAs]), written by the acquire's own request;
+//     [Backend.Holder] reads the node (owner, czxid, creation time, data)
+//     with one request over the backend's read connection, so that asking
+//     who holds a lease needs no session and renews none.
 //   - A group member is the ephemeral node Root/groups/{group}/{session}.
 //   - A release is broadcast through a watch on the lease node
 //     ([Backend.WatchRelease]), which fires on a clean release and on the

@@ -249,4 +249,7 @@ func TestContextHonoured(t *testing.T) {
 	if _, err := b.OpenSession(done, lease); !errors.Is(err, context.Canceled) {
 		t.Errorf("OpenSession with a cancelled ctx = %v, want context.Canceled", err)
 	}
+	if _, _, err := b.Holder(done, "x"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Holder with a cancelled ctx = %v, want context.Canceled", err)
+	}
 }

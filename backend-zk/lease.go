@@ -15,12 +15,14 @@ import (
 const acquireTries = 4
 
 // Acquire creates the ephemeral node Root/leases/{name} for session id; the
-// token is the node's czxid. Creating the node and reading its stat is one
-// request (a multi of create and set-data), so an uncontended acquire is
-// one round trip. When the node exists and another session owns it, the
-// result is not won. When id itself owns it, a new term starts: the node
-// is deleted and created again in one multi guarded by its version, so the
-// token grows. Missing parents of the node are created on first use.
+// token is the node's czxid and the data the session's identity (see
+// [Backend.OpenSessionAs]; empty without one). Creating the node, writing
+// its data and reading its stat is one request (a multi of create and
+// set-data), so an uncontended acquire is one round trip. When the node
+// exists and another session owns it, the result is not won. When id
+// itself owns it, a new term starts: the node is deleted and created again
+// in one multi guarded by its version, so the token grows. Missing parents
+// of the node are created on first use.
 //
 // The requests of an Acquire and of a Release of the same name by the same
 // session never interleave: each takes the name's lock in the session for
@@ -53,7 +55,7 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 		if err := ctx.Err(); err != nil {
 			return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: %w", op, err)
 		}
-		st, err := s.create(path)
+		st, err := s.create(path, s.identity)
 		switch {
 		case err == nil:
 			return s.won(op, name, path, st)
@@ -83,7 +85,7 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 		res, err := s.conn.Multi(
 			&zk.DeleteRequest{Path: path, Version: cur.Version},
 			&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
-			&zk.SetDataRequest{Path: path, Version: -1},
+			&zk.SetDataRequest{Path: path, Data: s.identity, Version: -1},
 		)
 		switch {
 		case err == nil && len(res) == 3 && res[2].Stat != nil:
@@ -99,12 +101,12 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 	return simba.AcquireResult{}, nil
 }
 
-// create creates the ephemeral node path and returns its stat, in one
-// request.
-func (s *session) create(path string) (*zk.Stat, error) {
+// create creates the ephemeral node path with data and returns its stat,
+// in one request: the set-data that writes the data also gives the stat.
+func (s *session) create(path string, data []byte) (*zk.Stat, error) {
 	res, err := s.conn.Multi(
 		&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
-		&zk.SetDataRequest{Path: path, Version: -1},
+		&zk.SetDataRequest{Path: path, Data: data, Version: -1},
 	)
 	if err != nil {
 		return nil, err
@@ -254,10 +256,10 @@ func (s *session) join(ctx context.Context, group string) (int, error) {
 	op := "join group " + group
 	dir := s.b.groupPath(group)
 	member := dir + "/" + string(s.id())
-	_, err := s.create(member)
+	_, err := s.create(member, nil)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err = s.b.ensureParents(s.conn, member); err == nil {
-			_, err = s.create(member)
+			_, err = s.create(member, nil)
 		}
 	}
 	if err != nil && !errors.Is(err, zk.ErrNodeExists) {

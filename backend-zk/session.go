@@ -19,8 +19,9 @@ var errNoRevival = errors.New("simbazk: session expired, not reconnecting")
 
 // session is one Simba session: a Zookeeper session on its own connection.
 type session struct {
-	b    *Backend
-	conn *zk.Conn
+	b        *Backend
+	conn     *zk.Conn
+	identity []byte // as given to OpenSessionAs: the data of its lease nodes
 
 	zid      atomic.Int64 // Zookeeper session id; 0 until connected
 	timeout  atomic.Int64 // negotiated session timeout, in ns; the one asked for until then
@@ -48,8 +49,13 @@ type session struct {
 }
 
 // id is the session's SessionID: its Zookeeper session id in hex.
-func (s *session) id() simba.SessionID {
-	return simba.SessionID(fmt.Sprintf("%016x", s.zid.Load()))
+func (s *session) id() simba.SessionID { return sessionID(s.zid.Load()) }
+
+// sessionID is the SessionID of Zookeeper session zid: 16 hex digits, the
+// id read as unsigned (an id whose server byte is 128 or more is negative
+// as an int64). Holder names owners with it too.
+func sessionID(zid int64) simba.SessionID {
+	return simba.SessionID(fmt.Sprintf("%016x", uint64(zid)))
 }
 
 // responseTimeout is how long a request may wait for its answer before
@@ -174,6 +180,24 @@ func (s *session) lost() {
 // next server is tried. When no server answers before ctx is done, the
 // error wraps ctx.Err() and names the last connection failure.
 func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
+	return b.openSession(ctx, lease, "")
+}
+
+// OpenSessionAs is [Backend.OpenSession] for a session that carries
+// identity: every lease node the session creates holds the identity as its
+// data (written by the set-data of the acquire's multi, so at no extra
+// request), and [Backend.Holder] reports it. An empty identity is
+// OpenSession. An identity of more than simba.MaxIdentity bytes, or not
+// printable UTF-8, fails with an error matching simba.ErrInvalidArgument
+// before anything is dialed.
+func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
+	if err := checkIdentity(identity); err != nil {
+		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
+	}
+	return b.openSession(ctx, lease, identity)
+}
+
+func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
 	if lease <= 0 {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: lease %v must be positive", lease)
 	}
@@ -187,6 +211,9 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 		names:    make(map[string]*nameLock),
 		groups:   make(map[string]struct{}),
 		verified: -1,
+	}
+	if identity != "" {
+		s.identity = []byte(identity)
 	}
 	if err := ctx.Err(); err != nil {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)

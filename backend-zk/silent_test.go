@@ -186,6 +186,7 @@ func TestServerGoesSilent(t *testing.T) {
 		"Release":    func(c context.Context) error { return b.Release(c, s, "held", 1) },
 		"JoinGroup":  func(c context.Context) error { _, err := b.JoinGroup(c, s, "g"); return err },
 		"LeaveGroup": func(c context.Context) error { return b.LeaveGroup(c, s, "g") },
+		"Holder":     func(c context.Context) error { _, _, err := b.Holder(c, "held"); return err },
 	} {
 		var err error
 		within(t, time.Second, op+" on a silent server with a 300ms context", func() {

@@ -12,14 +12,14 @@ import (
 )
 
 // watchTimeout is the session timeout of the connection that carries the
-// release watches. It holds no ephemeral node, so its length only decides
-// how long the watches survive a lost connection.
+// release watches and the holder reads. It holds no ephemeral node, so its
+// length only decides how long the watches survive a lost connection.
 const watchTimeout = 10 * time.Second
 
-// watchConn is the backend's connection for release watches. Unlike a
-// session's, it may silently move to a new Zookeeper session after an
-// expiry: the watches it had fire then (a spurious wake-up) and later ones
-// work on the new session.
+// watchConn is the backend's read connection: release watches and the
+// reads of Holder. Unlike a session's, it may silently move to a new
+// Zookeeper session after an expiry: the watches it had fire then (a
+// spurious wake-up) and later ones work on the new session.
 type watchConn struct {
 	conn  *zk.Conn
 	links links         // the network connection, closed by close
@@ -125,7 +125,8 @@ func (b *Backend) fire(name string, w *releaseWatch) {
 	}
 }
 
-// watchConnLocked returns the watch connection, dialing it on first use.
+// watchConnLocked returns the watch connection (which Holder reads over
+// too), dialing it on first use.
 // b.mu must be held and the backend open.
 func (b *Backend) watchConnLocked() (*watchConn, error) {
 	if b.watcher != nil {
@@ -171,7 +172,7 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 }
 
 // dropWatcher closes a watch connection that could not be used, so that
-// the next WatchRelease dials a new one.
+// the next WatchRelease or Holder dials a new one.
 func (b *Backend) dropWatcher(wc *watchConn) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -1,0 +1,103 @@
+package simbazk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/go-zookeeper/zk"
+	simba "github.com/simba-go/simba/core"
+)
+
+// Holder reports who holds the lease name now, with one request: a
+// get-data of Root/leases/{name}. The node's ephemeral owner is the
+// holder's session (in the SessionID format of [Backend.OpenSession]), its
+// czxid the token, its creation time the start of the term (by the clock
+// of the server that led the ensemble then, to the millisecond) and its
+// data the identity the session was opened with ([Backend.OpenSessionAs];
+// empty without one). When the node does not exist, ok is false: the lease
+// was never taken or was released, or its owner's session ended (the
+// server deletes the nodes of a session when it closes or expires). A node
+// created by hand, not ephemeral, blocks the name like a holder would: it
+// is reported held by session "0000000000000000".
+//
+// The read goes over the backend's own read connection, the one that
+// carries the release watches ([Backend.WatchRelease]), dialed on first
+// use (connect, setAuth with Auth, one exists): never over a session's
+// connection, whose requests would renew the session, so a backend with no
+// session open can answer, and asking never keeps a session alive. That
+// connection may be served by another server of the ensemble than the
+// holder's, and a Zookeeper server answers reads from its own copy, which
+// may lag the leader's by the moment it takes to apply the latest writes:
+// a term a moment old may not show yet, as with any read of Zookeeper.
+//
+// The call returns when ctx is done. It returns a *simba.NameError for an
+// invalid name and ErrClosed after Close.
+func (b *Backend) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
+	if err := simba.ValidateName(name); err != nil {
+		return simba.Holder{}, false, err
+	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return simba.Holder{}, false, ErrClosed
+	}
+	wc, err := b.watchConnLocked()
+	b.mu.Unlock()
+	if err != nil {
+		return simba.Holder{}, false, err
+	}
+	op := "holder " + name
+	path := b.leasePath(name)
+	type node struct {
+		data []byte
+		st   *zk.Stat // nil when the node does not exist
+	}
+	n, err := call(ctx, b, op, func() (node, error) {
+		<-wc.auth
+		if wc.err != nil {
+			b.dropWatcher(wc)
+			return node{}, fmt.Errorf("simbazk: %s: %w", op, wc.err)
+		}
+		data, st, err := wc.conn.Get(path)
+		switch {
+		case errors.Is(err, zk.ErrNoNode):
+			return node{}, nil
+		case err != nil:
+			return node{}, fmt.Errorf("simbazk: %s: %w", op, err)
+		}
+		return node{data: data, st: st}, nil
+	})
+	if err != nil || n.st == nil {
+		return simba.Holder{}, false, err
+	}
+	h := simba.Holder{
+		Session: sessionID(n.st.EphemeralOwner),
+		Token:   uint64(n.st.Czxid),
+		Since:   time.UnixMilli(n.st.Ctime),
+	}
+	if id := string(n.data); checkIdentity(id) == nil {
+		h.Identity = id // data not written by Simba (by hand) is left out
+	}
+	return h, true, nil
+}
+
+// checkIdentity accepts an identity of at most simba.MaxIdentity bytes of
+// printable UTF-8, the empty one included (no identity).
+func checkIdentity(id string) error {
+	switch {
+	case len(id) > simba.MaxIdentity:
+		return fmt.Errorf("%w: identity of %d bytes, want at most %d", simba.ErrInvalidArgument, len(id), simba.MaxIdentity)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("%w: identity is not valid UTF-8", simba.ErrInvalidArgument)
+	}
+	for i, r := range id {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("%w: identity has the unprintable character %U at byte %d", simba.ErrInvalidArgument, r, i)
+		}
+	}
+	return nil
+}
