@@ -264,7 +264,7 @@ func (c *Client) Close(ctx context.Context) error {
 	// before the session, and with it every lease, is released (R-HO-1).
 	self := callbackDispatcher(ctx)
 	for _, t := range working {
-		if self == nil && workTerm(ctx) == nil {
+		if t != workTerm(ctx) { // work that closes the client does not wait for itself (R-CB-5)
 			t.awaitWork(t.clock.deadlineTime())
 		}
 	}

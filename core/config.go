@@ -132,5 +132,8 @@ func (c Config) resolve() (Config, error) {
 // localValidity is how long a grant of remaining stays valid locally:
 // remaining*(1-drift) - margin (R-DL-1).
 func (c Config) localValidity(remaining time.Duration) time.Duration {
+	// A grant beyond a century is a broken backend's: clamp it, so that no
+	// conversion or addition overflows.
+	remaining = min(max(remaining, 0), 100*365*24*time.Hour)
 	return time.Duration(float64(remaining)*(1-c.Drift)) - c.Margin
 }

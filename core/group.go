@@ -106,6 +106,7 @@ func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) e
 		return fmt.Errorf("%w: group %s", ErrAlreadyStarted, g.name)
 	}
 	gs := &groupState{name: g.name, n: g.n}
+	runners := make([]*workRunner, 0, g.n)
 	for i := range g.n {
 		e, err := c.entryFor(partitionName(g.name, i), kindElection)
 		if err == nil && e.run != nil {
@@ -122,7 +123,9 @@ func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) e
 		}
 		part := i
 		work := func(ctx context.Context, t *Term) error { return fn(ctx, part, t) }
-		e.run = newElectionRun(c, newWorkRunner(c.Election(e.name), work, o, finished))
+		r := newWorkRunner(c.Election(e.name), work, o, finished)
+		runners = append(runners, r)
+		e.run = newElectionRun(c, r)
 		e.group = gs
 		e.cooldown = time.Time{}
 		gs.parts = append(gs.parts, e)
@@ -157,6 +160,9 @@ func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) e
 	}
 	for range gs.parts {
 		<-done
+	}
+	for _, r := range runners {
+		r.awaitWork() // after Close, Stop does not wait for the work: wait here
 	}
 	c.lock()
 	for _, e := range gs.parts {

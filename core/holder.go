@@ -120,8 +120,9 @@ func (c *Client) Holder(ctx context.Context, name string) (h Holder, ok bool, er
 }
 
 // ObserveHolder calls fn with the holder of the lease name (ok false when
-// nobody holds it) now and every time it changes, until ctx is done; then
-// it returns ctx's error. It learns of a release at once on backends that
+// nobody holds it) now and every time it changes, until ctx is done (it
+// returns ctx's error) or the client is closed (an error matching
+// ErrClosed). It learns of a release at once on backends that
 // broadcast releases, and of any change within one renew interval on every
 // backend. A failed read is retried at the next interval; fn runs on the
 // caller's goroutine, one call at a time.
@@ -169,9 +170,14 @@ func (c *Client) waitHolderChange(ctx context.Context, name string, held bool) e
 			select {
 			case <-t.C:
 			case <-ctx.Done():
+			case <-c.done:
 			}
 		}
 	case <-wctx.Done():
+	case <-c.done:
+	}
+	if c.isClosed() {
+		return fmt.Errorf("simba: observe holder of %s: %w", name, ErrClosed)
 	}
 	return ctx.Err()
 }

@@ -55,16 +55,21 @@ func newSessionClock() *sessionClock { return &sessionClock{base: time.Now()} }
 
 // remaining returns the time left before the deadline, or a value <= 0,
 // sealing the clock when the deadline has passed.
+// A passed deadline is reported only once it is sealed, so that no
+// renewal can move it after a reader saw it passed.
 func (s *sessionClock) remaining() time.Duration {
-	d := s.deadline.Load()
-	if d == sealed {
-		return 0
+	for {
+		d := s.deadline.Load()
+		if d == sealed {
+			return 0
+		}
+		if r := time.Duration(d) - time.Since(s.base); r > 0 {
+			return r
+		}
+		if s.deadline.CompareAndSwap(d, sealed) {
+			return 0
+		}
 	}
-	r := time.Duration(d) - time.Since(s.base)
-	if r <= 0 {
-		s.deadline.CompareAndSwap(d, sealed)
-	}
-	return r
 }
 
 // start sets the first deadline of a new session.

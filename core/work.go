@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -91,6 +93,9 @@ func (el *Election) RunWhileLeader(ctx context.Context, fn WorkFunc, opts ...Wor
 	case <-ctx.Done():
 	case result = <-w.finished:
 	case <-run.ended:
+		// Stopped elsewhere, or the client closed: the work was interrupted;
+		// return once it exited, as the handover does.
+		w.awaitWork()
 		if el.c.isClosed() {
 			return fmt.Errorf("simba: election %s: %w", el.name, ErrClosed)
 		}
@@ -139,7 +144,11 @@ func (el *Election) Schedule(ctx context.Context, period time.Duration, fn WorkF
 				return nil
 			case <-timer.C:
 			}
-			err := el.c.runWork(ctx, t, fn)
+			interrupted, err := el.c.runWork(ctx, t, fn)
+			if interrupted {
+				<-ctx.Done() // the term ended: the engine revokes it
+				return nil
+			}
 			if err != nil && o.stepDown {
 				return err
 			}
@@ -156,31 +165,36 @@ func (el *Election) Schedule(ctx context.Context, period time.Duration, fn WorkF
 	return el.RunWhileLeader(ctx, loop, opts...)
 }
 
-// runWork runs fn, turning a panic into an error, and reports a failure
-// that happened while the term lasted as a *WorkError (EventWorkFailed and
-// an error log line). A *WorkError that fn itself returns, from a nested
-// runWork, is passed on as it is, reported once.
-func (c *Client) runWork(ctx context.Context, t *Term, fn WorkFunc) (err error) {
+// runWork runs fn, turning a panic into an error. It reports whether the
+// work was interrupted: its term ended (revoked, or its deadline passed)
+// by the time it returned; otherwise a failure is reported as a *WorkError
+// (EventWorkFailed and an error log line). A *WorkError of this same term
+// that fn returns, from a nested runWork, is passed on as it is, reported
+// once.
+func (c *Client) runWork(ctx context.Context, t *Term, fn WorkFunc) (interrupted bool, err error) {
 	defer func() {
 		r := recover()
+		interrupted = ctx.Err() != nil || !t.Valid()
 		var we *WorkError
 		switch {
 		case r != nil:
 			err = &WorkError{Name: t.name, Token: t.token, Panic: r,
 				Err: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}
-		case err == nil || errors.As(err, &we):
+		case err == nil:
+			return
+		case errors.As(err, &we) && we.Name == t.name && we.Token == t.token:
 			return
 		default:
 			err = &WorkError{Name: t.name, Token: t.token, Err: err}
 		}
-		if ctx.Err() == nil {
+		if !interrupted {
 			c.lock()
 			c.emit(Event{Kind: EventWorkFailed, Session: t.session, Name: t.name, Token: t.token, Err: err})
 			c.unlock()
 			c.log.Error("simba: leader work failed", "name", t.name, "token", t.token, "err", err)
 		}
 	}()
-	return fn(ctx, t)
+	return false, fn(ctx, t)
 }
 
 // workRunner is the listener behind RunWhileLeader, Schedule and the
@@ -198,10 +212,17 @@ type workRunner struct {
 	// partition is set for the partitions of a group: a partition work that
 	// returns nil gives its partition up instead of ending the group.
 	partition bool
+	// over is set once an outcome was sent: no later term runs the work
+	// again before the call stops the election.
+	over atomic.Bool
+
+	mu     sync.Mutex
+	active map[*Term]struct{} // terms whose work runs
 }
 
 func newWorkRunner(el *Election, fn WorkFunc, o workOptions, finished chan error) *workRunner {
-	w := &workRunner{el: el, fn: fn, opts: o, finished: finished, partition: finished != nil}
+	w := &workRunner{el: el, fn: fn, opts: o, finished: finished, partition: finished != nil,
+		active: make(map[*Term]struct{})}
 	if w.finished == nil {
 		w.finished = make(chan error, 1)
 	}
@@ -209,17 +230,25 @@ func newWorkRunner(el *Election, fn WorkFunc, o workOptions, finished chan error
 }
 
 func (w *workRunner) OnElected(_ context.Context, t *Term) {
-	if !t.addWork() {
+	if w.over.Load() || !t.addWork() {
 		return
 	}
+	w.mu.Lock()
+	w.active[t] = struct{}{}
+	w.mu.Unlock()
 	ctx := context.WithValue(t.Context(), workKey{}, t)
 	go func() {
-		defer t.doneWork()
-		err := w.el.c.runWork(ctx, t, w.fn)
-		if ctx.Err() != nil {
-			return // interrupted: the term ended, the election goes on
-		}
+		defer func() {
+			w.mu.Lock()
+			delete(w.active, t)
+			w.mu.Unlock()
+			t.doneWork()
+		}()
+		interrupted, err := w.el.c.runWork(ctx, t, w.fn)
 		switch {
+		case interrupted:
+			// The term ended: the election goes on, and the work runs again
+			// on the next term.
 		case err != nil && w.opts.stepDown:
 			_ = w.el.end(ctx, SteppedDown, w.opts.cooldown, nil, t)
 		case err == nil && w.partition:
@@ -227,6 +256,7 @@ func (w *workRunner) OnElected(_ context.Context, t *Term) {
 			// that the group rebalances it (another node, or this one later).
 			_ = w.el.end(ctx, SteppedDown, w.el.c.cfg.RenewInterval, nil, t)
 		default:
+			w.over.Store(true)
 			select {
 			case w.finished <- err:
 			default: // another outcome came first
@@ -236,3 +266,17 @@ func (w *workRunner) OnElected(_ context.Context, t *Term) {
 }
 
 func (w *workRunner) OnRevoked(context.Context, *Term, RevokeReason) {}
+
+// awaitWork waits until the work of every term of w has exited, each
+// bounded by its term's deadline (R-HO-1). The terms have been revoked.
+func (w *workRunner) awaitWork() {
+	w.mu.Lock()
+	terms := make([]*Term, 0, len(w.active))
+	for t := range w.active {
+		terms = append(terms, t)
+	}
+	w.mu.Unlock()
+	for _, t := range terms {
+		t.awaitWork(t.clock.deadlineTime())
+	}
+}

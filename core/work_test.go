@@ -420,3 +420,111 @@ func TestGroupWorkOutcomes(t *testing.T) {
 		}
 	})
 }
+
+// RunWhileLeader returns after a Stop elsewhere or a Close only once its
+// work has exited (bounded by the term's deadline), never while it runs.
+func TestRunWhileLeaderReturnsAfterItsWorkExited(t *testing.T) {
+	for _, how := range []string{"Stop", "Close"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := memory.New()
+				c := newClient(t, s.Connect())
+				started := make(chan struct{})
+				var exited atomic.Bool
+				done := make(chan error, 1)
+				go func() {
+					done <- c.Election("job").RunWhileLeader(context.Background(), func(ctx context.Context, _ *simba.Term) error {
+						close(started)
+						<-ctx.Done()
+						time.Sleep(500 * time.Millisecond) // cleanup after the interruption
+						exited.Store(true)
+						return nil
+					})
+				}()
+				<-started
+				go func() {
+					if how == "Stop" {
+						_ = c.Election("job").Stop(context.Background())
+					} else {
+						_ = c.Close(context.Background())
+					}
+				}()
+				<-done
+				if !exited.Load() {
+					t.Fatalf("RunWhileLeader returned after %s while its work was still running", how)
+				}
+			})
+		})
+	}
+}
+
+// Work that returns because its term's deadline passed (here: it sleeps
+// past it on a stalled connection) was interrupted, not failed: no
+// EventWorkFailed, and RunWhileLeader goes on to the next term.
+func TestWorkPastItsDeadlineIsInterrupted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		conn := s.Connect()
+		var failed atomic.Int32
+		c := newClient(t, conn, simba.WithEventListener(func(_ context.Context, e simba.Event) {
+			if e.Kind == simba.EventWorkFailed {
+				failed.Add(1)
+			}
+		}))
+		var runs atomic.Int32
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Election("job").RunWhileLeader(ctx, func(ctx context.Context, term *simba.Term) error {
+				if runs.Add(1) == 1 {
+					conn.Stall()
+					time.Sleep(term.Remaining())
+					conn.Unstall()
+					return term.EnsureValid(0)
+				}
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		time.Sleep(10 * time.Second)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("RunWhileLeader = %v, want nil: the work was interrupted, not failed", err)
+		}
+		if runs.Load() != 2 || failed.Load() != 0 {
+			t.Fatalf("%d runs, %d failures reported; want 2 runs, none failed", runs.Load(), failed.Load())
+		}
+	})
+}
+
+// Close called from one election's work waits for the other elections'
+// work before the session, and their leases, are released (R-HO-1).
+func TestCloseFromWorkWaitsForOtherWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		c := newClient(t, s.Connect())
+		otherRunning := make(chan struct{})
+		var otherExited atomic.Bool
+		go func() {
+			_ = c.Election("other").RunWhileLeader(context.Background(), func(ctx context.Context, _ *simba.Term) error {
+				close(otherRunning)
+				<-ctx.Done()
+				time.Sleep(300 * time.Millisecond)
+				otherExited.Store(true)
+				return nil
+			})
+		}()
+		<-otherRunning
+		heldAtClose := make(chan bool, 1)
+		go func() {
+			_ = c.Election("closer").RunWhileLeader(context.Background(), func(ctx context.Context, _ *simba.Term) error {
+				_ = c.Close(ctx)
+				heldAtClose <- otherExited.Load()
+				return nil
+			})
+		}()
+		if !<-heldAtClose {
+			t.Fatal("Close from one work returned before the other work exited")
+		}
+	})
+}

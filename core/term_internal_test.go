@@ -1,0 +1,40 @@
+package simba
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A renewal that checked the deadline before a reader saw it passed cannot
+// move it afterwards: the reader seals the clock, and the renewal's
+// compare-and-swap fails (R-DL-3, R-TERM-4).
+func TestSealedClockRefusesARenewalThatCheckedBefore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newSessionClock()
+		c.start(time.Now().Add(time.Second))
+		checked := c.deadline.Load() // a renewal checks the deadline here...
+		time.Sleep(2 * time.Second)
+		if r := c.remaining(); r != 0 { // ...a reader sees it passed...
+			t.Fatalf("remaining %v after the deadline", r)
+		}
+		// ...and the renewal's swap, from the value it checked, fails.
+		if c.deadline.CompareAndSwap(checked, int64(time.Hour)) {
+			t.Fatal("a renewal moved a deadline a reader had seen passed")
+		}
+		if c.extend(time.Now().Add(time.Hour)) || c.remaining() != 0 {
+			t.Fatal("a sealed clock was extended")
+		}
+		if !c.deadlineTime().Before(time.Now()) {
+			t.Fatal("a sealed clock's deadline is not in the past")
+		}
+	})
+}
+
+// A grant beyond any sane lease does not overflow the local validity.
+func TestLocalValidityClamped(t *testing.T) {
+	cfg := Config{NoDrift: true}.withDefaults()
+	if v := cfg.localValidity(time.Duration(1<<63 - 1)); v <= 0 {
+		t.Fatalf("local validity %v of a huge grant", v)
+	}
+}
