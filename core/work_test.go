@@ -449,7 +449,9 @@ func TestRunWhileLeaderReturnsAfterItsWorkExited(t *testing.T) {
 						_ = c.Close(context.Background())
 					}
 				}()
-				<-done
+				if err := <-done; how == "Stop" && err != nil || how == "Close" && !errors.Is(err, simba.ErrClosed) {
+					t.Fatalf("RunWhileLeader after %s = %v", how, err)
+				}
 				if !exited.Load() {
 					t.Fatalf("RunWhileLeader returned after %s while its work was still running", how)
 				}
