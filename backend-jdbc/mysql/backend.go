@@ -33,7 +33,9 @@ var (
 	ErrClosed = pkg.ErrClosed
 
 	// ErrSchemaMissing is matched (with errors.Is) by every
-	// *MissingTableError of this package.
+	// *MissingTableError and *OutdatedSchemaError of this package: the
+	// tables are not ready for this version, and the migration would make
+	// them so.
 	ErrSchemaMissing = pkg.ErrSchemaMissing
 
 	// ErrInvalidOptions is matched (with errors.Is) by every *OptionsError
@@ -65,6 +67,16 @@ type OptionsError = sqlcore.OptionsError
 // problem. It matches ErrSchemaMissing.
 type MissingTableError = sqlcore.MissingTableError
 
+// OutdatedSchemaError reports tables made by an earlier version of this
+// package that lack the columns of a later migration step, which happens
+// when Options.Migrate is off and the step was never applied. Migration is
+// the first step they lack (2: "session identity", the identity column of
+// the session table), Columns the missing columns as table.column; Err is
+// the driver's error when one revealed the problem. It matches
+// ErrSchemaMissing. Backend.Migrate, Options.Migrate or the script of
+// Schema, applied by hand, add the columns without touching the rows.
+type OutdatedSchemaError = sqlcore.OutdatedSchemaError
+
 // Options configure a Backend. The zero value is usable: prefix "simba_",
 // no migration, cleanup every minute, no logging.
 type Options struct {
@@ -74,10 +86,14 @@ type Options struct {
 	// Default "simba_".
 	TablePrefix string
 
-	// Migrate creates the tables (CREATE ... IF NOT EXISTS) on first use
-	// when any of them is missing. Default false: the tables must exist, and a call fails with
-	// a *MissingTableError naming them until they do. The script is the
-	// one Schema returns.
+	// Migrate creates the tables, or brings tables of an earlier version
+	// up to date, on first use when a table or a column is missing: it
+	// runs every migration step (CREATE TABLE IF NOT EXISTS, and an ALTER
+	// TABLE ... ADD COLUMN run only when the column is missing). Default
+	// false: the tables must exist and be up to date, and a call fails
+	// with a *MissingTableError naming the missing tables, or an
+	// *OutdatedSchemaError naming the missing migration step, until they
+	// are. The script is the one Schema returns.
 	Migrate bool
 
 	// CleanupInterval is how often a background goroutine deletes expired
@@ -120,7 +136,11 @@ type Backend struct {
 	e *sqlcore.Backend
 }
 
-var _ simba.Backend = (*Backend)(nil)
+var (
+	_ simba.Backend        = (*Backend)(nil)
+	_ simba.HolderReader   = (*Backend)(nil)
+	_ simba.IdentityOpener = (*Backend)(nil)
+)
 
 // New returns a backend on the database reached through db, a *sql.DB of
 // github.com/go-sql-driver/mysql. The caller keeps ownership of db: Close
@@ -143,7 +163,7 @@ func newBackend(db *sql.DB, opts Options, closeClient func()) (*Backend, error) 
 	e, err := sqlcore.New(sqlcore.Config{
 		Pkg:         pkg,
 		Database:    "mysql",
-		DDL:         ddl,
+		Migrations:  migrations,
 		Options:     opts.core(),
 		Dialect:     func(t sqlcore.Tables) sqlcore.Dialect { return newDialect(db, t) },
 		CloseClient: closeClient,
@@ -156,12 +176,18 @@ func newBackend(db *sql.DB, opts Options, closeClient func()) (*Backend, error) 
 
 // Schema returns the SQL script that creates the tables with table prefix
 // prefix (DefaultTablePrefix when empty), for a DBA to review and apply by
-// hand. It is the script Options.Migrate runs: every statement is
-// CREATE TABLE IF NOT EXISTS, so applying it twice is harmless. It fails
-// with an *OptionsError for a prefix that is not an identifier of at most
-// 41 characters.
+// hand. It is the script Options.Migrate runs, its numbered migration steps
+// in order: 1 creates the tables, 2 adds the session table's identity
+// column. Every statement is CREATE TABLE IF NOT EXISTS or part of an
+// ALTER TABLE ... ADD COLUMN that runs only when the column is missing
+// (MySQL 8 has no ADD COLUMN IF NOT EXISTS: a user variable holds the
+// statement, then PREPARE and EXECUTE, so apply the script in one session,
+// as the mysql client does), so applying it twice is harmless, and
+// applying it to tables of an earlier version adds what they lack and
+// keeps their rows. It fails with an *OptionsError for a prefix that is
+// not an identifier of at most 41 characters.
 func Schema(prefix string) (string, error) {
-	return pkg.Script("MySQL/MariaDB", ddl, prefix)
+	return pkg.Script("MySQL/MariaDB", migrations, prefix)
 }
 
 // Close ends the calls in flight, which fail with ErrClosed, stops the
@@ -173,17 +199,44 @@ func Schema(prefix string) (string, error) {
 // Close is idempotent.
 func (b *Backend) Close() error { return b.e.Close() }
 
-// Migrate creates the tables that are missing, whatever Options.Migrate
-// says, with the statements Schema returns. It is idempotent and safe to
-// run from several processes at once. Cancelling ctx abandons it between
-// or during statements; running it again completes the schema.
+// Migrate creates the tables that are missing and adds the columns that
+// tables of an earlier version lack, whatever Options.Migrate says, with
+// the statements Schema returns, on one connection. It is idempotent and
+// safe to run from several processes at once, and while nodes of the
+// earlier version use the tables: they go on working, and their sessions
+// have no identity. Cancelling ctx abandons it between or during
+// statements; running it again completes the schema.
 func (b *Backend) Migrate(ctx context.Context) error { return b.e.Migrate(ctx) }
 
 // OpenSession inserts a new session row expiring lease from now (database
-// time). One round trip. Cancelling ctx abandons the call: the session may
-// or may not exist, and if it does it expires unused.
+// time), with no identity. One round trip. Cancelling ctx abandons the
+// call: the session may or may not exist, and if it does it expires unused.
 func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
 	return b.e.OpenSession(ctx, lease)
+}
+
+// OpenSessionAs is OpenSession for a session whose row stores identity in
+// its identity column, which Holder reports; the engine opens its sessions
+// with it (simba.WithIdentity). An empty identity stores none. An identity
+// longer than simba.MaxIdentity bytes, or not printable UTF-8, fails with
+// an error matching simba.ErrInvalidArgument before any statement. One
+// round trip.
+func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
+	return b.e.OpenSessionAs(ctx, lease, identity)
+}
+
+// Holder returns the session that owns name now, with the identity it was
+// opened with, the token of its term and when the term began (the
+// acquired_at of the lease row, set by the acquire from the database
+// clock). ok is false when nobody does: no row, released, or an owner
+// whose session expired (by the database clock), was closed or was cleaned
+// up. It reads the lease and session rows in one statement, without locks,
+// comparing the session's expiry with the statement's UTC_TIMESTAMP(6): a
+// holder it reports was live at that instant, and may have lost the lease
+// since. It returns a *simba.NameError for an invalid name. One round
+// trip.
+func (b *Backend) Holder(ctx context.Context, name string) (h simba.Holder, ok bool, err error) {
+	return b.e.Holder(ctx, name)
 }
 
 // KeepAlive moves the session's expiry to lease from now (database time)

@@ -5,8 +5,10 @@
 // module.
 //
 // A node's session is one row of <prefix>session whose expires_at is moved
-// forward by every keep-alive; a lease is one row of <prefix>lease holding
-// the owning session and a fencing token. Lease rows are never deleted, and
+// forward by every keep-alive, and which stores the identity of the client
+// that opened it; a lease is one row of <prefix>lease holding the owning
+// session, a fencing token and when the current term began. Backend.Holder
+// reads both in one statement to tell who holds a lease. Lease rows are never deleted, and
 // the token grows by one with every term, so tokens never go back while the
 // database keeps its committed data. A lease is free when it has no owner,
 // when its owner's session has expired, or when that session no longer
@@ -16,7 +18,8 @@
 // Every time comparison uses the database clock (UTC_TIMESTAMP(6), into
 // UTC DATETIME(6) columns), never the client's, and the backend reports
 // durations rather than instants, so client and server clocks are never
-// compared. MySQL fixes that clock when a statement starts, so nothing is
+// compared (the one instant it reports, when a holder's term began, is for
+// people to read). MySQL fixes that clock when a statement starts, so nothing is
 // decided from a row a statement may have waited for: a keep-alive locks
 // its session row before renewing it in a later statement, and a won
 // acquire is confirmed by a later statement. Every statement is
@@ -24,7 +27,10 @@
 // spliced into SQL come from the validated table prefix.
 //
 // Build a backend over a *sql.DB you own with [New], or let [Open] create
-// and own one from a URL or DSN. Tables are created by [Options.Migrate] or
-// by a DBA from the script that [Schema] returns. [Fence] writes to your
+// and own one from a URL or DSN. Tables are created, or brought up to date
+// from an earlier version's, by [Options.Migrate] or by a DBA from the
+// script that [Schema] returns: numbered, idempotent migration steps.
+// Without them a call fails with a [*MissingTableError] or an
+// [*OutdatedSchemaError] naming what to run. [Fence] writes to your
 // own tables only while the writer's fencing token is the highest seen.
 package simbamysql

@@ -106,24 +106,29 @@ func ExampleNew() {
 	}
 }
 
-// Schema prints the migration for a DBA to review and apply.
+// Schema prints the migration for a DBA to review and apply: its numbered
+// steps, which bring tables of any earlier version up to date.
 func ExampleSchema() {
 	script, err := simbamysql.Schema("simba_")
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, line := range strings.Split(script, "\n") {
-		if strings.HasPrefix(line, "CREATE") || strings.HasPrefix(line, "    KEY") {
+		if strings.HasPrefix(line, "-- Migration") || strings.HasPrefix(line, "CREATE") ||
+			strings.HasPrefix(line, "    KEY") || strings.HasPrefix(line, "    'ALTER") {
 			fmt.Println(line)
 		}
 	}
 	// Output:
+	// -- Migration 1: tables.
 	// CREATE TABLE IF NOT EXISTS simba_session (
 	//     KEY simba_session_exp (expires_at)
 	// CREATE TABLE IF NOT EXISTS simba_lease (
 	//     KEY simba_lease_sid (session_id)
 	// CREATE TABLE IF NOT EXISTS simba_group_member (
 	//     KEY simba_member_sid (session_id)
+	// -- Migration 2: session identity. Adds simba_session.identity.
+	//     'ALTER TABLE simba_session ADD COLUMN identity VARCHAR(256) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''''',
 }
 
 // A fence on a table of the application: writes carry the token of the

@@ -183,6 +183,10 @@ func TestSchema(t *testing.T) {
 		"CREATE TABLE IF NOT EXISTS x_lease",
 		"CREATE TABLE IF NOT EXISTS x_group_member",
 		"ENGINE=InnoDB", "COLLATE ascii_bin", "DATETIME(6)",
+		"-- Migration 2: session identity. Adds x_session.identity.",
+		"table_name = 'x_session' AND column_name = 'identity'",
+		"'ALTER TABLE x_session ADD COLUMN identity VARCHAR(256)",
+		"PREPARE simba_migrate FROM @simba_migrate;", "EXECUTE simba_migrate;", "DEALLOCATE PREPARE simba_migrate;",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("schema lacks %q", want)

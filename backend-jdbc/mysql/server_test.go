@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"go.uber.org/goleak"
@@ -60,9 +61,10 @@ func engineOn(db *sql.DB) func(sqlcore.Options) (*sqlcore.Backend, error) {
 
 func harness() sqltest.Harness {
 	return sqltest.Harness{
-		Pkg:    pkg,
-		EnvVar: "SIMBA_TEST_MYSQL_URL",
-		DDL:    ddl,
+		Pkg:        pkg,
+		EnvVar:     "SIMBA_TEST_MYSQL_URL",
+		Migrations: migrations,
+		OldSchema:  oldSchema,
 		Connect: func(t testing.TB, raw string) (func(sqlcore.Options) (*sqlcore.Backend, error), sqltest.Admin) {
 			db := newDB(t, raw, 0)
 			return engineOn(db), admin{db}
@@ -123,6 +125,33 @@ func harness() sqltest.Harness {
 	}
 }
 
+// oldSchema is the tables as the versions before migration 2 created
+// them.
+var oldSchema = []string{
+	`CREATE TABLE IF NOT EXISTS {session} (
+    id         CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    expires_at DATETIME(6) NOT NULL,
+    created_at DATETIME(6) NOT NULL,
+    PRIMARY KEY (id),
+    KEY {p}session_exp (expires_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+	`CREATE TABLE IF NOT EXISTS {lease} (
+    name        VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    session_id  CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NULL,
+    token       BIGINT NOT NULL,
+    acquired_at DATETIME(6) NOT NULL,
+    PRIMARY KEY (name),
+    KEY {p}lease_sid (session_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+	`CREATE TABLE IF NOT EXISTS {member} (
+    group_name VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    session_id CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    joined_at  DATETIME(6) NOT NULL,
+    PRIMARY KEY (group_name, session_id),
+    KEY {p}member_sid (session_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+}
+
 // admin runs the tests' statements on a client of their own.
 type admin struct{ db *sql.DB }
 
@@ -145,6 +174,20 @@ func (a admin) ExecInTx(ctx context.Context, q string, args ...any) (func() erro
 		return nil, err
 	}
 	return tx.Commit, nil
+}
+
+func (a admin) ExecScript(ctx context.Context, stmts []string) error {
+	conn, err := a.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for _, q := range stmts {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
 }
 
 // fence writes through Write on a client that sets CLIENT_FOUND_ROWS or
@@ -195,3 +238,24 @@ func (c fence) InTx(ctx context.Context, commit bool, fn func(sqltest.WriteFunc)
 }
 
 func (c fence) Close() error { return c.db.Close() }
+
+// TestMigrateIgnoresDuplicateColumn: an ALTER TABLE that a concurrent
+// migration made redundant, between the check of information_schema and
+// the EXECUTE, fails with ER_DUP_FIELDNAME, which is what the step wanted.
+func TestMigrateIgnoresDuplicateColumn(t *testing.T) {
+	raw := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
+	db := newDB(t, raw, 0)
+	table := "t_dupcol_" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := db.ExecContext(t.Context(), "CREATE TABLE "+table+" (id INT, identity VARCHAR(256) NOT NULL DEFAULT '')"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = db.ExecContext(context.Background(), "DROP TABLE "+table) })
+	d := newDialect(db, sqlcore.NewTables("unused_"))
+	alter := "ALTER TABLE " + table + " ADD COLUMN identity VARCHAR(256) NOT NULL DEFAULT ''"
+	if err := d.Migrate(t.Context(), []string{alter}); err != nil {
+		t.Fatalf("Migrate with a column that exists: %v", err)
+	}
+	if err := d.Migrate(t.Context(), []string{"ALTER TABLE " + table + " ADD COLUMN bad TYPO"}); err == nil {
+		t.Fatal("Migrate ignored another error")
+	}
+}

@@ -45,8 +45,8 @@ import (
 // reads the joined rows with shared locks, that is their latest committed
 // version, never a stale REPEATABLE READ snapshot.
 const (
-	myOpenSession = `INSERT INTO {session} (id, expires_at, created_at)
-VALUES (?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6))`
+	myOpenSession = `INSERT INTO {session} (id, expires_at, created_at, identity)
+VALUES (?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), ?)`
 
 	// Run in one transaction: myLockSession waits for whoever holds the
 	// row, then myRenew compares with a clock started after the wait.
@@ -111,6 +111,16 @@ SELECT ?, id, UTC_TIMESTAMP(6) FROM {session} WHERE id = ? AND expires_at > UTC_
 	// atomically.
 	myCloseSession = `DELETE s, g FROM {session} s LEFT JOIN {member} g ON g.session_id = s.id WHERE s.id = ?`
 
+	// The owner of a lease if its session is live: a plain read, which
+	// waits for no lock, of the snapshot taken when the statement starts,
+	// the instant of its UTC_TIMESTAMP(6). The start of the term is sent
+	// as microseconds since the epoch, so that it reads the same whatever
+	// the client's parseTime and loc. No row: no owner (released), or an
+	// owner expired, closed or cleaned up.
+	myHolder = `SELECT s.id, s.identity, l.token, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', l.acquired_at)
+FROM {lease} l JOIN {session} s ON s.id = l.session_id
+WHERE l.name = ? AND s.expires_at > UTC_TIMESTAMP(6)`
+
 	myExpired = `SELECT id FROM {session} WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT ?`
 
 	// Completed with one placeholder per id; expiry is checked again, on
@@ -137,6 +147,7 @@ const (
 	stGroupState
 	stLeave
 	stClose
+	stHolder
 	stExpired
 	stCount
 )
@@ -154,6 +165,7 @@ var myStatements = [stCount]string{
 	stGroupState:    myGroupState,
 	stLeave:         myLeaveGroup,
 	stClose:         myCloseSession,
+	stHolder:        myHolder,
 	stExpired:       myExpired,
 }
 
@@ -207,25 +219,69 @@ func (s *dialect) scanRow(ctx context.Context, k myStmt, dest []any, args ...any
 	return st.QueryRowContext(ctx, args...).Scan(dest...)
 }
 
-func (s *dialect) Missing(ctx context.Context) ([]string, error) {
-	var out []string
-	for _, t := range s.t.All() {
-		var n int
-		err := s.db.QueryRowContext(ctx,
-			`SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?`, t).Scan(&n)
-		if err != nil {
-			return nil, err
+// Missing reads the columns of the tables in one statement. Names are
+// compared case-insensitively, as information_schema compares them where
+// lower_case_table_names folds table names.
+func (s *dialect) Missing(ctx context.Context, cols []sqlcore.Column) ([]string, []sqlcore.Column, error) {
+	tables := s.t.All()
+	args := make([]any, len(tables))
+	for i, t := range tables {
+		args[i] = t
+	}
+	marks := strings.TrimSuffix(strings.Repeat("?,", len(tables)), ",")
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name IN (`+marks+`)`,
+		args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	seen := map[string]bool{}    // lower-case table names
+	have := map[[2]string]bool{} // lower-case table and column names
+	for rows.Next() {
+		var t, c string
+		if err := rows.Scan(&t, &c); err != nil {
+			return nil, nil, err
 		}
-		if n == 0 {
-			out = append(out, t)
+		t, c = strings.ToLower(t), strings.ToLower(c)
+		seen[t] = true
+		have[[2]string{t, c}] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	var missing []string
+	for _, t := range tables {
+		if !seen[strings.ToLower(t)] {
+			missing = append(missing, t)
 		}
 	}
-	return out, nil
+	var lacking []sqlcore.Column
+	for _, c := range cols {
+		t := strings.ToLower(c.Table)
+		if seen[t] && !have[[2]string{t, strings.ToLower(c.Name)}] {
+			lacking = append(lacking, c)
+		}
+	}
+	return missing, lacking, nil
 }
 
+// Migrate runs the statements on one connection, which the user variable
+// and the prepared statement of migration 2 need. A column that a
+// concurrent migration added between the check and the ALTER TABLE
+// (ER_DUP_FIELDNAME) is what the step wanted: it is not an error.
 func (s *dialect) Migrate(ctx context.Context, stmts []string) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
 	for _, q := range stmts {
-		if _, err := s.db.ExecContext(ctx, q); err != nil {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			var myErr *mysql.MySQLError
+			if errors.As(err, &myErr) && myErr.Number == 1060 {
+				continue
+			}
 			return fmt.Errorf("%.60s...: %w", q, err)
 		}
 	}
@@ -265,8 +321,8 @@ func (s *dialect) Close() {
 	}
 }
 
-func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duration) error {
-	_, err := s.exec(ctx, stOpen, id, sqlcore.Micros(lease))
+func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duration, identity string) error {
+	_, err := s.exec(ctx, stOpen, id, sqlcore.Micros(lease), identity)
 	return err
 }
 
@@ -404,6 +460,18 @@ func (s *dialect) CloseSession(ctx context.Context, id string) error {
 	return err
 }
 
+func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
+	var id, identity string
+	var token, since int64
+	switch err := s.scanRow(ctx, stHolder, []any{&id, &identity, &token, &since}, name); {
+	case errors.Is(err, sql.ErrNoRows):
+		return simba.Holder{}, false, nil
+	case err != nil:
+		return simba.Holder{}, false, err
+	}
+	return simba.Holder{Session: simba.SessionID(id), Identity: identity, Token: uint64(token), Since: time.UnixMicro(since).UTC()}, true, nil
+}
+
 func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
 	rows, err := s.query(ctx, stExpired, limit)
 	if err != nil {
@@ -441,21 +509,33 @@ func (s *dialect) UndefinedTable(err error) (string, bool) {
 	return "", false
 }
 
-// ddl is the migration. MySQL 8 has no CREATE INDEX IF NOT EXISTS, so the
-// indexes are declared inline, with names short enough for a 41-character
-// prefix within MySQL's 64-character identifiers. Names and ids are
-// ascii_bin: byte-wise, case-sensitive equality. Times are DATETIME(6)
-// holding UTC, written and compared with UTC_TIMESTAMP(6) only, so the
-// session time_zone never matters.
-var ddl = []string{
-	`CREATE TABLE IF NOT EXISTS {session} (
+// UndefinedColumn recognises ER_BAD_FIELD_ERROR (1054).
+func (s *dialect) UndefinedColumn(err error) (string, bool) {
+	var myErr *mysql.MySQLError
+	if errors.As(err, &myErr) && myErr.Number == 1054 {
+		return myErr.Message, true
+	}
+	return "", false
+}
+
+// migrations are the schema's steps, each idempotent; a released step is
+// never changed. MySQL 8 has no CREATE INDEX IF NOT EXISTS, so the indexes
+// are declared inline, with names short enough for a 41-character prefix
+// within MySQL's 64-character identifiers. Names and ids are ascii_bin:
+// byte-wise, case-sensitive equality. Times are DATETIME(6) holding UTC,
+// written and compared with UTC_TIMESTAMP(6) only, so the session
+// time_zone never matters.
+var migrations = []sqlcore.Migration{{
+	Version: 1,
+	Name:    "tables",
+	Stmts: []string{`CREATE TABLE IF NOT EXISTS {session} (
     id         CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
     expires_at DATETIME(6) NOT NULL,
     created_at DATETIME(6) NOT NULL,
     PRIMARY KEY (id),
     KEY {p}session_exp (expires_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
-	`CREATE TABLE IF NOT EXISTS {lease} (
+		`CREATE TABLE IF NOT EXISTS {lease} (
     name        VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
     session_id  CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NULL,
     token       BIGINT NOT NULL,
@@ -463,11 +543,31 @@ var ddl = []string{
     PRIMARY KEY (name),
     KEY {p}lease_sid (session_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
-	`CREATE TABLE IF NOT EXISTS {member} (
+		`CREATE TABLE IF NOT EXISTS {member} (
     group_name VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
     session_id CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
     joined_at  DATETIME(6) NOT NULL,
     PRIMARY KEY (group_name, session_id),
     KEY {p}member_sid (session_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
-}
+	},
+}, {
+	// MySQL 8 has no ADD COLUMN IF NOT EXISTS (MariaDB has), so the
+	// ALTER TABLE is prepared only when information_schema lacks the
+	// column, and a no-op (DO 0) otherwise: idempotent on both, in four
+	// statements on one connection. Adding a last column with a default
+	// is instant on InnoDB (MySQL 8.0.12+, MariaDB 10.3+). Sessions
+	// inserted by an earlier version, which names no identity, get ''.
+	Version: 2,
+	Name:    "session identity",
+	Adds:    []sqlcore.Column{{Table: "{session}", Name: "identity"}},
+	Stmts: []string{
+		`SET @simba_migrate = IF((SELECT COUNT(*) FROM information_schema.columns
+    WHERE table_schema = DATABASE() AND table_name = '{session}' AND column_name = 'identity') = 0,
+    'ALTER TABLE {session} ADD COLUMN identity VARCHAR(256) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''''',
+    'DO 0')`,
+		`PREPARE simba_migrate FROM @simba_migrate`,
+		`EXECUTE simba_migrate`,
+		`DEALLOCATE PREPARE simba_migrate`,
+	},
+}}

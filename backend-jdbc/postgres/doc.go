@@ -4,8 +4,10 @@
 // MySQL and MariaDB are the package simbamysql of this module.
 //
 // A node's session is one row of <prefix>session whose expires_at is moved
-// forward by every keep-alive; a lease is one row of <prefix>lease holding
-// the owning session and a fencing token. Lease rows are never deleted, and
+// forward by every keep-alive, and which stores the identity of the client
+// that opened it; a lease is one row of <prefix>lease holding the owning
+// session, a fencing token and when the current term began. Backend.Holder
+// reads both in one statement to tell who holds a lease. Lease rows are never deleted, and
 // the token grows by one with every term, so tokens never go back while the
 // database keeps its committed data. A lease is free when it has no owner,
 // when its owner's session has expired, or when that session no longer
@@ -15,12 +17,16 @@
 // Every time comparison uses the database clock (now() for rows read from
 // the statement's snapshot, clock_timestamp() for rows read after waiting
 // for their lock), never the client's, and the backend reports durations
-// rather than instants, so client and server clocks are never compared.
-// Every statement is parameterised; the only identifiers spliced into SQL
+// rather than instants, so client and server clocks are never compared
+// (the one instant it reports, when a holder's term began, is for people
+// to read). Every statement is parameterised; the only identifiers spliced into SQL
 // come from the validated table prefix.
 //
 // Build a backend over a pool you own with [New], or let [Open] create and
-// own one from a URL. Tables are created by [Options.Migrate] or by a DBA
-// from the script that [Schema] returns. [Fence] writes to your own tables
+// own one from a URL. Tables are created, or brought up to date from an
+// earlier version's, by [Options.Migrate] or by a DBA from the script that
+// [Schema] returns: numbered, idempotent migration steps. Without them a
+// call fails with a [*MissingTableError] or an [*OutdatedSchemaError]
+// naming what to run. [Fence] writes to your own tables
 // only while the writer's fencing token is the highest seen.
 package simbapg

@@ -105,24 +105,57 @@ func ExampleNew() {
 	fmt.Println("won:", r.Won, "token:", r.Token)
 }
 
-// Schema prints the migration for a DBA to review and apply.
+// Schema prints the migration for a DBA to review and apply: its numbered
+// steps, which bring tables of any earlier version up to date.
 func ExampleSchema() {
 	script, err := simbapg.Schema("simba_")
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, line := range strings.Split(script, "\n") {
-		if strings.HasPrefix(line, "CREATE") {
+		if strings.HasPrefix(line, "-- Migration") || strings.HasPrefix(line, "CREATE") || strings.HasPrefix(line, "ALTER") {
 			fmt.Println(line)
 		}
 	}
 	// Output:
+	// -- Migration 1: tables.
 	// CREATE TABLE IF NOT EXISTS simba_session (
 	// CREATE INDEX IF NOT EXISTS simba_session_exp ON simba_session (expires_at);
 	// CREATE TABLE IF NOT EXISTS simba_lease (
 	// CREATE INDEX IF NOT EXISTS simba_lease_sid ON simba_lease (session_id);
 	// CREATE TABLE IF NOT EXISTS simba_group_member (
 	// CREATE INDEX IF NOT EXISTS simba_member_sid ON simba_group_member (session_id);
+	// -- Migration 2: session identity. Adds simba_session.identity.
+	// ALTER TABLE simba_session ADD COLUMN IF NOT EXISTS identity varchar(256) NOT NULL DEFAULT '';
+}
+
+// Any node can ask who holds a lease: the identity its holder's client
+// was given (simba.WithIdentity, "host:pid" by default), the token of the
+// term and when the term began, by the database clock.
+func ExampleBackend_Holder() {
+	ctx := context.Background()
+	openCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	backend, err := simbapg.Open(openCtx, os.Getenv("DATABASE_URL"), simbapg.Options{Migrate: true})
+	if err != nil {
+		log.Fatal(err) // an *OutdatedSchemaError on tables of an earlier version, without Migrate
+	}
+	defer backend.Close()
+	client, err := simba.New(backend, simba.WithIdentity("report-worker-1"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close(ctx)
+
+	h, ok, err := client.Holder(ctx, "nightly-report")
+	switch {
+	case err != nil:
+		log.Fatal(err)
+	case !ok:
+		fmt.Println("nobody holds the lock")
+	default:
+		fmt.Printf("held by %s since %v, token %d\n", h.Identity, h.Since, h.Token)
+	}
 }
 
 // A fence on a table of the application: writes carry the token of the

@@ -52,6 +52,9 @@ func TestSchema(t *testing.T) {
 		"CREATE TABLE IF NOT EXISTS simba_group_member",
 		"PRIMARY KEY (group_name, session_id)",
 		`COLLATE "C"`,
+		"-- Migration 1: tables.",
+		"-- Migration 2: session identity. Adds simba_session.identity.",
+		"ALTER TABLE simba_session ADD COLUMN IF NOT EXISTS identity varchar(256) NOT NULL DEFAULT ''",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("schema lacks %q", want)

@@ -62,9 +62,10 @@ func engineOn(pool *pgxpool.Pool) func(sqlcore.Options) (*sqlcore.Backend, error
 
 func harness() sqltest.Harness {
 	return sqltest.Harness{
-		Pkg:    pkg,
-		EnvVar: "SIMBA_TEST_POSTGRES_URL",
-		DDL:    ddl,
+		Pkg:        pkg,
+		EnvVar:     "SIMBA_TEST_POSTGRES_URL",
+		Migrations: migrations,
+		OldSchema:  oldSchema,
 		Connect: func(t testing.TB, raw string) (func(sqlcore.Options) (*sqlcore.Backend, error), sqltest.Admin) {
 			pool := newPool(t, raw, 0)
 			return engineOn(pool), admin{pool}
@@ -127,6 +128,31 @@ func harness() sqltest.Harness {
 	}
 }
 
+// oldSchema is the tables as the versions before migration 2 created
+// them.
+var oldSchema = []string{
+	`CREATE TABLE IF NOT EXISTS {session} (
+    id         varchar(32) COLLATE "C" PRIMARY KEY,
+    expires_at timestamptz NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+)`,
+	`CREATE INDEX IF NOT EXISTS {p}session_exp ON {session} (expires_at)`,
+	`CREATE TABLE IF NOT EXISTS {lease} (
+    name        varchar(128) COLLATE "C" PRIMARY KEY,
+    session_id  varchar(32) COLLATE "C",
+    token       bigint NOT NULL CHECK (token > 0),
+    acquired_at timestamptz NOT NULL
+)`,
+	`CREATE INDEX IF NOT EXISTS {p}lease_sid ON {lease} (session_id)`,
+	`CREATE TABLE IF NOT EXISTS {member} (
+    group_name varchar(128) COLLATE "C" NOT NULL,
+    session_id varchar(32) COLLATE "C" NOT NULL,
+    joined_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (group_name, session_id)
+)`,
+	`CREATE INDEX IF NOT EXISTS {p}member_sid ON {member} (session_id)`,
+}
+
 func parseURL(t testing.TB, raw string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(raw)
@@ -158,6 +184,20 @@ func (a admin) ExecInTx(ctx context.Context, q string, args ...any) (func() erro
 		return nil, err
 	}
 	return func() error { return tx.Commit(ctx) }, nil
+}
+
+func (a admin) ExecScript(ctx context.Context, stmts []string) error {
+	conn, err := a.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	for _, q := range stmts {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	return nil
 }
 
 func testFence(table string) (*Fence, error) {

@@ -32,7 +32,7 @@ import (
 // session row cannot be renewed by anyone else until the statement ends,
 // so its expiry stays what was read.
 const (
-	pgOpenSession = `INSERT INTO {session} (id, expires_at) VALUES ($1, now() + $2 * interval '1 microsecond')`
+	pgOpenSession = `INSERT INTO {session} (id, expires_at, identity) VALUES ($1, now() + $2 * interval '1 microsecond', $3)`
 
 	// cur locks the session row; the UPDATE renews it only if it was live
 	// once locked (never revives one). The rest reads, in the same
@@ -116,6 +116,27 @@ SELECT EXISTS (SELECT 1 FROM me),
 	pgCloseSession = `WITH g AS (DELETE FROM {member} WHERE session_id = $1)
 DELETE FROM {session} WHERE id = $1`
 
+	// The owner of a lease if its session is live. A snapshot read, which
+	// locks and waits for nothing, so now() is its clock, as for the group
+	// counts of the keep-alive. No row: no owner (released), or an owner
+	// expired, closed or cleaned up.
+	pgHolder = `SELECT s.id, s.identity, l.token, l.acquired_at
+FROM {lease} l JOIN {session} s ON s.id = l.session_id
+WHERE l.name = $1 AND s.expires_at > now()`
+
+	// Tables that do not exist ($1), and columns ($2 table, $3 column)
+	// missing from tables that do. to_regclass folds an unquoted name to
+	// lower case, as CREATE TABLE did.
+	pgMissing = `SELECT 0 AS k, u.i, u.t, NULL::text
+FROM unnest($1::text[]) WITH ORDINALITY AS u(t, i) WHERE to_regclass(u.t) IS NULL
+UNION ALL
+SELECT 1, c.i, c.t, c.c
+FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS c(t, c, i)
+WHERE to_regclass(c.t) IS NOT NULL AND NOT EXISTS (
+    SELECT 1 FROM pg_attribute a
+    WHERE a.attrelid = to_regclass(c.t) AND a.attname = c.c AND a.attnum > 0 AND NOT a.attisdropped)
+ORDER BY 1, 2`
+
 	// SKIP LOCKED: rows another node is deleting, or an acquirer is
 	// reading, are left for the next round instead of waited for, so no
 	// wait makes now() stale (a row changed since the snapshot is checked
@@ -129,37 +150,51 @@ DELETE FROM {session} WHERE id = $1`
 DELETE FROM {session} WHERE id IN (SELECT id FROM dead)`
 )
 
-// ddl is the migration. Index names are short so that a 41-character
-// prefix stays within PostgreSQL's 63-byte identifiers.
-var ddl = []string{
-	`CREATE TABLE IF NOT EXISTS {session} (
+// migrations are the schema's steps, each idempotent; a released step is
+// never changed. Index names are short so that a 41-character prefix stays
+// within PostgreSQL's 63-byte identifiers.
+var migrations = []sqlcore.Migration{{
+	Version: 1,
+	Name:    "tables",
+	Stmts: []string{`CREATE TABLE IF NOT EXISTS {session} (
     id         varchar(32) COLLATE "C" PRIMARY KEY,
     expires_at timestamptz NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now()
 )`,
-	`CREATE INDEX IF NOT EXISTS {p}session_exp ON {session} (expires_at)`,
-	`CREATE TABLE IF NOT EXISTS {lease} (
+		`CREATE INDEX IF NOT EXISTS {p}session_exp ON {session} (expires_at)`,
+		`CREATE TABLE IF NOT EXISTS {lease} (
     name        varchar(128) COLLATE "C" PRIMARY KEY,
     session_id  varchar(32) COLLATE "C",
     token       bigint NOT NULL CHECK (token > 0),
     acquired_at timestamptz NOT NULL
 )`,
-	`CREATE INDEX IF NOT EXISTS {p}lease_sid ON {lease} (session_id)`,
-	`CREATE TABLE IF NOT EXISTS {member} (
+		`CREATE INDEX IF NOT EXISTS {p}lease_sid ON {lease} (session_id)`,
+		`CREATE TABLE IF NOT EXISTS {member} (
     group_name varchar(128) COLLATE "C" NOT NULL,
     session_id varchar(32) COLLATE "C" NOT NULL,
     joined_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (group_name, session_id)
 )`,
-	`CREATE INDEX IF NOT EXISTS {p}member_sid ON {member} (session_id)`,
-}
+		`CREATE INDEX IF NOT EXISTS {p}member_sid ON {member} (session_id)`,
+	},
+}, {
+	// ADD COLUMN with a constant default only changes the catalog
+	// (PostgreSQL 11+): the rows are not rewritten. Sessions inserted by an
+	// earlier version, which names no identity, get ''.
+	Version: 2,
+	Name:    "session identity",
+	Adds:    []sqlcore.Column{{Table: "{session}", Name: "identity"}},
+	Stmts: []string{
+		`ALTER TABLE {session} ADD COLUMN IF NOT EXISTS identity varchar(256) NOT NULL DEFAULT ''`,
+	},
+}}
 
 // dialect runs the statements above on a pgx pool.
 type dialect struct {
 	pool *pgxpool.Pool
 	t    sqlcore.Tables
 	q    struct {
-		open, keepAlive, acquire, release, join, leave, closeSession, cleanup string
+		open, keepAlive, acquire, release, join, leave, closeSession, holder, cleanup string
 	}
 }
 
@@ -172,18 +207,35 @@ func newDialect(pool *pgxpool.Pool, t sqlcore.Tables) *dialect {
 	s.q.join = t.Expand(pgJoinGroup)
 	s.q.leave = t.Expand(pgLeaveGroup)
 	s.q.closeSession = t.Expand(pgCloseSession)
+	s.q.holder = t.Expand(pgHolder)
 	s.q.cleanup = t.Expand(pgCleanup)
 	return s
 }
 
-func (s *dialect) Missing(ctx context.Context) ([]string, error) {
-	rows, err := s.pool.Query(ctx,
-		`SELECT t FROM unnest($1::text[]) WITH ORDINALITY AS u(t, i) WHERE to_regclass(t) IS NULL ORDER BY i`,
-		s.t.All())
-	if err != nil {
-		return nil, err
+func (s *dialect) Missing(ctx context.Context, cols []sqlcore.Column) ([]string, []sqlcore.Column, error) {
+	tables, names := make([]string, len(cols)), make([]string, len(cols))
+	for i, c := range cols {
+		tables[i], names[i] = c.Table, c.Name
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	rows, err := s.pool.Query(ctx, pgMissing, s.t.All(), tables, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	var missing []string
+	var lacking []sqlcore.Column
+	var kind int32
+	var i int64
+	var table string
+	var column *string
+	_, err = pgx.ForEachRow(rows, []any{&kind, &i, &table, &column}, func() error {
+		if kind == 0 {
+			missing = append(missing, table)
+		} else if column != nil {
+			lacking = append(lacking, sqlcore.Column{Table: table, Name: *column})
+		}
+		return nil
+	})
+	return missing, lacking, err
 }
 
 // Migrate runs the DDL in one transaction under an advisory lock, since
@@ -207,8 +259,8 @@ func (s *dialect) Migrate(ctx context.Context, stmts []string) error {
 
 func (s *dialect) Prepare(context.Context) error { return nil } // pgx caches prepared statements per connection
 
-func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duration) error {
-	_, err := s.pool.Exec(ctx, s.q.open, id, sqlcore.Micros(lease))
+func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duration, identity string) error {
+	_, err := s.pool.Exec(ctx, s.q.open, id, sqlcore.Micros(lease), identity)
 	return err
 }
 
@@ -256,6 +308,19 @@ func (s *dialect) CloseSession(ctx context.Context, id string) error {
 	return err
 }
 
+func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
+	var id, identity string
+	var token int64
+	var since time.Time
+	switch err := s.pool.QueryRow(ctx, s.q.holder, name).Scan(&id, &identity, &token, &since); {
+	case errors.Is(err, pgx.ErrNoRows):
+		return simba.Holder{}, false, nil
+	case err != nil:
+		return simba.Holder{}, false, err
+	}
+	return simba.Holder{Session: simba.SessionID(id), Identity: identity, Token: uint64(token), Since: since.UTC()}, true, nil
+}
+
 func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
 	tag, err := s.pool.Exec(ctx, s.q.cleanup, limit)
 	if err != nil {
@@ -268,6 +333,15 @@ func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
 func (s *dialect) UndefinedTable(err error) (string, bool) {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+		return pgErr.Message, true
+	}
+	return "", false
+}
+
+// UndefinedColumn recognises undefined_column (42703).
+func (s *dialect) UndefinedColumn(err error) (string, bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42703" {
 		return pgErr.Message, true
 	}
 	return "", false

@@ -11,10 +11,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	simba "github.com/simba-go/simba/core"
 )
@@ -33,12 +36,18 @@ const (
 // Dialect runs one database's statements. Session ids reaching it are well
 // formed, names are valid and, past Prepare, the schema has been checked.
 type Dialect interface {
-	// Missing returns the tables that do not exist.
-	Missing(ctx context.Context) ([]string, error)
+	// Missing returns, in one round trip, this backend's tables that do
+	// not exist and, of cols, the columns that do not exist in tables that
+	// do.
+	Missing(ctx context.Context, cols []Column) (tables []string, columns []Column, err error)
+	// Migrate runs stmts, the statements of every migration step, in
+	// order.
 	Migrate(ctx context.Context, stmts []string) error
 	// Prepare readies the statements once the tables exist.
 	Prepare(ctx context.Context) error
-	OpenSession(ctx context.Context, id string, lease time.Duration) error
+	// OpenSession inserts the session row; identity is empty when the
+	// session carries none.
+	OpenSession(ctx context.Context, id string, lease time.Duration, identity string) error
 	// KeepAlive returns live == false when the session is expired or gone.
 	KeepAlive(ctx context.Context, id string, lease time.Duration) (reply simba.KeepAliveReply, live bool, err error)
 	Acquire(ctx context.Context, id, name string) (token uint64, won, live bool, err error)
@@ -46,11 +55,17 @@ type Dialect interface {
 	JoinGroup(ctx context.Context, id, group string) (members int, live bool, err error)
 	LeaveGroup(ctx context.Context, id, group string) error
 	CloseSession(ctx context.Context, id string) error
+	// Holder returns the live session that owns name, ok false when the
+	// lease has no owner or its owner is not live.
+	Holder(ctx context.Context, name string) (h simba.Holder, ok bool, err error)
 	// Cleanup deletes up to limit expired sessions and their memberships.
 	Cleanup(ctx context.Context, limit int) (int, error)
 	// UndefinedTable returns the server's message when err says that a
 	// table does not exist.
 	UndefinedTable(err error) (message string, ok bool)
+	// UndefinedColumn returns the server's message when err says that a
+	// column does not exist.
+	UndefinedColumn(err error) (message string, ok bool)
 	// Close releases prepared statements; it never closes the client.
 	Close()
 }
@@ -58,10 +73,11 @@ type Dialect interface {
 // Config describes one backend.
 type Config struct {
 	Pkg      *Pkg
-	Database string   // "postgres" or "mysql", in log lines
-	DDL      []string // the migration's statement templates
-	Options  Options
-	Dialect  func(Tables) Dialect
+	Database string // "postgres" or "mysql", in log lines
+	// Migrations are the schema's steps, in order.
+	Migrations []Migration
+	Options    Options
+	Dialect    func(Tables) Dialect
 	// CloseClient closes the client when the backend owns it; nil when
 	// the caller does.
 	CloseClient func()
@@ -72,7 +88,9 @@ type Config struct {
 type Backend struct {
 	pkg      *Pkg
 	database string
-	ddl      []string
+	steps    []Migration
+	cols     []Column     // the columns the steps add, expanded
+	colStep  []*Migration // the step adding each of cols
 	tables   Tables
 	opts     Options
 	d        Dialect
@@ -90,7 +108,11 @@ type Backend struct {
 	bgDone    chan struct{} // nil without cleanup
 }
 
-var _ simba.Backend = (*Backend)(nil)
+var (
+	_ simba.Backend        = (*Backend)(nil)
+	_ simba.HolderReader   = (*Backend)(nil)
+	_ simba.IdentityOpener = (*Backend)(nil)
+)
 
 // New resolves cfg.Options and returns the backend; it sends nothing to
 // the server.
@@ -101,10 +123,13 @@ func New(cfg Config) (*Backend, error) {
 	}
 	t := NewTables(opts.TablePrefix)
 	life, stop := context.WithCancel(context.Background())
+	cols, colStep := columns(cfg.Migrations, t)
 	b := &Backend{
 		pkg:         cfg.Pkg,
 		database:    cfg.Database,
-		ddl:         cfg.DDL,
+		steps:       cfg.Migrations,
+		cols:        cols,
+		colStep:     colStep,
 		tables:      t,
 		opts:        opts,
 		d:           cfg.Dialect(t),
@@ -163,8 +188,9 @@ func (b *Backend) begin(ctx context.Context) (context.Context, context.CancelFun
 	return ctx, func() { stop(); cancel() }, nil
 }
 
-// Migrate creates the missing tables with the statements of the schema
-// script. It is idempotent.
+// Migrate creates the missing tables and adds the missing columns with the
+// statements of the schema script, every migration step in order. It is
+// idempotent.
 func (b *Backend) Migrate(ctx context.Context) error {
 	ctx, done, err := b.begin(ctx)
 	if err != nil {
@@ -175,7 +201,7 @@ func (b *Backend) Migrate(ctx context.Context) error {
 }
 
 func (b *Backend) migrate(ctx context.Context) error {
-	stmts, err := b.pkg.DDL(b.ddl, b.opts.TablePrefix)
+	stmts, err := b.pkg.DDL(b.steps, b.opts.TablePrefix)
 	if err != nil {
 		return err
 	}
@@ -185,7 +211,11 @@ func (b *Backend) migrate(ctx context.Context) error {
 		}
 		return b.pkg.Errorf("migrate: %w", err)
 	}
-	b.log.Info(b.pkg.Name+": schema ready", "database", b.database, "prefix", b.opts.TablePrefix)
+	latest := 0
+	if len(b.steps) > 0 {
+		latest = b.steps[len(b.steps)-1].Version
+	}
+	b.log.Info(b.pkg.Name+": schema ready", "database", b.database, "prefix", b.opts.TablePrefix, "migration", latest)
 	return nil
 }
 
@@ -216,16 +246,18 @@ func (b *Backend) ready(ctx context.Context) error {
 	if b.schemaOK.Load() {
 		return nil
 	}
-	missing, err := b.d.Missing(ctx)
+	missing, cols, err := b.d.Missing(ctx, b.cols)
 	switch {
 	case err != nil:
 		return b.wrap("schema check", err)
-	case len(missing) > 0 && b.opts.Migrate:
+	case (len(missing) > 0 || len(cols) > 0) && b.opts.Migrate:
 		if err := b.migrate(ctx); err != nil {
 			return err
 		}
 	case len(missing) > 0:
 		return &MissingTableError{Tables: missing, pkg: b.pkg}
+	case len(cols) > 0:
+		return b.outdated(cols, nil)
 	}
 	if err := b.d.Prepare(ctx); err != nil {
 		return b.wrap("prepare", err)
@@ -236,8 +268,9 @@ func (b *Backend) ready(ctx context.Context) error {
 
 // wrap turns a driver error of operation op into this package's error:
 // ErrClosed when Close ended the call, a *MissingTableError when a table is
-// missing (and the schema check is then repeated on the next call),
-// otherwise the driver error wrapped with %w.
+// missing, an *OutdatedSchemaError when a column a migration step adds is
+// (the schema check is then repeated on the next call, which migrates with
+// Options.Migrate), otherwise the driver error wrapped with %w.
 func (b *Backend) wrap(op string, err error) error {
 	if b.life.Err() != nil {
 		return b.pkg.ErrClosed
@@ -246,7 +279,51 @@ func (b *Backend) wrap(op string, err error) error {
 		b.schemaOK.Store(false)
 		return &MissingTableError{Tables: tables, Err: err, pkg: b.pkg}
 	}
+	if msg, ok := b.d.UndefinedColumn(err); ok {
+		b.schemaOK.Store(false)
+		if cols := b.missingColumns(msg); cols != nil {
+			return b.outdated(cols, err)
+		}
+	}
 	return b.pkg.Errorf("%s: %w", op, err)
+}
+
+// outdated returns the error of tables that lack cols, which are some of
+// b.cols: it names the first step adding one of them.
+func (b *Backend) outdated(cols []Column, err error) *OutdatedSchemaError {
+	var first *Migration
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = c.String()
+		for j, bc := range b.cols {
+			if bc == c && (first == nil || b.colStep[j].Version < first.Version) {
+				first = b.colStep[j]
+			}
+		}
+	}
+	e := &OutdatedSchemaError{Columns: names, Err: err, pkg: b.pkg}
+	if first != nil {
+		e.Migration, e.Name = first.Version, first.Name
+	}
+	return e
+}
+
+// missingColumns returns the columns of b.cols that msg, a server's
+// message about an unknown column, names: "column s.identity does not
+// exist" on PostgreSQL, "Unknown column 's.identity' in 'field list'" on
+// MySQL. Statements qualify columns with aliases, not table names, so the
+// column's name alone decides; nil when msg names none of them.
+func (b *Backend) missingColumns(msg string) []Column {
+	words := strings.FieldsFunc(strings.ToLower(msg), func(r rune) bool {
+		return r != '_' && (r < 'a' || r > 'z') && (r < '0' || r > '9')
+	})
+	var found []Column
+	for _, c := range b.cols {
+		if slices.Contains(words, strings.ToLower(c.Name)) {
+			found = append(found, c)
+		}
+	}
+	return found
 }
 
 // missingTables returns the tables of this backend that err says do not
@@ -301,10 +378,38 @@ func (b *Backend) checkLease(lease time.Duration) error {
 	return nil
 }
 
+// checkIdentity refuses what simba.WithIdentity refuses, but the empty
+// identity, which stores none.
+func (b *Backend) checkIdentity(id string) error {
+	switch {
+	case len(id) > simba.MaxIdentity:
+		return b.pkg.Errorf("%w: identity of %d bytes, want at most %d", simba.ErrInvalidArgument, len(id), simba.MaxIdentity)
+	case !utf8.ValidString(id):
+		return b.pkg.Errorf("%w: identity is not valid UTF-8", simba.ErrInvalidArgument)
+	}
+	for i, r := range id {
+		if !unicode.IsPrint(r) {
+			return b.pkg.Errorf("%w: identity has the unprintable character %U at byte %d", simba.ErrInvalidArgument, r, i)
+		}
+	}
+	return nil
+}
+
 // OpenSession inserts a new session row expiring lease from now (database
 // time).
 func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
+	return b.OpenSessionAs(ctx, lease, "")
+}
+
+// OpenSessionAs is OpenSession for a session whose row stores identity,
+// which Holder reports; empty, it stores none. An identity longer than
+// simba.MaxIdentity bytes, or not printable UTF-8, fails with an error
+// matching simba.ErrInvalidArgument before any statement.
+func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
 	if err := b.checkLease(lease); err != nil {
+		return simba.SessionGrant{}, err
+	}
+	if err := b.checkIdentity(identity); err != nil {
 		return simba.SessionGrant{}, err
 	}
 	ctx, done, err := b.begin(ctx)
@@ -319,7 +424,7 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 	if err != nil {
 		return simba.SessionGrant{}, err
 	}
-	if err := b.d.OpenSession(ctx, id, lease); err != nil {
+	if err := b.d.OpenSession(ctx, id, lease, identity); err != nil {
 		return simba.SessionGrant{}, b.wrap("open session", err)
 	}
 	// The row expires lease after the statement ran, which is after the
@@ -472,6 +577,29 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 		return b.wrap("close session", err)
 	}
 	return nil
+}
+
+// Holder returns the session that owns name and is live by the database
+// clock, with its identity, the token of its term and when the term
+// began; ok is false when nobody does. It returns a *simba.NameError for
+// an invalid name.
+func (b *Backend) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
+	if err := simba.ValidateName(name); err != nil {
+		return simba.Holder{}, false, err
+	}
+	ctx, done, err := b.begin(ctx)
+	if err != nil {
+		return simba.Holder{}, false, err
+	}
+	defer done()
+	if err := b.ready(ctx); err != nil {
+		return simba.Holder{}, false, err
+	}
+	h, ok, err := b.d.Holder(ctx, name)
+	if err != nil {
+		return simba.Holder{}, false, b.wrap(fmt.Sprintf("holder of %q", name), err)
+	}
+	return h, ok, nil
 }
 
 // cleanupLoop deletes expired sessions every interval until Close.

@@ -98,3 +98,36 @@ func (e *MissingTableError) Is(target error) bool {
 
 // Unwrap returns the driver's error, if any.
 func (e *MissingTableError) Unwrap() error { return e.Err }
+
+// OutdatedSchemaError reports tables made by an earlier version: they
+// exist but lack the columns of a later migration step.
+type OutdatedSchemaError struct {
+	Migration int      // the first step the tables lack
+	Name      string   // what that step does
+	Columns   []string // the missing columns, as table.column
+	Err       error    // the driver's error, when one revealed the problem
+
+	pkg *Pkg
+}
+
+func (e *OutdatedSchemaError) Error() string {
+	noun := "column"
+	if len(e.Columns) > 1 {
+		noun = "columns"
+	}
+	cols := strings.Join(e.Columns, ", ")
+	if cols == "" {
+		cols = "(unknown)"
+	}
+	return fmt.Sprintf("%s: tables predate migration %d (%s): %s %s missing: run the migration (Options.Migrate or Backend.Migrate) or apply %s.Schema",
+		e.pkg.name(), e.Migration, e.Name, noun, cols, e.pkg.name())
+}
+
+// Is makes errors.Is(err, ErrSchemaMissing) true for the package's
+// sentinel: the schema the backend needs is not there yet.
+func (e *OutdatedSchemaError) Is(target error) bool {
+	return e.pkg != nil && target == e.pkg.ErrSchemaMissing
+}
+
+// Unwrap returns the driver's error, if any.
+func (e *OutdatedSchemaError) Unwrap() error { return e.Err }

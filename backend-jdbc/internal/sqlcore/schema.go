@@ -79,36 +79,87 @@ func (t Tables) Expand(q string) string {
 	).Replace(q)
 }
 
-// DDL returns the migration statements of templates for prefix, which must
-// be valid.
-func (p *Pkg) DDL(templates []string, prefix string) ([]string, error) {
+// Migration is one numbered step of a database's schema. Steps are
+// applied in order and never changed once released: a later version of the
+// tables is a new step. Every statement is idempotent, so the whole list
+// can be applied to tables of any earlier version, or twice.
+type Migration struct {
+	Version int    // 1, 2, ...
+	Name    string // what the step does, e.g. "session identity"
+	// Adds are the columns the step adds to tables of earlier steps: tables
+	// that lack one of them predate the step. The first step, which
+	// creates the tables, has none.
+	Adds []Column
+	// Stmts are the step's statement templates (see Tables.Expand).
+	Stmts []string
+}
+
+// Column names a column: Table is a template ("{session}") in a
+// Migration, a table name once expanded.
+type Column struct {
+	Table, Name string
+}
+
+// String returns table.column.
+func (c Column) String() string { return c.Table + "." + c.Name }
+
+// DDL returns the statements of every migration step, in order, for
+// prefix, which must be valid.
+func (p *Pkg) DDL(steps []Migration, prefix string) ([]string, error) {
 	if err := p.validatePrefix(prefix); err != nil {
 		return nil, err
 	}
 	t := NewTables(prefix)
-	out := make([]string, len(templates))
-	for i, q := range templates {
-		out[i] = t.Expand(q)
+	var out []string
+	for _, m := range steps {
+		for _, q := range m.Stmts {
+			out = append(out, t.Expand(q))
+		}
 	}
 	return out, nil
 }
 
-// Script returns the migration of templates for prefix (DefaultTablePrefix
-// when empty) as one SQL script, with a header naming database.
-func (p *Pkg) Script(database string, templates []string, prefix string) (string, error) {
+// Script returns the migration steps for prefix (DefaultTablePrefix when
+// empty) as one SQL script, with a header naming database and a comment
+// before each step.
+func (p *Pkg) Script(database string, steps []Migration, prefix string) (string, error) {
 	if prefix == "" {
 		prefix = DefaultTablePrefix
 	}
-	stmts, err := p.DDL(templates, prefix)
-	if err != nil {
+	if err := p.validatePrefix(prefix); err != nil {
 		return "", err
 	}
+	t := NewTables(prefix)
 	var b strings.Builder
-	fmt.Fprintf(&b, "-- Simba tables for %s, prefix %q. Idempotent: safe to apply again.\n", database, prefix)
+	fmt.Fprintf(&b, "-- Simba tables for %s, prefix %q. Idempotent: safe to apply again,\n", database, prefix)
+	b.WriteString("-- and to tables made by an earlier version, which it brings up to date.\n")
 	b.WriteString("-- Lease rows are never deleted: their token must never go back.\n\n")
-	for _, s := range stmts {
-		b.WriteString(s)
-		b.WriteString(";\n\n")
+	for _, m := range steps {
+		fmt.Fprintf(&b, "-- Migration %d: %s.", m.Version, m.Name)
+		if len(m.Adds) > 0 {
+			cols := make([]string, len(m.Adds))
+			for i, c := range m.Adds {
+				cols[i] = t.Expand(c.String())
+			}
+			fmt.Fprintf(&b, " Adds %s.", strings.Join(cols, ", "))
+		}
+		b.WriteString("\n\n")
+		for _, q := range m.Stmts {
+			b.WriteString(t.Expand(q))
+			b.WriteString(";\n\n")
+		}
 	}
 	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// columns returns the columns that the steps add, expanded for t, with the
+// step adding each.
+func columns(steps []Migration, t Tables) (cols []Column, step []*Migration) {
+	for i := range steps {
+		for _, c := range steps[i].Adds {
+			cols = append(cols, Column{Table: t.Expand(c.Table), Name: c.Name})
+			step = append(step, &steps[i])
+		}
+	}
+	return cols, step
 }

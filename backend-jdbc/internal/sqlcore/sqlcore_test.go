@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,7 +46,7 @@ func TestResolve(t *testing.T) {
 		if err != nil && (!errors.Is(err, testPkg.ErrInvalidOptions) || !strings.HasPrefix(err.Error(), "simbatest: TablePrefix: ")) {
 			t.Errorf("prefix %q: %v, want a simbatest *OptionsError", tt.give, err)
 		}
-		if _, err := testPkg.Script("test", []string{"CREATE TABLE {session}"}, tt.give); tt.ok != (err == nil) {
+		if _, err := testPkg.Script("test", []Migration{{Version: 1, Name: "tables", Stmts: []string{"CREATE TABLE {session}"}}}, tt.give); tt.ok != (err == nil) {
 			t.Errorf("Script(%q): err = %v, want ok=%v", tt.give, err, tt.ok)
 		}
 	}
@@ -54,20 +56,38 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// testSteps are two migration steps: the tables, then a column.
+var testSteps = []Migration{
+	{Version: 1, Name: "tables", Stmts: []string{"CREATE TABLE IF NOT EXISTS {session} ({lease}, {member})", "CREATE INDEX {p}x"}},
+	{Version: 2, Name: "session identity", Adds: []Column{{Table: "{session}", Name: "identity"}},
+		Stmts: []string{"ALTER TABLE {session} ADD COLUMN IF NOT EXISTS identity text"}},
+}
+
 func TestScript(t *testing.T) {
-	s, err := testPkg.Script("test", []string{"CREATE TABLE IF NOT EXISTS {session} ({lease}, {member})", "CREATE INDEX {p}x"}, "")
+	s, err := testPkg.Script("test", testSteps, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `-- Simba tables for test, prefix "simba_". Idempotent: safe to apply again.
+	want := `-- Simba tables for test, prefix "simba_". Idempotent: safe to apply again,
+-- and to tables made by an earlier version, which it brings up to date.
 -- Lease rows are never deleted: their token must never go back.
+
+-- Migration 1: tables.
 
 CREATE TABLE IF NOT EXISTS simba_session (simba_lease, simba_group_member);
 
 CREATE INDEX simba_x;
+
+-- Migration 2: session identity. Adds simba_session.identity.
+
+ALTER TABLE simba_session ADD COLUMN IF NOT EXISTS identity text;
 `
 	if s != want {
 		t.Fatalf("Script =\n%s\nwant\n%s", s, want)
+	}
+	stmts, err := testPkg.DDL(testSteps, "p_")
+	if err != nil || len(stmts) != 3 || stmts[2] != "ALTER TABLE p_session ADD COLUMN IF NOT EXISTS identity text" {
+		t.Fatalf("DDL = %q, %v", stmts, err)
 	}
 }
 
@@ -230,12 +250,71 @@ func TestFenceRefusesBadArguments(t *testing.T) {
 type fakeDialect struct {
 	block    func(ctx context.Context) error // run by KeepAlive
 	closeHit chan struct{}                   // Close waits for it when set
+	schema   *fakeSchema                     // nil: every table and column exists
 }
 
-func (fakeDialect) Missing(context.Context) ([]string, error)                { return nil, nil }
-func (fakeDialect) Migrate(context.Context, []string) error                  { return nil }
-func (fakeDialect) Prepare(context.Context) error                            { return nil }
-func (fakeDialect) OpenSession(context.Context, string, time.Duration) error { return nil }
+// fakeSchema is the columns a fake database lacks, and what it was asked.
+type fakeSchema struct {
+	mu       sync.Mutex
+	lacks    []Column // expanded
+	migrated [][]string
+	opened   []string       // identities of the sessions opened
+	holder   error          // returned by Holder
+	holders  map[string]int // Holder calls by name
+}
+
+func (d fakeDialect) Missing(_ context.Context, cols []Column) ([]string, []Column, error) {
+	if d.schema == nil {
+		return nil, nil, nil
+	}
+	d.schema.mu.Lock()
+	defer d.schema.mu.Unlock()
+	var out []Column
+	for _, c := range cols {
+		if slices.Contains(d.schema.lacks, c) {
+			out = append(out, c)
+		}
+	}
+	return nil, out, nil
+}
+
+func (d fakeDialect) Migrate(_ context.Context, stmts []string) error {
+	if d.schema != nil {
+		d.schema.mu.Lock()
+		defer d.schema.mu.Unlock()
+		d.schema.migrated = append(d.schema.migrated, stmts)
+		d.schema.lacks = nil
+	}
+	return nil
+}
+
+func (fakeDialect) Prepare(context.Context) error { return nil }
+
+func (d fakeDialect) OpenSession(_ context.Context, _ string, _ time.Duration, identity string) error {
+	if d.schema != nil {
+		d.schema.mu.Lock()
+		defer d.schema.mu.Unlock()
+		d.schema.opened = append(d.schema.opened, identity)
+	}
+	return nil
+}
+
+func (d fakeDialect) Holder(_ context.Context, name string) (simba.Holder, bool, error) {
+	if d.schema == nil {
+		return simba.Holder{}, false, nil
+	}
+	d.schema.mu.Lock()
+	defer d.schema.mu.Unlock()
+	if d.schema.holders == nil {
+		d.schema.holders = map[string]int{}
+	}
+	d.schema.holders[name]++
+	if d.schema.holder != nil {
+		return simba.Holder{}, false, d.schema.holder
+	}
+	return simba.Holder{Session: "s", Identity: "i", Token: 7}, true, nil
+}
+
 func (d fakeDialect) KeepAlive(ctx context.Context, _ string, _ time.Duration) (simba.KeepAliveReply, bool, error) {
 	return simba.KeepAliveReply{}, false, d.block(ctx)
 }
@@ -250,6 +329,19 @@ func (fakeDialect) LeaveGroup(context.Context, string, string) error { return ni
 func (fakeDialect) CloseSession(context.Context, string) error       { return nil }
 func (fakeDialect) Cleanup(context.Context, int) (int, error)        { return 0, nil }
 func (fakeDialect) UndefinedTable(error) (string, bool)              { return "", false }
+
+// UndefinedColumn recognises the errors of undefinedColumn.
+func (fakeDialect) UndefinedColumn(err error) (string, bool) {
+	var u undefinedColumn
+	if errors.As(err, &u) {
+		return string(u), true
+	}
+	return "", false
+}
+
+type undefinedColumn string
+
+func (u undefinedColumn) Error() string { return string(u) }
 func (d fakeDialect) Close() {
 	if d.closeHit != nil {
 		<-d.closeHit
@@ -258,7 +350,12 @@ func (d fakeDialect) Close() {
 
 func newFake(t *testing.T, d fakeDialect) *Backend {
 	t.Helper()
-	b, err := New(Config{Pkg: testPkg, Database: "fake", Options: Options{CleanupInterval: -1},
+	return newFakeWith(t, d, Options{CleanupInterval: -1})
+}
+
+func newFakeWith(t *testing.T, d fakeDialect, o Options) *Backend {
+	t.Helper()
+	b, err := New(Config{Pkg: testPkg, Database: "fake", Options: o, Migrations: testSteps,
 		Dialect: func(Tables) Dialect { return d }})
 	if err != nil {
 		t.Fatal(err)
@@ -314,5 +411,81 @@ func TestCloseIsBounded(t *testing.T) {
 	close(release) // the background close ends; goleak checks it
 	if err := b.Close(); err != nil {
 		t.Errorf("second Close = %v, want nil", err)
+	}
+}
+
+// TestOutdatedSchema: tables that lack a column of a later step fail with
+// an error naming the step until migrated; with Options.Migrate the first
+// call migrates, every step in order.
+func TestOutdatedSchema(t *testing.T) {
+	lacks := []Column{{Table: "simba_session", Name: "identity"}}
+	sch := &fakeSchema{lacks: lacks}
+	b := newFake(t, fakeDialect{schema: sch})
+	defer b.Close()
+	_, err := b.OpenSession(t.Context(), time.Second)
+	var oe *OutdatedSchemaError
+	if !errors.As(err, &oe) || !errors.Is(err, testPkg.ErrSchemaMissing) || oe.Migration != 2 {
+		t.Fatalf("OpenSession on outdated tables: %v, want an *OutdatedSchemaError for migration 2", err)
+	}
+	want := "simbatest: tables predate migration 2 (session identity): column simba_session.identity missing: " +
+		"run the migration (Options.Migrate or Backend.Migrate) or apply simbatest.Schema"
+	if err.Error() != want {
+		t.Fatalf("error = %q\nwant    %q", err, want)
+	}
+	if _, _, err := b.Holder(t.Context(), "n"); !errors.As(err, &oe) {
+		t.Fatalf("Holder on outdated tables: %v, want an *OutdatedSchemaError", err)
+	}
+	if err := b.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.OpenSessionAs(t.Context(), time.Second, "me"); err != nil {
+		t.Fatalf("OpenSessionAs after Migrate: %v", err)
+	}
+
+	// The server says a column is missing: the same error, and the next
+	// call checks the schema again, which migrates with Options.Migrate.
+	sch = &fakeSchema{holder: undefinedColumn(`column s.identity does not exist`)}
+	b = newFakeWith(t, fakeDialect{schema: sch}, Options{CleanupInterval: -1, Migrate: true})
+	defer b.Close()
+	if _, _, err := b.Holder(t.Context(), "n"); !errors.As(err, &oe) || oe.Migration != 2 || oe.Err == nil {
+		t.Fatalf("Holder when the server lacks the column: %v, want an *OutdatedSchemaError for migration 2", err)
+	}
+	sch.mu.Lock()
+	sch.lacks, sch.holder = lacks, nil
+	sch.mu.Unlock()
+	if h, ok, err := b.Holder(t.Context(), "n"); err != nil || !ok || h.Token != 7 {
+		t.Fatalf("Holder after the schema check = %+v, %v, %v", h, ok, err)
+	}
+	sch.mu.Lock()
+	defer sch.mu.Unlock()
+	if len(sch.migrated) != 1 || len(sch.migrated[0]) != 3 {
+		t.Fatalf("migrations run = %q, want one run of the three statements", sch.migrated)
+	}
+}
+
+// TestIdentityChecked: OpenSessionAs refuses what WithIdentity refuses,
+// before any statement, and passes the rest through.
+func TestIdentityChecked(t *testing.T) {
+	sch := &fakeSchema{}
+	b := newFake(t, fakeDialect{schema: sch})
+	defer b.Close()
+	for _, bad := range []string{strings.Repeat("a", simba.MaxIdentity+1), "a\x00b", "\xff", "tab\there", "é" + strings.Repeat("a", simba.MaxIdentity-1)} {
+		if _, err := b.OpenSessionAs(t.Context(), time.Second, bad); !errors.Is(err, simba.ErrInvalidArgument) {
+			t.Errorf("OpenSessionAs(%q): %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+	good := []string{"", "host:42", strings.Repeat("é", simba.MaxIdentity/2), "node a (eu-west)"}
+	for _, id := range good {
+		if _, err := b.OpenSessionAs(t.Context(), time.Second, id); err != nil {
+			t.Errorf("OpenSessionAs(%q): %v", id, err)
+		}
+	}
+	if _, _, err := b.Holder(t.Context(), "bad/name"); !errors.Is(err, simba.ErrInvalidName) {
+		t.Errorf("Holder(bad/name): %v, want ErrInvalidName", err)
+	}
+	sch.mu.Lock()
+	defer sch.mu.Unlock()
+	if !slices.Equal(sch.opened, good) || len(sch.holders) != 0 {
+		t.Errorf("sessions opened with %q and holders asked %v, want %q and none", sch.opened, sch.holders, good)
 	}
 }

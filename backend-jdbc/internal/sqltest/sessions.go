@@ -211,15 +211,7 @@ func testMissingTables(t *testing.T, f *fixture) {
 
 	// Applying the migration's statements by hand makes the same backend
 	// work.
-	stmts, err := f.h.Pkg.DDL(f.h.DDL, f.prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range stmts {
-		if err := f.admin.Exec(ctxT(t), q); err != nil {
-			t.Fatalf("apply %q: %v", q, err)
-		}
-	}
+	f.applySchema(f.prefix)
 	s := open(t, b, time.Second)
 
 	// A table dropped later is reported the same way, naming it.

@@ -19,9 +19,14 @@ import (
 
 // Harness describes one database's test server and the package under test.
 type Harness struct {
-	Pkg    *sqlcore.Pkg
-	EnvVar string // the variable naming the test server
-	DDL    []string
+	Pkg        *sqlcore.Pkg
+	EnvVar     string // the variable naming the test server
+	Migrations []sqlcore.Migration
+
+	// OldSchema is the tables as the versions before migration 2 made
+	// them, written out (templates, see sqlcore.Tables.Expand), so that
+	// the upgrade is tested from what those versions really created.
+	OldSchema []string
 
 	// Connect opens the test's own client on the server named by raw, the
 	// variable's value, closed when the test ends: New builds backends
@@ -83,6 +88,9 @@ type Admin interface {
 	// ExecInTx runs q in a transaction left open (its row locks held)
 	// until commit is called.
 	ExecInTx(ctx context.Context, q string, args ...any) (commit func() error, err error)
+	// ExecScript runs the statements of a script in order on one
+	// connection, as a database's command-line client would.
+	ExecScript(ctx context.Context, stmts []string) error
 }
 
 // Dollars turns the ? placeholders of q into $1, $2...
@@ -128,6 +136,10 @@ var tests = []struct {
 	{"NamesAreCheckedAndCaseSensitive", testNames},
 	{"MalformedSessionIDs", testMalformedSessionIDs},
 	{"MissingTables", testMissingTables},
+	{"MigrationUpgradesOldTables", testMigrationUpgrade},
+	{"Holder", testHolder},
+	{"HolderOfExpiredOwnerIsNobody", testHolderOfExpiredOwner},
+	{"HolderThroughTheEngine", testHolderThroughTheEngine},
 	{"ConcurrentMigrations", testConcurrentMigrations},
 	{"ClosedBackend", testClosedBackend},
 	{"CancelledContext", testCancelledContext},

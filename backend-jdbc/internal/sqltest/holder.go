@@ -1,0 +1,323 @@
+package sqltest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
+	simba "github.com/simba-go/simba/core"
+)
+
+// applySchema applies the package's schema script to the tables of prefix
+// by hand, as a DBA would.
+func (f *fixture) applySchema(prefix string) {
+	f.t.Helper()
+	stmts, err := f.h.Pkg.DDL(f.h.Migrations, prefix)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.admin.ExecScript(ctxT(f.t), stmts); err != nil {
+		f.t.Fatalf("apply the schema script: %v", err)
+	}
+}
+
+// createOldSchema creates the tables of prefix as the versions before
+// migration 2 did.
+func (f *fixture) createOldSchema(prefix string) {
+	f.t.Helper()
+	tables := sqlcore.NewTables(prefix)
+	stmts := make([]string, len(f.h.OldSchema))
+	for i, q := range f.h.OldSchema {
+		stmts[i] = tables.Expand(q)
+	}
+	if err := f.admin.ExecScript(ctxT(f.t), stmts); err != nil {
+		f.t.Fatalf("create the old tables: %v", err)
+	}
+}
+
+func openAs(t testing.TB, b *sqlcore.Backend, d time.Duration, identity string) simba.SessionID {
+	t.Helper()
+	g, err := b.OpenSessionAs(ctxT(t), d, identity)
+	if err != nil {
+		t.Fatalf("OpenSessionAs(%q): %v", identity, err)
+	}
+	return g.ID
+}
+
+func holderOf(t testing.TB, b simba.HolderReader, name string) (simba.Holder, bool) {
+	t.Helper()
+	h, ok, err := b.Holder(ctxT(t), name)
+	if err != nil {
+		t.Fatalf("Holder(%q): %v", name, err)
+	}
+	return h, ok
+}
+
+func wantNobody(t testing.TB, b simba.HolderReader, name, why string) {
+	t.Helper()
+	if h, ok := holderOf(t, b, name); ok {
+		t.Fatalf("Holder(%q) = %+v, want nobody: %s", name, h, why)
+	}
+}
+
+// wantHolder checks the holder of name, and that its term began within
+// a few seconds of now.
+func wantHolder(t testing.TB, b simba.HolderReader, name string, s simba.SessionID, identity string, token uint64) simba.Holder {
+	t.Helper()
+	h, ok := holderOf(t, b, name)
+	switch {
+	case !ok:
+		t.Fatalf("Holder(%q) = nobody, want %s (%q) at token %d", name, s, identity, token)
+	case h.Session != s || h.Identity != identity || h.Token != token:
+		t.Fatalf("Holder(%q) = %+v, want %s (%q) at token %d", name, h, s, identity, token)
+	case h.Since.Location() != time.UTC || time.Since(h.Since).Abs() > 10*time.Second:
+		t.Fatalf("Holder(%q) since %v, want a UTC time within 10s of now (%v)", name, h.Since, time.Now().UTC())
+	}
+	return h
+}
+
+// testHolder: the holder of a lease through its terms, with the identity
+// of its session; nobody once released or closed; identities of up to
+// MaxIdentity bytes of any printable UTF-8 are stored as given.
+func testHolder(t *testing.T, f *fixture) {
+	b := f.backend()
+	const lease = 10 * time.Second
+	wantNobody(t, b, "job", "never taken")
+
+	const identity = "node-a:42 (é, 🔒)"
+	a := openAs(t, b, lease, identity)
+	tok := acquire(t, b, a, "job").Token
+	first := wantHolder(t, b, "job", a, identity, tok)
+	wantNobody(t, b, "Job", "names are case-sensitive")
+
+	time.Sleep(20 * time.Millisecond)
+	r := acquire(t, b, a, "job")
+	if !r.Won || r.Token != tok+1 {
+		t.Fatalf("acquire by the owner = %+v, want token %d", r, tok+1)
+	}
+	if h := wantHolder(t, b, "job", a, identity, tok+1); !h.Since.After(first.Since) {
+		t.Fatalf("the new term began at %v, not after the first one (%v)", h.Since, first.Since)
+	}
+
+	other := open(t, b, lease) // no identity
+	if r := acquire(t, b, other, "job"); r.Won {
+		t.Fatalf("acquire of a held lease = %+v", r)
+	}
+	wantHolder(t, b, "job", a, identity, tok+1)
+	if err := b.Release(ctxT(t), a, "job", tok+1); err != nil {
+		t.Fatal(err)
+	}
+	wantNobody(t, b, "job", "released")
+	if r := acquire(t, b, other, "job"); !r.Won {
+		t.Fatalf("acquire after the release = %+v", r)
+	}
+	wantHolder(t, b, "job", other, "", tok+2)
+	if err := b.CloseSession(ctxT(t), other); err != nil {
+		t.Fatal(err)
+	}
+	wantNobody(t, b, "job", "its owner's session was closed")
+
+	// MaxIdentity bytes of four-byte characters: utf8mb4 on MySQL.
+	longest := strings.Repeat("🔒", simba.MaxIdentity/4)
+	m := openAs(t, b, lease, longest)
+	tok = acquire(t, b, m, "max").Token
+	wantHolder(t, b, "max", m, longest, tok)
+	if _, err := b.OpenSessionAs(ctxT(t), lease, longest+"x"); !errors.Is(err, simba.ErrInvalidArgument) {
+		t.Fatalf("OpenSessionAs with %d bytes: %v, want ErrInvalidArgument", len(longest)+1, err)
+	}
+	if _, err := b.OpenSessionAs(ctxT(t), lease, "line\nbreak"); !errors.Is(err, simba.ErrInvalidArgument) {
+		t.Fatalf("OpenSessionAs with a line break: %v, want ErrInvalidArgument", err)
+	}
+	var ne *simba.NameError
+	if _, _, err := b.Holder(ctxT(t), "bad/name"); !errors.As(err, &ne) {
+		t.Fatalf("Holder(bad/name): %v, want a *simba.NameError", err)
+	}
+}
+
+// testHolderOfExpiredOwner: a lease whose owner's session expired has no
+// holder, though its row still names the session, whether the session
+// was expired by hand or ran out by itself; the next owner is reported.
+func testHolderOfExpiredOwner(t *testing.T, f *fixture) {
+	b := f.backend()
+	a := openAs(t, b, 10*time.Second, "owner")
+	tok := acquire(t, b, a, "job").Token
+	wantHolder(t, b, "job", a, "owner", tok)
+
+	f.expire(a)
+	wantNobody(t, b, "job", "its owner's session expired")
+	var sid string
+	if err := f.scalar(ctxT(t), "SELECT session_id FROM "+f.prefix+"lease WHERE name = ?", &sid, "job"); err != nil || sid != string(a) {
+		t.Fatalf("lease row names %q (%v), want the expired session %s still", sid, err, a)
+	}
+	c := openAs(t, b, 10*time.Second, "next")
+	if r := acquire(t, b, c, "job"); !r.Won || r.Token != tok+1 {
+		t.Fatalf("take-over = %+v, want token %d", r, tok+1)
+	}
+	wantHolder(t, b, "job", c, "next", tok+1)
+
+	const short = 300 * time.Millisecond
+	d := openAs(t, b, short, "short-lived")
+	tok = acquire(t, b, d, "brief").Token
+	wantHolder(t, b, "brief", d, "short-lived", tok)
+	time.Sleep(short + 100*time.Millisecond)
+	wantNobody(t, b, "brief", "its owner's lease ran out")
+}
+
+// testHolderThroughTheEngine: a client sees another client's identity as
+// the holder of the lock it took.
+func testHolderThroughTheEngine(t *testing.T, f *fixture) {
+	cfg := simba.Config{LeaseDuration: 3 * time.Second}
+	quiet := slog.New(slog.DiscardHandler)
+	newClient := func(identity string) *simba.Client {
+		c, err := simba.New(f.open(t), simba.WithConfig(cfg), simba.WithLogger(quiet), simba.WithIdentity(identity))
+		if err != nil {
+			t.Fatalf("simba.New: %v", err)
+		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		return c
+	}
+	a, b := newClient("node-a"), newClient("node-b")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	term, err := a.Lock("engine").Acquire(ctx)
+	if err != nil {
+		t.Fatalf("a: Acquire: %v", err)
+	}
+	h, ok, err := b.Holder(ctx, "engine")
+	if err != nil || !ok || h.Identity != "node-a" || h.Token != term.Token() {
+		t.Fatalf("b: Holder = %+v, %v, %v; want node-a at token %d", h, ok, err, term.Token())
+	}
+	if err := term.Release(ctx); err != nil {
+		t.Fatalf("a: Release: %v", err)
+	}
+	if h, ok, err := b.Holder(ctx, "engine"); err != nil || ok {
+		t.Fatalf("b: Holder after the release = %+v, %v, %v; want nobody", h, ok, err)
+	}
+}
+
+// testMigrationUpgrade: tables made before migration 2 make a backend
+// without Options.Migrate fail with an error naming the migration, until
+// Migrate (or Options.Migrate, or the script applied by hand) adds the
+// column; the rows of the old version survive, and its statements still
+// work on the new tables. A column dropped later is reported the same way.
+func testMigrationUpgrade(t *testing.T, f *fixture) {
+	if len(f.h.OldSchema) == 0 {
+		t.Fatal("the harness has no OldSchema")
+	}
+	f.createOldSchema(f.prefix)
+	const oldSID = "0123456789abcdef0123456789abcdef"
+	insertOldSession := func(id string) {
+		t.Helper()
+		q := "INSERT INTO " + f.prefix + "session (id, expires_at, created_at) VALUES (?, " + f.h.Later(60) + ", " + f.h.Later(0) + ")"
+		if err := f.admin.Exec(ctxT(t), q, id); err != nil {
+			t.Fatalf("a session as the old version inserts it: %v", err)
+		}
+	}
+	insertOldSession(oldSID)
+	q := "INSERT INTO " + f.prefix + "lease (name, session_id, token, acquired_at) VALUES ('old-job', ?, 5, " + f.h.Later(-30) + ")"
+	if err := f.admin.Exec(ctxT(t), q, oldSID); err != nil {
+		t.Fatalf("a lease as the old version takes it: %v", err)
+	}
+
+	pkg := f.h.Pkg.Name
+	want := pkg + ": tables predate migration 2 (session identity): column " + f.prefix +
+		"session.identity missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
+	// outdated checks the error of what on the old tables; fromServer: it
+	// wraps the server's error about the column.
+	outdated := func(what string, err error, fromServer bool) {
+		t.Helper()
+		var oe *sqlcore.OutdatedSchemaError
+		var mt *sqlcore.MissingTableError
+		if !errors.As(err, &oe) || !errors.Is(err, f.h.Pkg.ErrSchemaMissing) || errors.As(err, &mt) {
+			t.Fatalf("%s on the old tables: %v, want an *OutdatedSchemaError", what, err)
+		}
+		if oe.Migration != 2 || err.Error() != want {
+			t.Fatalf("%s: error = %q (migration %d)\nwant    %q", what, err, oe.Migration, want)
+		}
+		if fromServer != (oe.Err != nil) {
+			t.Fatalf("%s: the error wraps %v, want the server's error: %v", what, oe.Err, fromServer)
+		}
+	}
+	if _, err := f.h.Open(ctxT(t), f.h.URL(t, f.raw, ""), OpenOptions{Options: sqlcore.Options{TablePrefix: f.prefix}}); err == nil {
+		t.Fatal("Open without Migrate on the old tables succeeded")
+	} else {
+		outdated("Open", err, false)
+	}
+	b := f.backendWith(sqlcore.Options{TablePrefix: f.prefix})
+	_, err := b.OpenSession(ctxT(t), time.Second)
+	outdated("OpenSession", err, false)
+	_, _, err = b.Holder(ctxT(t), "old-job")
+	outdated("Holder", err, false)
+
+	// Nodes migrating at once all succeed.
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		m := f.backendWith(sqlcore.Options{TablePrefix: f.prefix, Migrate: true})
+		wg.Go(func() { _, errs[i] = m.OpenSessionAs(ctxT(t), time.Second, "migrating") })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d migrating the old tables: %v", i, err)
+		}
+	}
+
+	// The backend that failed works now; the old rows are intact, and a
+	// session of the old version has no identity.
+	s := openAs(t, b, 10*time.Second, "new-node")
+	h, ok := holderOf(t, b, "old-job")
+	if !ok || h.Session != oldSID || h.Identity != "" || h.Token != 5 {
+		t.Fatalf("Holder(old-job) = %+v, %v; want the old session at token 5, no identity", h, ok)
+	}
+	if ago := time.Since(h.Since); ago < 20*time.Second || ago > 40*time.Second {
+		t.Fatalf("Holder(old-job) since %v (%v ago), want about 30s ago", h.Since, ago)
+	}
+	if ka := keepAlive(t, b, oldSID, 10*time.Second); ka.Leases["old-job"] != 5 {
+		t.Fatalf("keep-alive of the old session = %+v, want old-job at 5", ka)
+	}
+	insertOldSession("fedcba9876543210fedcba9876543210") // the old version's INSERT still works
+	tok := acquire(t, b, s, "new-job").Token
+	wantHolder(t, b, "new-job", s, "new-node", tok)
+
+	// Idempotent: Migrate and the script again change nothing.
+	if err := b.Migrate(ctxT(t)); err != nil {
+		t.Fatalf("Migrate on up-to-date tables: %v", err)
+	}
+	f.applySchema(f.prefix)
+	wantHolder(t, b, "new-job", s, "new-node", tok)
+
+	// The script applied by hand upgrades old tables too.
+	other := uniquePrefix()
+	t.Cleanup(func() { f.dropTables(other) })
+	f.createOldSchema(other)
+	f.applySchema(other)
+	f.applySchema(other)
+	o := f.backendWith(sqlcore.Options{TablePrefix: other})
+	sh := openAs(t, o, 10*time.Second, "by-hand")
+	tok = acquire(t, o, sh, "job").Token
+	wantHolder(t, o, "job", sh, "by-hand", tok)
+
+	// A column dropped behind a ready backend's back is reported from the
+	// server's error, then by the schema check, until migrated again.
+	if err := f.admin.Exec(ctxT(t), "ALTER TABLE "+f.prefix+"session DROP COLUMN identity"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.OpenSessionAs(ctxT(t), time.Second, "x")
+	outdated("OpenSessionAs after the column was dropped", err, true)
+	_, _, err = b.Holder(ctxT(t), "new-job")
+	outdated("Holder after the column was dropped", err, false)
+	if err := b.Migrate(ctxT(t)); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	s2 := openAs(t, b, 10*time.Second, "again")
+	if r := acquire(t, b, s2, "again"); !r.Won {
+		t.Fatalf("acquire after Migrate = %+v", r)
+	}
+	wantHolder(t, b, "again", s2, "again", 1)
+}
