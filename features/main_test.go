@@ -132,6 +132,7 @@ func initScenario(sc *godog.ScenarioContext, env *backendEnv) {
 	w.fencingSteps(step)
 	w.layoutSteps(step)
 	w.fxSteps(step)
+	w.holderSteps(step)
 	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
 		return ctx, w.start()
 	})

@@ -20,6 +20,8 @@ type node struct {
 	name   string
 	timing simba.Config
 
+	identity string // as connectOptions.identity
+
 	client  *simba.Client
 	clients []*simba.Client // every client the node had, the current one last
 	rec     *recorder
@@ -53,6 +55,7 @@ type connectOptions struct {
 	noEvents  bool          // no event listener (so an executor sees only election callbacks)
 	rejecting bool          // the callback executor rejects the next callback
 	onEvent   func(ctx context.Context, n *node, e simba.Event)
+	identity  string // the identity of the node's sessions; core's default when empty
 }
 
 // connect adds node name to the scenario.
@@ -83,6 +86,7 @@ func (w *world) connect(name string, o connectOptions) (*node, error) {
 	if o.cfg != nil {
 		n.timing = *o.cfg
 	}
+	n.identity = o.identity
 	w.nodes[name] = n
 	if o.stalled {
 		n.link.Stall()
@@ -108,6 +112,9 @@ func (n *node) newClient(noEvents bool) error {
 	}
 	if n.exec != nil {
 		opts = append(opts, simba.WithCallbackExecutor(n.exec))
+	}
+	if n.identity != "" {
+		opts = append(opts, simba.WithIdentity(n.identity))
 	}
 	c, err := simba.New(n.backend, opts...)
 	if err != nil {

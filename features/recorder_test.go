@@ -3,6 +3,7 @@ package features
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -223,6 +224,47 @@ func (r *recorder) OpenSession(ctx context.Context, lease time.Duration) (simba.
 	r.answered(c, err)
 	r.hold(f)
 	return g, r.finish(c, err)
+}
+
+// OpenSessionAs records an OpenSession that carries an identity; a backend
+// without the capability opens a session without one, as the engine would.
+func (r *recorder) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
+	c, f := r.begin(ctx, memory.OpOpenSession, "", "", 0)
+	if f != nil && f.fail != nil {
+		return simba.SessionGrant{}, r.failed(c, f)
+	}
+	var g simba.SessionGrant
+	var err error
+	if o, ok := r.inner.(simba.IdentityOpener); ok {
+		g, err = o.OpenSessionAs(ctx, lease, identity)
+	} else {
+		g, err = r.inner.OpenSession(ctx, lease)
+	}
+	r.mu.Lock()
+	c.session = g.ID
+	r.mu.Unlock()
+	r.answered(c, err)
+	r.hold(f)
+	return g, r.finish(c, err)
+}
+
+// Holder records a read of the holder of name; a backend without the
+// capability gives ErrNotSupported.
+func (r *recorder) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
+	c, f := r.begin(ctx, memory.OpHolder, "", name, 0)
+	if f != nil && f.fail != nil {
+		return simba.Holder{}, false, r.failed(c, f)
+	}
+	hr, ok := r.inner.(simba.HolderReader)
+	if !ok {
+		err := fmt.Errorf("features: the %T backend: %w", r.inner, simba.ErrNotSupported)
+		r.answered(c, err)
+		return simba.Holder{}, false, r.finish(c, err)
+	}
+	h, held, err := hr.Holder(ctx, name)
+	r.answered(c, err)
+	r.hold(f)
+	return h, held, r.finish(c, err)
 }
 
 func (r *recorder) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {

@@ -72,6 +72,15 @@ func TestBadUsageExitsTwoWithOneLine(t *testing.T) {
 		{[]string{"status", "--backend", "memory://", "--format", "xml"}, `--format "xml"`},
 		{[]string{"status", "--backend", "memory://", "--timeout", "0s"}, "must be positive"},
 		{[]string{"status"}, "no backend"},
+		// Lease names are checked before the backend is contacted: this
+		// one cannot be reached.
+		{[]string{"status", "--backend", "redis://127.0.0.1:1/0", "--holder", "ok,bad name"}, `invalid value "ok,bad name" for flag --holder: simba: invalid lease name "bad name"`},
+		{[]string{"status", "--backend", "redis://127.0.0.1:1/0", "--holder", ""}, `invalid lease name "": empty`},
+		{[]string{"status", "--backend", "redis://127.0.0.1:1/0", "--holder", "a,,b"}, `invalid lease name "": empty`},
+		{[]string{"status", "--holder"}, "flag needs an argument: --holder ("},
+		{[]string{"status", "--backend", "redis://127.0.0.1:1/0", "--identity="}, `invalid value "" for flag --identity: empty`},
+		{[]string{"lock", "--backend", "redis://127.0.0.1:1/0", "--identity", "a\nb", "job", "--", "true"}, `invalid value "a\nb" for flag --identity: the unprintable character U+000A at byte 1`},
+		{[]string{"leader", "--backend", "redis://127.0.0.1:1/0", "--identity", strings.Repeat("x", 257), "job", "--", "true"}, "257 bytes, at most 256 allowed"},
 		{[]string{"version", "now"}, `unexpected argument "now"`},
 		{[]string{"demo", "--duration", "1s"}, "at least 5 times --lease"},
 		{[]string{"demo", "--lease", "1ms"}, "--lease 1ms"},
@@ -134,6 +143,22 @@ func TestHelpListsFlagsAndExitCodes(t *testing.T) {
 		"69               the backend cannot be reached", "75               the lock is held elsewhere", "76", "127", "memory:// the lock lives in this simba process only"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("lock --help does not mention %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestHelpDocumentsHoldersAndIdentity(t *testing.T) {
+	for _, cmd := range []string{"lock", "leader", "status"} {
+		r := runSimba(t, cmd, "--help")
+		if !strings.Contains(r.stdout, "--identity ID") || !strings.Contains(r.stdout, "(default: HOST:PID)") {
+			t.Errorf("%s --help does not document --identity:\n%s", cmd, r.stdout)
+		}
+	}
+	r := runSimba(t, "status", "--help")
+	for _, want := range []string{"Usage:\n  simba status [flags] [--holder NAME]...", "--holder NAME", "A lease nobody holds shows\nas free", `"holders"`,
+		"--holder on a backend that cannot tell who holds a\n       lease"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status --help does not mention %q:\n%s", want, r.stdout)
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	simba "github.com/simba-go/simba/core"
 )
@@ -22,6 +24,7 @@ type clientFlags struct {
 	connectTimeout time.Duration
 	migrate        bool
 	verbose        bool
+	identity       string // "" for the client's default, HOST:PID
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -31,6 +34,35 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long connecting to the backend may take")
 	fs.BoolVar(&c.migrate, "migrate", false, "PostgreSQL and MySQL: create the tables when they are missing")
 	fs.BoolVar(&c.verbose, "verbose", false, "log the client's debug records on stderr")
+	fs.Func("identity", "identity `ID` of this node's session, which other nodes see as the holder of its leases "+
+		"(simba status --holder): 1 to "+fmt.Sprint(simba.MaxIdentity)+" bytes of printable UTF-8 (default: HOST:PID)",
+		func(id string) error {
+			if err := checkIdentity(id); err != nil {
+				return err
+			}
+			c.identity = id
+			return nil
+		})
+}
+
+// checkIdentity checks an --identity value against the rule of
+// simba.WithIdentity while the flags are parsed, so that a bad one is bad
+// usage reported before the backend is contacted.
+func checkIdentity(id string) error {
+	switch {
+	case id == "":
+		return errors.New("empty")
+	case len(id) > simba.MaxIdentity:
+		return fmt.Errorf("%d bytes, at most %d allowed", len(id), simba.MaxIdentity)
+	case !utf8.ValidString(id):
+		return errors.New("not valid UTF-8")
+	}
+	for i, r := range id {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("the unprintable character %U at byte %d", r, i)
+		}
+	}
+	return nil
 }
 
 // node is an open client and the backend under it.
@@ -103,10 +135,16 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 		a.report(cmd, "backend %s unavailable: %v", where, err)
 		return nil, exitUnavailable
 	}
-	opts = append([]simba.Option{simba.WithConfig(cfg), simba.WithLogger(logger)}, opts...)
-	client, err := simba.New(b, opts...)
+	base := []simba.Option{simba.WithConfig(cfg), simba.WithLogger(logger)}
+	if c.identity != "" {
+		base = append(base, simba.WithIdentity(c.identity))
+	}
+	client, err := simba.New(b, append(base, opts...)...)
 	if err != nil {
 		_ = b.Close()
+		if errors.Is(err, simba.ErrInvalidArgument) {
+			return nil, a.usageError(cmd, err)
+		}
 		a.report(cmd, "%v", err)
 		return nil, exitFailure
 	}

@@ -1,21 +1,25 @@
 // Command simba runs commands under a Simba lock or leadership, shows a
-// client's session, and plays a demo of leader election with fencing.
+// client's session and who holds leases, and plays a demo of leader
+// election with fencing.
 //
 // Usage:
 //
 //	simba demo    [--duration 30s] [--lease 2s]
 //	simba lock    [flags] NAME -- COMMAND [ARG...]
 //	simba leader  [flags] NAME -- COMMAND [ARG...]
-//	simba status  [flags]
+//	simba status  [flags] [--holder NAME]...
 //	simba version
 //
 // The backend comes from --backend URL or the SIMBA_BACKEND variable:
 // memory://[NAME] (this process only: lock and leader warn about it),
 // redis://, rediss://, postgres://, postgresql://, mysql:// or zk://.
-// Every command has --help.
+// lock, leader and status take --identity ID, the identity their session
+// carries (default HOST:PID), which simba status --holder NAME shows for the
+// node that holds NAME. Every command has --help.
 //
 // Exit codes: 0 success; 1 failure of simba itself; 2 bad usage (unknown
-// command or flag, missing argument, bad URL or name); 69 backend
+// command or flag, missing argument, bad URL, name or identity; status
+// --holder on a backend that cannot tell who holds a lease); 69 backend
 // unavailable, at start or until --timeout; 75 lock held elsewhere until
 // --timeout; 76 lock or leadership lost while the command ran; 126 command not executable; 127 command not
 // found; 128+N the command died of signal N, or simba was stopped by
@@ -117,7 +121,7 @@ var commands = []command{
 	{"demo", "in-process nodes: a paused leader gets fenced off, then partitions move as nodes join and leave", runDemo},
 	{"lock", "run a command while holding a lock", runLock},
 	{"leader", "run a command whenever this node is the leader", runLeader},
-	{"status", "print a client's session and leases, as a table or JSON", runStatus},
+	{"status", "print a client's session, and who holds given leases, as a table or JSON", runStatus},
 	{"version", "print the version of simba", runVersion},
 }
 

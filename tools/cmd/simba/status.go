@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -15,30 +18,47 @@ import (
 const statusAbout = `
 Opens a client on the backend, waits until its session is live (at most
 --timeout), prints the client's snapshot and closes the client. The snapshot
-shows the session (id, status, time left before its local deadline, renew
-interval) and the elections and locks of the client; a fresh client has none,
-so this checks that the backend is reachable and grants sessions, and with
-which timing.
+shows the session (id, identity, status, time left before its local deadline,
+renew interval) and the elections and locks of the client; a fresh client has
+none, so this checks that the backend is reachable and grants sessions, and
+with which timing.
 
---format json prints one JSON object: {"backend", "session": {"id", "status",
-"remainingMs", "renewIntervalMs", "leaseShortened"}, "leases": [{"name",
-"kind", "state", "token", "remainingMs"}]}.
+--holder NAME asks the backend who holds the lease NAME now, whichever node
+it is: the identity of that node's session (the --identity of the simba that
+holds it, HOST:PID by default), the session, the fencing token of its term
+and when the term began, by the backend's clock. A lease nobody holds shows
+as free. Repeat --holder, or give NAME,NAME,...; the names are checked before
+the backend is contacted. The holders are read within --timeout.
+
+--format json prints one JSON object: {"backend", "session": {"id",
+"identity", "status", "remainingMs", "renewIntervalMs", "leaseShortened"},
+"leases": [{"name", "kind", "state", "token", "remainingMs"}], "holders":
+[{"name", "free", "holder": {"session", "identity", "token", "since"}}]}.
+"holders" is there with --holder only; "holder" is null for a free lease,
+and for one whose holder could not be read, which has an "error" instead.
+"since" is in RFC 3339, UTC; "identity" and "since" are left out when the
+backend does not record them.
 
 Exit codes:
-  0    the session is live
-  2    bad usage: unknown flag or format, bad backend URL
-  69   the backend cannot be reached, or no session opened within --timeout
-       (the snapshot is printed anyway)
+  0    the session is live (and every holder asked for was read)
+  2    bad usage: unknown flag or format, invalid lease name or identity, bad
+       backend URL; or --holder on a backend that cannot tell who holds a
+       lease (nothing is printed then)
+  69   the backend cannot be reached, no session opened within --timeout, or
+       a holder could not be read within --timeout (the rest is printed
+       anyway)
 `
 
 // runStatus is "simba status".
 func runStatus(ctx context.Context, a *app, args []string) int {
 	const cmd = "status"
 	var cf clientFlags
-	f := newFlags(cmd, "status [flags]", statusAbout)
+	var names leaseNames
+	f := newFlags(cmd, "status [flags] [--holder NAME]...", statusAbout)
 	cf.register(f.FlagSet)
 	format := f.String("format", "table", "output `format`: table or json")
-	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the session to open")
+	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the session to open and the holders to be read")
+	f.Var(&names, "holder", "also show who holds the lease `NAME` now, on any node; repeatable, or NAME,NAME,...")
 	if _, err := f.parseArgs(args, 0, ""); err != nil {
 		return f.fail(a, err)
 	}
@@ -63,6 +83,19 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 
 	t := time.NewTimer(*timeout)
 	defer t.Stop()
+	// The holders are read while the session opens: reading needs none.
+	hctx, cancel := context.WithTimeout(ctx, *timeout)
+	holders := readHolders(hctx, n.client, names)
+	cancel()
+	for _, h := range holders {
+		if errors.Is(h.err, simba.ErrNotSupported) {
+			a.report(cmd, "--holder: the backend %s cannot tell who holds a lease (%v)", n.where, simba.ErrNotSupported)
+			return exitUsage
+		}
+	}
+	if ctx.Err() != nil {
+		return interruptedCode(ctx)
+	}
 	code = exitOK
 	select {
 	case <-opened:
@@ -74,9 +107,9 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	snap := n.client.Snapshot()
 	var err error
 	if *format == "json" {
-		err = writeStatusJSON(a.stdout, n.where, snap)
+		err = writeStatusJSON(a.stdout, n.where, snap, holders)
 	} else {
-		err = writeStatusTable(a.stdout, n.where, snap)
+		err = writeStatusTable(a.stdout, n.where, snap, holders)
 	}
 	if err != nil {
 		a.report(cmd, "write: %v", err)
@@ -85,18 +118,70 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	if code != exitOK {
 		a.report(cmd, "no session opened on %s within %v", n.where, *timeout)
 	}
+	for _, h := range holders {
+		if h.err != nil {
+			a.report(cmd, "holder of %s not read on %s: %v", h.name, n.where, h.err)
+			code = exitUnavailable
+		}
+	}
 	return code
+}
+
+// leaseNames is the value of --holder: lease names, each checked as it is
+// parsed, in the order given, without repeats.
+type leaseNames []string
+
+func (l *leaseNames) String() string { return strings.Join(*l, ",") }
+
+// Set adds NAME or NAME,NAME,...; a name that simba.ValidateName refuses is
+// a parse error, so bad usage.
+func (l *leaseNames) Set(v string) error {
+	for name := range strings.SplitSeq(v, ",") {
+		if err := simba.ValidateName(name); err != nil {
+			return err
+		}
+		if !slices.Contains(*l, name) {
+			*l = append(*l, name)
+		}
+	}
+	return nil
+}
+
+// holderRead is who holds one lease, as the backend told it.
+type holderRead struct {
+	name string
+	h    simba.Holder
+	held bool
+	err  error
+}
+
+// readHolders reads the holders of names at once, each call bounded by ctx
+// (and by the client's renew interval), and returns them in the order of
+// names.
+func readHolders(ctx context.Context, c *simba.Client, names []string) []holderRead {
+	out := make([]holderRead, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			h, held, err := c.Holder(ctx, name)
+			out[i] = holderRead{name: name, h: h, held: held, err: err}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // statusView is the JSON form of a snapshot: durations in milliseconds.
 type statusView struct {
-	Backend string      `json:"backend"`
-	Session sessionView `json:"session"`
-	Leases  []leaseView `json:"leases"`
+	Backend string       `json:"backend"`
+	Session sessionView  `json:"session"`
+	Leases  []leaseView  `json:"leases"`
+	Holders []holderView `json:"holders,omitempty"`
 }
 
 type sessionView struct {
 	ID              simba.SessionID `json:"id"`
+	Identity        string          `json:"identity"`
 	Status          simba.Status    `json:"status"`
 	RemainingMs     int64           `json:"remainingMs"`
 	RenewIntervalMs int64           `json:"renewIntervalMs"`
@@ -111,11 +196,21 @@ type leaseView struct {
 	RemainingMs int64            `json:"remainingMs"`
 }
 
-func writeStatusJSON(w io.Writer, where string, s simba.Snapshot) error {
+// holderView is one lease of --holder: Holder is nil when the lease is
+// free (Free) or its holder could not be read (Error).
+type holderView struct {
+	Name   string        `json:"name"`
+	Free   bool          `json:"free"`
+	Holder *simba.Holder `json:"holder"`
+	Error  string        `json:"error,omitempty"`
+}
+
+func writeStatusJSON(w io.Writer, where string, s simba.Snapshot, holders []holderRead) error {
 	v := statusView{
 		Backend: where,
 		Session: sessionView{
 			ID:              s.Session.ID,
+			Identity:        s.Session.Identity,
 			Status:          s.Session.Status,
 			RemainingMs:     s.Session.Remaining.Milliseconds(),
 			RenewIntervalMs: s.Session.Renew.Milliseconds(),
@@ -126,12 +221,31 @@ func writeStatusJSON(w io.Writer, where string, s simba.Snapshot) error {
 	for _, l := range s.Leases {
 		v.Leases = append(v.Leases, leaseView{l.Name, l.Kind, l.State, l.Token, l.Remaining.Milliseconds()})
 	}
+	for _, r := range holders {
+		hv := holderView{Name: r.name}
+		switch {
+		case r.err != nil:
+			hv.Error = r.err.Error()
+		case !r.held:
+			hv.Free = true
+		default:
+			h := r.h
+			if !h.Since.IsZero() {
+				h.Since = h.Since.UTC()
+			}
+			hv.Holder = &h
+		}
+		v.Holders = append(v.Holders, hv)
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-func writeStatusTable(w io.Writer, where string, s simba.Snapshot) error {
+// sinceLayout shows when a holder's term began: UTC, to the millisecond.
+const sinceLayout = "2006-01-02T15:04:05.000Z07:00"
+
+func writeStatusTable(w io.Writer, where string, s simba.Snapshot, holders []holderRead) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	id := string(s.Session.ID)
 	if id == "" {
@@ -139,6 +253,9 @@ func writeStatusTable(w io.Writer, where string, s simba.Snapshot) error {
 	}
 	fmt.Fprintf(tw, "backend:\t%s\n", where)
 	fmt.Fprintf(tw, "session:\t%s\n", id)
+	if s.Session.Identity != "" {
+		fmt.Fprintf(tw, "identity:\t%s\n", s.Session.Identity)
+	}
 	fmt.Fprintf(tw, "status:\t%s\n", s.Session.Status)
 	fmt.Fprintf(tw, "remaining:\t%v\n", s.Session.Remaining.Round(time.Millisecond))
 	if s.Session.Renew > 0 {
@@ -150,15 +267,40 @@ func writeStatusTable(w io.Writer, where string, s simba.Snapshot) error {
 	}
 	if len(s.Leases) == 0 {
 		fmt.Fprintf(tw, "leases:\tnone on this client\n")
-		return tw.Flush()
-	}
-	fmt.Fprintf(tw, "\nNAME\tKIND\tSTATE\tTOKEN\tREMAINING\n")
-	for _, l := range s.Leases {
-		token := "-"
-		if l.Token > 0 {
-			token = fmt.Sprint(l.Token)
+	} else {
+		fmt.Fprintf(tw, "\nNAME\tKIND\tSTATE\tTOKEN\tREMAINING\n")
+		for _, l := range s.Leases {
+			token := "-"
+			if l.Token > 0 {
+				token = fmt.Sprint(l.Token)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", l.Name, l.Kind, l.State, token, l.Remaining.Round(time.Millisecond))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", l.Name, l.Kind, l.State, token, l.Remaining.Round(time.Millisecond))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(holders) == 0 {
+		return nil
+	}
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nLEASE\tHELD BY\tSESSION\tTOKEN\tSINCE\n")
+	for _, r := range holders {
+		switch {
+		case r.err != nil:
+			fmt.Fprintf(tw, "%s\t(not read)\t-\t-\t-\n", r.name)
+		case !r.held:
+			fmt.Fprintf(tw, "%s\tfree\t-\t-\t-\n", r.name)
+		default:
+			identity, since := r.h.Identity, "-"
+			if identity == "" {
+				identity = "(unknown)"
+			}
+			if !r.h.Since.IsZero() {
+				since = r.h.Since.UTC().Format(sinceLayout)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.name, identity, r.h.Session, r.h.Token, since)
+		}
 	}
 	return tw.Flush()
 }
