@@ -48,22 +48,34 @@ func BenchmarkTermRemaining(b *testing.B) {
 // BenchmarkAcquireRelease is an uncontended lock acquire and release on
 // the memory backend: the engine's own cost.
 func BenchmarkAcquireRelease(b *testing.B) {
-	c, err := simba.New(memory.New())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	l := c.Lock("bench")
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		lt, err := l.Acquire(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := lt.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
+	// events: an event listener that does nothing, as the cost of the
+	// events themselves (a metrics listener adds its own work on top).
+	for _, tt := range []struct {
+		name string
+		opts []simba.Option
+	}{
+		{"events=off", nil},
+		{"events=on", []simba.Option{simba.WithEventListener(func(context.Context, simba.Event) {})}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			c, err := simba.New(memory.New(), tt.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close(context.Background())
+			l := c.Lock("bench")
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				lt, err := l.Acquire(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := lt.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -41,7 +41,7 @@ type options struct {
 	identity string
 	cfg      Config
 	logger   *slog.Logger
-	listener func(context.Context, Event)
+	listeners []func(context.Context, Event)
 	exec     Executor
 }
 
@@ -64,7 +64,10 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithEventListener registers fn to receive every Event of the client
-// (R-OBS-2), one at a time and in order, on the callback executor. The ctx
+// (R-OBS-2), one at a time and in order, on the callback executor. It may
+// be given several times: every listener gets every event, in the order
+// they were given; a listener that panics is logged and the next one still
+// runs. The ctx
 // it gets marks the call as a callback: pass it to Client.Close from
 // there, and Close will not wait for the listener itself.
 func WithEventListener(fn func(ctx context.Context, e Event)) Option {
@@ -72,7 +75,7 @@ func WithEventListener(fn func(ctx context.Context, e Event)) Option {
 		if fn == nil {
 			return fmt.Errorf("%w: nil event listener", ErrInvalidArgument)
 		}
-		o.listener = fn
+		o.listeners = append(o.listeners, fn)
 		return nil
 	}
 }
@@ -102,7 +105,7 @@ type Client struct {
 	log      *slog.Logger
 	exec     Executor
 	events   *dispatcher // nil without an event listener
-	onEvent  func(context.Context, Event)
+	onEvent  []func(context.Context, Event)
 
 	mu      sync.Mutex
 	effects []func() // run by unlock, after the lock is released
@@ -164,14 +167,14 @@ func New(b Backend, opts ...Option) (*Client, error) {
 		cfg:      cfg,
 		log:      o.logger,
 		exec:     o.exec,
-		onEvent:  o.listener,
+		onEvent:  o.listeners,
 		entries:  make(map[string]*entry),
 		groups:   make(map[string]*groupState),
 		loopDone: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
 	c.notifier, _ = b.(ReleaseNotifier)
-	if c.onEvent != nil {
+	if len(c.onEvent) > 0 {
 		c.events = newDispatcher(c.exec)
 	}
 	c.loopCtx, c.loopStop = context.WithCancel(context.Background())
@@ -209,20 +212,31 @@ func (c *Client) goBackground(f func(ctx context.Context)) {
 	}()
 }
 
-// emit publishes an event to the listener. Call with the lock held.
+// emit publishes an event to the listeners. Call with the lock held.
 func (c *Client) emit(e Event) {
 	if c.events == nil {
 		return
 	}
 	e.Time = time.Now()
-	fn := c.onEvent
 	c.events.enqueue(task{
-		run: func(ctx context.Context) { fn(ctx, e) },
-		panicked: func(err error) {
-			c.log.Error("simba: event listener panicked", "event", e.Kind.String(), "err", err)
+		run: func(ctx context.Context) {
+			for _, fn := range c.onEvent {
+				c.callListener(ctx, fn, e)
+			}
 		},
 	})
 	c.after(c.events.kick)
+}
+
+// callListener runs one event listener, recovering a panic so that the
+// next listeners still get the event.
+func (c *Client) callListener(ctx context.Context, fn func(context.Context, Event), e Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("simba: event listener panicked", "event", e.Kind.String(), "err", fmt.Errorf("panic: %v", r))
+		}
+	}()
+	fn(ctx, e)
 }
 
 // Close stops every election and lock of the client, closes the session so
@@ -465,6 +479,11 @@ func (c *Client) keepAlive(s *session) bool {
 		now := time.Now()
 		if c.loopCtx.Err() != nil {
 			return false
+		}
+		if c.events != nil {
+			c.lock()
+			c.emit(Event{Kind: EventKeepAlive, Session: s.id, Latency: now.Sub(sentAt), Err: err})
+			c.unlock()
 		}
 		switch {
 		case !now.Before(deadline):

@@ -194,7 +194,11 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 	}
 	t := newTerm(e.name, res.Token, a.sess.id, a.sess.clock, now)
 	e.term = t
-	c.emit(Event{Kind: EventElected, Session: t.session, Name: e.name, Token: t.token})
+	elected := Event{Kind: EventElected, Session: t.session, Name: e.name, Token: t.token}
+	if e.kind == kindLock && len(e.waiters) > 0 {
+		elected.Waited = now.Sub(e.waiters[0].seen.start)
+	}
+	c.emit(elected)
 	switch e.kind {
 	case kindElection:
 		e.elected(t)

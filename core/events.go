@@ -22,11 +22,12 @@ const (
 	EventBackendError                               // a backend call failed; Err, Name when about a lease
 	EventWorkFailed                                 // leader work returned an error or panicked; Name, Token, Err (a *WorkError)
 	EventListenerPanicked                           // a listener callback panicked; Name, Token, Err
+	EventKeepAlive                                  // a keep-alive was answered or failed; Latency, Err (nil on success)
 )
 
 var eventNames = [...]string{"", "SessionOpened", "SessionSuspended", "SessionRestored", "SessionDeadlinePassed",
 	"SessionExpired", "SessionLeaseShortened", "SessionClosed", "Elected", "Revoked", "BackendError", "WorkFailed",
-	"ListenerPanicked"}
+	"ListenerPanicked", "KeepAlive"}
 
 func (k EventKind) String() string {
 	if k <= 0 || int(k) >= len(eventNames) {
@@ -47,7 +48,9 @@ type Event struct {
 	Token   uint64        // the term's token, for Elected and Revoked
 	Reason  RevokeReason  // for Revoked
 	Granted time.Duration // for SessionOpened and SessionLeaseShortened
-	Err     error         // for SessionSuspended, SessionExpired, BackendError, WorkFailed, ListenerPanicked
+	Err     error         // for SessionSuspended, SessionExpired, BackendError, WorkFailed, ListenerPanicked, KeepAlive
+	Latency time.Duration // for KeepAlive: the round trip of the call
+	Waited  time.Duration // for Elected of a lock: how long the winning Acquire or TryAcquire waited
 }
 
 func (e Event) String() string {
@@ -63,6 +66,12 @@ func (e Event) String() string {
 	}
 	if e.Granted != 0 {
 		s += " granted=" + e.Granted.String()
+	}
+	if e.Latency != 0 {
+		s += " latency=" + e.Latency.String()
+	}
+	if e.Waited != 0 {
+		s += " waited=" + e.Waited.String()
 	}
 	if e.Err != nil {
 		s += " err=" + e.Err.Error()

@@ -130,3 +130,66 @@ func TestObserveHolder(t *testing.T) {
 		}
 	})
 }
+
+// Several event listeners each get every event, in order; a keep-alive
+// reports its round trip, and a lock's Elected how long the winning call
+// waited.
+func TestEventListenersAndEventDurations(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		var mu sync.Mutex
+		var first, second []simba.Event
+		record := func(to *[]simba.Event) func(context.Context, simba.Event) {
+			return func(_ context.Context, e simba.Event) {
+				mu.Lock()
+				*to = append(*to, e)
+				mu.Unlock()
+			}
+		}
+		a := newClient(t, s.Connect())
+		held, err := a.Lock("job").Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := newClient(t, s.Connect(), simba.WithEventListener(record(&first)),
+			simba.WithEventListener(func(context.Context, simba.Event) { panic("a broken listener") }),
+			simba.WithEventListener(record(&second)))
+		go func() {
+			time.Sleep(1500 * time.Millisecond)
+			_ = held.Close()
+		}()
+		term, err := b.Lock("job").Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = term.Close()
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(first) == 0 || len(first) != len(second) {
+			t.Fatalf("listeners got %d and %d events", len(first), len(second))
+		}
+		var keepAlives int
+		var waited time.Duration
+		for i, e := range first {
+			if e.Kind != second[i].Kind || e.Time != second[i].Time {
+				t.Fatalf("event %d: %v and %v", i, e, second[i])
+			}
+			switch e.Kind {
+			case simba.EventKeepAlive:
+				keepAlives++
+				if e.Err != nil || e.Latency != 0 { // the memory backend answers at once in fake time
+					t.Fatalf("keep-alive event %v", e)
+				}
+			case simba.EventElected:
+				waited = e.Waited
+			}
+		}
+		if keepAlives == 0 {
+			t.Fatal("no KeepAlive event in 1.5s with a 1s renew interval")
+		}
+		if waited != 1500*time.Millisecond {
+			t.Fatalf("Elected.Waited %v, want the 1.5s the Acquire waited", waited)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Lock holds a lease around a step: an election of the name that takes
@@ -42,9 +43,10 @@ type waitResult struct {
 // waitSeen is what the backend did with the attempts made while one
 // Acquire or TryAcquire call waited. Guarded by the client's lock.
 type waitSeen struct {
-	answered bool  // an attempt was answered: won, or held by another session
-	failed   int   // attempts that failed with a backend error
-	lastErr  error // the error of the last attempt, nil when it was answered
+	start    time.Time // when the call began
+	answered bool      // an attempt was answered: won, or held by another session
+	failed   int       // attempts that failed with a backend error
+	lastErr  error     // the error of the last attempt, nil when it was answered
 }
 
 // Acquire waits for a term of the lock until ctx is done. The deadline of
@@ -101,7 +103,7 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 		return nil, err
 	}
 	c := l.c
-	seen := &waitSeen{}
+	seen := &waitSeen{start: time.Now()}
 	for {
 		if ctx.Err() != nil {
 			c.lock()
