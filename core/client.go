@@ -38,11 +38,11 @@ func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 type Option func(*options) error
 
 type options struct {
-	identity string
-	cfg      Config
-	logger   *slog.Logger
+	identity  string
+	cfg       Config
+	logger    *slog.Logger
 	listeners []func(context.Context, Event)
-	exec     Executor
+	exec      Executor
 }
 
 // WithConfig sets the session timing; the zero fields take their defaults.
