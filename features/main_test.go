@@ -133,6 +133,7 @@ func initScenario(sc *godog.ScenarioContext, env *backendEnv) {
 	w.layoutSteps(step)
 	w.fxSteps(step)
 	w.holderSteps(step)
+	w.metricsSteps(step)
 	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
 		return ctx, w.start()
 	})
