@@ -52,20 +52,26 @@ type task struct {
 }
 
 // dispatcher runs the tasks pushed to it one at a time, in order, over an
-// Executor: the serial dispatcher of one election, or of the events.
+// Executor: the serial dispatcher of one election, or of the events. In a
+// steady state it allocates nothing per task: the queue's array is reused,
+// the executor always gets the same function, and the drained channel is
+// made only for a caller of idle.
 type dispatcher struct {
-	exec Executor
-	ctx  context.Context // carries callbackKey -> this dispatcher
+	exec    Executor
+	ctx     context.Context // carries callbackKey -> this dispatcher
+	runHead func()          // d.runFirst, made once
 
 	mu      sync.Mutex
-	queue   []task
+	queue   []task // queue[head:] waits; the head is popped by the task that runs it
+	head    int
 	busy    bool
-	drained chan struct{} // closed when the queue empties; nil while idle
+	drained chan struct{} // made by idle while busy, closed when the queue empties
 }
 
 func newDispatcher(exec Executor) *dispatcher {
 	d := &dispatcher{exec: exec}
 	d.ctx = context.WithValue(context.Background(), callbackKey{}, d)
+	d.runHead = d.runFirst
 	return d
 }
 
@@ -90,38 +96,52 @@ func (d *dispatcher) enqueue(t task) {
 // kick starts running the queue unless it is empty or already running.
 func (d *dispatcher) kick() {
 	d.mu.Lock()
-	if d.busy || len(d.queue) == 0 {
+	if d.busy || d.head == len(d.queue) {
 		d.mu.Unlock()
 		return
 	}
 	d.busy = true
-	d.drained = make(chan struct{})
 	d.mu.Unlock()
 	d.next()
 }
 
+// pop removes the head of the queue; the queue must not be empty. Call
+// with d.mu held.
+func (d *dispatcher) pop() task {
+	t := d.queue[d.head]
+	d.queue[d.head] = task{}
+	d.head++
+	if d.head == len(d.queue) {
+		d.queue, d.head = d.queue[:0], 0
+	}
+	return t
+}
+
 // next hands the head of the queue to the executor; the task, once run,
 // calls next again. It returns when a task was accepted or the queue is
-// empty.
+// empty. Only the dispatcher's one running chain pops, so the head the
+// executor accepted is still the head when runFirst pops it.
 func (d *dispatcher) next() {
 	for {
 		d.mu.Lock()
-		if len(d.queue) == 0 {
+		if d.head == len(d.queue) {
 			d.busy = false
-			close(d.drained)
-			d.drained = nil
+			if d.drained != nil {
+				close(d.drained)
+				d.drained = nil
+			}
 			d.mu.Unlock()
 			return
 		}
-		t := d.queue[0]
-		d.queue[0] = task{}
-		d.queue = d.queue[1:]
 		d.mu.Unlock()
 
-		err := d.exec.Execute(func() { d.runTask(t) })
+		err := d.exec.Execute(d.runHead)
 		if err == nil {
 			return
 		}
+		d.mu.Lock()
+		t := d.pop()
+		d.mu.Unlock()
 		if t.rejected != nil {
 			t.rejected()
 			continue
@@ -129,6 +149,14 @@ func (d *dispatcher) next() {
 		go d.runTask(t)
 		return
 	}
+}
+
+// runFirst pops the head of the queue and runs it: what the executor runs.
+func (d *dispatcher) runFirst() {
+	d.mu.Lock()
+	t := d.pop()
+	d.mu.Unlock()
+	d.runTask(t)
 }
 
 // runTask runs t, recovering a panic, then the rest of the queue.
@@ -155,10 +183,18 @@ func (d *dispatcher) idle() <-chan struct{} {
 	d.kick()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !d.busy {
+		return closedChan
+	}
 	if d.drained == nil {
-		c := make(chan struct{})
-		close(c)
-		return c
+		d.drained = make(chan struct{})
 	}
 	return d.drained
 }
+
+// closedChan is a channel that is always closed.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()

@@ -194,7 +194,7 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 	}
 	t := newTerm(e.name, res.Token, a.sess.id, a.sess.clock, now)
 	e.term = t
-	elected := Event{Kind: EventElected, Session: t.session, Name: e.name, Token: t.token}
+	elected := Event{Kind: EventElected, Time: now, Session: t.session, Name: e.name, Token: t.token, Lock: e.kind == kindLock}
 	if e.kind == kindLock && len(e.waiters) > 0 {
 		elected.Waited = now.Sub(e.waiters[0].seen.start)
 	}
@@ -335,7 +335,7 @@ func (e *entry) lost(reason RevokeReason) {
 	if !t.revoke(reason) {
 		return
 	}
-	e.c.emit(Event{Kind: EventRevoked, Session: t.session, Name: e.name, Token: t.token, Reason: reason})
+	e.c.emit(Event{Kind: EventRevoked, Session: t.session, Name: e.name, Token: t.token, Reason: reason, Lock: e.kind == kindLock})
 	switch e.kind {
 	case kindElection:
 		e.revokedElection(t, reason)
@@ -357,7 +357,7 @@ func (e *entry) shutdown() *dispatcher {
 	if t := e.term; t != nil {
 		e.term = nil
 		if t.revoke(Stopped) {
-			e.c.emit(Event{Kind: EventRevoked, Session: t.session, Name: e.name, Token: t.token, Reason: Stopped})
+			e.c.emit(Event{Kind: EventRevoked, Session: t.session, Name: e.name, Token: t.token, Reason: Stopped, Lock: e.kind == kindLock})
 			if e.kind == kindElection {
 				e.revokedElection(t, Stopped)
 			}

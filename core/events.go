@@ -51,6 +51,7 @@ type Event struct {
 	Err     error         // for SessionSuspended, SessionExpired, BackendError, WorkFailed, ListenerPanicked, KeepAlive
 	Latency time.Duration // for KeepAlive: the round trip of the call
 	Waited  time.Duration // for Elected of a lock: how long the winning Acquire or TryAcquire waited
+	Lock    bool          // for Elected and Revoked: the term is a lock's, not an election's
 }
 
 func (e Event) String() string {
@@ -60,6 +61,9 @@ func (e Event) String() string {
 	}
 	if e.Name != "" {
 		s += fmt.Sprintf(" name=%s token=%d", e.Name, e.Token)
+	}
+	if e.Lock {
+		s += " lock"
 	}
 	if e.Reason != NotRevoked {
 		s += " reason=" + e.Reason.String()

@@ -347,7 +347,7 @@ func (lt *LockTerm) releaseLocked() func(context.Context) error {
 	if !lt.revoke(Stopped) {
 		return nil
 	}
-	e.c.emit(Event{Kind: EventRevoked, Session: lt.session, Name: e.name, Token: lt.token, Reason: Stopped})
+	e.c.emit(Event{Kind: EventRevoked, Session: lt.session, Name: e.name, Token: lt.token, Reason: Stopped, Lock: true})
 	rel := e.releaseNow(lt.Term)
 	e.contend()
 	return rel

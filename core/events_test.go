@@ -1,0 +1,156 @@
+package simba_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// eventLog records the events a listener got, with the (fake) time each
+// one was delivered.
+type eventLog struct {
+	mu        sync.Mutex
+	events    []simba.Event
+	delivered []time.Time
+}
+
+func (l *eventLog) listen(_ context.Context, e simba.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, e)
+	l.delivered = append(l.delivered, time.Now())
+}
+
+// lockEvents returns the Elected and Revoked events of locks, and when
+// each was delivered.
+func (l *eventLog) lockEvents() ([]simba.Event, []time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var evs []simba.Event
+	var at []time.Time
+	for i, e := range l.events {
+		if e.Lock {
+			evs = append(evs, e)
+			at = append(at, l.delivered[i])
+		}
+	}
+	return evs, at
+}
+
+// inlineExecutor runs each callback on the goroutine that hands it over:
+// every batch of events is delivered before the next event comes, so a
+// burst uses up the deliveries allowed at once and the rest must wait.
+type inlineExecutor struct{}
+
+func (inlineExecutor) Execute(task func()) error {
+	task()
+	return nil
+}
+
+// burst acquires and releases the lock n times in one instant.
+func burst(t *testing.T, c *simba.Client, n int) {
+	t.Helper()
+	l := c.Lock("burst")
+	for range n {
+		lt, err := l.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lt.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkBurst fails unless events holds the n terms of burst in order, as
+// Elected then Revoked(Stopped), each with strictly increasing tokens.
+func checkBurst(t *testing.T, evs []simba.Event, n int) {
+	t.Helper()
+	if len(evs) != 2*n {
+		t.Fatalf("%d lock events, want %d", len(evs), 2*n)
+	}
+	var last uint64
+	for i := 0; i < len(evs); i += 2 {
+		won, ended := evs[i], evs[i+1]
+		if won.Kind != simba.EventElected || ended.Kind != simba.EventRevoked || ended.Reason != simba.Stopped {
+			t.Fatalf("events %d-%d: %v, %v; want Elected then Revoked(STOPPED)", i, i+1, won, ended)
+		}
+		if won.Token <= last || ended.Token != won.Token {
+			t.Fatalf("events %d-%d: tokens %d, %d after %d", i, i+1, won.Token, ended.Token, last)
+		}
+		last = won.Token
+	}
+}
+
+func TestEventBurstDeliveredInOrderWithinALinger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log eventLog
+		c := newClient(t, memory.New().Connect(), simba.WithEventListener(log.listen),
+			simba.WithCallbackExecutor(inlineExecutor{}))
+		const n = 100
+		burst(t, c, n)
+		synctest.Wait()
+		if evs, _ := log.lockEvents(); len(evs) == 2*n {
+			t.Fatalf("all %d events delivered in the instant of the burst, want some held for the linger", len(evs))
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+
+		evs, at := log.lockEvents()
+		checkBurst(t, evs, n)
+		for i, e := range evs {
+			if late := at[i].Sub(e.Time); late < 0 || late > time.Millisecond {
+				t.Fatalf("event %d (%v) delivered %v after it happened, want at most 1ms", i, e, late)
+			}
+		}
+	})
+}
+
+func TestCloseDeliversTheEventsOfABurstAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log eventLog
+		c := newClient(t, memory.New().Connect(), simba.WithEventListener(log.listen),
+			simba.WithCallbackExecutor(inlineExecutor{}))
+		const n = 50
+		burst(t, c, n)
+		start := time.Now()
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("Close took %v of fake time, want 0", d)
+		}
+		evs, _ := log.lockEvents()
+		checkBurst(t, evs, n)
+	})
+}
+
+func TestEventsAddNoAllocationToAcquireRelease(t *testing.T) {
+	allocs := func(opts ...simba.Option) float64 {
+		c := newClient(t, memory.New(), opts...)
+		l := c.Lock("allocs")
+		cycle := func() {
+			lt, err := l.Acquire(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lt.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 1000 { // grow the buffers
+			cycle()
+		}
+		return testing.AllocsPerRun(1000, cycle)
+	}
+	off := allocs()
+	on := allocs(simba.WithEventListener(func(context.Context, simba.Event) {}))
+	if on > off {
+		t.Fatalf("acquire+release: %.1f allocations with an event listener, %.1f without", on, off)
+	}
+}
