@@ -1,0 +1,534 @@
+package capi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+// Version is the version of the library, SIMBA_VERSION in simba.h.
+const Version = "0.1.0"
+
+// ABIVersion is SIMBA_ABI_VERSION: it changes only when a function or
+// type of simba.h changes incompatibly.
+const ABIVersion = 1
+
+// NoTimeout is SIMBA_NO_TIMEOUT: a timeout argument with this value waits
+// until the wait ends by itself or its cancel handle is cancelled.
+const NoTimeout = -1
+
+// DefaultOpenTimeout bounds the opening of a backend when the options give
+// no timeout.
+const DefaultOpenTimeout = 10 * time.Second
+
+// maxMillis is the largest millisecond count a time.Duration holds.
+const maxMillis = math.MaxInt64 / int64(time.Millisecond)
+
+// Options are the settings of OpenClient, the fields of simba_options.
+type Options struct {
+	LeaseMS       int64  // lease duration; 0 takes the default (15s)
+	RenewMS       int64  // renew interval; 0 takes the default (lease/3)
+	Identity      string // the identity of the session; "" takes host:pid
+	OpenTimeoutMS int64  // bound of the backend's opening; 0 takes 10s
+}
+
+type clientRef struct {
+	c *simba.Client
+	b simba.OpenedBackend
+
+	mu     sync.Mutex
+	closed bool
+	owned  map[uint64]struct{} // terms and elections, freed with the client
+}
+
+// own records h as freed with the client; it fails when the client was
+// closed meanwhile.
+func (cr *clientRef) own(h uint64) bool {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if cr.closed {
+		return false
+	}
+	cr.owned[h] = struct{}{}
+	return true
+}
+
+func (cr *clientRef) disown(h uint64) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	delete(cr.owned, h)
+}
+
+type termRef struct {
+	client   *clientRef
+	term     *simba.Term
+	lock     *simba.LockTerm // nil for the term of an election
+	election *electionRef    // nil for a lock term
+}
+
+type electionRef struct {
+	client *clientRef
+	el     *simba.Election
+
+	mu    sync.Mutex
+	terms map[*simba.Term]uint64
+}
+
+type cancelRef struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// checkString refuses a string from C that is not UTF-8.
+func checkString(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidArgument, what)
+	}
+	return nil
+}
+
+// duration converts a count of milliseconds; forever reports NoTimeout
+// where allowed.
+func duration(what string, ms int64, allowForever bool) (d time.Duration, forever bool, err error) {
+	switch {
+	case ms == NoTimeout && allowForever:
+		return 0, true, nil
+	case ms < 0:
+		return 0, false, fmt.Errorf("%w: %s %dms is negative", ErrInvalidArgument, what, ms)
+	case ms > maxMillis:
+		return 0, false, fmt.Errorf("%w: %s %dms is too large (at most %d)", ErrInvalidArgument, what, ms, maxMillis)
+	}
+	return time.Duration(ms) * time.Millisecond, false, nil
+}
+
+// waitContext derives the context of a wait: from parent, ended by the
+// timeout (unless it is NoTimeout) and by the cancel handle (unless 0).
+func waitContext(parent context.Context, timeoutMS int64, cancel uint64) (context.Context, context.CancelFunc, error) {
+	d, forever, err := duration("timeout", timeoutMS, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, stop := parent, context.CancelFunc(func() {})
+	if cancel != 0 {
+		cr, err := cancelOf(cancel)
+		if err != nil {
+			return nil, nil, err
+		}
+		var stopCancel context.CancelFunc
+		ctx, stopCancel = context.WithCancel(ctx)
+		unhook := context.AfterFunc(cr.ctx, stopCancel)
+		stop = func() { unhook(); stopCancel() }
+	}
+	if !forever {
+		var stopTimeout context.CancelFunc
+		ctx, stopTimeout = context.WithTimeout(ctx, d)
+		outer := stop
+		stop = func() { stopTimeout(); outer() }
+	}
+	return ctx, stop, nil
+}
+
+// OpenClient opens the backend of url (any scheme a linked backend
+// registered) and a client on it, and returns the client's handle. The
+// client opens its session in the background. Errors never quote the
+// URL's password.
+func OpenClient(url string, o Options) (uint64, error) {
+	if err := checkString("backend URL", url); err != nil {
+		return 0, err
+	}
+	if err := checkString("identity", o.Identity); err != nil {
+		return 0, err
+	}
+	lease, _, err := duration("lease", o.LeaseMS, false)
+	if err != nil {
+		return 0, err
+	}
+	renew, _, err := duration("renew", o.RenewMS, false)
+	if err != nil {
+		return 0, err
+	}
+	openTimeout, _, err := duration("open timeout", o.OpenTimeoutMS, false)
+	if err != nil {
+		return 0, err
+	}
+	if openTimeout == 0 {
+		openTimeout = DefaultOpenTimeout
+	}
+	cfg := simba.Config{LeaseDuration: lease, RenewInterval: renew}
+	if err := cfg.Validate(); err != nil {
+		return 0, err
+	}
+	opts := []simba.Option{simba.WithConfig(cfg)}
+	if o.Identity != "" {
+		opts = append(opts, simba.WithIdentity(o.Identity))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	b, err := simba.OpenBackend(ctx, url)
+	if err != nil {
+		if s := StatusOf(err); s == InvalidURL || s == InvalidArgument {
+			return 0, err
+		}
+		return 0, fmt.Errorf("%w: %w", simba.ErrBackendUnavailable, err)
+	}
+	c, err := simba.New(b, opts...)
+	if err != nil {
+		_ = b.Close()
+		return 0, err
+	}
+	return handles.add(&clientRef{c: c, b: b, owned: make(map[uint64]struct{})}), nil
+}
+
+// CloseClient closes the client: its elections stop, its terms end, its
+// session is closed so that the backend frees every lease at once, and its
+// backend is closed. The client's handle and every term and election
+// handle of it are freed, whatever the outcome. The wait for the last
+// callbacks is bounded by timeoutMS; called from a callback (cb non-zero),
+// it does not wait for that callback.
+func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
+	cr, err := clientOf(client)
+	if err != nil {
+		return err
+	}
+	ctx, stop, err := waitContext(callbackContext(cb), timeoutMS, 0)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if !handles.remove(client) {
+		return fmt.Errorf("%w: client %d is being closed", ErrBadHandle, client)
+	}
+	cr.mu.Lock()
+	cr.closed = true
+	owned := cr.owned
+	cr.owned = nil
+	cr.mu.Unlock()
+	err = cr.c.Close(ctx)
+	for h := range owned {
+		handles.remove(h)
+	}
+	if berr := cr.b.Close(); berr != nil && err == nil {
+		err = fmt.Errorf("close backend: %w", berr)
+	}
+	return err
+}
+
+// Acquire waits for the lock of name on the client, at most timeoutMS
+// (NoTimeout: no bound) and until the cancel handle, if not 0, is
+// cancelled; with try, it makes one attempt (simba's TryAcquire) within
+// the same bounds. It returns the handle of the lock term. A cancelled or
+// timed-out acquisition never leaves the lock held (R-LOCK-2).
+func Acquire(client uint64, name string, timeoutMS int64, cancel uint64, try bool) (uint64, error) {
+	cr, err := clientOf(client)
+	if err != nil {
+		return 0, err
+	}
+	if err := simba.ValidateName(name); err != nil {
+		return 0, err
+	}
+	ctx, stop, err := waitContext(context.Background(), timeoutMS, cancel)
+	if err != nil {
+		return 0, err
+	}
+	defer stop()
+	l := cr.c.Lock(name)
+	var lt *simba.LockTerm
+	if try {
+		lt, err = l.TryAcquire(ctx)
+	} else {
+		lt, err = l.Acquire(ctx)
+	}
+	if err != nil {
+		return 0, err
+	}
+	h := handles.add(&termRef{client: cr, term: lt.Term, lock: lt})
+	if !cr.own(h) {
+		handles.remove(h)
+		_ = lt.Close()
+		return 0, fmt.Errorf("acquire %s: %w", name, simba.ErrClosed)
+	}
+	return h, nil
+}
+
+// Token returns the fencing token of the term.
+func Token(term uint64) (uint64, error) {
+	tr, err := termOf(term)
+	if err != nil {
+		return 0, err
+	}
+	return tr.term.Token(), nil
+}
+
+// Valid reports whether the term lasts (R-TERM-3).
+func Valid(term uint64) (bool, error) {
+	tr, err := termOf(term)
+	if err != nil {
+		return false, err
+	}
+	return tr.term.Valid(), nil
+}
+
+// RemainingMS returns the time left to the term's local deadline in
+// milliseconds, 0 once it ended.
+func RemainingMS(term uint64) (int64, error) {
+	tr, err := termOf(term)
+	if err != nil {
+		return 0, err
+	}
+	return tr.term.Remaining().Milliseconds(), nil
+}
+
+// EnsureValid fails with TermExpired unless the term stays valid for more
+// than minMS (R-TERM-5).
+func EnsureValid(term uint64, minMS int64) error {
+	tr, err := termOf(term)
+	if err != nil {
+		return err
+	}
+	d, _, err := duration("minimum remaining", minMS, false)
+	if err != nil {
+		return err
+	}
+	return tr.term.EnsureValid(d)
+}
+
+// Reason returns why the term ended, 0 (NOT_REVOKED) while it lasts.
+func Reason(term uint64) (int32, error) {
+	tr, err := termOf(term)
+	if err != nil {
+		return 0, err
+	}
+	return int32(tr.term.Reason()), nil
+}
+
+// Release ends a lock term and releases its lease, waiting for the
+// backend's answer at most timeoutMS. It is idempotent (R-LOCK-6); the
+// handle stays valid until FreeTerm. The term of an election is ended by
+// StepDown or StopElection, not here.
+func Release(term uint64, timeoutMS int64) error {
+	tr, err := termOf(term)
+	if err != nil {
+		return err
+	}
+	if tr.lock == nil {
+		return fmt.Errorf("%w: term %d belongs to an election: step down or stop it", ErrInvalidArgument, term)
+	}
+	ctx, stop, err := waitContext(context.Background(), timeoutMS, 0)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	return tr.lock.Release(ctx)
+}
+
+// FreeTerm releases a lock term if it still holds its lease and frees its
+// handle. The handles of an election's terms are freed by the library
+// after their revoked callback returned; freeing one is refused.
+func FreeTerm(term uint64) error {
+	tr, err := termOf(term)
+	if err != nil {
+		return err
+	}
+	if tr.lock == nil {
+		return fmt.Errorf("%w: term %d belongs to an election and is freed after its revoked callback", ErrInvalidArgument, term)
+	}
+	if !handles.remove(term) {
+		return fmt.Errorf("%w: term %d is being freed", ErrBadHandle, term)
+	}
+	tr.client.disown(term)
+	return tr.lock.Close()
+}
+
+// Listener receives the callbacks of an election; package main implements
+// it with the C function pointers of simba_listener. cb identifies the
+// callback for the calls it makes back into the library.
+type Listener interface {
+	Elected(election, term, token, cb uint64)
+	Revoked(election, term, token uint64, reason int32, cb uint64)
+}
+
+type adapter struct {
+	ref *electionRef
+	h   uint64
+	l   Listener
+}
+
+func (a *adapter) OnElected(ctx context.Context, t *simba.Term) {
+	th := handles.add(&termRef{client: a.ref.client, term: t, election: a.ref})
+	a.ref.mu.Lock()
+	a.ref.terms[t] = th
+	a.ref.mu.Unlock()
+	a.ref.client.own(th) // freed with the client, should the revoked callback never come
+	cb := enterCallback(ctx)
+	defer leaveCallback(cb)
+	a.l.Elected(a.h, th, t.Token(), cb)
+}
+
+func (a *adapter) OnRevoked(ctx context.Context, t *simba.Term, reason simba.RevokeReason) {
+	a.ref.mu.Lock()
+	th := a.ref.terms[t]
+	delete(a.ref.terms, t)
+	a.ref.mu.Unlock()
+	defer func() {
+		a.ref.client.disown(th)
+		handles.remove(th)
+	}()
+	cb := enterCallback(ctx)
+	defer leaveCallback(cb)
+	a.l.Revoked(a.h, th, t.Token(), int32(reason), cb)
+}
+
+// StartElection starts contending for name on the client and returns the
+// election's handle. The listener's callbacks run one at a time, in order,
+// on a thread of the library (R-CB-1, R-CB-2).
+func StartElection(client uint64, name string, l Listener) (uint64, error) {
+	cr, err := clientOf(client)
+	if err != nil {
+		return 0, err
+	}
+	if l == nil {
+		return 0, fmt.Errorf("%w: nil listener", ErrInvalidArgument)
+	}
+	if err := simba.ValidateName(name); err != nil {
+		return 0, err
+	}
+	ref := &electionRef{client: cr, el: cr.c.Election(name), terms: make(map[*simba.Term]uint64)}
+	h := handles.add(ref)
+	if !cr.own(h) {
+		handles.remove(h)
+		return 0, fmt.Errorf("start %s: %w", name, simba.ErrClosed)
+	}
+	if err := ref.el.Start(&adapter{ref: ref, h: h, l: l}); err != nil {
+		cr.disown(h)
+		handles.remove(h)
+		return 0, err
+	}
+	return h, nil
+}
+
+// StopElection stops the election and frees its handle: the current term
+// is revoked and released and its revoked callback runs before the call
+// returns, unless the wait exceeds timeoutMS (the stop completes anyway).
+// Called from a callback of the election (cb non-zero), it does not wait
+// for that callback (R-CB-5).
+func StopElection(election uint64, timeoutMS int64, cb uint64) error {
+	er, err := electionOf(election)
+	if err != nil {
+		return err
+	}
+	ctx, stop, err := waitContext(callbackContext(cb), timeoutMS, 0)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if !handles.remove(election) {
+		return fmt.Errorf("%w: election %d is being stopped", ErrBadHandle, election)
+	}
+	er.client.disown(election)
+	return er.el.Stop(ctx)
+}
+
+// StepDown gives the current term of the election up and keeps it
+// started: it contends again cooldownMS after the step-down (R-HO-4). The
+// wait for the revoked callback is bounded like StopElection's.
+func StepDown(election uint64, cooldownMS, timeoutMS int64, cb uint64) error {
+	er, err := electionOf(election)
+	if err != nil {
+		return err
+	}
+	cooldown, _, err := duration("cooldown", cooldownMS, false)
+	if err != nil {
+		return err
+	}
+	ctx, stop, err := waitContext(callbackContext(cb), timeoutMS, 0)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	return er.el.StepDown(ctx, cooldown)
+}
+
+// Snapshot returns the client's snapshot (R-OBS-1) as JSON; durations
+// are in nanoseconds.
+func Snapshot(client uint64) ([]byte, error) {
+	cr, err := clientOf(client)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(cr.c.Snapshot())
+}
+
+// NewCancel returns a new cancel handle.
+func NewCancel() uint64 {
+	ctx, cancel := context.WithCancel(context.Background())
+	return handles.add(&cancelRef{ctx: ctx, cancel: cancel})
+}
+
+// Cancel ends every wait given the cancel handle, now and later: a
+// cancel handle stays cancelled.
+func Cancel(h uint64) error {
+	cr, err := cancelOf(h)
+	if err != nil {
+		return err
+	}
+	cr.cancel()
+	return nil
+}
+
+// FreeCancel frees a cancel handle; it cancels it first.
+func FreeCancel(h uint64) error {
+	cr, err := cancelOf(h)
+	if err != nil {
+		return err
+	}
+	cr.cancel()
+	handles.remove(h)
+	return nil
+}
+
+// Goroutines returns the number of goroutines of the process.
+func Goroutines() int { return runtime.NumGoroutine() }
+
+// callbacks maps the ids of running callbacks to their contexts, so that a
+// call a callback makes into the library passes the callback's ctx to the
+// engine and does not wait for itself (R-CB-5).
+var callbacks = struct {
+	sync.Mutex
+	next uint64
+	m    map[uint64]context.Context
+}{m: make(map[uint64]context.Context)}
+
+func enterCallback(ctx context.Context) uint64 {
+	callbacks.Lock()
+	defer callbacks.Unlock()
+	callbacks.next++
+	callbacks.m[callbacks.next] = context.WithoutCancel(ctx)
+	return callbacks.next
+}
+
+func leaveCallback(id uint64) {
+	callbacks.Lock()
+	defer callbacks.Unlock()
+	delete(callbacks.m, id)
+}
+
+// callbackContext returns the context of the running callback id, or
+// context.Background for 0 or an id that is not running.
+func callbackContext(id uint64) context.Context {
+	if id == 0 {
+		return context.Background()
+	}
+	callbacks.Lock()
+	defer callbacks.Unlock()
+	if ctx, ok := callbacks.m[id]; ok {
+		return ctx
+	}
+	return context.Background()
+}

@@ -1,0 +1,350 @@
+// Command libsimba is the C API of Simba for Go, built with
+//
+//	go build -buildmode=c-shared -o build/libsimba.so .
+//
+// (make libsimba at the root of the repository, which also installs
+// build/simba.h and build/simba.pc). include/simba.h is the contract: one
+// documented header with stable names, integer handles, one status enum and
+// a thread-local last error. This package converts C values and calls
+// internal/capi, which holds the handles and the logic; every export
+// recovers from panics, so none crosses the boundary.
+//
+// The library links the in-memory backend and every backend of the
+// project, so simba_client_open opens memory://, redis://, rediss://,
+// postgres://, postgresql://, mysql:// and zk:// URLs.
+package main
+
+/*
+#cgo CFLAGS: -O2 -Wall
+#include <stdlib.h>
+#include "bridge.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+
+	_ "github.com/simba-go/simba/backend-jdbc/mysql"    // registers mysql://
+	_ "github.com/simba-go/simba/backend-jdbc/postgres" // registers postgres://, postgresql://
+	_ "github.com/simba-go/simba/backend-redis"         // registers redis://, rediss://
+	_ "github.com/simba-go/simba/backend-zk"            // registers zk://
+	_ "github.com/simba-go/simba/core/memory"           // registers memory://
+
+	"github.com/simba-go/simba/cgo-bindings/internal/capi"
+)
+
+func main() {} // a c-shared library has no main
+
+// fail records err as the calling thread's last error and returns its
+// status.
+func fail(err error) C.simba_status {
+	msg := err.Error()
+	p := C.CString(msg)
+	C.simba_bridge_set_error(p, C.size_t(len(msg)))
+	C.free(unsafe.Pointer(p))
+	return C.simba_status(capi.StatusOf(err))
+}
+
+// result returns SIMBA_OK for nil, and records err otherwise.
+func result(err error) C.simba_status {
+	if err == nil {
+		return C.SIMBA_OK
+	}
+	return fail(err)
+}
+
+// guard, deferred by every export, turns a panic into SIMBA_ERR_INTERNAL.
+func guard(st *C.simba_status) {
+	if err := capi.Recovered(recover()); err != nil {
+		*st = fail(err)
+	}
+}
+
+func nullArg(name string) C.simba_status {
+	return fail(fmt.Errorf("%w: %s is NULL", capi.ErrInvalidArgument, name))
+}
+
+// callback is the id of the callback running on this thread, 0 if none.
+func callback() uint64 { return uint64(C.simba_bridge_current_callback()) }
+
+var statusNames = func() map[capi.Status]*C.char {
+	m := make(map[capi.Status]*C.char)
+	for s := capi.OK; s <= capi.Internal; s++ {
+		m[s] = C.CString(s.String()) // static for the life of the process
+	}
+	return m
+}()
+
+var unknownStatus = C.CString("SIMBA_STATUS_UNKNOWN")
+
+//export simba_status_name
+func simba_status_name(status C.simba_status) (name *C.char) {
+	defer func() {
+		if recover() != nil {
+			name = unknownStatus
+		}
+	}()
+	if p, ok := statusNames[capi.Status(status)]; ok {
+		return p
+	}
+	return unknownStatus
+}
+
+//export simba_stats_get
+func simba_stats_get(out *C.simba_stats) (st C.simba_status) {
+	defer guard(&st)
+	if out == nil {
+		return nullArg("out")
+	}
+	c := capi.HandleCounts()
+	out.clients = C.int64_t(c.Clients)
+	out.terms = C.int64_t(c.Terms)
+	out.elections = C.int64_t(c.Elections)
+	out.cancels = C.int64_t(c.Cancels)
+	out.goroutines = C.int64_t(capi.Goroutines())
+	return C.SIMBA_OK
+}
+
+// options reads the fields of o that its size covers.
+func options(o *C.simba_options) (capi.Options, error) {
+	var opts capi.Options
+	if o == nil {
+		return opts, nil
+	}
+	size := uintptr(o.size)
+	if size < unsafe.Sizeof(o.size) || size > 1<<16 {
+		return opts, fmt.Errorf("%w: options size %d: set it to sizeof(simba_options)", capi.ErrInvalidArgument, size)
+	}
+	has := func(off, n uintptr) bool { return size >= off+n }
+	if has(unsafe.Offsetof(o.lease_ms), 8) {
+		opts.LeaseMS = int64(o.lease_ms)
+	}
+	if has(unsafe.Offsetof(o.renew_ms), 8) {
+		opts.RenewMS = int64(o.renew_ms)
+	}
+	if has(unsafe.Offsetof(o.identity), unsafe.Sizeof(o.identity)) && o.identity != nil {
+		opts.Identity = C.GoString(o.identity)
+	}
+	if has(unsafe.Offsetof(o.open_timeout_ms), 8) {
+		opts.OpenTimeoutMS = int64(o.open_timeout_ms)
+	}
+	return opts, nil
+}
+
+//export simba_client_open
+func simba_client_open(url *C.char, o *C.simba_options, out *C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	switch {
+	case url == nil:
+		return nullArg("url")
+	case out == nil:
+		return nullArg("out_client")
+	}
+	opts, err := options(o)
+	if err != nil {
+		return fail(err)
+	}
+	h, err := capi.OpenClient(C.GoString(url), opts)
+	if err != nil {
+		return fail(err)
+	}
+	*out = C.simba_handle(h)
+	return C.SIMBA_OK
+}
+
+//export simba_client_close
+func simba_client_close(client C.simba_handle, timeoutMS C.int64_t) (st C.simba_status) {
+	defer guard(&st)
+	return result(capi.CloseClient(uint64(client), int64(timeoutMS), callback()))
+}
+
+//export simba_client_snapshot
+func simba_client_snapshot(client C.simba_handle, out **C.char) (st C.simba_status) {
+	defer guard(&st)
+	if out == nil {
+		return nullArg("out_json")
+	}
+	b, err := capi.Snapshot(uint64(client))
+	if err != nil {
+		return fail(err)
+	}
+	*out = C.CString(string(b))
+	return C.SIMBA_OK
+}
+
+func acquire(client C.simba_handle, name *C.char, timeoutMS C.int64_t, cancel C.simba_handle, out *C.simba_handle, try bool) C.simba_status {
+	switch {
+	case name == nil:
+		return nullArg("name")
+	case out == nil:
+		return nullArg("out_term")
+	}
+	h, err := capi.Acquire(uint64(client), C.GoString(name), int64(timeoutMS), uint64(cancel), try)
+	if err != nil {
+		return fail(err)
+	}
+	*out = C.simba_handle(h)
+	return C.SIMBA_OK
+}
+
+//export simba_lock_acquire
+func simba_lock_acquire(client C.simba_handle, name *C.char, timeoutMS C.int64_t, cancel C.simba_handle, out *C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	return acquire(client, name, timeoutMS, cancel, out, false)
+}
+
+//export simba_lock_try_acquire
+func simba_lock_try_acquire(client C.simba_handle, name *C.char, timeoutMS C.int64_t, cancel C.simba_handle, out *C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	return acquire(client, name, timeoutMS, cancel, out, true)
+}
+
+//export simba_lock_release
+func simba_lock_release(term C.simba_handle, timeoutMS C.int64_t) (st C.simba_status) {
+	defer guard(&st)
+	return result(capi.Release(uint64(term), int64(timeoutMS)))
+}
+
+//export simba_term_free
+func simba_term_free(term C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	return result(capi.FreeTerm(uint64(term)))
+}
+
+//export simba_term_token
+func simba_term_token(term C.simba_handle, out *C.uint64_t) (st C.simba_status) {
+	defer guard(&st)
+	if out == nil {
+		return nullArg("out_token")
+	}
+	t, err := capi.Token(uint64(term))
+	if err != nil {
+		return fail(err)
+	}
+	*out = C.uint64_t(t)
+	return C.SIMBA_OK
+}
+
+//export simba_term_valid
+func simba_term_valid(term C.simba_handle, out *C.int) (st C.simba_status) {
+	defer guard(&st)
+	if out == nil {
+		return nullArg("out_valid")
+	}
+	v, err := capi.Valid(uint64(term))
+	if err != nil {
+		return fail(err)
+	}
+	*out = 0
+	if v {
+		*out = 1
+	}
+	return C.SIMBA_OK
+}
+
+//export simba_term_remaining_ms
+func simba_term_remaining_ms(term C.simba_handle, out *C.int64_t) (st C.simba_status) {
+	defer guard(&st)
+	if out == nil {
+		return nullArg("out_ms")
+	}
+	ms, err := capi.RemainingMS(uint64(term))
+	if err != nil {
+		return fail(err)
+	}
+	*out = C.int64_t(ms)
+	return C.SIMBA_OK
+}
+
+//export simba_term_ensure_valid
+func simba_term_ensure_valid(term C.simba_handle, minMS C.int64_t) (st C.simba_status) {
+	defer guard(&st)
+	return result(capi.EnsureValid(uint64(term), int64(minMS)))
+}
+
+//export simba_term_reason
+func simba_term_reason(term C.simba_handle, out *C.simba_reason) (st C.simba_status) {
+	defer guard(&st)
+	if out == nil {
+		return nullArg("out_reason")
+	}
+	r, err := capi.Reason(uint64(term))
+	if err != nil {
+		return fail(err)
+	}
+	*out = C.simba_reason(r)
+	return C.SIMBA_OK
+}
+
+// listener calls the C callbacks of a simba_listener.
+type listener struct {
+	elected  C.simba_elected_fn
+	revoked  C.simba_revoked_fn
+	userData unsafe.Pointer // the caller's, never a Go pointer
+}
+
+func (l *listener) Elected(election, term, token, cb uint64) {
+	if l.elected != nil {
+		C.simba_bridge_call_elected(l.elected, l.userData, C.simba_handle(election), C.simba_handle(term), C.uint64_t(token), C.uint64_t(cb))
+	}
+}
+
+func (l *listener) Revoked(election, term, token uint64, reason int32, cb uint64) {
+	if l.revoked != nil {
+		C.simba_bridge_call_revoked(l.revoked, l.userData, C.simba_handle(election), C.simba_handle(term), C.uint64_t(token), C.simba_reason(reason), C.uint64_t(cb))
+	}
+}
+
+//export simba_election_start
+func simba_election_start(client C.simba_handle, name *C.char, l *C.simba_listener, out *C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	switch {
+	case name == nil:
+		return nullArg("name")
+	case l == nil:
+		return nullArg("listener")
+	case out == nil:
+		return nullArg("out_election")
+	}
+	h, err := capi.StartElection(uint64(client), C.GoString(name), &listener{elected: l.on_elected, revoked: l.on_revoked, userData: l.user_data})
+	if err != nil {
+		return fail(err)
+	}
+	*out = C.simba_handle(h)
+	return C.SIMBA_OK
+}
+
+//export simba_election_step_down
+func simba_election_step_down(election C.simba_handle, cooldownMS, timeoutMS C.int64_t) (st C.simba_status) {
+	defer guard(&st)
+	return result(capi.StepDown(uint64(election), int64(cooldownMS), int64(timeoutMS), callback()))
+}
+
+//export simba_election_stop
+func simba_election_stop(election C.simba_handle, timeoutMS C.int64_t) (st C.simba_status) {
+	defer guard(&st)
+	return result(capi.StopElection(uint64(election), int64(timeoutMS), callback()))
+}
+
+//export simba_cancel_new
+func simba_cancel_new(out *C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	if out == nil {
+		return nullArg("out_cancel")
+	}
+	*out = C.simba_handle(capi.NewCancel())
+	return C.SIMBA_OK
+}
+
+//export simba_cancel
+func simba_cancel(cancel C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	return result(capi.Cancel(uint64(cancel)))
+}
+
+//export simba_cancel_free
+func simba_cancel_free(cancel C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	return result(capi.FreeCancel(uint64(cancel)))
+}
