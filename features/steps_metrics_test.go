@@ -42,7 +42,10 @@ type metricsOf struct {
 // connected connects a node whose event listener feeds a collector, as
 // simba.WithEventListener(col.Observe) would.
 func (m *nodeMetrics) connected(name string) error {
-	col := simbametrics.New()
+	col, err := simbametrics.New()
+	if err != nil {
+		return err
+	}
 	n, err := m.w.connect(name, connectOptions{onEvent: func(ctx context.Context, _ *node, e simba.Event) {
 		col.Observe(ctx, e)
 	}})

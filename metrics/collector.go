@@ -3,8 +3,8 @@ package simbametrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,22 +67,24 @@ type Collector struct {
 	mu          sync.Mutex
 	status      simba.Status
 	statusSince time.Time
-	held        map[string]string // the kind of every term won and not ended yet, by lease name
 }
 
 // New returns a Collector. Register its Observe method as the client's
 // event listener (simba.WithEventListener), give it the client with
-// Attach, and register it with a prometheus.Registerer. New panics when a
-// bucket list is not in increasing order, as prometheus.NewHistogram does.
-func New(opts ...Option) *Collector {
+// Attach, and register it with a prometheus.Registerer. The error, which
+// matches ErrInvalidOption, names the first option that is not valid.
+func New(opts ...Option) (*Collector, error) {
 	o := options{
 		lease:            defaultLeaseLabel,
 		keepAliveBuckets: DefaultKeepAliveBuckets,
 		waitBuckets:      DefaultAcquireWaitBuckets,
 	}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: option %d is nil", ErrInvalidOption, i)
+		}
+		if err := opt(&o); err != nil {
+			return nil, err
 		}
 	}
 	var lease []string
@@ -94,7 +96,6 @@ func New(opts ...Option) *Collector {
 		lease:       o.lease,
 		status:      simba.StatusOpening,
 		statusSince: time.Now(),
-		held:        make(map[string]string),
 
 		sessionsOpened: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "simba_sessions_opened_total",
@@ -172,7 +173,7 @@ func New(opts ...Option) *Collector {
 	for _, r := range []string{endDeadlinePassed, endSessionExpired, endClosed} {
 		c.sessionsEnded.WithLabelValues(r)
 	}
-	return c
+	return c, nil
 }
 
 // Attach makes the Collector read the snapshot of client at every scrape;
@@ -182,8 +183,7 @@ func (c *Collector) Attach(client *simba.Client) { c.client.Store(client) }
 
 // Observe counts one event of the client. Register it with
 // simba.WithEventListener when building the client; it returns at once
-// and never calls the backend. It may read the client's snapshot (when
-// attached) to tell a lock term from an election term.
+// and never calls the backend.
 func (c *Collector) Observe(_ context.Context, e simba.Event) {
 	switch e.Kind {
 	case simba.EventSessionOpened:
@@ -215,13 +215,7 @@ func (c *Collector) Observe(_ context.Context, e simba.Event) {
 	case simba.EventElected:
 		c.elected(e)
 	case simba.EventRevoked:
-		c.mu.Lock()
-		kind, ok := c.held[e.Name]
-		delete(c.held, e.Name)
-		c.mu.Unlock()
-		if !ok {
-			kind = c.kindOf(e.Name)
-		}
+		kind := kindOf(e)
 		c.termsEnded.WithLabelValues(c.labels(kind, e.Name, e.Reason.String())...).Inc()
 	case simba.EventWorkFailed:
 		lv := c.labels(KindElection, e.Name)[1:]
@@ -238,13 +232,7 @@ func (c *Collector) Observe(_ context.Context, e simba.Event) {
 // elected counts a won term and initialises, at zero, the series its end
 // and its failures will count in.
 func (c *Collector) elected(e simba.Event) {
-	kind := KindLock // only a lock's Elected says how long a call waited
-	if e.Waited <= 0 {
-		kind = c.kindOf(e.Name)
-	}
-	c.mu.Lock()
-	c.held[e.Name] = kind
-	c.mu.Unlock()
+	kind := kindOf(e)
 	lv := c.labels(kind, e.Name)
 	c.termsWon.WithLabelValues(lv...).Inc()
 	reasons := electionReasons
@@ -263,19 +251,10 @@ func (c *Collector) elected(e simba.Event) {
 	c.listenerPanics.WithLabelValues(lv[1:]...)
 }
 
-// kindOf returns the kind of the lease name as the attached client's
-// snapshot lists it; an election when there is no client or the name is
-// gone from it.
-func (c *Collector) kindOf(name string) string {
-	client := c.client.Load()
-	if client == nil {
-		return KindElection
-	}
-	leases := client.Snapshot().Leases
-	if i, ok := slices.BinarySearchFunc(leases, name, func(l simba.LeaseSnapshot, n string) int {
-		return strings.Compare(l.Name, n)
-	}); ok {
-		return leases[i].Kind
+// kindOf returns the kind label value of an Elected or Revoked event.
+func kindOf(e simba.Event) string {
+	if e.Lock {
+		return KindLock
 	}
 	return KindElection
 }

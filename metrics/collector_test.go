@@ -3,6 +3,7 @@ package simbametrics_test
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -393,13 +394,27 @@ func TestLeaseLabel(t *testing.T) {
 	}
 }
 
-func TestWithLeaseLabelNilPanics(t *testing.T) {
-	defer func() {
-		if recover() == nil {
-			t.Error("WithLeaseLabel(nil) did not panic")
+func TestNewRejectsInvalidOptions(t *testing.T) {
+	for _, tt := range []struct {
+		give []simbametrics.Option
+		want string
+	}{
+		{[]simbametrics.Option{nil}, "option 0 is nil"},
+		{[]simbametrics.Option{simbametrics.WithLeaseLabel(nil)}, "WithLeaseLabel with a nil function"},
+		{[]simbametrics.Option{simbametrics.WithKeepAliveBuckets()}, "WithKeepAliveBuckets with no bucket"},
+		{[]simbametrics.Option{simbametrics.WithKeepAliveBuckets(.1, .1)}, "bucket 1 (0.1) is not above bucket 0 (0.1)"},
+		{[]simbametrics.Option{simbametrics.WithAcquireWaitBuckets(1, .5)}, "WithAcquireWaitBuckets: bucket 1 (0.5)"},
+		{[]simbametrics.Option{simbametrics.WithAcquireWaitBuckets(1, math.Inf(1))}, "bucket 1 is +Inf"},
+		{[]simbametrics.Option{simbametrics.WithKeepAliveBuckets(math.NaN())}, "bucket 0 is NaN"},
+	} {
+		col, err := simbametrics.New(tt.give...)
+		if col != nil || !errors.Is(err, simbametrics.ErrInvalidOption) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("New: %v, %v; want an ErrInvalidOption saying %q", col, err, tt.want)
 		}
-	}()
-	simbametrics.WithLeaseLabel(nil)
+	}
+	if _, err := simbametrics.New(simbametrics.WithKeepAliveBuckets(.01, .1, 1), simbametrics.WithAcquireWaitBuckets(1)); err != nil {
+		t.Errorf("New with valid buckets: %v", err)
+	}
 }
 
 // TestLint exercises every metric, then lints the whole exposition.

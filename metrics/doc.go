@@ -11,7 +11,8 @@
 // held per group. The listener must be given when the client is built, so
 // the wiring takes three steps:
 //
-//	col := simbametrics.New()
+//	col, err := simbametrics.New() // an error names an option that is not valid
+//	// handle err
 //	client, err := simba.New(backend, simba.WithEventListener(col.Observe))
 //	// handle err
 //	col.Attach(client)

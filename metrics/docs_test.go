@@ -118,7 +118,10 @@ func goBlocks(path string) ([]block, error) {
 // with the _bucket, _count and _sum series of its histograms.
 func metricNames(t *testing.T) map[string]bool {
 	t.Helper()
-	col := simbametrics.New()
+	col, err := simbametrics.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	ch := make(chan *prometheus.Desc, 100)
 	col.Describe(ch)
 	close(ch)
@@ -133,7 +136,7 @@ func metricNames(t *testing.T) map[string]bool {
 	}
 	// One observation in each histogram, to learn which they are.
 	col.Observe(context.Background(), simba.Event{Kind: simba.EventKeepAlive, Latency: time.Millisecond})
-	col.Observe(context.Background(), simba.Event{Kind: simba.EventElected, Name: "x", Token: 1, Waited: time.Millisecond})
+	col.Observe(context.Background(), simba.Event{Kind: simba.EventElected, Name: "x", Token: 1, Waited: time.Millisecond, Lock: true})
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(col)
 	mfs, err := reg.Gather()

@@ -21,7 +21,10 @@ import (
 // client's snapshot at each scrape, and is registered with a registry that
 // promhttp serves.
 func Example() {
-	col := simbametrics.New()
+	col, err := simbametrics.New()
+	if err != nil {
+		log.Fatal(err)
+	}
 	client, err := simba.New(memory.New().Connect(), simba.WithEventListener(col.Observe))
 	if err != nil {
 		log.Fatal(err)
@@ -56,11 +59,14 @@ func Example() {
 // Locks named after data share one label value by default. A function of
 // your own can keep the part of the name that is a fixed set.
 func ExampleWithLeaseLabel() {
-	col := simbametrics.New(simbametrics.WithLeaseLabel(func(name string) string {
+	col, err := simbametrics.New(simbametrics.WithLeaseLabel(func(name string) string {
 		// "tenant-42.invoice" -> "invoice"; a name without a dot -> "*".
 		_, job, _ := strings.Cut(name, ".")
 		return job
 	}))
+	if err != nil {
+		log.Fatal(err)
+	}
 	client, err := simba.New(memory.New().Connect(), simba.WithEventListener(col.Observe))
 	if err != nil {
 		log.Fatal(err)

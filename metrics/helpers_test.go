@@ -35,7 +35,11 @@ type node struct {
 // client is closed at the end of the test.
 func newNode(t *testing.T, srv *memory.Server, identity string, opts ...simbametrics.Option) *node {
 	t.Helper()
-	n := &node{conn: srv.Connect(), col: simbametrics.New(opts...), reg: prometheus.NewPedanticRegistry()}
+	col, err := simbametrics.New(opts...)
+	if err != nil {
+		t.Fatalf("simbametrics.New: %v", err)
+	}
+	n := &node{conn: srv.Connect(), col: col, reg: prometheus.NewPedanticRegistry()}
 	client, err := simba.New(n.conn,
 		simba.WithConfig(testConfig()),
 		simba.WithLogger(slog.New(slog.DiscardHandler)),

@@ -1,6 +1,15 @@
 package simbametrics
 
-import "unicode/utf8"
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf8"
+)
+
+// ErrInvalidOption is what New's error matches (errors.Is) when an option
+// is not valid: a nil function, buckets out of order.
+var ErrInvalidOption = errors.New("simbametrics: invalid option")
 
 // OtherLeases is the lease label value shared by every lease whose name is
 // not kept as a label value: by default every lock, and with
@@ -14,8 +23,8 @@ const (
 	KindLock     = "lock"
 )
 
-// Option configures a Collector.
-type Option func(*options)
+// Option configures a Collector. New reports an option that is not valid.
+type Option func(*options) error
 
 type options struct {
 	lease            func(kind, name string) string // nil: no lease label
@@ -50,12 +59,12 @@ func defaultLeaseLabel(kind, name string) string {
 //
 // fn runs on the event listener and at every scrape, so it must be fast
 // and safe for concurrent use. Keep the number of values it returns small:
-// each one is a set of series. WithLeaseLabel panics on a nil fn.
+// each one is a set of series. A nil fn makes New fail.
 func WithLeaseLabel(fn func(name string) string) Option {
-	if fn == nil {
-		panic("simbametrics: WithLeaseLabel with a nil function")
-	}
-	return func(o *options) {
+	return func(o *options) error {
+		if fn == nil {
+			return fmt.Errorf("%w: WithLeaseLabel with a nil function", ErrInvalidOption)
+		}
 		o.lease = func(_, name string) string {
 			v := fn(name)
 			if v == "" || !utf8.ValidString(v) {
@@ -63,6 +72,7 @@ func WithLeaseLabel(fn func(name string) string) Option {
 			}
 			return v
 		}
+		return nil
 	}
 }
 
@@ -70,19 +80,51 @@ func WithLeaseLabel(fn func(name string) string) Option {
 // per-lease metric has one series per kind (and reason), for the whole
 // client.
 func WithoutLeaseLabel() Option {
-	return func(o *options) { o.lease = nil }
+	return func(o *options) error {
+		o.lease = nil
+		return nil
+	}
 }
 
 // WithKeepAliveBuckets sets the buckets of
-// simba_keepalive_duration_seconds, in seconds, in increasing order.
-// Default DefaultKeepAliveBuckets.
+// simba_keepalive_duration_seconds, in seconds: at least one, finite and
+// strictly increasing, or New fails. Default DefaultKeepAliveBuckets.
 func WithKeepAliveBuckets(buckets ...float64) Option {
-	return func(o *options) { o.keepAliveBuckets = buckets }
+	return func(o *options) error {
+		if err := checkBuckets("WithKeepAliveBuckets", buckets); err != nil {
+			return err
+		}
+		o.keepAliveBuckets = buckets
+		return nil
+	}
 }
 
 // WithAcquireWaitBuckets sets the buckets of
-// simba_lock_acquire_wait_seconds, in seconds, in increasing order.
-// Default DefaultAcquireWaitBuckets.
+// simba_lock_acquire_wait_seconds, in seconds: at least one, finite and
+// strictly increasing, or New fails. Default DefaultAcquireWaitBuckets.
 func WithAcquireWaitBuckets(buckets ...float64) Option {
-	return func(o *options) { o.waitBuckets = buckets }
+	return func(o *options) error {
+		if err := checkBuckets("WithAcquireWaitBuckets", buckets); err != nil {
+			return err
+		}
+		o.waitBuckets = buckets
+		return nil
+	}
+}
+
+// checkBuckets returns an error unless buckets is a non-empty, strictly
+// increasing list of finite upper bounds.
+func checkBuckets(option string, buckets []float64) error {
+	if len(buckets) == 0 {
+		return fmt.Errorf("%w: %s with no bucket", ErrInvalidOption, option)
+	}
+	for i, b := range buckets {
+		if math.IsNaN(b) || math.IsInf(b, 0) {
+			return fmt.Errorf("%w: %s: bucket %d is %v, want a finite bound", ErrInvalidOption, option, i, b)
+		}
+		if i > 0 && b <= buckets[i-1] {
+			return fmt.Errorf("%w: %s: bucket %d (%v) is not above bucket %d (%v)", ErrInvalidOption, option, i, b, i-1, buckets[i-1])
+		}
+	}
+	return nil
 }

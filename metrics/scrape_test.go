@@ -21,7 +21,10 @@ import (
 // TestScrape scrapes a node's registry through promhttp on a real HTTP
 // server, as Prometheus would, on the real clock.
 func TestScrape(t *testing.T) {
-	col := simbametrics.New()
+	col, err := simbametrics.New()
+	if err != nil {
+		t.Fatal(err)
+	}
 	client, err := simba.New(memory.New().Connect(),
 		simba.WithConfig(simba.Config{LeaseDuration: 3 * time.Second}),
 		simba.WithLogger(slog.New(slog.DiscardHandler)),

@@ -69,7 +69,10 @@ func run(ctx context.Context, s settings, logs io.Writer, ready func(net.Addr)) 
 	ctx, cancel := context.WithTimeout(ctx, s.duration)
 	defer cancel()
 
-	col := simbametrics.New()
+	col, err := simbametrics.New()
+	if err != nil {
+		return err
+	}
 	client, err := simba.New(memory.New().Connect(),
 		simba.WithConfig(simba.Config{LeaseDuration: 6 * time.Second}),
 		simba.WithIdentity("example"),
