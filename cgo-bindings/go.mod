@@ -7,6 +7,7 @@ require (
 	github.com/simba-go/simba/backend-redis v0.1.0
 	github.com/simba-go/simba/backend-zk v0.1.0
 	github.com/simba-go/simba/core v0.1.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

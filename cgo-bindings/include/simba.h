@@ -206,7 +206,8 @@ simba_status simba_lock_acquire(simba_handle client, const char *name, int64_t t
 /*
  * Makes one attempt: the term, or SIMBA_ERR_LOCK_HELD when the lease is held
  * elsewhere or by this client. The answer is awaited at most one lease
- * duration, timeout_ms and until cancel is cancelled.
+ * duration, timeout_ms (0 or SIMBA_NO_TIMEOUT: no bound of its own) and
+ * until cancel is cancelled.
  */
 simba_status simba_lock_try_acquire(simba_handle client, const char *name, int64_t timeout_ms, simba_handle cancel,
                                     simba_handle *out_term);

@@ -223,7 +223,8 @@ func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 // Acquire waits for the lock of name on the client, at most timeoutMS
 // (NoTimeout: no bound) and until the cancel handle, if not 0, is
 // cancelled; with try, it makes one attempt (simba's TryAcquire) within
-// the same bounds. It returns the handle of the lock term. A cancelled or
+// the same bounds, a timeout of 0 meaning the attempt's own bound of one
+// lease duration. It returns the handle of the lock term. A cancelled or
 // timed-out acquisition never leaves the lock held (R-LOCK-2).
 func Acquire(client uint64, name string, timeoutMS int64, cancel uint64, try bool) (uint64, error) {
 	cr, err := clientOf(client)
@@ -232,6 +233,9 @@ func Acquire(client uint64, name string, timeoutMS int64, cancel uint64, try boo
 	}
 	if err := simba.ValidateName(name); err != nil {
 		return 0, err
+	}
+	if try && timeoutMS == 0 {
+		timeoutMS = NoTimeout // the attempt's own bound, one lease duration, applies
 	}
 	ctx, stop, err := waitContext(context.Background(), timeoutMS, cancel)
 	if err != nil {
