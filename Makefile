@@ -27,7 +27,7 @@ RELEASE := GO=$(GO) $(GO) run ./tools/release
 # "go 1.25.0", and min-go-check builds and vets them with the newest patch
 # release of Go 1.25.
 GO_MIN_TOOLCHAIN ?= go1.25.14
-MIN_GO_MODULES ?= core backend-jdbc backend-redis backend-zk fxsimba tools
+MIN_GO_MODULES ?= core backend-jdbc backend-redis backend-zk fxsimba metrics tools
 
 # Module directories relative to the root, without the leading "./".
 MODULES := $(patsubst ./%,%,$(shell $(GO) work edit -json | sed -n 's/^.*"DiskPath": *"\(.*\)".*$$/\1/p'))

@@ -19,6 +19,7 @@ const (
 	modEdwards   = "filippo.io/edwards25519"
 	modZooKeeper = "github.com/go-zookeeper/zk"
 	modFx        = "go.uber.org/fx"
+	modProm      = "github.com/prometheus/client_golang"
 )
 
 // program is a program of testdata/goget, built against one module of the
@@ -45,6 +46,7 @@ var programs = []program{
 		want: []string{modMySQL}, deny: []string{modPgx, modRedis, modZooKeeper},
 	},
 	{name: "fxsimba", get: "fxsimba", want: []string{modFx}, deny: []string{modRedis, modPgx, modMySQL, modZooKeeper}},
+	{name: "metrics", get: "metrics", want: []string{modProm}, deny: []string{modRedis, modPgx, modMySQL, modZooKeeper, modFx}},
 }
 
 // commandModule and commandPkg name what users go install.
