@@ -1,0 +1,166 @@
+"""Loading libsimba.so and the ctypes prototypes of simba.h."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+from typing import Optional
+
+from . import errors
+
+NO_TIMEOUT = -1
+
+handle = ctypes.c_uint64
+status = ctypes.c_int32
+
+
+class Options(ctypes.Structure):
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("lease_ms", ctypes.c_int64),
+        ("renew_ms", ctypes.c_int64),
+        ("identity", ctypes.c_char_p),
+        ("open_timeout_ms", ctypes.c_int64),
+    ]
+
+
+class Stats(ctypes.Structure):
+    _fields_ = [
+        ("clients", ctypes.c_int64),
+        ("terms", ctypes.c_int64),
+        ("elections", ctypes.c_int64),
+        ("cancels", ctypes.c_int64),
+        ("goroutines", ctypes.c_int64),
+    ]
+
+
+ELECTED = ctypes.CFUNCTYPE(None, ctypes.c_void_p, handle, handle, ctypes.c_uint64)
+REVOKED = ctypes.CFUNCTYPE(None, ctypes.c_void_p, handle, handle, ctypes.c_uint64, ctypes.c_int32)
+
+
+class Listener(ctypes.Structure):
+    _fields_ = [("on_elected", ELECTED), ("on_revoked", REVOKED), ("user_data", ctypes.c_void_p)]
+
+
+_PROTOTYPES = {
+    "simba_version": (ctypes.c_char_p, []),
+    "simba_abi_version": (ctypes.c_int32, []),
+    "simba_status_name": (ctypes.c_char_p, [status]),
+    "simba_last_error": (status, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]),
+    "simba_last_error_message": (ctypes.c_void_p, []),
+    "simba_string_free": (None, [ctypes.c_void_p]),
+    "simba_stats_get": (status, [ctypes.POINTER(Stats)]),
+    "simba_client_open": (status, [ctypes.c_char_p, ctypes.POINTER(Options), ctypes.POINTER(handle)]),
+    "simba_client_close": (status, [handle, ctypes.c_int64]),
+    "simba_client_snapshot": (status, [handle, ctypes.POINTER(ctypes.c_void_p)]),
+    "simba_lock_acquire": (status, [handle, ctypes.c_char_p, ctypes.c_int64, handle, ctypes.POINTER(handle)]),
+    "simba_lock_try_acquire": (status, [handle, ctypes.c_char_p, ctypes.c_int64, handle, ctypes.POINTER(handle)]),
+    "simba_lock_release": (status, [handle, ctypes.c_int64]),
+    "simba_term_free": (status, [handle]),
+    "simba_term_token": (status, [handle, ctypes.POINTER(ctypes.c_uint64)]),
+    "simba_term_valid": (status, [handle, ctypes.POINTER(ctypes.c_int)]),
+    "simba_term_remaining_ms": (status, [handle, ctypes.POINTER(ctypes.c_int64)]),
+    "simba_term_ensure_valid": (status, [handle, ctypes.c_int64]),
+    "simba_term_reason": (status, [handle, ctypes.POINTER(ctypes.c_int32)]),
+    "simba_election_start": (status, [handle, ctypes.c_char_p, ctypes.POINTER(Listener), ctypes.POINTER(handle)]),
+    "simba_election_step_down": (status, [handle, ctypes.c_int64, ctypes.c_int64]),
+    "simba_election_stop": (status, [handle, ctypes.c_int64]),
+    "simba_cancel_new": (status, [ctypes.POINTER(handle)]),
+    "simba_cancel": (status, [handle]),
+    "simba_cancel_free": (status, [handle]),
+}
+
+ABI_VERSION = 1
+
+_lib: Optional[ctypes.CDLL] = None
+_lock = threading.Lock()
+
+
+def library_path() -> str:
+    """The path of libsimba.so: $SIMBA_LIBRARY, else the copy in this package's
+    directory, else what the system linker finds as "simba"."""
+    env = os.environ.get("SIMBA_LIBRARY")
+    if env:
+        return env
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libsimba.so")
+    if os.path.exists(here):
+        return here
+    found = ctypes.util.find_library("simba")
+    if found:
+        return found
+    raise OSError(
+        "libsimba.so not found: set SIMBA_LIBRARY to its path or copy it next to " + os.path.abspath(__file__)
+    )
+
+
+def lib() -> ctypes.CDLL:
+    """The loaded library, with every prototype set; loaded on first use."""
+    global _lib
+    with _lock:
+        if _lib is None:
+            loaded = ctypes.CDLL(library_path())
+            for name, (restype, argtypes) in _PROTOTYPES.items():
+                fn = getattr(loaded, name)
+                fn.restype = restype
+                fn.argtypes = argtypes
+            if loaded.simba_abi_version() != ABI_VERSION:
+                raise OSError(
+                    f"libsimba ABI {loaded.simba_abi_version()} at {library_path()}, this package needs {ABI_VERSION}"
+                )
+            _lib = loaded
+        return _lib
+
+
+def last_error() -> str:
+    """The message of the last failed call of this thread."""
+    p = lib().simba_last_error_message()
+    if not p:
+        return ""
+    try:
+        return ctypes.string_at(p).decode("utf-8", "replace")
+    finally:
+        lib().simba_string_free(p)
+
+
+def check(st: int) -> None:
+    """Raises the exception of a status other than SIMBA_OK."""
+    if st != 0:
+        raise errors.from_status(st, last_error())
+
+
+def take_string(p: ctypes.c_void_p) -> str:
+    """Decodes and frees a string the library returned."""
+    try:
+        return ctypes.string_at(p.value).decode("utf-8")
+    finally:
+        lib().simba_string_free(p)
+
+
+def c_text(what: str, value: str, exc: type) -> bytes:
+    """Encodes a string for C. NUL characters cannot cross (C would cut the
+    string there), so they raise exc; lone surrogates (bytes that are not
+    UTF-8, as os.fsdecode gives them) cross as those bytes, for the library
+    to refuse."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, not {type(value).__name__}")
+    if "\x00" in value:
+        raise exc(errors.INVALID_ARGUMENT, f"{what} {value!r} contains a NUL character")
+    return value.encode("utf-8", "surrogateescape")
+
+
+def millis(what: str, seconds: Optional[float], none: int = NO_TIMEOUT) -> int:
+    """Converts seconds to milliseconds for C; None gives `none`."""
+    if seconds is None:
+        return none
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
+    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+        raise errors.InvalidArgument(errors.INVALID_ARGUMENT, f"{what} {seconds} is not a finite number of seconds")
+    if seconds < 0:
+        raise errors.InvalidArgument(errors.INVALID_ARGUMENT, f"{what} {seconds}s is negative")
+    ms = int(round(seconds * 1000))
+    if ms >= 2**63 // 1_000_000:
+        raise errors.InvalidArgument(errors.INVALID_ARGUMENT, f"{what} {seconds}s is too large")
+    return ms
