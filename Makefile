@@ -53,6 +53,7 @@ modules: ## print the modules of the workspace
 	@printf '%s\n' $(MODULES)
 
 test: ## servers up, go vet + race tests of every module (features on every backend), servers down; goget-check, min-go-check
+	@$(TESTENV)/tools
 	@status=0; \
 	SIMBA_FEATURES_BACKENDS=$${SIMBA_FEATURES_BACKENDS:-all} $(TESTENV)/with-servers $(MAKE) --no-print-directory test-modules || status=1; \
 	echo; echo "==================== goget-check ===================="; \

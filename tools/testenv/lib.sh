@@ -123,6 +123,13 @@ packages_missing() {
 	esac
 }
 
+# tools_missing prints the Debian packages of the programs the tests run
+# besides the servers (tools/testenv/tools installs them):
+#   promtool   prometheus: checks and unit-tests metrics/alerts.yml
+tools_missing() {
+	have promtool || echo prometheus
+}
+
 # apt_wait_idle waits while another apt or dpkg runs on this machine.
 apt_wait_idle() {
 	local waited=0 busy comm f
