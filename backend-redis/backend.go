@@ -41,7 +41,8 @@ type Backend struct {
 	log         *slog.Logger
 	onWarning   func(Warning)
 	notify      *notifier
-	batch       coalescer // acquire and release calls sent together
+	batch       coalescer  // acquire and release calls sent together
+	owned       ownedViews // what each session owns, as far as this Backend knows
 	closed      atomic.Bool
 	policyMu    sync.Mutex
 	policyKnown atomic.Bool
@@ -328,19 +329,30 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 	if n <= 0 {
 		return simba.SessionGrant{}, fmt.Errorf("simbaredis: open session: server reported %dms remaining", n)
 	}
+	b.owned.opened(sid)
 	return simba.SessionGrant{ID: simba.SessionID(sid), Remaining: time.Duration(n) * time.Millisecond}, nil
 }
 
 // KeepAlive renews s for lease from now (server time) and reports, from the
-// same atomic step, the remaining validity, every lease whose hash still
-// names s (with its token) and the live member count of every group s
-// joined. It returns an error matching simba.ErrSessionExpired when s has
-// expired, was closed or is not an id this package issued.
+// same atomic step, the remaining validity, every lease s owns (with its
+// token) and the live member count of every group s joined. It returns an
+// error matching simba.ErrSessionExpired when s has expired, was closed or
+// is not an id this package issued.
 //
-// A lease or group key that another program overwrote with another type is
-// left out of the reply (the lease is then no longer reported as owned)
-// and recorded as a WarnWrongTypeKey warning, so that one damaged key does
-// not end the whole session.
+// The cost does not grow with the number of leases s owns: the Backend
+// sends the digest of what its own Acquire and Release calls of s won and
+// released, and the server sends its list of the session's leases only
+// when its digest differs (after a reply was lost, for instance); see
+// ADR 0007. Reply.Leases is then the view the server confirmed, shared
+// between replies: callers must not modify it.
+//
+// Each keep-alive also checks a few of the session's leases at random (all
+// of them for a session that owns two or fewer): one whose hash no longer
+// names s with that token, because another program changed or deleted it,
+// is dropped from the session and from the reply. A lease or group key
+// that another program overwrote with another type is left out the same
+// way and recorded as a WarnWrongTypeKey warning, so that one damaged key
+// does not end the whole session.
 func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
 	if known, err := b.check(s); !known {
 		return simba.KeepAliveReply{}, orExpired(err, "keep-alive", s)
@@ -350,22 +362,33 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 		return simba.KeepAliveReply{}, err
 	}
 	sid := string(s)
-	keys := []string{b.sessionKey(sid), b.ownedKey(sid), b.joinedKey(sid)}
-	res, err := keepAliveScript.Run(ctx, b.client, keys, ms, b.prefix, sid).Slice()
+	keys := []string{b.sessionKey(sid), b.joinedKey(sid)}
+	seen, view, mark := b.owned.sending(sid)
+	res, err := keepAliveScript.Run(ctx, b.client, keys, ms, b.prefix, sid, seen).Slice()
 	if err != nil {
+		b.owned.answered(sid, mark, false, nil, 0)
 		return simba.KeepAliveReply{}, wrapErr("keep-alive", err)
 	}
-	reply, bad, err := parseKeepAlive(res)
+	ka, err := parseKeepAlive(res)
 	if err != nil {
+		b.owned.answered(sid, mark, false, nil, 0)
 		return simba.KeepAliveReply{}, fmt.Errorf("simbaredis: keep-alive: %w", err)
 	}
-	if reply.Remaining < 0 {
+	if ka.reply.Remaining < 0 {
+		b.owned.forget(sid)
 		return simba.KeepAliveReply{}, expired("keep-alive", s)
 	}
-	for _, key := range bad {
+	b.owned.answered(sid, mark, true, ka.reply.Leases, ka.digest)
+	if ka.reply.Leases == nil {
+		if view == nil {
+			return simba.KeepAliveReply{}, fmt.Errorf("simbaredis: keep-alive: %w: no lease list for a session without a digest", errReply)
+		}
+		ka.reply.Leases = view
+	}
+	for _, key := range ka.bad {
 		b.warn(Warning{Code: WarnWrongTypeKey, Message: "key " + key + " does not hold the type Simba writes there; it is ignored"})
 	}
-	return reply, nil
+	return ka.reply, nil
 }
 
 // Acquire makes s the owner of name when the lease is free, owned by an
@@ -382,7 +405,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 		return simba.AcquireResult{}, orExpired(err, "acquire", s)
 	}
 	sid := string(s)
-	keys := []string{b.leaseKey(name), b.sessionKey(sid), b.ownedKey(sid)}
+	keys := []string{b.leaseKey(name), b.sessionKey(sid)}
 	res, err := b.batch.run(ctx, acquireScript, keys, sid, b.prefix, name)
 	if err != nil {
 		return simba.AcquireResult{}, wrapErr(fmt.Sprintf("acquire %q", name), err)
@@ -390,6 +413,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	switch res := res.(type) {
 	case int64:
 		if res < 0 {
+			b.owned.forget(sid)
 			return simba.AcquireResult{}, expired("acquire", s)
 		}
 		return simba.AcquireResult{}, nil
@@ -398,6 +422,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 		if err != nil || tok == 0 {
 			return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: token %q", name, errReply, res)
 		}
+		b.owned.record(sid, leaseChange{name: name, token: tok, won: true})
 		return simba.AcquireResult{Won: true, Token: tok}, nil
 	}
 	return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: %T", name, errReply, res)
@@ -412,9 +437,12 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 		return err
 	}
 	sid := string(s)
-	keys := []string{b.leaseKey(name), b.ownedKey(sid)}
+	keys := []string{b.leaseKey(name), b.sessionKey(sid)}
 	tok := strconv.FormatUint(token, 10)
-	_, err := b.batch.run(ctx, releaseScript, keys, sid, tok, b.channel, name)
+	res, err := b.batch.run(ctx, releaseScript, keys, sid, tok, b.channel, name)
+	if n, ok := res.(int64); err == nil && ok && n == 1 {
+		b.owned.record(sid, leaseChange{name: name, token: token})
+	}
 	return wrapErr(fmt.Sprintf("release %q", name), err)
 }
 
@@ -458,7 +486,8 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 		return err
 	}
 	sid := string(s)
-	keys := []string{b.sessionKey(sid), b.ownedKey(sid), b.joinedKey(sid)}
+	keys := []string{b.sessionKey(sid), b.joinedKey(sid)}
+	b.owned.forget(sid)
 	err := closeScript.Run(ctx, b.client, keys, sid, b.prefix, b.channel).Err()
 	return wrapErr("close session", err)
 }
@@ -511,7 +540,6 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 }
 
 func (b *Backend) sessionKey(sid string) string { return b.prefix + "session:" + sid }
-func (b *Backend) ownedKey(sid string) string   { return b.prefix + "owned:" + sid }
 func (b *Backend) joinedKey(sid string) string  { return b.prefix + "joined:" + sid }
 func (b *Backend) leaseKey(name string) string  { return b.prefix + "lease:" + name }
 func (b *Backend) groupKey(group string) string { return b.prefix + "group:" + group }

@@ -317,7 +317,7 @@ func TestLayout(t *testing.T) {
 	wantHash(leaseKey, map[string]string{"session": sid, "token": "1"})
 	wantTimeField(leaseKey, "since")
 	wantTTL(leaseKey, -1, -1) // never expires
-	wantHash("simba:owned:"+sid, map[string]string{name: "1"})
+	wantHash("simba:session:"+sid, map[string]string{"+" + name: "1", "digest": strconv.FormatInt(leaseDigest(name, 1), 10)})
 	if ok, err := raw.SIsMember(ctx, "simba:joined:"+sid, group).Result(); err != nil || !ok {
 		t.Errorf("SISMEMBER simba:joined:%s %s = %v, %v", sid, group, ok, err)
 	}
@@ -332,7 +332,7 @@ func TestLayout(t *testing.T) {
 	if left := time.Duration(score)*time.Millisecond - time.Duration(now.UnixNano()); left <= 2*time.Second || left > 3*time.Second {
 		t.Errorf("group member score is %v after server time, want the session expiry (3s lease)", left)
 	}
-	for _, key := range []string{"simba:session:" + sid, "simba:owned:" + sid, "simba:joined:" + sid, "simba:group:" + group} {
+	for _, key := range []string{"simba:session:" + sid, "simba:joined:" + sid, "simba:group:" + group} {
 		wantTTL(key, 2*time.Second, 3*time.Second)
 	}
 
@@ -346,7 +346,7 @@ func TestLayout(t *testing.T) {
 	if err := b.CloseSession(ctx, g.ID); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := raw.Exists(ctx, "simba:session:"+sid, "simba:owned:"+sid, "simba:joined:"+sid).Result(); err != nil || n != 0 {
+	if n, err := raw.Exists(ctx, "simba:session:"+sid, "simba:joined:"+sid).Result(); err != nil || n != 0 {
 		t.Errorf("%d session keys left after CloseSession (%v), want 0", n, err)
 	}
 	if n, err := raw.Exists(ctx, "simba:group:"+group).Result(); err != nil || n != 0 {

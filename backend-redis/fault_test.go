@@ -318,8 +318,11 @@ func TestWrongTypeKeys(t *testing.T) {
 	_, err = b.JoinGroup(ctx, g.ID, "list")
 	wantWrongType("JoinGroup of a group key holding a list", err, p+"group:list")
 	wantWrongType("LeaveGroup of a group key holding a list", b.LeaveGroup(ctx, g.ID, "list"), p+"group:list")
-	if n, err := raw.Exists(ctx, p+"owned:"+sid, p+"joined:"+sid).Result(); err != nil || n != 0 {
+	if n, err := raw.Exists(ctx, p+"joined:"+sid).Result(); err != nil || n != 0 {
 		t.Fatalf("failed calls left %d session keys behind (%v), want none", n, err)
+	}
+	if f, err := raw.HKeys(ctx, p+"session:"+sid).Result(); err != nil || len(f) != 1 {
+		t.Fatalf("failed calls left session fields %v (%v), want only opened", f, err)
 	}
 
 	// Keys damaged after they were won or joined: the keep-alive skips

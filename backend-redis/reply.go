@@ -14,51 +14,63 @@ import (
 // server is not Redis-compatible.
 var errReply = errors.New("unexpected script reply")
 
-// parseKeepAlive decodes the reply of keepAliveScript. A reply of {-1}
-// yields a negative Remaining (the session is gone). bad lists the keys the
-// script skipped because they hold the wrong type.
-func parseKeepAlive(res []any) (reply simba.KeepAliveReply, bad []string, err error) {
+// keepAliveResult is a decoded reply of keepAliveScript.
+type keepAliveResult struct {
+	// reply has a negative Remaining when the session is gone, and nil
+	// Leases when the server found the caller's digest right.
+	reply  simba.KeepAliveReply
+	bad    []string // keys skipped because they hold the wrong type
+	digest int64    // the session's digest
+}
+
+// parseKeepAlive decodes the reply of keepAliveScript.
+func parseKeepAlive(res []any) (r keepAliveResult, err error) {
 	if len(res) == 0 {
-		return reply, nil, fmt.Errorf("%w: empty", errReply)
+		return r, fmt.Errorf("%w: empty", errReply)
 	}
 	ms, err := replyInt(res[0])
 	if err != nil {
-		return reply, nil, err
+		return r, err
 	}
 	if ms < 0 {
-		reply.Remaining = -1
-		return reply, nil, nil
+		r.reply.Remaining = -1
+		return r, nil
 	}
-	if len(res) != 4 {
-		return reply, nil, fmt.Errorf("%w: %d elements, want 4", errReply, len(res))
+	if len(res) != 5 {
+		return r, fmt.Errorf("%w: %d elements, want 5", errReply, len(res))
 	}
-	reply.Remaining = time.Duration(ms) * time.Millisecond
-	leases, err := replyPairs(res[1])
-	if err != nil {
-		return reply, nil, err
+	r.reply.Remaining = time.Duration(ms) * time.Millisecond
+	if r.digest, err = replyInt(res[4]); err != nil {
+		return r, err
 	}
-	reply.Leases = make(map[string]uint64, len(leases)/2)
-	for i := 0; i < len(leases); i += 2 {
-		tok, err := strconv.ParseUint(leases[i+1], 10, 64)
-		if err != nil || tok == 0 {
-			return reply, nil, fmt.Errorf("%w: lease %q has token %q", errReply, leases[i], leases[i+1])
+	if same, ok := res[1].(int64); !ok || same != 0 {
+		leases, err := replyPairs(res[1])
+		if err != nil {
+			return r, err
 		}
-		reply.Leases[leases[i]] = tok
+		r.reply.Leases = make(map[string]uint64, len(leases)/2)
+		for i := 0; i < len(leases); i += 2 {
+			tok, err := strconv.ParseUint(leases[i+1], 10, 64)
+			if err != nil || tok == 0 {
+				return r, fmt.Errorf("%w: lease %q has token %q", errReply, leases[i], leases[i+1])
+			}
+			r.reply.Leases[leases[i]] = tok
+		}
 	}
 	groups, err := replyPairs(res[2])
 	if err != nil {
-		return reply, nil, err
+		return r, err
 	}
-	reply.Groups = make(map[string]int, len(groups)/2)
+	r.reply.Groups = make(map[string]int, len(groups)/2)
 	for i := 0; i < len(groups); i += 2 {
 		n, err := strconv.Atoi(groups[i+1])
 		if err != nil || n < 0 {
-			return reply, nil, fmt.Errorf("%w: group %q has %q members", errReply, groups[i], groups[i+1])
+			return r, fmt.Errorf("%w: group %q has %q members", errReply, groups[i], groups[i+1])
 		}
-		reply.Groups[groups[i]] = n
+		r.reply.Groups[groups[i]] = n
 	}
-	bad, err = replyStrings(res[3])
-	return reply, bad, err
+	r.bad, err = replyStrings(res[3])
+	return r, err
 }
 
 // replyPairs decodes a flat array of an even number of elements as strings.

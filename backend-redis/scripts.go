@@ -8,12 +8,19 @@ import "github.com/redis/go-redis/v9"
 //
 // Keys (P is the key prefix, sid a session id):
 //
-//	P session:<sid>  hash {opened, identity}, PX = the session lease
-//	P owned:<sid>    hash lease name -> token, expires with the session
+//	P session:<sid>  hash, PX = the session lease: {opened, identity, digest,
+//	                 +<name> -> token for every lease the session owns}
 //	P joined:<sid>   set of group names, expires with the session
 //	P lease:<name>   hash {session, token, since}, never expires
 //	P group:<group>  sorted set sid -> session expiry (ms, server time)
 //	P released       pub/sub channel, payload = released lease name
+//
+// The session hash names its leases in fields that start with '+', a
+// character no lease name holds, so they never meet opened or identity.
+// Its digest field is the sum of leaseDigest over those fields (see
+// ADR 0007): a keep-alive compares it with the client's own view and sends
+// the list only when they differ, so that a keep-alive costs the same at
+// one lease and at 100,000.
 //
 // Scripts that need keys they can only compute while running (the leases of
 // a session, the session that owns a lease) build them from the prefix
@@ -26,10 +33,13 @@ import "github.com/redis/go-redis/v9"
 // the command works on; other errors abort the script. must does the same
 // but aborts with an error that names the key. now is the server time in
 // whole milliseconds. int formats a number as an integer argument (Lua's
-// own conversion may print large numbers in exponent form). member renews
-// sid's membership of group key m until exp, drops members whose session
-// expiry has passed, keeps the key alive as long as its longest member and
-// returns the member count (nil if m is not a sorted set).
+// own conversion may print large numbers in exponent form). digest is the
+// share of a lease (name, token as its decimal string) in the session's
+// digest: 40 bits of SHA-1, centred on zero, the same as leaseDigest in Go.
+// member renews sid's membership of group key m until exp, drops members
+// whose session expiry has passed, keeps the key alive as long as its
+// longest member and returns the member count (nil if m is not a sorted
+// set).
 const prelude = `
 local function try(cmd, key, ...)
   local r = redis.pcall(cmd, key, ...)
@@ -50,6 +60,9 @@ local function int(n) return string.format('%d', n) end
 local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function digest(name, tok)
+  return tonumber(string.sub(redis.sha1hex(name .. '=' .. tok), 1, 10), 16) - 549755813888
 end
 local function member(m, sid, t, exp)
   if try('ZADD', m, int(exp), sid) == nil then return nil end
@@ -78,73 +91,108 @@ redis.call('PEXPIRE', s, ARGV[1])
 return redis.call('PTTL', s)
 `)
 
-// keepAliveScript renews a session and reports what it owns.
-// KEYS: session, owned, joined. ARGV: lease ms, prefix, sid.
-// Reply: {-1} when the session is gone, else {remaining ms, {name, token,
-// ...}, {group, members, ...}, {key of the wrong type, ...}}.
+// keepAliveScript renews a session and reports what it owns: the list of
+// its leases only when the caller's digest of them differs from the
+// session's.
+// KEYS: session, joined. ARGV: lease ms, prefix, sid, the caller's digest
+// ("" for none).
+// Reply: {-1} when the session is gone, else {remaining ms, 0 when the
+// digests agree or else {name, token, ...}, {group, members, ...}, {key of
+// the wrong type, ...}, the session's digest}.
 //
-// A lease is listed only if its hash still names this session; entries of
-// the owned hash that no longer match are dropped. A lease or group key of
-// the wrong type is skipped and reported rather than failing the whole
-// renewal, so one damaged key cannot expire the session.
+// Before the comparison it checks a few leases the session owns, picked at
+// random (every lease of a session that owns two or fewer): one whose hash
+// no longer names the session with that token, because another program
+// changed or removed it, is dropped from the session, which changes the
+// digest and so reaches the caller. The work does not grow with the number
+// of leases. A lease or group key of the wrong type is skipped and
+// reported rather than failing the whole renewal, so one damaged key
+// cannot expire the session.
 var keepAliveScript = redis.NewScript(prelude + `
-local s, o, j = KEYS[1], KEYS[2], KEYS[3]
-local ms, p, sid = ARGV[1], ARGV[2], ARGV[3]
-if must('hash', 'HLEN', s) == 0 then return {-1} end
-local owned = must('hash', 'HGETALL', o)
-local joined = must('set', 'SMEMBERS', j)
+local s, j = KEYS[1], KEYS[2]
+local ms, p, sid, seen = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local head = must('hash', 'HMGET', s, 'opened', 'digest')
+if not head[1] then return {-1} end
+local d, dropped = head[2] or '0', false
 redis.call('PEXPIRE', s, ms)
-local t = now()
-local exp = t + tonumber(ms)
-local leases, groups, bad = {}, {}, {}
-for i = 1, #owned, 2 do
-  local name, l = owned[i], p .. 'lease:' .. owned[i]
-  local cur = try('HMGET', l, 'session', 'token')
-  if cur == nil then
-    bad[#bad + 1] = l
-    redis.call('HDEL', o, name)
-  elseif cur[1] == sid and cur[2] then
-    leases[#leases + 1] = name
-    leases[#leases + 1] = cur[2]
-  else
-    redis.call('HDEL', o, name)
+local bad = {}
+local picked = redis.call('HRANDFIELD', s, 5, 'WITHVALUES')
+for i = 1, #picked, 2 do
+  local f, tok = picked[i], picked[i + 1]
+  if string.byte(f) == 43 then
+    local name = string.sub(f, 2)
+    local l = p .. 'lease:' .. name
+    local cur = try('HMGET', l, 'session', 'token')
+    if cur == nil then bad[#bad + 1] = l end
+    if cur == nil or cur[1] ~= sid or not cur[2] then
+      redis.call('HDEL', s, f)
+      redis.call('HINCRBY', s, 'digest', int(-digest(name, tok)))
+      dropped = true
+    elseif cur[2] ~= tok then
+      redis.call('HSET', s, f, cur[2])
+      redis.call('HINCRBY', s, 'digest', int(digest(name, cur[2]) - digest(name, tok)))
+      dropped = true
+    end
   end
 end
-for _, g in ipairs(joined) do
-  local m = p .. 'group:' .. g
-  local n = member(m, sid, t, exp)
-  if n == nil then
-    bad[#bad + 1] = m
-  else
-    groups[#groups + 1] = g
-    groups[#groups + 1] = n
+if dropped then d = redis.call('HGET', s, 'digest') end
+local leases = 0
+if d ~= seen then
+  leases = {}
+  local all = redis.call('HGETALL', s)
+  for i = 1, #all, 2 do
+    if string.byte(all[i]) == 43 then
+      leases[#leases + 1] = string.sub(all[i], 2)
+      leases[#leases + 1] = all[i + 1]
+    end
   end
 end
-redis.call('PEXPIRE', o, ms)
-redis.call('PEXPIRE', j, ms)
-return {redis.call('PTTL', s), leases, groups, bad}
+local groups = {}
+local joined = must('set', 'SMEMBERS', j)
+if #joined > 0 then
+  local t = now()
+  local exp = t + tonumber(ms)
+  for _, g in ipairs(joined) do
+    local m = p .. 'group:' .. g
+    local n = member(m, sid, t, exp)
+    if n == nil then
+      bad[#bad + 1] = m
+    else
+      groups[#groups + 1] = g
+      groups[#groups + 1] = n
+    end
+  end
+  redis.call('PEXPIRE', j, ms)
+end
+return {redis.call('PTTL', s), leases, groups, bad, d}
 `)
 
 // acquireScript starts a new term when the lease is free, owned by an
-// expired session, or owned by the caller, and records when it began
-// (since, server time in ms).
-// KEYS: lease, session, owned. ARGV: sid, prefix, name.
+// expired session, or owned by the caller, records when it began (since,
+// server time in ms) and adds the lease to the session hash and its
+// digest.
+// KEYS: lease, session. ARGV: sid, prefix, name.
 // Reply: -1 session gone, 0 held by another live session, else the token
 // as a string (a Lua number would round tokens above 2^53).
 var acquireScript = redis.NewScript(prelude + `
-local l, s, o = KEYS[1], KEYS[2], KEYS[3]
+local l, s = KEYS[1], KEYS[2]
 local sid, p, name = ARGV[1], ARGV[2], ARGV[3]
 if must('hash', 'HLEN', s) == 0 then return -1 end
-must('hash', 'HLEN', o)
-local cur = must('hash', 'HGET', l, 'session')
-if cur and cur ~= sid and redis.call('EXISTS', p .. 'session:' .. cur) == 1 then
+local cur = must('hash', 'HMGET', l, 'session', 'token')
+if cur[1] and cur[1] ~= sid and redis.call('EXISTS', p .. 'session:' .. cur[1]) == 1 then
   return 0
 end
-redis.call('HINCRBY', l, 'token', 1)
+local token = redis.call('HINCRBY', l, 'token', 1)
+if token < 9007199254740992 then
+  token = int(token)
+else
+  token = redis.call('HGET', l, 'token')
+end
 redis.call('HSET', l, 'session', sid, 'since', int(now()))
-local token = redis.call('HGET', l, 'token')
-redis.call('HSET', o, name, token)
-redis.call('PEXPIRE', o, int(redis.call('PTTL', s)))
+local d = digest(name, token)
+if cur[1] == sid and cur[2] then d = d - digest(name, cur[2]) end
+redis.call('HSET', s, '+' .. name, token)
+redis.call('HINCRBY', s, 'digest', int(d))
 return token
 `)
 
@@ -163,15 +211,17 @@ if not (s[1] or s[2]) then return 0 end
 return {cur[1], cur[2] or '', cur[3] or '', s[2] or ''}
 `)
 
-// releaseScript frees a lease if the caller owns it with the given token
-// and announces it.
-// KEYS: lease, owned. ARGV: sid, token, channel, name.
+// releaseScript frees a lease if the caller owns it with the given token,
+// takes it out of the session hash and its digest, and announces it.
+// KEYS: lease, session. ARGV: sid, token, channel, name.
 // Reply: 1 released, 0 not owned with that token.
 var releaseScript = redis.NewScript(prelude + `
-local l, o = KEYS[1], KEYS[2]
+local l, s = KEYS[1], KEYS[2]
 local cur = must('hash', 'HMGET', l, 'session', 'token')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
-must('hash', 'HDEL', o, ARGV[4])
+if must('hash', 'HDEL', s, '+' .. ARGV[4]) == 1 then
+  redis.call('HINCRBY', s, 'digest', int(-digest(ARGV[4], ARGV[2])))
+end
 redis.call('HDEL', l, 'session')
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1
@@ -202,25 +252,28 @@ return 1
 
 // closeScript ends a session: frees and announces its leases, leaves its
 // groups and deletes its keys. Damaged lease or group keys are skipped.
-// KEYS: session, owned, joined. ARGV: sid, prefix, channel.
+// KEYS: session, joined. ARGV: sid, prefix, channel.
 // Reply: the number of leases freed.
 var closeScript = redis.NewScript(prelude + `
-local s, o, j = KEYS[1], KEYS[2], KEYS[3]
+local s, j = KEYS[1], KEYS[2]
 local sid, p, ch = ARGV[1], ARGV[2], ARGV[3]
-local owned = try('HKEYS', o) or {}
+local fields = try('HKEYS', s) or {}
 local joined = try('SMEMBERS', j) or {}
 local freed = 0
-for _, name in ipairs(owned) do
-  local l = p .. 'lease:' .. name
-  if try('HGET', l, 'session') == sid then
-    redis.call('HDEL', l, 'session')
-    redis.call('PUBLISH', ch, name)
-    freed = freed + 1
+for _, f in ipairs(fields) do
+  if string.byte(f) == 43 then
+    local name = string.sub(f, 2)
+    local l = p .. 'lease:' .. name
+    if try('HGET', l, 'session') == sid then
+      redis.call('HDEL', l, 'session')
+      redis.call('PUBLISH', ch, name)
+      freed = freed + 1
+    end
   end
 end
 for _, g in ipairs(joined) do
   try('ZREM', p .. 'group:' .. g, sid)
 end
-redis.call('DEL', s, o, j)
+redis.call('DEL', s, j)
 return freed
 `)
