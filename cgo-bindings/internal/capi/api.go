@@ -460,13 +460,17 @@ func StepDown(election uint64, cooldownMS, timeoutMS int64, cb uint64) error {
 }
 
 // Snapshot returns the client's snapshot (R-OBS-1) as JSON; durations
-// are in nanoseconds.
+// are in nanoseconds, and leases is a list, empty when there is none.
 func Snapshot(client uint64) ([]byte, error) {
 	cr, err := clientOf(client)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(cr.c.Snapshot())
+	s := cr.c.Snapshot()
+	if s.Leases == nil {
+		s.Leases = []simba.LeaseSnapshot{} // [] rather than null
+	}
+	return json.Marshal(s)
 }
 
 // NewCancel returns a new cancel handle.
