@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/simba-go/simba/cgo-bindings/internal/capi"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+		if built.dir != "" {
+			_ = os.RemoveAll(built.dir)
+		}
+	}))
+}
+
+// The tests of this file build libsimba.so with scripts/build.sh, compile
+// the C example with the system cc, and run the Python package's tests
+// (pytest) and the features (behave) against it. A missing tool skips a
+// test here, and fails it under CI.
+
+// missing skips the test, or fails it under CI, for a tool it needs.
+func missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s (CI: a missing tool fails the test; tools/testenv installs it)", msg)
+	}
+	t.Skip(msg)
+}
+
+var built struct {
+	once sync.Once
+	dir  string
+	err  error
+	out  []byte
+}
+
+// library builds libsimba.so, simba.h and simba.pc once per test binary
+// into a temporary directory and returns it.
+func library(t testing.TB) string {
+	t.Helper()
+	if _, err := exec.LookPath("cc"); err != nil {
+		missing(t, "cc not found: libsimba needs a C compiler")
+	}
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "libsimba-")
+		if built.err != nil {
+			return
+		}
+		cmd := exec.Command("sh", "scripts/build.sh", built.dir)
+		built.out, built.err = cmd.CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("build libsimba: %v\n%s", built.err, built.out)
+	}
+	return built.dir
+}
+
+// TestHeader checks the contract: every function of simba.h is exported by
+// the library and nothing else of ours is; the version and the status
+// codes of the header are the library's.
+func TestHeader(t *testing.T) {
+	dir := library(t)
+	header, err := os.ReadFile("include/simba.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^[a-z].*\b(simba_[a-z_]+)\(`).FindAllSubmatch(header, -1) {
+		declared[string(m[1])] = true
+	}
+	f, err := elf.Open(filepath.Join(dir, "libsimba.so"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.DynamicSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := map[string]bool{}
+	for _, s := range syms {
+		if strings.HasPrefix(s.Name, "simba_") && s.Section != elf.SHN_UNDEF {
+			exported[s.Name] = true
+		}
+	}
+	for name := range declared {
+		if !exported[name] {
+			t.Errorf("simba.h declares %s, the library does not export it", name)
+		}
+	}
+	for name := range exported {
+		if !declared[name] {
+			t.Errorf("the library exports %s, simba.h does not declare it", name)
+		}
+	}
+	if len(declared) < 20 {
+		t.Errorf("found %d functions in simba.h", len(declared))
+	}
+	if !bytes.Contains(header, []byte(`#define SIMBA_VERSION "`+capi.Version+`"`)) {
+		t.Errorf("SIMBA_VERSION of simba.h is not %s", capi.Version)
+	}
+	if !bytes.Contains(header, []byte("#define SIMBA_ABI_VERSION "+strconv.Itoa(capi.ABIVersion))) {
+		t.Errorf("SIMBA_ABI_VERSION of simba.h is not %d", capi.ABIVersion)
+	}
+	codes := regexp.MustCompile(`(SIMBA_(?:OK|ERR_[A-Z_]+)) = (\d+),?`).FindAllSubmatch(header, -1)
+	if len(codes) != int(capi.Internal)+1 {
+		t.Errorf("simba.h has %d status codes, the library %d", len(codes), capi.Internal+1)
+	}
+	for _, m := range codes {
+		n, _ := strconv.Atoi(string(m[2]))
+		if got := capi.Status(n).String(); got != string(m[1]) {
+			t.Errorf("status %d is %s in simba.h, %s in the library", n, m[1], got)
+		}
+	}
+}
+
+// compile builds the C example against the built library.
+func compile(t *testing.T) string {
+	t.Helper()
+	dir := library(t)
+	exe := filepath.Join(t.TempDir(), "example")
+	cmd := exec.Command("cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-pedantic", "-I", dir,
+		"-o", exe, "examples/c/example.c", "-L", dir, "-Wl,-rpath,"+dir, "-lsimba", "-lpthread")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// backends returns the URLs the examples run against: memory, and Redis
+// when the test servers run (under CI they must).
+func backends(t *testing.T) map[string]string {
+	m := map[string]string{"memory": "memory://c-example"}
+	if u := os.Getenv("SIMBA_TEST_REDIS_URL"); u != "" {
+		m["redis"] = u
+	} else if os.Getenv("CI") != "" {
+		t.Fatal("SIMBA_TEST_REDIS_URL is not set (make test sets it)")
+	} else {
+		t.Log("SIMBA_TEST_REDIS_URL is not set: the example runs on memory:// only")
+	}
+	return m
+}
+
+func run(t *testing.T, timeout time.Duration, cmd *exec.Cmd) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, cmd.Path, cmd.Args[1:]...)
+	c.Dir, c.Env = cmd.Dir, cmd.Env
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	return string(out)
+}
+
+func TestCExample(t *testing.T) {
+	exe := compile(t)
+	for backend, url := range backends(t) {
+		for _, mode := range []string{"lock", "election"} {
+			t.Run(backend+"/"+mode, func(t *testing.T) {
+				out := run(t, time.Minute, exec.Command(exe, url, mode))
+				t.Log(out)
+				for _, want := range []string{"no handle left open"} {
+					if !strings.Contains(out, want) {
+						t.Errorf("output lacks %q", want)
+					}
+				}
+				if mode == "lock" && !regexp.MustCompile(`job step 0 under token [1-9]`).MatchString(out) {
+					t.Error("the job did not print its token")
+				}
+			})
+		}
+	}
+}
+
+// python returns a python3 that can import every module, the Debian one
+// when the first on PATH lacks them.
+func python(t *testing.T, modules ...string) string {
+	t.Helper()
+	candidates := []string{os.Getenv("SIMBA_PYTHON"), "python3", "/usr/bin/python3"}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		path, err := exec.LookPath(c)
+		if err != nil {
+			continue
+		}
+		args := []string{"-c", "import " + strings.Join(modules, ", ")}
+		if exec.Command(path, args...).Run() == nil {
+			return path
+		}
+	}
+	missing(t, "no python3 that imports %s (Debian: python3-pytest, python3-behave)", strings.Join(modules, ", "))
+	return ""
+}
+
+// pythonEnv is the environment of the Python runs: the built library, the
+// test servers and CI as this process has them.
+func pythonEnv(t *testing.T) []string {
+	dir := library(t)
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PYTHON") })
+	return append(env, "SIMBA_LIBRARY="+filepath.Join(dir, "libsimba.so"), "PYTHONDONTWRITEBYTECODE=1")
+}
+
+func TestPython(t *testing.T) {
+	py := python(t, "pytest")
+	cmd := exec.Command(py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", "tests")
+	cmd.Dir, cmd.Env = "python", pythonEnv(t)
+	t.Log(run(t, 5*time.Minute, cmd))
+}
+
+func TestFeatures(t *testing.T) {
+	py := python(t, "behave")
+	for backend := range backends(t) {
+		t.Run(backend, func(t *testing.T) {
+			cmd := exec.Command(py, "-m", "behave", "--no-color", "-f", "progress", "-D", "backend="+backend, "features")
+			cmd.Env = pythonEnv(t)
+			t.Log(run(t, 5*time.Minute, cmd))
+		})
+	}
+}
+
+// BenchmarkCABIAcquireRelease measures acquire+release+free through the C
+// API on the memory backend, in a C program; compare with
+// internal/capi's BenchmarkGoAcquireRelease.
+func BenchmarkCABIAcquireRelease(b *testing.B) {
+	dir := library(b)
+	exe := filepath.Join(b.TempDir(), "example")
+	cc := exec.Command("cc", "-O2", "-std=c11", "-I", dir, "-o", exe, "examples/c/example.c", "-L", dir, "-Wl,-rpath,"+dir, "-lsimba", "-lpthread")
+	if out, err := cc.CombinedOutput(); err != nil {
+		b.Fatalf("cc: %v\n%s", err, out)
+	}
+	b.ResetTimer()
+	out, err := exec.Command(exe, "memory://bench", "bench", strconv.Itoa(max(b.N, 1000))).CombinedOutput()
+	if err != nil {
+		b.Fatalf("%v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`([0-9.]+) ns/op`).FindSubmatch(out)
+	if m == nil {
+		b.Fatalf("no ns/op in %s", out)
+	}
+	ns, _ := strconv.ParseFloat(string(m[1]), 64)
+	b.ReportMetric(ns, "c-ns/op")
+}
