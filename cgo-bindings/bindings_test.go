@@ -59,7 +59,7 @@ func library(t testing.TB) string {
 		missing(t, "cc not found: libsimba needs a C compiler")
 	}
 	built.once.Do(func() {
-		built.dir, built.err = os.MkdirTemp("", "libsimba-")
+		built.dir, built.err = os.MkdirTemp("", "libsimba-") //nolint:usetesting // one build for every test of the binary, removed by TestMain
 		if built.err != nil {
 			return
 		}

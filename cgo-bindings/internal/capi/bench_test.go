@@ -3,6 +3,7 @@ package capi
 import (
 	"context"
 	"testing"
+	"time"
 
 	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/memory"
@@ -11,19 +12,24 @@ import (
 // BenchmarkGoAcquireRelease is the baseline of the boundary cost: one
 // acquire and one release of a lock in Go, on the memory backend.
 func BenchmarkGoAcquireRelease(b *testing.B) {
-	c, err := simba.New(memory.New().Connect(), simba.WithConfig(simba.Config{LeaseDuration: 3e9}))
+	c, err := simba.New(memory.New().Connect(), simba.WithConfig(simba.Config{LeaseDuration: 3 * time.Second}))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close(context.Background())
-	ctx := context.Background()
 	l := c.Lock("bench")
 	for b.Loop() {
+		// The C call takes a timeout: the Go equivalent is a ctx with one.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		t, err := l.Acquire(ctx)
+		cancel()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := t.Release(ctx); err != nil {
+		ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+		err = t.Release(ctx)
+		cancel()
+		if err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -36,7 +42,7 @@ func BenchmarkHandlesAcquireRelease(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer CloseClient(c, 5000, 0)
+	defer func() { _ = CloseClient(c, 5000, 0) }()
 	for b.Loop() {
 		t, err := Acquire(c, "bench", 5000, 0, false)
 		if err != nil {
