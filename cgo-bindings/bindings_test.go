@@ -173,7 +173,11 @@ func run(t *testing.T, timeout time.Duration, cmd *exec.Cmd) string {
 
 func TestCExample(t *testing.T) {
 	exe := compile(t)
-	for backend, url := range backends(t) {
+	urls := backends(t)
+	if zk := os.Getenv("SIMBA_TEST_ZK_SERVERS"); zk != "" {
+		urls["zk"] = "zk://" + zk // the same library opens every linked backend
+	}
+	for backend, url := range urls {
 		for _, mode := range []string{"lock", "election"} {
 			t.Run(backend+"/"+mode, func(t *testing.T) {
 				out := run(t, time.Minute, exec.Command(exe, url, mode))

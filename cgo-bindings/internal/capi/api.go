@@ -3,6 +3,7 @@ package capi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -10,6 +11,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	simbamysql "github.com/simba-go/simba/backend-jdbc/mysql"
+	simbapg "github.com/simba-go/simba/backend-jdbc/postgres"
 	simba "github.com/simba-go/simba/core"
 )
 
@@ -137,8 +140,10 @@ func waitContext(parent context.Context, timeoutMS int64, cancel uint64) (contex
 
 // OpenClient opens the backend of url (any scheme a linked backend
 // registered) and a client on it, and returns the client's handle. The
-// client opens its session in the background. Errors never quote the
-// URL's password.
+// client opens its session in the background. A backend that does not
+// answer within the open timeout is BackendUnavailable; SQL tables that
+// were never created are a Backend error (the server answered). Errors
+// never quote the URL's password.
 func OpenClient(url string, o Options) (uint64, error) {
 	if err := checkString("backend URL", url); err != nil {
 		return 0, err
@@ -173,8 +178,8 @@ func OpenClient(url string, o Options) (uint64, error) {
 	defer cancel()
 	b, err := simba.OpenBackend(ctx, url)
 	if err != nil {
-		if s := StatusOf(err); s == InvalidURL || s == InvalidArgument {
-			return 0, err
+		if s := StatusOf(err); s == InvalidURL || s == InvalidArgument || errors.Is(err, simbapg.ErrSchemaMissing) || errors.Is(err, simbamysql.ErrSchemaMissing) {
+			return 0, err // the server answered: not an outage
 		}
 		return 0, fmt.Errorf("%w: %w", simba.ErrBackendUnavailable, err)
 	}
