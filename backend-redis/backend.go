@@ -523,20 +523,34 @@ func (b *Backend) Holder(ctx context.Context, name string) (h simba.Holder, ok b
 
 // WatchRelease returns a channel that is closed once name may have become
 // free: a release or session close published by any Backend on the same
-// server and prefix. The first call starts the Backend's one shared
-// subscription; every call waits until that subscription is live (the
-// server confirmed it), so the watch hears every release published after
-// WatchRelease returned. If the subscription breaks, the next one wakes
-// every watcher registered before, since releases may have been missed
-// meanwhile; Close wakes them too. WatchRelease fails with ctx's error when
-// ctx ends before the subscription is live, and with ErrClosed after
-// Close. When ctx is done the watch is dropped and the channel may never be
-// closed.
+// server and prefix, or at once when the lease is free when the watch is
+// set. The first call starts the Backend's one shared subscription; every
+// call waits until that subscription is live (the server confirmed it),
+// then asks the server, in one round trip, to announce the next release
+// of name (a release nobody watches is not published), so the watch hears
+// every release that happens after WatchRelease returned. If the
+// subscription breaks, the next one wakes every watcher registered
+// before, since releases may have been missed meanwhile; Close wakes them
+// too. WatchRelease fails with ctx's error when ctx ends before the
+// subscription is live, with the server's error when the request fails,
+// and with ErrClosed after Close. When ctx is done the watch is dropped and
+// the channel may never be closed.
 func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
 	if err := simba.ValidateName(name); err != nil {
 		return nil, err
 	}
-	return b.notify.watch(ctx, name)
+	ch, err := b.notify.watch(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	held, err := watchScript.Run(ctx, b.client, []string{b.leaseKey(name)}, b.prefix).Int64()
+	if err != nil {
+		return nil, wrapErr(fmt.Sprintf("watch %q", name), err)
+	}
+	if held == 0 {
+		b.notify.released(name) // free already: wake this watch (and any other of name)
+	}
+	return ch, nil
 }
 
 func (b *Backend) sessionKey(sid string) string { return b.prefix + "session:" + sid }

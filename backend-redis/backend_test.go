@@ -480,12 +480,14 @@ func TestWatchRelease(t *testing.T) {
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	r := mustWin(t, a, g.ID, "n")
+	mustWin(t, a, g.ID, "m")
+	mustWin(t, a, g.ID, "x")
 	chN := watchSubscribed(wctx, t, w, "n")
 	chM, err := w.WatchRelease(wctx, "m")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := mustWin(t, a, g.ID, "n")
 	if err := a.Release(ctx, g.ID, "n", r.Token+1); err != nil {
 		t.Fatal(err)
 	}
@@ -515,6 +517,21 @@ func TestWatchRelease(t *testing.T) {
 	}
 	if _, err := w.WatchRelease(dctx, "x"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("WatchRelease with a done context = %v, want context.Canceled", err)
+	}
+
+	// A watch of a free lease fires at once: the release may have come
+	// between the caller's last attempt and its watch.
+	free, err := w.WatchRelease(wctx, "free")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFire(t, free, "a watch of a free lease")
+	rr := mustWin(t, a, g.ID, "free")
+	if err := a.Release(ctx, g.ID, "free", rr.Token); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := rawClient(t, url).HExists(ctx, prefix+"lease:free", "w").Result(); err != nil || n {
+		t.Fatalf("lease hash field w after a release = %v, %v; want none", n, err)
 	}
 }
 

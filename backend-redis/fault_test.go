@@ -159,7 +159,7 @@ func TestAuthentication(t *testing.T) {
 	// A user missing a command the scripts run is refused inside the script.
 	acl := readmeACL(t, prefix, userPassword)
 	acl[2] = "limited"
-	acl = slices.DeleteFunc(acl, func(a any) bool { return a == "+hincrby" })
+	acl = slices.DeleteFunc(acl, func(a any) bool { return a == "+hmget" })
 	if err := admin.Do(ctx, acl...).Err(); err != nil {
 		t.Fatalf("ACL SETUSER: %v", err)
 	}
@@ -173,7 +173,7 @@ func TestAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := limited.Acquire(ctx, g.ID, "n"); !errors.Is(err, ErrAuth) {
-		t.Fatalf("Acquire by a user without HINCRBY = %v, want ErrAuth", err)
+		t.Fatalf("Acquire by a user without HMGET = %v, want ErrAuth", err)
 	}
 
 	for _, tt := range []struct {

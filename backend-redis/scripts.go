@@ -11,7 +11,8 @@ import "github.com/redis/go-redis/v9"
 //	P session:<sid>  hash, PX = the session lease: {opened, identity, digest,
 //	                 +<name> -> token for every lease the session owns}
 //	P joined:<sid>   set of group names, expires with the session
-//	P lease:<name>   hash {session, token, since}, never expires
+//	P lease:<name>   hash {session, token, since, w}, never expires; w is
+//	                 set while someone waits for the lease to be released
 //	P group:<group>  sorted set sid -> session expiry (ms, server time)
 //	P released       pub/sub channel, payload = released lease name
 //
@@ -27,20 +28,14 @@ import "github.com/redis/go-redis/v9"
 // passed in ARGV. On Redis Cluster that is only valid when every key shares
 // one hash slot, which is why New requires a hash tag in the prefix there.
 
-// prelude is shared by every script.
+// The Lua helpers below are put in front of the scripts that use them:
+// each one costs its definition on every run, so a script takes only what
+// it calls.
 //
-// try runs a command and returns nil when the key holds another type than
-// the command works on; other errors abort the script. must does the same
-// but aborts with an error that names the key. now is the server time in
-// whole milliseconds. int formats a number as an integer argument (Lua's
-// own conversion may print large numbers in exponent form). digest is the
-// share of a lease (name, token as its decimal string) in the session's
-// digest: 40 bits of SHA-1, centred on zero, the same as leaseDigest in Go.
-// member renews sid's membership of group key m until exp, drops members
-// whose session expiry has passed, keeps the key alive as long as its
-// longest member and returns the member count (nil if m is not a sorted
-// set).
-const prelude = `
+// luaTry: try runs a command and returns nil when the key holds another
+// type than the command works on; other errors abort the script. must does
+// the same but aborts with an error that names the key.
+const luaTry = `
 local function try(cmd, key, ...)
   local r = redis.pcall(cmd, key, ...)
   if type(r) == 'table' and r.err then
@@ -56,14 +51,36 @@ local function must(kind, cmd, key, ...)
   end
   return r
 end
+`
+
+// luaInt: int formats a number as an integer argument (Lua's own
+// conversion may print large numbers in exponent form).
+const luaInt = `
 local function int(n) return string.format('%d', n) end
+`
+
+// luaNow: now is the server time in whole milliseconds.
+const luaNow = `
 local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+`
+
+// luaDigest: digest is the share of a lease (name, token as its decimal
+// string) in the session's digest: 40 bits of SHA-1, centred on zero, the
+// same as leaseDigest in Go.
+const luaDigest = `
 local function digest(name, tok)
   return tonumber(string.sub(redis.sha1hex(name .. '=' .. tok), 1, 10), 16) - 549755813888
 end
+`
+
+// luaMember (needs luaTry and luaInt): member renews sid's membership of
+// group key m until exp, drops members whose session expiry has passed,
+// keeps the key alive as long as its longest member and returns the member
+// count (nil if m is not a sorted set).
+const luaMember = `
 local function member(m, sid, t, exp)
   if try('ZADD', m, int(exp), sid) == nil then return nil end
   redis.call('ZREMRANGEBYSCORE', m, '-inf', '(' .. int(t))
@@ -77,7 +94,7 @@ end
 // openScript creates a session, with the identity of its client when one
 // is given.
 // KEYS: session. ARGV: lease ms[, identity]. Reply: remaining ms.
-var openScript = redis.NewScript(prelude + `
+var openScript = redis.NewScript(luaInt + luaNow + `
 local s = KEYS[1]
 if redis.call('EXISTS', s) == 1 then
   return redis.error_reply('ERR session id already in use')
@@ -108,7 +125,7 @@ return redis.call('PTTL', s)
 // of leases. A lease or group key of the wrong type is skipped and
 // reported rather than failing the whole renewal, so one damaged key
 // cannot expire the session.
-var keepAliveScript = redis.NewScript(prelude + `
+var keepAliveScript = redis.NewScript(luaTry + luaInt + luaNow + luaDigest + luaMember + `
 local s, j = KEYS[1], KEYS[2]
 local ms, p, sid, seen = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local head = must('hash', 'HMGET', s, 'opened', 'digest')
@@ -170,29 +187,39 @@ return {redis.call('PTTL', s), leases, groups, bad, d}
 // acquireScript starts a new term when the lease is free, owned by an
 // expired session, or owned by the caller, records when it began (since,
 // server time in ms) and adds the lease to the session hash and its
-// digest.
+// digest. It reads the session hash (its digest with it) and the lease
+// hash, and writes each once: the commands a script runs are most of its
+// cost.
 // KEYS: lease, session. ARGV: sid, prefix, name.
 // Reply: -1 session gone, 0 held by another live session, else the token
 // as a string (a Lua number would round tokens above 2^53).
-var acquireScript = redis.NewScript(prelude + `
+var acquireScript = redis.NewScript(luaTry + luaInt + luaNow + luaDigest + `
 local l, s = KEYS[1], KEYS[2]
 local sid, p, name = ARGV[1], ARGV[2], ARGV[3]
-if must('hash', 'HLEN', s) == 0 then return -1 end
+local own = must('hash', 'HMGET', s, 'opened', 'digest')
+if not own[1] then return -1 end
 local cur = must('hash', 'HMGET', l, 'session', 'token')
 if cur[1] and cur[1] ~= sid and redis.call('EXISTS', p .. 'session:' .. cur[1]) == 1 then
   return 0
 end
-local token = redis.call('HINCRBY', l, 'token', 1)
-if token < 9007199254740992 then
-  token = int(token)
+local token = cur[2] or '0'
+if #token < 15 then
+  token = int(tonumber(token) + 1)
+  redis.call('HSET', l, 'session', sid, 'token', token, 'since', int(now()))
 else
+  redis.call('HINCRBY', l, 'token', 1)
   token = redis.call('HGET', l, 'token')
+  redis.call('HSET', l, 'session', sid, 'since', int(now()))
 end
-redis.call('HSET', l, 'session', sid, 'since', int(now()))
 local d = digest(name, token)
 if cur[1] == sid and cur[2] then d = d - digest(name, cur[2]) end
-redis.call('HSET', s, '+' .. name, token)
-redis.call('HINCRBY', s, 'digest', int(d))
+local sum = tonumber(own[2] or '0')
+if math.abs(sum) < 4503599627370496 then
+  redis.call('HSET', s, '+' .. name, token, 'digest', int(sum + d))
+else
+  redis.call('HSET', s, '+' .. name, token)
+  redis.call('HINCRBY', s, 'digest', int(d))
+end
 return token
 `)
 
@@ -203,7 +230,7 @@ return token
 // Reply: 0 when no live session owns the lease, else {sid, token, since,
 // identity}, with an empty string for a since or an identity that was
 // never written.
-var holderScript = redis.NewScript(prelude + `
+var holderScript = redis.NewScript(luaTry + `
 local cur = must('hash', 'HMGET', KEYS[1], 'session', 'token', 'since')
 if not cur[1] then return 0 end
 local s = must('hash', 'HMGET', ARGV[1] .. 'session:' .. cur[1], 'opened', 'identity')
@@ -211,26 +238,47 @@ if not (s[1] or s[2]) then return 0 end
 return {cur[1], cur[2] or '', cur[3] or '', s[2] or ''}
 `)
 
-// releaseScript frees a lease if the caller owns it with the given token,
-// takes it out of the session hash and its digest, and announces it.
+// releaseScript frees a lease if the caller owns it with the given token
+// and takes it out of the session hash and its digest. It announces the
+// release only when a watcher registered with watchScript (field w), and
+// clears that field: a lock nobody waits for costs no PUBLISH.
 // KEYS: lease, session. ARGV: sid, token, channel, name.
 // Reply: 1 released, 0 not owned with that token.
-var releaseScript = redis.NewScript(prelude + `
+var releaseScript = redis.NewScript(luaTry + luaInt + luaDigest + `
 local l, s = KEYS[1], KEYS[2]
-local cur = must('hash', 'HMGET', l, 'session', 'token')
+local cur = must('hash', 'HMGET', l, 'session', 'token', 'w')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
 if must('hash', 'HDEL', s, '+' .. ARGV[4]) == 1 then
   redis.call('HINCRBY', s, 'digest', int(-digest(ARGV[4], ARGV[2])))
 end
-redis.call('HDEL', l, 'session')
-redis.call('PUBLISH', ARGV[3], ARGV[4])
+if cur[3] then
+  redis.call('HDEL', l, 'session', 'w')
+  redis.call('PUBLISH', ARGV[3], ARGV[4])
+else
+  redis.call('HDEL', l, 'session')
+end
+return 1
+`)
+
+// watchScript asks the next release of a lease to be announced: it sets
+// the lease's field w, unless the lease is free now (no owner, or an owner
+// whose session is gone), which it reports instead. A lease key of the
+// wrong type counts as free: the caller's next acquire reports it.
+// KEYS: lease. ARGV: prefix.
+// Reply: 1 registered, 0 free now.
+var watchScript = redis.NewScript(luaTry + `
+local cur = try('HGET', KEYS[1], 'session')
+if cur == nil or not cur or redis.call('EXISTS', ARGV[1] .. 'session:' .. cur) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'w', '1')
 return 1
 `)
 
 // joinScript adds the session to a group.
 // KEYS: session, joined, group. ARGV: sid, group name.
 // Reply: -1 session gone, else the live member count.
-var joinScript = redis.NewScript(prelude + `
+var joinScript = redis.NewScript(luaTry + luaInt + luaNow + luaMember + `
 local s, j, m = KEYS[1], KEYS[2], KEYS[3]
 if must('hash', 'HLEN', s) == 0 then return -1 end
 must('sorted set', 'ZCARD', m)
@@ -243,7 +291,7 @@ return member(m, ARGV[1], t, t + ttl)
 
 // leaveScript removes the session from a group.
 // KEYS: joined, group. ARGV: sid, group name. Reply: 1.
-var leaveScript = redis.NewScript(prelude + `
+var leaveScript = redis.NewScript(luaTry + `
 must('set', 'SCARD', KEYS[1])
 must('sorted set', 'ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[1], ARGV[2])
@@ -254,7 +302,7 @@ return 1
 // groups and deletes its keys. Damaged lease or group keys are skipped.
 // KEYS: session, joined. ARGV: sid, prefix, channel.
 // Reply: the number of leases freed.
-var closeScript = redis.NewScript(prelude + `
+var closeScript = redis.NewScript(luaTry + `
 local s, j = KEYS[1], KEYS[2]
 local sid, p, ch = ARGV[1], ARGV[2], ARGV[3]
 local fields = try('HKEYS', s) or {}
