@@ -136,6 +136,14 @@ static void on_revoked(void *user_data, simba_handle election, simba_handle term
 	pthread_mutex_unlock(&l->mu);
 }
 
+/* revoked_with reports whether n terms were revoked, the last with reason. */
+static int revoked_with(struct leader *l, int n, simba_reason reason) {
+	pthread_mutex_lock(&l->mu);
+	int ok = l->revoked == n && l->reason == reason;
+	pthread_mutex_unlock(&l->mu);
+	return ok;
+}
+
 /* wait_for waits up to 10s until *counter reaches n. */
 static void wait_for(struct leader *l, int *counter, int n, const char *what) {
 	struct timespec until;
@@ -158,18 +166,23 @@ static int run_election(const char *url) {
 	simba_handle election;
 	check(simba_election_start(client, "scheduler", &listener, &election), "start");
 	wait_for(&l, &l.elected, 1, "election");
+	pthread_mutex_lock(&l.mu);
 	uint64_t first = l.token;
+	pthread_mutex_unlock(&l.mu);
 
 	/* Step down: the term ends (STEPPED_DOWN) before the call returns, and
 	 * the election contends again after the cooldown. */
 	check(simba_election_step_down(election, 200, 5000), "step down");
-	if (l.revoked != 1 || l.reason != SIMBA_STEPPED_DOWN) {
-		fprintf(stderr, "after step down: %d revoked, reason %d\n", l.revoked, (int)l.reason);
+	if (!revoked_with(&l, 1, SIMBA_STEPPED_DOWN)) {
+		fprintf(stderr, "step down returned before its on_revoked(SIMBA_STEPPED_DOWN)\n");
 		return 1;
 	}
 	wait_for(&l, &l.elected, 2, "second election");
-	if (l.token <= first) {
-		fprintf(stderr, "second term's token %llu is not above %llu\n", (unsigned long long)l.token,
+	pthread_mutex_lock(&l.mu);
+	uint64_t second = l.token;
+	pthread_mutex_unlock(&l.mu);
+	if (second <= first) {
+		fprintf(stderr, "second term's token %llu is not above %llu\n", (unsigned long long)second,
 		        (unsigned long long)first);
 		return 1;
 	}
@@ -180,8 +193,8 @@ static int run_election(const char *url) {
 	simba_string_free(json);
 
 	check(simba_election_stop(election, 5000), "stop");
-	if (l.revoked != 2 || l.reason != SIMBA_STOPPED) {
-		fprintf(stderr, "after stop: %d revoked, reason %d\n", l.revoked, (int)l.reason);
+	if (!revoked_with(&l, 2, SIMBA_STOPPED)) {
+		fprintf(stderr, "stop returned before its on_revoked(SIMBA_STOPPED)\n");
 		return 1;
 	}
 	check(simba_client_close(client, 5000), "close");
