@@ -38,7 +38,7 @@ Feature: Candidates
     Then within one lease duration B is leader of "report"
     And B won at its first attempt after the stop, which was a regular one: at least half a renew interval after the refused attempt
 
-  @R-CAND-3 @memory
+  @R-CAND-3
   Scenario: At most one acquire per election is in flight
     Given nodes A and B are connected
     And A is leader of "report"

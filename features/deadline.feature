@@ -10,11 +10,11 @@ Feature: The local deadline
   A term is valid until that deadline. On the memory backend these scenarios
   run on a fake clock, so the times below are exact (to the millisecond).
 
-  @R-DL-1 @memory
+  @R-DL-1
   Scenario Outline: The deadline counts from when the keep-alive was sent
     Given the timing:
-      | LeaseDuration | 10s      |
-      | RenewInterval | 2s       |
+      | LeaseDuration | 5s       |
+      | RenewInterval | 1s       |
       | Drift         | <drift>  |
       | Margin        | <margin> |
     And node A is connected and its session is live
@@ -25,9 +25,9 @@ Feature: The local deadline
 
     Examples:
       | drift | margin | validity | left  |
-      | 0.01  | 50ms   | 9.85s    | 9.55s |
-      | 0.1   | none   | 9s       | 8.7s  |
-      | none  | 1s     | 9s       | 8.7s  |
+      | 0.01  | 50ms   | 4.9s     | 4.6s  |
+      | 0.1   | none   | 4.5s     | 4.2s  |
+      | none  | 1s     | 4s       | 3.7s  |
 
   @R-DL-2
   Scenario: Every backend call is bounded by the renew interval
@@ -62,7 +62,7 @@ Feature: The local deadline
     And A closes
     Then every call A made after its session opened had a deadline at most 973.333ms away
 
-  @R-DL-3 @memory
+  @R-DL-3
   Scenario: A keep-alive reply that arrives after the deadline does not extend it
     Given node A is connected
     And A is leader of "report"
@@ -76,48 +76,48 @@ Feature: The local deadline
     And A's new term belongs to a new session
     And A's first term of "report" is still not valid
 
-  @R-DL-4 @memory
+  @R-DL-4
   Scenario: After a failed keep-alive the client retries with halving backoff until the deadline
     Given the timing:
-      | LeaseDuration | 8s    |
-      | RenewInterval | 2s    |
+      | LeaseDuration | 4s    |
+      | RenewInterval | 1s    |
       | Drift         | none  |
       | Margin        | none  |
-      | MinBackoff    | 100ms |
+      | MinBackoff    | 50ms  |
     And node A is connected
     And A is leader of "report"
     When every call of A fails from its next successful keep-alive on
     Then A's keep-alives after that success were sent at these times after it:
-      | 2s | 4s | 6s | 7s | 7.5s | 7.75s | 7.875s | 7.975s |
-    And A's term of "report" ended with DEADLINE_PASSED 8s after that success
+      | 1s | 2s | 3s | 3.5s | 3.75s | 3.875s | 3.9375s | 3.9875s |
+    And A's term of "report" ended with DEADLINE_PASSED 4s after that success
 
-  @R-DL-5 @memory
+  @R-DL-5
   Scenario: A backend granting less than asked makes the client renew every third of the grant
     Given the timing:
-      | LeaseDuration | 9s |
-      | RenewInterval | 3s |
-    And the backend grants leases of at most 3s
+      | LeaseDuration | 3s |
+      | RenewInterval | 1s |
+    And the backend grants leases of at most 1s
     And node A is connected
     And A is leader of "report"
-    When 20s pass
+    When 4s pass
     Then A's term of "report" is still valid
-    And A's snapshot shows a shortened lease, renewed every 973.333ms
-    And A's keep-alives were sent 973.333ms apart
-    And A published SessionLeaseShortened exactly once, for a grant of 3s
+    And A's snapshot shows a shortened lease, renewed every 313.333ms
+    And A's keep-alives were sent 313.333ms apart
+    And A published SessionLeaseShortened exactly once, for a grant of 1s
     And A logged exactly one warning about the shortened lease
     When the backend expires A's session
     Then within one lease duration A is leader of "report" again, with a higher token
     And A published SessionLeaseShortened exactly twice, once per session
 
-  @R-DL-5 @memory
+  @R-DL-5
   Scenario: A grant that still fits two keep-alives changes nothing
     Given the timing:
-      | LeaseDuration | 9s |
-      | RenewInterval | 3s |
-    And the backend grants leases of at most 8s
+      | LeaseDuration | 3s |
+      | RenewInterval | 1s |
+    And the backend grants leases of at most 2.7s
     And node A is connected
     And A is leader of "report"
-    When 20s pass
+    When 4s pass
     Then A's term of "report" is still valid
-    And A's snapshot shows an unshortened lease, renewed every 3s
+    And A's snapshot shows an unshortened lease, renewed every 1s
     And A published no SessionLeaseShortened

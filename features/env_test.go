@@ -88,6 +88,7 @@ type backendEnv struct {
 	db      *sql.DB       // PostgreSQL and MySQL
 	dialect sqlDialect    // PostgreSQL and MySQL
 	zk      *zk.Conn      // Zookeeper
+	servers []string      // Zookeeper: the servers, for a connection that ends a session
 
 	// connect opens a connection for one node of scenario w.
 	connect func(ctx context.Context, w *world) (nodeBackend, error)
@@ -216,7 +217,7 @@ func redisEnv(t *testing.T, raw, run string) (*backendEnv, error) {
 		prefix:     prefix,
 		redis:      direct,
 		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
-			ps, err := proxyAll([]string{hostPort(u.Host, "6379")})
+			ps, err := proxyAll([]string{hostPort(u.Host, "6379")}, nil)
 			if err != nil {
 				return nodeBackend{}, err
 			}
@@ -283,7 +284,7 @@ func postgresEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEn
 		db:      direct,
 		dialect: dialectPostgres,
 		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
-			ps, err := proxyAll([]string{hostPort(u.Host, "5432")})
+			ps, err := proxyAll([]string{hostPort(u.Host, "5432")}, nil)
 			if err != nil {
 				return nodeBackend{}, err
 			}
@@ -390,7 +391,7 @@ func mysqlEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEnv, 
 		db:      admin,
 		dialect: dialectMySQL,
 		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
-			ps, err := proxyAll([]string{cfg.Addr})
+			ps, err := proxyAll([]string{cfg.Addr}, nil)
 			if err != nil {
 				return nodeBackend{}, err
 			}
@@ -453,8 +454,9 @@ func zkEnv(t *testing.T, raw, run string) (*backendEnv, error) {
 		t:          t,
 		prefix:     chroot + base,
 		zk:         direct,
+		servers:    servers,
 		connect: func(_ context.Context, _ *world) (nodeBackend, error) {
-			ps, err := proxyAll(servers)
+			ps, err := proxyAll(servers, zkSessions.note)
 			if err != nil {
 				return nodeBackend{}, err
 			}

@@ -48,7 +48,7 @@ Feature: Handover
     Then while A's listener is still handling the revocation, B's one attempt at the lock "report" succeeds
     And A's stop returns once the listener is done
 
-  @R-HO-3 @memory
+  @R-HO-3
   Scenario Outline: A term lost without a stop is not waited for
     Given node A is connected
     And A runs leader work for "report" that ignores interruption for 10s

@@ -120,7 +120,7 @@ Feature: Locks
     Then within one lease duration A's term of "invoice" ends with TAKEN_OVER
     And releasing A's term of "invoice" again, then closing it, returns no error and sends nothing to the backend
 
-  @R-LOCK-7 @memory
+  @R-LOCK-7
   Scenario Outline: A lock lost early is released for good, never re-acquired behind the holder's back
     Given node A is connected
     And A holds the lock "invoice"

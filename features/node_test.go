@@ -70,6 +70,7 @@ func (w *world) connect(name string, o connectOptions) (*node, error) {
 		return nil, fmt.Errorf("features: connect node %s to %s: %w", name, w.env.name, err)
 	}
 	rec, backend := newRecorder(nb.backend)
+	rec.capLease(w.leaseCap)
 	n := &node{
 		w: w, name: name, timing: w.timing,
 		rec: rec, backend: backend, conn: nb.conn, link: nb.link, close: nb.close,

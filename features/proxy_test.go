@@ -1,6 +1,7 @@
 package features
 
 import (
+	"encoding/binary"
 	"errors"
 	"net"
 	"sync"
@@ -15,7 +16,8 @@ import (
 type proxy struct {
 	ln     net.Listener
 	target string
-	done   chan struct{} // closed by Close
+	hello  func(frame []byte) // sees the first frame (after its 4-byte length) each connection gets from the server; may be nil
+	done   chan struct{}      // closed by Close
 
 	mu     sync.Mutex
 	open   chan struct{} // closed while the proxy forwards; a fresh one while stalled
@@ -24,13 +26,15 @@ type proxy struct {
 	wg     sync.WaitGroup
 }
 
-// newProxy listens on a free loopback port and forwards to target.
-func newProxy(target string) (*proxy, error) {
+// newProxy listens on a free loopback port and forwards to target; hello,
+// when not nil, sees the first length-prefixed frame of every connection
+// from the server.
+func newProxy(target string, hello func([]byte)) (*proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{ln: ln, target: target, done: make(chan struct{}), open: make(chan struct{}), conns: make(map[net.Conn]struct{})}
+	p := &proxy{ln: ln, target: target, hello: hello, done: make(chan struct{}), open: make(chan struct{}), conns: make(map[net.Conn]struct{})}
 	close(p.open)
 	p.wg.Add(1)
 	go p.accept()
@@ -131,20 +135,30 @@ func (p *proxy) serve(client net.Conn) {
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		p.copy(client, server)
+		p.copy(client, server, p.hello)
 		_ = client.Close()
 	}()
-	p.copy(server, client)
+	p.copy(server, client, nil)
 	_ = server.Close()
 	<-copied
 }
 
 // copy moves bytes from src to dst, holding them while the proxy is
-// stalled.
-func (p *proxy) copy(dst, src net.Conn) {
+// stalled; hello, when not nil, is given the first length-prefixed frame.
+func (p *proxy) copy(dst, src net.Conn, hello func([]byte)) {
 	buf := make([]byte, 32<<10)
+	var head []byte
 	for {
 		n, err := src.Read(buf)
+		if n > 0 && hello != nil {
+			head = append(head, buf[:n]...)
+			if frame, done := firstFrame(head); done {
+				if frame != nil {
+					hello(frame)
+				}
+				hello, head = nil, nil
+			}
+		}
 		if n > 0 {
 			if !p.wait() {
 				return
@@ -157,6 +171,23 @@ func (p *proxy) copy(dst, src net.Conn) {
 			return
 		}
 	}
+}
+
+// firstFrame returns the frame at the start of head, a 4-byte big-endian
+// length and that many bytes, once head holds it all; done without a frame
+// when the length is not one of a small frame.
+func firstFrame(head []byte) (frame []byte, done bool) {
+	if len(head) < 4 {
+		return nil, false
+	}
+	size := int(binary.BigEndian.Uint32(head))
+	if size > 4<<10 {
+		return nil, true
+	}
+	if len(head) < 4+size {
+		return nil, false
+	}
+	return head[4 : 4+size], true
 }
 
 // wait blocks while the proxy is stalled; it reports false once the proxy
@@ -199,11 +230,12 @@ func (ps proxies) Close() {
 	}
 }
 
-// proxyAll starts one proxy per target address.
-func proxyAll(targets []string) (proxies, error) {
+// proxyAll starts one proxy per target address, each with hello (see
+// newProxy).
+func proxyAll(targets []string, hello func([]byte)) (proxies, error) {
 	var ps proxies
 	for _, t := range targets {
-		p, err := newProxy(t)
+		p, err := newProxy(t, hello)
 		if err != nil {
 			ps.Close()
 			return nil, errors.Join(errors.New("features: start proxy to "+t), err)

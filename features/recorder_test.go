@@ -55,6 +55,8 @@ type recorder struct {
 	maxInflight map[string]int
 	afterKA     func() // runs once, after the next successful keep-alive answered
 	gates       []chan struct{}
+	delay       time.Duration // every call waits this long before it reaches the backend
+	maxLease    time.Duration // the backend is asked for, and grants, at most this lease; 0: no cap
 }
 
 // watchingRecorder is a recorder over a backend that broadcasts releases,
@@ -146,6 +148,51 @@ func (r *recorder) begin(ctx context.Context, op string, s simba.SessionID, name
 	return c, f
 }
 
+// setDelay makes every call from now on wait d before it reaches the
+// backend, as over a slow network; d = 0 ends that.
+func (r *recorder) setDelay(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.delay = d
+}
+
+// capLease makes the backend grant leases of at most d: a session is asked
+// for no more, and a reply never says more is left.
+func (r *recorder) capLease(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.maxLease = d
+}
+
+// capped returns lease within the cap.
+func (r *recorder) capped(lease time.Duration) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.maxLease > 0 {
+		return min(lease, r.maxLease)
+	}
+	return lease
+}
+
+// travel waits the delay a call takes to reach the backend; a call whose
+// context ends on the way fails and never reaches it.
+func (r *recorder) travel(ctx context.Context) error {
+	r.mu.Lock()
+	d := r.delay
+	r.mu.Unlock()
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("features: the call did not reach the backend: %w", ctx.Err())
+	}
+}
+
 // pick returns the first fault of op that applies to name, using up one of
 // its times. Call with r.mu held.
 func (r *recorder) pick(op, name string) *fault {
@@ -206,18 +253,29 @@ func (r *recorder) finish(c *call, err error) error {
 	return err
 }
 
-// failed finishes a call a fault made fail.
-func (r *recorder) failed(c *call, f *fault) error {
-	r.answered(c, f.fail)
-	return r.finish(c, f.fail)
+// reach takes call c to the backend: it fails at once when its fault says
+// so, and otherwise waits the delay of the way there.
+func (r *recorder) reach(ctx context.Context, c *call, f *fault) error {
+	var err error
+	if f != nil && f.fail != nil {
+		err = f.fail
+	} else {
+		err = r.travel(ctx)
+	}
+	if err != nil {
+		r.answered(c, err)
+		return r.finish(c, err)
+	}
+	return nil
 }
 
 func (r *recorder) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
 	c, f := r.begin(ctx, memory.OpOpenSession, "", "", 0)
-	if f != nil && f.fail != nil {
-		return simba.SessionGrant{}, r.failed(c, f)
+	if err := r.reach(ctx, c, f); err != nil {
+		return simba.SessionGrant{}, err
 	}
-	g, err := r.inner.OpenSession(ctx, lease)
+	g, err := r.inner.OpenSession(ctx, r.capped(lease))
+	g.Remaining = r.capped(g.Remaining)
 	r.mu.Lock()
 	c.session = g.ID
 	r.mu.Unlock()
@@ -230,16 +288,17 @@ func (r *recorder) OpenSession(ctx context.Context, lease time.Duration) (simba.
 // without the capability opens a session without one, as the engine would.
 func (r *recorder) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
 	c, f := r.begin(ctx, memory.OpOpenSession, "", "", 0)
-	if f != nil && f.fail != nil {
-		return simba.SessionGrant{}, r.failed(c, f)
+	if err := r.reach(ctx, c, f); err != nil {
+		return simba.SessionGrant{}, err
 	}
 	var g simba.SessionGrant
 	var err error
 	if o, ok := r.inner.(simba.IdentityOpener); ok {
-		g, err = o.OpenSessionAs(ctx, lease, identity)
+		g, err = o.OpenSessionAs(ctx, r.capped(lease), identity)
 	} else {
-		g, err = r.inner.OpenSession(ctx, lease)
+		g, err = r.inner.OpenSession(ctx, r.capped(lease))
 	}
+	g.Remaining = r.capped(g.Remaining)
 	r.mu.Lock()
 	c.session = g.ID
 	r.mu.Unlock()
@@ -252,8 +311,8 @@ func (r *recorder) OpenSessionAs(ctx context.Context, lease time.Duration, ident
 // capability gives ErrNotSupported.
 func (r *recorder) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
 	c, f := r.begin(ctx, memory.OpHolder, "", name, 0)
-	if f != nil && f.fail != nil {
-		return simba.Holder{}, false, r.failed(c, f)
+	if err := r.reach(ctx, c, f); err != nil {
+		return simba.Holder{}, false, err
 	}
 	hr, ok := r.inner.(simba.HolderReader)
 	if !ok {
@@ -269,10 +328,11 @@ func (r *recorder) Holder(ctx context.Context, name string) (simba.Holder, bool,
 
 func (r *recorder) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
 	c, f := r.begin(ctx, memory.OpKeepAlive, s, "", 0)
-	if f != nil && f.fail != nil {
-		return simba.KeepAliveReply{}, r.failed(c, f)
+	if err := r.reach(ctx, c, f); err != nil {
+		return simba.KeepAliveReply{}, err
 	}
-	reply, err := r.inner.KeepAlive(ctx, s, lease)
+	reply, err := r.inner.KeepAlive(ctx, s, r.capped(lease))
+	reply.Remaining = r.capped(reply.Remaining)
 	r.answered(c, err)
 	if err == nil {
 		r.mu.Lock()
@@ -289,8 +349,8 @@ func (r *recorder) KeepAlive(ctx context.Context, s simba.SessionID, lease time.
 
 func (r *recorder) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
 	c, f := r.begin(ctx, memory.OpAcquire, s, name, 0)
-	if f != nil && f.fail != nil {
-		return simba.AcquireResult{}, r.failed(c, f)
+	if err := r.reach(ctx, c, f); err != nil {
+		return simba.AcquireResult{}, err
 	}
 	res, err := r.inner.Acquire(ctx, s, name)
 	if err == nil && res.Won && f != nil && f.forge != 0 {
@@ -306,8 +366,8 @@ func (r *recorder) Acquire(ctx context.Context, s simba.SessionID, name string) 
 
 func (r *recorder) Release(ctx context.Context, s simba.SessionID, name string, token uint64) error {
 	c, f := r.begin(ctx, memory.OpRelease, s, name, token)
-	if f != nil && f.fail != nil {
-		return r.failed(c, f)
+	if err := r.reach(ctx, c, f); err != nil {
+		return err
 	}
 	err := r.inner.Release(ctx, s, name, token)
 	r.answered(c, err)
@@ -317,8 +377,8 @@ func (r *recorder) Release(ctx context.Context, s simba.SessionID, name string, 
 
 func (r *recorder) JoinGroup(ctx context.Context, s simba.SessionID, group string) (int, error) {
 	c, f := r.begin(ctx, memory.OpJoinGroup, s, group, 0)
-	if f != nil && f.fail != nil {
-		return 0, r.failed(c, f)
+	if err := r.reach(ctx, c, f); err != nil {
+		return 0, err
 	}
 	n, err := r.inner.JoinGroup(ctx, s, group)
 	r.answered(c, err)
@@ -328,8 +388,8 @@ func (r *recorder) JoinGroup(ctx context.Context, s simba.SessionID, group strin
 
 func (r *recorder) LeaveGroup(ctx context.Context, s simba.SessionID, group string) error {
 	c, f := r.begin(ctx, memory.OpLeaveGroup, s, group, 0)
-	if f != nil && f.fail != nil {
-		return r.failed(c, f)
+	if err := r.reach(ctx, c, f); err != nil {
+		return err
 	}
 	err := r.inner.LeaveGroup(ctx, s, group)
 	r.answered(c, err)
@@ -339,8 +399,8 @@ func (r *recorder) LeaveGroup(ctx context.Context, s simba.SessionID, group stri
 
 func (r *recorder) CloseSession(ctx context.Context, s simba.SessionID) error {
 	c, f := r.begin(ctx, memory.OpCloseSession, s, "", 0)
-	if f != nil && f.fail != nil {
-		return r.failed(c, f)
+	if err := r.reach(ctx, c, f); err != nil {
+		return err
 	}
 	err := r.inner.CloseSession(ctx, s)
 	r.answered(c, err)

@@ -544,8 +544,14 @@ func (w *world) workInterruptedAtEnd(name, lease string) error {
 	if err != nil {
 		return err
 	}
-	if r.interrupted.IsZero() || r.ctx.Err() == nil {
-		return fmt.Errorf("the work was not interrupted")
+	// The interruption is noted by a context.AfterFunc of the work's ctx,
+	// which runs on a goroutine of its own just after the revocation.
+	err = w.eventually(w.tolerance(), "the work was not interrupted", func() bool {
+		_, _, r, err = w.workOf(name, lease)
+		return err == nil && !r.interrupted.IsZero() && r.ctx.Err() != nil
+	})
+	if err != nil {
+		return err
 	}
 	if cause := context.Cause(r.ctx); !errors.Is(cause, simba.ErrTermExpired) {
 		return fmt.Errorf("the work's context ended with %w, want a cause matching ErrTermExpired", cause)

@@ -2,6 +2,7 @@ package features
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -175,14 +176,11 @@ func (w *world) connection(name, what string) error {
 }
 
 func (w *world) callsDelayed(name, phrase string) error {
-	if err := w.needMemory("delaying calls"); err != nil {
-		return err
-	}
 	n, d, err := w.nodeDur(name, phrase)
 	if err != nil {
 		return err
 	}
-	n.conn.Delay(d)
+	n.rec.setDelay(d)
 	return nil
 }
 
@@ -226,9 +224,6 @@ func (n *node) currentSession() (simba.SessionID, error) {
 }
 
 func (w *world) expireSession(name string) error {
-	if err := w.needMemory("expiring a session"); err != nil {
-		return err
-	}
 	n, err := w.node(name)
 	if err != nil {
 		return err
@@ -238,54 +233,84 @@ func (w *world) expireSession(name string) error {
 		return err
 	}
 	w.marks["expire"] = time.Now()
-	if !w.mem.ExpireSession(id) {
-		return fmt.Errorf("the backend had no live session %s of node %s", id, name)
+	if err := w.expire(id); err != nil {
+		return fmt.Errorf("expire session %s of node %s: %w", id, name, err)
 	}
 	return nil
 }
 
+// expire ends session id on the backend now, as its expiry would.
+func (w *world) expire(id simba.SessionID) error {
+	if w.mem != nil {
+		if !w.mem.ExpireSession(id) {
+			return errNoSession
+		}
+		return nil
+	}
+	ctx, cancel := w.callCtx()
+	defer cancel()
+	return w.env.expireSession(ctx, id)
+}
+
+// takeOver hands lease to a session of the backend's that no node owns,
+// with a new term, without telling its owner: on the memory backend with
+// its control, elsewhere by freeing the lease on the server and winning it
+// with a session opened directly.
 func (w *world) takeOver(lease string) error {
-	if err := w.needMemory("taking a lease over"); err != nil {
+	w.marks["takeover"] = time.Now()
+	name := w.name(lease)
+	if w.mem != nil {
+		if w.mem.TakeOver(name) == 0 {
+			return fmt.Errorf("the backend refused to take %s over", lease)
+		}
+		id, _, _ := w.mem.Owner(name)
+		w.takers[lease] = id
+		return nil
+	}
+	r, err := w.openRaw(time.Minute)
+	if err != nil {
 		return err
 	}
-	w.marks["takeover"] = time.Now()
-	if w.mem.TakeOver(w.name(lease)) == 0 {
-		return fmt.Errorf("the backend refused to take %s over", lease)
+	ctx, cancel := w.callCtx()
+	defer cancel()
+	if err := w.env.freeLease(ctx, name); err != nil {
+		return fmt.Errorf("free %s on the server: %w", lease, err)
 	}
-	w.phantomLeases = append(w.phantomLeases, w.name(lease))
+	res, err := r.nb.backend.Acquire(ctx, r.id, name)
+	if err != nil {
+		return fmt.Errorf("a session opened directly tried to win %s once freed: %w", lease, err)
+	}
+	if !res.Won {
+		return fmt.Errorf("a session opened directly did not win %s once freed", lease)
+	}
+	w.takers[lease] = r.id
 	return nil
 }
 
 // phantomExpires ends the session that took lease over, if one did; when
 // nothing took the lease over there is nothing to end.
 func (w *world) phantomExpires(lease string) error {
-	if err := w.needMemory("expiring the taker"); err != nil {
-		return err
-	}
-	id, _, ok := w.mem.Owner(w.name(lease))
+	id, ok := w.takers[lease]
 	if !ok {
 		return nil
 	}
-	for _, n := range w.nodes {
-		for _, own := range n.sessionIDs() {
-			if own == id {
-				return nil // a node owns it, not a taker
-			}
-		}
+	if err := w.expire(id); err != nil && !errors.Is(err, errNoSession) {
+		return err
 	}
-	w.mem.ExpireSession(id)
 	return nil
 }
 
+// maxLease makes the backend grant leases of at most the given duration to
+// every node, connected or not.
 func (w *world) maxLease(phrase string) error {
-	if err := w.needMemory("capping leases"); err != nil {
-		return err
-	}
 	d, err := time.ParseDuration(phrase)
 	if err != nil {
 		return err
 	}
-	w.mem.SetMaxLease(d)
+	w.leaseCap = d
+	for _, n := range w.nodes {
+		n.rec.capLease(d)
+	}
 	return nil
 }
 

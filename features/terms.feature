@@ -143,7 +143,7 @@ Feature: Terms and fencing tokens
     When that session sends the release of its first term of "report" once more
     Then another session opened directly on the backend cannot win "report"
 
-  @R-TERM-8 @memory
+  @R-TERM-8
   Scenario: A keep-alive reply that no longer lists the lease revokes the term
     Given node A is connected
     And A is leader of "report"

@@ -56,7 +56,8 @@ type world struct {
 	rejectedToken   uint64
 	usedName        string
 	nameErrs        []error
-	phantomLeases   []string
+	takers          map[string]simba.SessionID // by lease: the session that took it over
+	leaseCap        time.Duration              // the most the backend grants; 0: no cap
 	handedOff       error
 	fences          []fenced // the fenced values of the scenario
 	fenceSeq        int
@@ -71,6 +72,7 @@ func newWorld(env *backendEnv) *world {
 		nodes:     make(map[string]*node),
 		marks:     make(map[string]time.Time),
 		remaining: make(map[*simba.Term]time.Duration),
+		takers:    make(map[string]simba.SessionID),
 	}
 }
 
@@ -379,14 +381,6 @@ func (w *world) node(name string) (*node, error) {
 		return nil, fmt.Errorf("features: no node %s in this scenario", name)
 	}
 	return n, nil
-}
-
-// needMemory fails a step that needs the memory store's controls.
-func (w *world) needMemory(what string) error {
-	if w.mem == nil {
-		return fmt.Errorf("features: %s needs the memory backend: tag the scenario @memory", what)
-	}
-	return nil
 }
 
 // logCapture keeps the records a client logs at warning level or above.
