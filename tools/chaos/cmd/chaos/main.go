@@ -1,0 +1,193 @@
+// Command chaos runs the robustness suite on private servers and prints
+// the summary table; with -report and -svg it also writes the figures.
+//
+//	go run ./cmd/chaos -profile soak -report ../../docs/reliability.md -svg ../../docs/reliability-failover.svg
+//
+// It exits 1 when a check fails or a run cannot complete, 2 on a usage
+// error.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/simba-go/simba/tools/chaos/internal/report"
+	"github.com/simba-go/simba/tools/chaos/internal/suite"
+)
+
+func main() {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	profile := fs.String("profile", "ci", "ci (500 handovers per backend) or soak (10,000)")
+	backends := fs.String("backends", strings.Join(suite.Backends, ","), "comma-separated: redis, postgres, mysql, zk")
+	handovers := fs.Int("handovers", 0, "override the profile's handovers per backend")
+	reportPath := fs.String("report", "", "write the Markdown report here")
+	svgPath := fs.String("svg", "", "write the failover plot here")
+	keep := fs.Bool("keep", false, "keep the histories and logs")
+	faults := fs.String("faults", "", "comma-separated faults to inject (default: all)")
+	maxDur := fs.Duration("max", 0, "override the profile's longest injection time per backend")
+	locks := fs.Int("locks", -1, "override the profile's lock names")
+	broken := fs.String("broken", "", "run every node with a deliberate bug: margin, revive or release")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	var p suite.Profile
+	switch *profile {
+	case "ci":
+		p = suite.CI()
+	case "soak":
+		p = suite.Soak()
+	default:
+		fmt.Fprintln(os.Stderr, "chaos: -profile must be ci or soak")
+		os.Exit(2)
+	}
+	if *maxDur > 0 {
+		p.MaxDuration = *maxDur
+	}
+	if *handovers > 0 {
+		p.Handovers = *handovers
+	}
+	p.Progress = os.Stderr
+	p.Broken = *broken
+	if *locks >= 0 {
+		p.Locks = *locks
+	}
+	if *faults != "" {
+		p.Faults = strings.Split(*faults, ",")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, p, strings.Split(*backends, ","), *reportPath, *svgPath, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(1)
+	}
+}
+
+var errChecks = errors.New("checks failed")
+
+func run(ctx context.Context, p suite.Profile, backends []string, reportPath, svgPath string, keep bool) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "simba-chaos-")
+	if err != nil {
+		return err
+	}
+	if keep {
+		fmt.Fprintln(os.Stderr, "histories in", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	bin, err := suite.BuildNode(ctx, root, dir)
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	var outs []*suite.Outcome
+	failed := false
+	for _, b := range backends {
+		out, err := suite.Run(ctx, p, b, suite.Env{Dir: filepath.Join(dir, b), NodeBin: bin, RepoRoot: root})
+		if err != nil {
+			return fmt.Errorf("%s: %w", b, err)
+		}
+		outs = append(outs, out)
+		fmt.Fprintf(os.Stderr, "%s: %d handovers in %v\n", b, out.Result.Total().Handovers, out.Duration.Round(time.Second))
+		for _, v := range out.Result.Violations {
+			fmt.Fprintln(os.Stderr, "  VIOLATION", v)
+			failed = true
+		}
+	}
+	var table bytes.Buffer
+	report.Table(&table, outs)
+	fmt.Print(table.String())
+	if reportPath != "" {
+		if err := os.WriteFile(reportPath, []byte(document(p, outs, table.String(), time.Since(began), svgPath, reportPath)), 0o644); err != nil {
+			return err
+		}
+	}
+	if svgPath != "" {
+		var svg bytes.Buffer
+		report.SVG(&svg, outs, p.Timing().Bound())
+		if err := os.WriteFile(svgPath, svg.Bytes(), 0o644); err != nil {
+			return err
+		}
+	}
+	if failed {
+		return errChecks
+	}
+	return nil
+}
+
+func document(p suite.Profile, outs []*suite.Outcome, table string, took time.Duration, svgPath, reportPath string) string {
+	host, _ := os.Hostname()
+	cpu := cpuModel()
+	tm := p.Timing()
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Reliability figures\n\n")
+	fmt.Fprintf(&b, "Measured by the robustness suite (`tools/chaos`, profile `%s`, `make %s`) on %s UTC,\n",
+		p.Name, map[string]string{"ci": "chaos", "soak": "soak"}[p.Name], time.Now().UTC().Format("2006-01-02 15:04"))
+	fmt.Fprintf(&b, "host %s: %d CPUs (%s), %s/%s, %s; the run took %v. The machine was shared with other\n",
+		host, runtime.NumCPU(), cpu, runtime.GOOS, runtime.GOARCH, runtime.Version(), took.Round(time.Second))
+	fmt.Fprintf(&b, "work, so the timing figures are those of a loaded machine.\n\n")
+	fmt.Fprintf(&b, "Each backend ran on a private server of its own (started with `tools/testenv/lib.sh` on free ports),\n")
+	fmt.Fprintf(&b, "with %d node processes contending for %d locks (two goroutines per lock and node) and %d election,\n", p.Nodes, p.Locks, p.Elections)
+	fmt.Fprintf(&b, "lease %v (renew %v, retry jitter %v). A term writes %d times to a fenced resource with its token.\n",
+		tm.Lease, tm.Renew, tm.Jitter, 4)
+	fmt.Fprintf(&b, "Faults are injected in turn, each followed by %v to settle; a row counts the terms that began after\n", 2*p.Lease)
+	fmt.Fprintf(&b, "the fault was injected and before the next one. The crash bound (failover after SIGKILL) is\n")
+	fmt.Fprintf(&b, "lease + renew/2 + jitter + %v slack = %v.\n\n", tm.Slack, tm.Bound())
+	fmt.Fprintf(&b, "%s\n", table)
+	total := 0
+	for _, o := range outs {
+		total += o.Result.Total().Handovers
+	}
+	fmt.Fprintf(&b, "%d handovers in all. The columns: see [tools/chaos/README.md](../tools/chaos/README.md).\n", total)
+	if svgPath != "" {
+		rel, err := filepath.Rel(filepath.Dir(reportPath), svgPath)
+		if err != nil {
+			rel = svgPath
+		}
+		fmt.Fprintf(&b, "\n![Failover times per backend](%s)\n", rel)
+	}
+	return b.String()
+}
+
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "tools", "testenv", "lib.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run from inside the repository: tools/testenv/lib.sh not found above the working directory")
+		}
+		dir = parent
+	}
+}

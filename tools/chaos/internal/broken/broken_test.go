@@ -1,0 +1,106 @@
+package broken_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+	"go.uber.org/goleak"
+
+	"github.com/simba-go/simba/tools/chaos/internal/broken"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestWrapRefusesUnknownMode(t *testing.T) {
+	conn := memory.New().Connect()
+	defer conn.Close()
+	if _, err := broken.Wrap(conn, "nonsense"); !errors.Is(err, broken.ErrUnknownMode) {
+		t.Fatalf("Wrap(nonsense) = %v, want ErrUnknownMode", err)
+	}
+	b, err := broken.Wrap(conn, broken.None)
+	if err != nil || b != simba.OpenedBackend(conn) {
+		t.Fatalf("Wrap(None) = %v, %v, want the backend itself", b, err)
+	}
+}
+
+func TestMarginInflatesTheGrant(t *testing.T) {
+	conn := memory.New().Connect()
+	b, err := broken.Wrap(conn, broken.Margin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, ok := b.(simba.ReleaseNotifier); !ok {
+		t.Error("the wrapper hides the memory backend's release notifier")
+	}
+	g, err := b.OpenSession(t.Context(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Remaining <= time.Second {
+		t.Errorf("granted %v, want more than the 1s the backend gave", g.Remaining)
+	}
+}
+
+func TestReviveAnswersForAnExpiredSession(t *testing.T) {
+	conn := memory.New().Connect()
+	b, err := broken.Wrap(conn, broken.Revive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := t.Context()
+	g, err := b.OpenSession(ctx, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := b.Acquire(ctx, g.ID, "x"); err != nil || !r.Won {
+		t.Fatalf("Acquire = %+v, %v", r, err)
+	}
+	if _, err := b.KeepAlive(ctx, g.ID, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.CloseSession(ctx, g.ID); err != nil { // behind the wrapper's back
+		t.Fatal(err)
+	}
+	r, err := b.KeepAlive(ctx, g.ID, time.Second)
+	if err != nil || r.Leases["x"] == 0 {
+		t.Fatalf("KeepAlive of the closed session = %+v, %v; want a revived reply listing x", r, err)
+	}
+}
+
+func TestReleaseFreesTheNewerTerm(t *testing.T) {
+	conn := memory.New().Connect()
+	b, err := broken.Wrap(conn, broken.Release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	g, err := b.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := b.Acquire(ctx, g.ID, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.Acquire(ctx, g.ID, "x")
+	if err != nil || second.Token <= first.Token {
+		t.Fatalf("second Acquire = %+v, %v", second, err)
+	}
+	if err := b.Release(ctx, g.ID, "x", first.Token); err != nil {
+		t.Fatal(err)
+	}
+	r, err := conn.KeepAlive(ctx, g.ID, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, held := r.Leases["x"]; held {
+		t.Error("the late release of the first term left the second in place: the bug is not there")
+	}
+}

@@ -1,0 +1,350 @@
+// Package check reads the histories of a robustness run and finds what a
+// correct lease service never shows:
+//
+//   - two valid terms of one name overlapping in time, where a term is
+//     valid from its start record to the earlier of its end record and the
+//     latest local deadline the node saw for it;
+//   - a token that does not strictly increase from term to term of a name;
+//   - a stale write accepted by the fenced resource (a token below the
+//     highest it had accepted for the name);
+//   - a write sent after its term's validity ended;
+//   - a failover after a crash (SIGKILL) slower than LeaseDuration +
+//     RenewInterval/2 + RetryJitter + Slack.
+//
+// Every record carries the machine-wide monotonic clock, so the histories
+// of separate processes compare directly. The start of a term is recorded
+// when the node learnt of it, a little after the backend granted it, and a
+// term's validity ends no later than its node believed: both err on the
+// side of the system under test only by the time a node takes to write a
+// record, far below the margins the checks are about.
+package check
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/simba-go/simba/tools/chaos/internal/history"
+)
+
+// Timing is the session timing the nodes ran with, for the failover bound.
+type Timing struct {
+	Lease, Renew, Jitter time.Duration
+	// Slack is added to the bound for the time the machine takes to run a
+	// woken process (scheduling on a loaded machine, the node's own record).
+	Slack time.Duration
+	// EvictGrace is how long a node may go on counting on a term after its
+	// session was deleted on the server (the "evict" fault): until its next
+	// keep-alive, at most a renew interval plus Slack.
+	EvictGrace time.Duration
+}
+
+// Bound is the longest failover after a crash that passes.
+func (t Timing) Bound() time.Duration { return t.Lease + t.Renew/2 + t.Jitter + t.Slack }
+
+// None is the phase before the first fault.
+const None = "none"
+
+// CrashFaults are the faults whose failovers are held to Timing.Bound.
+var CrashFaults = map[string]bool{"sigkill": true}
+
+// NodeFaults are the faults aimed at one node, whose failover is measured.
+var NodeFaults = map[string]bool{"sigkill": true, "sigstop": true, "blackhole": true, "expire": true, "evict": true}
+
+// Evict is the fault after which a bounded overlap is the documented
+// behaviour rather than a violation.
+const Evict = "evict"
+
+// Row sums up one fault of one run.
+type Row struct {
+	Fault            string
+	Injections       int
+	Terms            int
+	Handovers        int // terms won by another node than the previous term of the name
+	Overlaps         int
+	EvictOverlaps    int // overlaps of an evicted session's term, within Timing.EvictGrace
+	TokenRegressions int
+	StaleAccepted    int
+	LateWrites       int
+	SlowFailovers    int
+	Writes           int
+	Refused          int // stale writes the resource refused, as it should
+	Failovers        []time.Duration
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	Rows       []*Row // in the order the faults were first injected, None first
+	Violations []string
+}
+
+// Total sums the rows.
+func (r *Result) Total() Row {
+	var t Row
+	t.Fault = "all"
+	for _, x := range r.Rows {
+		t.Injections += x.Injections
+		t.Terms += x.Terms
+		t.Handovers += x.Handovers
+		t.Overlaps += x.Overlaps
+		t.EvictOverlaps += x.EvictOverlaps
+		t.TokenRegressions += x.TokenRegressions
+		t.StaleAccepted += x.StaleAccepted
+		t.LateWrites += x.LateWrites
+		t.SlowFailovers += x.SlowFailovers
+		t.Writes += x.Writes
+		t.Refused += x.Refused
+		t.Failovers = append(t.Failovers, x.Failovers...)
+	}
+	return t
+}
+
+// Failed reports whether any check failed.
+func (r *Result) Failed() bool { return len(r.Violations) > 0 }
+
+type termKey struct {
+	node, name string
+	token      uint64
+}
+
+type term struct {
+	termKey
+	start    int64
+	end      int64 // math.MaxInt64 without an end record
+	deadline int64 // the latest local deadline seen
+	reason   string
+}
+
+// validEnd is the end of the term's validity.
+func (t *term) validEnd() int64 { return min(t.end, t.deadline) }
+
+type fault struct {
+	t      int64
+	kind   string
+	victim string
+}
+
+// maxViolations bounds the violations listed; the counts stay exact.
+const maxViolations = 50
+
+// Check runs every check over the records of one run: the nodes', the
+// resource's and the faults' records, in any order.
+func Check(recs []history.Record, tm Timing) *Result {
+	terms := map[termKey]*term{}
+	var writes []history.Record
+	var fences []history.Record
+	var faults []fault
+	for _, r := range recs {
+		k := termKey{r.Node, r.Name, r.Token}
+		switch r.Kind {
+		case history.KindStart:
+			t := terms[k]
+			if t == nil {
+				t = &term{termKey: k, start: r.T, end: math.MaxInt64}
+				terms[k] = t
+			}
+			t.start = min(t.start, r.T)
+			t.deadline = max(t.deadline, r.Deadline)
+		case history.KindWrite:
+			writes = append(writes, r)
+			if t := terms[k]; t != nil {
+				t.deadline = max(t.deadline, r.Deadline)
+			}
+		case history.KindEnd:
+			if t := terms[k]; t != nil && r.T < t.end {
+				t.end, t.reason = r.T, r.Reason
+			}
+		case history.KindFence:
+			fences = append(fences, r)
+		case history.KindFault:
+			if r.Phase == "begin" {
+				faults = append(faults, fault{t: r.T, kind: r.Fault, victim: r.Node})
+			}
+		}
+	}
+	// Writes may come before their start record in the slice: fold their
+	// deadlines in again now that every term exists.
+	for _, w := range writes {
+		if t := terms[termKey{w.Node, w.Name, w.Token}]; t != nil {
+			t.deadline = max(t.deadline, w.Deadline)
+		}
+	}
+	sort.Slice(faults, func(i, j int) bool { return faults[i].t < faults[j].t })
+
+	res := &Result{}
+	rows := map[string]*Row{}
+	row := func(kind string) *Row {
+		if rows[kind] == nil {
+			rows[kind] = &Row{Fault: kind}
+			res.Rows = append(res.Rows, rows[kind])
+		}
+		return rows[kind]
+	}
+	row(None)
+	for _, f := range faults {
+		row(f.kind).Injections++
+	}
+	phase := func(t int64) *Row {
+		i := sort.Search(len(faults), func(i int) bool { return faults[i].t > t })
+		if i == 0 {
+			return row(None)
+		}
+		return row(faults[i-1].kind)
+	}
+	violate := func(format string, args ...any) {
+		if len(res.Violations) < maxViolations {
+			res.Violations = append(res.Violations, fmt.Sprintf(format, args...))
+		}
+	}
+
+	byName := map[string][]*term{}
+	for _, t := range terms {
+		byName[t.name] = append(byName[t.name], t)
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		ts := byName[name]
+		sort.Slice(ts, func(i, j int) bool { return ts[i].start < ts[j].start })
+		var open *term // the earlier term whose validity ends last
+		for i, t := range ts {
+			p := phase(t.start)
+			p.Terms++
+			if i > 0 {
+				prev := ts[i-1]
+				if prev.node != t.node {
+					p.Handovers++
+				}
+				if t.token <= prev.token {
+					p.TokenRegressions++
+					violate("%s: token %d of %s started after token %d of %s", name, t.token, t.node, prev.token, prev.node)
+				}
+			}
+			switch {
+			case open == nil || t.start >= open.validEnd():
+			case evicted(faults, open, t, tm.EvictGrace):
+				p.EvictOverlaps++
+			default:
+				p.Overlaps++
+				violate("%s: token %d of %s started %v before token %d of %s stopped being valid (ended %s)",
+					name, t.token, t.node, time.Duration(open.validEnd()-t.start), open.token, open.node, open.reason)
+			}
+			if open == nil || t.validEnd() > open.validEnd() {
+				open = t
+			}
+		}
+	}
+
+	for _, w := range writes {
+		p := phase(w.T)
+		p.Writes++
+		t := terms[termKey{w.Node, w.Name, w.Token}]
+		if t == nil {
+			p.LateWrites++
+			violate("%s: %s wrote with token %d of no term it recorded", w.Name, w.Node, w.Token)
+			continue
+		}
+		if w.T >= t.validEnd() {
+			p.LateWrites++
+			violate("%s: %s wrote with token %d %v after its term stopped being valid",
+				w.Name, w.Node, w.Token, time.Duration(w.T-t.validEnd()))
+		}
+	}
+
+	slices.SortStableFunc(fences, func(a, b history.Record) int { return compareInt(a.T, b.T) })
+	highest := map[string]uint64{}
+	for _, f := range fences {
+		p := phase(f.T)
+		if !f.OK {
+			p.Refused++
+			continue
+		}
+		if f.Token < highest[f.Name] {
+			p.StaleAccepted++
+			violate("%s: the resource accepted token %d of %s after token %d", f.Name, f.Token, f.Node, highest[f.Name])
+		}
+		highest[f.Name] = max(highest[f.Name], f.Token)
+	}
+
+	for _, f := range faults {
+		if !NodeFaults[f.kind] {
+			continue
+		}
+		for _, name := range names {
+			d, ok := failover(byName[name], f)
+			if !ok {
+				continue
+			}
+			r := row(f.kind)
+			r.Failovers = append(r.Failovers, d)
+			if CrashFaults[f.kind] && d > tm.Bound() {
+				r.SlowFailovers++
+				violate("%s: failover after %s of %s took %v, bound %v", name, f.kind, f.victim, d, tm.Bound())
+			}
+		}
+	}
+	return res
+}
+
+// evicted reports whether the overlap of earlier by later follows an
+// eviction of earlier's node within grace: the session was deleted after
+// later began (earlier may have won its term just before, and learnt of
+// it just after), and earlier stopped counting on its
+// term within grace of the deletion.
+func evicted(faults []fault, earlier, later *term, grace time.Duration) bool {
+	for _, f := range faults {
+		if f.kind == Evict && f.victim == earlier.node && f.t <= later.start &&
+			earlier.validEnd() <= f.t+int64(grace) {
+			return true
+		}
+	}
+	return false
+}
+
+// failover returns how long after fault f another node started a term of
+// the name, when f's victim held a valid term of it when f struck.
+func failover(ts []*term, f fault) (time.Duration, bool) {
+	held := false
+	for _, t := range ts {
+		if t.node == f.victim && t.start <= f.t && f.t < t.validEnd() {
+			held = true
+			break
+		}
+	}
+	if !held {
+		return 0, false
+	}
+	for _, t := range ts { // sorted by start
+		if t.start > f.t && t.node != f.victim {
+			return time.Duration(t.start - f.t), true
+		}
+	}
+	return 0, false
+}
+
+func compareInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Percentile returns the p-th percentile (0..100) of ds by the
+// nearest-rank method, or 0 for none.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
+}

@@ -1,0 +1,197 @@
+package check_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/simba-go/simba/tools/chaos/internal/check"
+	"github.com/simba-go/simba/tools/chaos/internal/history"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var timing = check.Timing{Lease: time.Second, Renew: 333 * time.Millisecond, Jitter: 166 * time.Millisecond,
+	Slack: 250 * time.Millisecond, EvictGrace: 583 * time.Millisecond}
+
+const ms = int64(time.Millisecond)
+
+func start(t int64, node, name string, tok uint64, dl int64) history.Record {
+	return history.Record{T: t * ms, Kind: history.KindStart, Node: node, Name: name, Token: tok, Deadline: dl * ms}
+}
+
+func end(t int64, node, name string, tok uint64) history.Record {
+	return history.Record{T: t * ms, Kind: history.KindEnd, Node: node, Name: name, Token: tok, Reason: "released"}
+}
+
+func write(t int64, node, name string, tok uint64, dl int64) history.Record {
+	return history.Record{T: t * ms, Kind: history.KindWrite, Node: node, Name: name, Token: tok, Deadline: dl * ms}
+}
+
+func fenced(t int64, node, name string, tok uint64, ok bool) history.Record {
+	return history.Record{T: t * ms, Kind: history.KindFence, Node: node, Name: name, Token: tok, OK: ok}
+}
+
+func fault(t int64, kind, victim string) history.Record {
+	return history.Record{T: t * ms, Kind: history.KindFault, Fault: kind, Node: victim, Phase: "begin"}
+}
+
+// clean is a history that passes: a handover by release, a crash with a
+// failover within the bound, a paused holder whose write was refused.
+func clean() []history.Record {
+	return []history.Record{
+		start(1000, "a", "x", 1, 1900), write(1010, "a", "x", 1, 1900), fenced(1011, "a", "x", 1, true),
+		end(1020, "a", "x", 1),
+		start(1030, "b", "x", 2, 1950), write(1040, "b", "x", 2, 1960), fenced(1041, "b", "x", 2, true),
+		fault(1100, "sigkill", "b"),
+		start(2300, "c", "x", 5, 3200), write(2310, "c", "x", 5, 3210), fenced(2311, "c", "x", 5, true),
+		// a writes late, paused: its term had ended; the resource refuses.
+		fenced(2400, "a", "x", 1, false),
+		end(2500, "c", "x", 5),
+	}
+}
+
+func TestCleanHistoryPasses(t *testing.T) {
+	res := check.Check(clean(), timing)
+	if res.Failed() {
+		t.Fatalf("violations in a clean history: %v", res.Violations)
+	}
+	total := res.Total()
+	if total.Handovers != 2 || total.Terms != 3 || total.Refused != 1 || len(total.Failovers) != 1 {
+		t.Errorf("handovers %d terms %d refused %d failovers %v, want 2, 3, 1 and one", total.Handovers, total.Terms,
+			total.Refused, total.Failovers)
+	}
+	if got := total.Failovers[0]; got != 1200*time.Millisecond {
+		t.Errorf("failover = %v, want 1.2s", got)
+	}
+}
+
+func TestBrokenHistoriesFail(t *testing.T) {
+	tests := []struct {
+		name string
+		give []history.Record
+		want string // in the first violation
+		row  func(check.Row) int
+	}{
+		{
+			name: "overlap: a term begins before the previous one's deadline (no margin)",
+			give: []history.Record{
+				start(1000, "a", "x", 1, 2500), write(1100, "a", "x", 1, 2500),
+				start(2000, "b", "x", 2, 3000),
+			},
+			want: "before token 1 of a stopped being valid",
+			row:  func(r check.Row) int { return r.Overlaps },
+		},
+		{
+			name: "overlap: a revived session keeps its term past the eviction grace",
+			give: []history.Record{
+				start(1000, "a", "x", 1, 1900), fault(1200, "evict", "a"), write(1800, "a", "x", 1, 2700),
+				start(1250, "b", "x", 2, 2200),
+			},
+			want: "stopped being valid",
+			row:  func(r check.Row) int { return r.Overlaps },
+		},
+		{
+			name: "token regression",
+			give: []history.Record{
+				start(1000, "a", "x", 5, 1500), end(1400, "a", "x", 5),
+				start(1600, "b", "x", 4, 2500),
+			},
+			want: "token 4 of b started after token 5 of a",
+			row:  func(r check.Row) int { return r.TokenRegressions },
+		},
+		{
+			name: "equal tokens are a regression too",
+			give: []history.Record{
+				start(1000, "a", "x", 5, 1500), end(1400, "a", "x", 5),
+				start(1600, "b", "x", 5, 2500),
+			},
+			want: "token 5 of b started after token 5 of a",
+			row:  func(r check.Row) int { return r.TokenRegressions },
+		},
+		{
+			name: "stale write accepted (a release or resource that ignores the token)",
+			give: []history.Record{
+				fenced(1000, "b", "x", 7, true), fenced(1100, "a", "x", 6, true),
+			},
+			want: "accepted token 6 of a after token 7",
+			row:  func(r check.Row) int { return r.StaleAccepted },
+		},
+		{
+			name: "write after the term's deadline",
+			give: []history.Record{
+				start(1000, "a", "x", 1, 1900), write(1950, "a", "x", 1, 1900),
+			},
+			want: "after its term stopped being valid",
+			row:  func(r check.Row) int { return r.LateWrites },
+		},
+		{
+			name: "write after the term's end record",
+			give: []history.Record{
+				start(1000, "a", "x", 1, 1900), end(1100, "a", "x", 1), write(1200, "a", "x", 1, 1900),
+			},
+			want: "after its term stopped being valid",
+			row:  func(r check.Row) int { return r.LateWrites },
+		},
+		{
+			name: "write under a term never recorded",
+			give: []history.Record{write(1200, "a", "x", 9, 1900)},
+			want: "of no term it recorded",
+			row:  func(r check.Row) int { return r.LateWrites },
+		},
+		{
+			name: "slow failover after a crash",
+			give: []history.Record{
+				start(1000, "a", "x", 1, 1900), fault(1100, "sigkill", "a"),
+				start(1100+1800, "b", "x", 2, 4000),
+			},
+			want: "failover after sigkill of a took 1.8s",
+			row:  func(r check.Row) int { return r.SlowFailovers },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := check.Check(tt.give, timing)
+			if !res.Failed() {
+				t.Fatal("the check passed a broken history")
+			}
+			if !strings.Contains(res.Violations[0], tt.want) {
+				t.Errorf("violation %q, want it to say %q", res.Violations[0], tt.want)
+			}
+			if n := tt.row(res.Total()); n != 1 {
+				t.Errorf("count = %d, want 1", n)
+			}
+		})
+	}
+}
+
+func TestEvictionWithinGraceIsCountedApart(t *testing.T) {
+	give := []history.Record{
+		start(1000, "a", "x", 1, 1900), fault(1200, "evict", "a"), write(1210, "a", "x", 1, 1900),
+		end(1300, "a", "x", 1), start(1250, "b", "x", 2, 2200),
+	}
+	res := check.Check(give, timing)
+	if res.Failed() {
+		t.Fatalf("violations: %v", res.Violations)
+	}
+	if r := res.Total(); r.EvictOverlaps != 1 || r.Overlaps != 0 {
+		t.Errorf("evict overlaps %d, overlaps %d, want 1 and 0", r.EvictOverlaps, r.Overlaps)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3}
+	for _, tt := range []struct {
+		give float64
+		want time.Duration
+	}{{0, 1}, {50, 3}, {99, 5}, {100, 5}} {
+		if got := check.Percentile(ds, tt.give); got != tt.want {
+			t.Errorf("Percentile(%v) = %v, want %v", tt.give, got, tt.want)
+		}
+	}
+	if got := check.Percentile(nil, 50); got != 0 {
+		t.Errorf("Percentile of none = %v, want 0", got)
+	}
+}

@@ -1,0 +1,618 @@
+// Package suite runs the robustness suite on one backend: it starts a
+// private server, a fenced resource and a few node processes (each behind
+// a fault proxy of its own), injects faults in turn until the profile's
+// handovers and injections are reached, stops everything and checks the
+// histories (package check).
+package suite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // the database/sql driver of the MariaDB faults
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
+	simbamysql "github.com/simba-go/simba/backend-jdbc/mysql"
+	simbapg "github.com/simba-go/simba/backend-jdbc/postgres"
+
+	"github.com/simba-go/simba/tools/chaos/internal/check"
+	"github.com/simba-go/simba/tools/chaos/internal/fence"
+	"github.com/simba-go/simba/tools/chaos/internal/history"
+	"github.com/simba-go/simba/tools/chaos/internal/proxy"
+	"github.com/simba-go/simba/tools/chaos/internal/servers"
+)
+
+// ErrProfile is matched by the errors of Run about a profile or backend it
+// cannot run.
+var ErrProfile = errors.New("suite: invalid profile")
+
+// ErrNodeDied is returned by Run when a node process exits on its own.
+var ErrNodeDied = errors.New("suite: a node died")
+
+// The faults, by the names the report uses.
+const (
+	SigStop   = "sigstop"   // a node paused with SIGSTOP past its lease, then SIGCONT
+	SigKill   = "sigkill"   // a node killed with SIGKILL, started again at once
+	BlackHole = "blackhole" // a node's connections hold every byte past its lease
+	Slow      = "slow"      // a node's connections delay every chunk by a quarter lease
+	ConnKill  = "connkill"  // the server kills the clients' connections (Zookeeper: the proxy resets them)
+	Restart   = "restart"   // the server stopped and started again on its data
+	Expire    = "expire"    // a node cut off (connections reset and refused) until the server expired its session
+	Evict     = "evict"     // a node's session deleted on the server while it runs (Redis and SQL only)
+)
+
+// AllFaults is the order faults are injected in, round after round.
+var AllFaults = []string{SigStop, SigKill, BlackHole, Slow, ConnKill, Restart, Expire, Evict}
+
+// Backends are the kinds of server, as tools/testenv names them.
+var Backends = []string{servers.Redis, servers.Postgres, servers.MySQL, servers.ZK}
+
+// Profile says how much to run.
+type Profile struct {
+	Name        string
+	Handovers   int           // at least this many handovers per backend
+	PerFault    int           // at least this many injections of each fault
+	MaxDuration time.Duration // stop injecting after this long even if short of the above
+	Nodes       int
+	Locks       int // lock names
+	Elections   int // election names
+	Lease       time.Duration
+	Faults      []string // default AllFaults
+	Broken      string   // a deliberate bug of every node (package broken), for the self-test
+	// Progress, when set, gets a progress line with an ETA every few seconds.
+	Progress io.Writer
+}
+
+// CI is the profile of make chaos: at least 500 handovers per backend, in
+// about a minute and a half each.
+func CI() Profile {
+	return Profile{Name: "ci", Handovers: 500, PerFault: 2, MaxDuration: 100 * time.Second,
+		Nodes: 3, Locks: 4, Elections: 1, Lease: time.Second}
+}
+
+// Soak is the long profile: at least 10,000 handovers per backend.
+func Soak() Profile {
+	return Profile{Name: "soak", Handovers: 10000, PerFault: 10, MaxDuration: 60 * time.Minute,
+		Nodes: 3, Locks: 4, Elections: 1, Lease: time.Second}
+}
+
+// Timing returns the session timing of the profile's nodes (the defaults
+// derived from the lease) and the slack of the failover bound: the node
+// restarted after a crash, and a loaded machine's scheduling delay.
+func (p Profile) Timing() check.Timing {
+	renew := p.Lease / 3
+	return check.Timing{Lease: p.Lease, Renew: renew, Jitter: renew / 2, Slack: 250 * time.Millisecond,
+		EvictGrace: renew + 250*time.Millisecond}
+}
+
+// Outcome is the result of a run on one backend.
+type Outcome struct {
+	Backend  string
+	Profile  string
+	Result   *check.Result
+	Duration time.Duration
+	Dir      string // histories and logs
+}
+
+// Env is what a run needs besides the profile.
+type Env struct {
+	Dir      string // a fresh directory for the run's files and server
+	NodeBin  string // the chaosnode binary (BuildNode)
+	RepoRoot string
+}
+
+// BuildNode builds the node program into dir and returns its path.
+func BuildNode(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "chaosnode")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/chaosnode")
+	cmd.Dir = filepath.Join(root, "tools", "chaos")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("suite: build chaosnode: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// run is one backend's run in progress.
+type run struct {
+	p      Profile
+	env    Env
+	kind   string
+	srv    *servers.Server
+	fence  *fence.Server
+	log    *history.Writer
+	rng    *rand.Rand
+	faults map[string]int
+
+	mu    sync.Mutex
+	nodes []*nodeProc
+	wg    sync.WaitGroup
+}
+
+type nodeProc struct {
+	slot    int
+	name    string // changes on every restart: n1, n1.2, n1.3 ...
+	history string
+	proxy   *proxy.Proxy
+	cmd     *exec.Cmd
+	done    chan struct{}
+}
+
+// Run runs profile p on a private server of kind and checks the run.
+func Run(ctx context.Context, p Profile, kind string, env Env) (out *Outcome, err error) {
+	if !slices.Contains(Backends, kind) {
+		return nil, fmt.Errorf("%w: unknown backend %q", ErrProfile, kind)
+	}
+	if p.Nodes < 2 || p.Lease <= 0 || p.Locks+p.Elections < 1 || p.MaxDuration <= 0 {
+		return nil, fmt.Errorf("%w: need 2 nodes or more, a lease, a name and a duration", ErrProfile)
+	}
+	if len(p.Faults) == 0 {
+		p.Faults = AllFaults
+	}
+	if kind == servers.ZK {
+		// A Zookeeper session cannot be deleted from outside its client.
+		p.Faults = slices.DeleteFunc(slices.Clone(p.Faults), func(f string) bool { return f == Evict })
+	}
+	for _, f := range p.Faults {
+		if !slices.Contains(AllFaults, f) {
+			return nil, fmt.Errorf("%w: unknown fault %q", ErrProfile, f)
+		}
+	}
+	began := time.Now()
+	if err := os.MkdirAll(env.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("suite: %w", err)
+	}
+	r := &run{p: p, env: env, kind: kind, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)), faults: map[string]int{}}
+	r.srv, err = servers.Start(ctx, env.Dir, kind)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if derr := r.srv.Down(context.WithoutCancel(ctx)); derr != nil && err == nil {
+			err = derr
+		}
+	}()
+	if err := r.migrate(ctx); err != nil {
+		return nil, err
+	}
+	r.log, err = history.Create(filepath.Join(env.Dir, "suite.jsonl"), "suite")
+	if err != nil {
+		return nil, err
+	}
+	r.fence, err = fence.Listen(filepath.Join(env.Dir, "fence.sock"), r.log)
+	if err != nil {
+		_ = r.log.Close()
+		return nil, err
+	}
+	for i := range p.Nodes {
+		px, err := proxy.Listen(r.srv.Addr())
+		if err != nil {
+			r.shutdown()
+			return nil, err
+		}
+		n := &nodeProc{slot: i, name: fmt.Sprintf("n%d", i+1), proxy: px}
+		r.nodes = append(r.nodes, n)
+		if err := r.startNode(n); err != nil {
+			r.shutdown()
+			return nil, err
+		}
+	}
+	injectErr := r.inject(ctx)
+	r.shutdown()
+	if injectErr != nil {
+		return nil, injectErr
+	}
+
+	recs, err := history.ReadFile(filepath.Join(env.Dir, "suite.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	files, _ := filepath.Glob(filepath.Join(env.Dir, "node-*.jsonl"))
+	for _, f := range files {
+		rs, err := history.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rs...)
+	}
+	return &Outcome{Backend: kind, Profile: p.Name, Result: check.Check(recs, p.Timing()),
+		Duration: time.Since(began), Dir: env.Dir}, nil
+}
+
+// migrate creates the tables of a SQL backend: nodes open it by URL,
+// which never migrates.
+func (r *run) migrate(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	switch r.kind {
+	case servers.Postgres:
+		b, err := simbapg.Open(ctx, r.srv.URL(), simbapg.Options{Migrate: true})
+		if err != nil {
+			return fmt.Errorf("suite: migrate: %w", err)
+		}
+		return b.Close()
+	case servers.MySQL:
+		b, err := simbamysql.Open(ctx, r.srv.URL(), simbamysql.Options{Migrate: true})
+		if err != nil {
+			return fmt.Errorf("suite: migrate: %w", err)
+		}
+		return b.Close()
+	}
+	return nil
+}
+
+// nodeURL is the server's URL with the node's proxy as its address.
+func (r *run) nodeURL(n *nodeProc) string {
+	return strings.Replace(r.srv.URL(), r.srv.Addr(), n.proxy.Addr(), 1)
+}
+
+func (r *run) startNode(n *nodeProc) error {
+	n.history = filepath.Join(r.env.Dir, "node-"+n.name+".jsonl")
+	logf, err := os.Create(filepath.Join(r.env.Dir, "node-"+n.name+".log"))
+	if err != nil {
+		return fmt.Errorf("suite: %w", err)
+	}
+	args := []string{"-backend", r.nodeURL(n), "-history", n.history, "-fence", filepath.Join(r.env.Dir, "fence.sock"),
+		"-node", n.name, "-locks", fmt.Sprint(r.p.Locks), "-elections", fmt.Sprint(r.p.Elections),
+		"-lease", r.p.Lease.String(), "-hold", (3 * r.p.Lease).String()}
+	if r.p.Broken != "" {
+		args = append(args, "-broken", r.p.Broken)
+	}
+	cmd := exec.Command(r.env.NodeBin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return fmt.Errorf("suite: start node: %w", err)
+	}
+	n.cmd, n.done = cmd, make(chan struct{})
+	done := n.done
+	r.wg.Go(func() {
+		_ = cmd.Wait()
+		_ = logf.Close()
+		close(done)
+	})
+	return nil
+}
+
+// shutdown stops the nodes (SIGTERM, then SIGKILL after 10s), the proxies
+// and the resource.
+func (r *run) shutdown() {
+	for _, n := range r.nodes {
+		if n.cmd != nil {
+			_ = n.cmd.Process.Signal(syscall.SIGCONT)
+			_ = n.cmd.Process.Signal(syscall.SIGTERM)
+		}
+		n.proxy.Set(proxy.Pass, 0)
+	}
+	for _, n := range r.nodes {
+		if n.cmd == nil {
+			continue
+		}
+		select {
+		case <-n.done:
+		case <-time.After(10 * time.Second):
+			_ = n.cmd.Process.Kill()
+			<-n.done
+		}
+	}
+	r.wg.Wait()
+	for _, n := range r.nodes {
+		_ = n.proxy.Close()
+	}
+	if r.fence != nil {
+		_ = r.fence.Close()
+	}
+	_ = r.log.Close()
+}
+
+// inject runs the clean phase, then the faults in turn until the profile
+// is reached.
+func (r *run) inject(ctx context.Context) error {
+	start := time.Now()
+	if !r.sleep(ctx, 3*time.Second) {
+		return ctx.Err()
+	}
+	lastProgress := time.Time{}
+	for i := 0; ; i++ {
+		if r.reached() || time.Since(start) > r.p.MaxDuration {
+			return nil
+		}
+		if r.p.Progress != nil && time.Since(lastProgress) > 2*time.Second {
+			lastProgress = time.Now()
+			r.progress(start)
+		}
+		if err := r.nodesAlive(); err != nil {
+			return err
+		}
+		f := r.p.Faults[i%len(r.p.Faults)]
+		if err := r.fault(ctx, f); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// nodesAlive fails when a node exited on its own (it is restarted only
+// after SIGKILL), with the end of its log.
+func (r *run) nodesAlive() error {
+	for _, n := range r.nodes {
+		select {
+		case <-n.done:
+			out, _ := os.ReadFile(filepath.Join(r.env.Dir, "node-"+n.name+".log"))
+			if len(out) > 2000 {
+				out = out[len(out)-2000:]
+			}
+			return fmt.Errorf("%w: node %s exited: %s", ErrNodeDied, n.name, out)
+		default:
+		}
+	}
+	return nil
+}
+
+func (r *run) reached() bool {
+	if r.fence.Handovers() < r.p.Handovers {
+		return false
+	}
+	for _, f := range r.p.Faults {
+		if r.faults[f] < r.p.PerFault {
+			return false
+		}
+	}
+	return true
+}
+
+// progress prints a bar and an ETA, from the handovers so far.
+func (r *run) progress(start time.Time) {
+	done := r.fence.Handovers()
+	frac := min(float64(done)/float64(r.p.Handovers), 1)
+	elapsed := time.Since(start)
+	eta := "?"
+	if frac > 0 {
+		eta = (time.Duration(float64(elapsed)/frac) - elapsed).Round(time.Second).String()
+	}
+	const width = 30
+	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
+	fmt.Fprintf(r.p.Progress, "%-9s [%s] %6d/%d handovers  %s elapsed  ETA %s\n",
+		r.kind, bar, done, r.p.Handovers, elapsed.Round(time.Second), eta)
+}
+
+func (r *run) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// victim picks, one time in two, the leader of leader-0 (its terms last
+// longest), else the node that wrote last: both most likely hold a lease
+// now. Without either, a random node.
+func (r *run) victim() *nodeProc {
+	last := r.fence.LastWriter()
+	if leader := r.fence.Owner("leader-0"); leader != "" && r.rng.IntN(2) == 0 {
+		last = leader
+	}
+	for _, n := range r.nodes {
+		if n.name == last {
+			return n
+		}
+	}
+	return r.nodes[r.rng.IntN(len(r.nodes))]
+}
+
+func (r *run) record(kind, phase, node string) {
+	r.log.Add(history.Record{Kind: history.KindFault, Fault: kind, Phase: phase, Node: node})
+}
+
+// fault injects one fault and waits for the system to settle.
+func (r *run) fault(ctx context.Context, kind string) error {
+	lease := r.p.Lease
+	past := lease + lease/2 + 300*time.Millisecond // past the lease, whatever the phase of the keep-alives
+	settle := lease + lease/2
+	r.faults[kind]++
+	v := r.victim()
+	switch kind {
+	case SigStop:
+		r.record(kind, "begin", v.name)
+		_ = v.cmd.Process.Signal(syscall.SIGSTOP)
+		r.sleep(ctx, past)
+		_ = v.cmd.Process.Signal(syscall.SIGCONT)
+		r.record(kind, "end", v.name)
+	case SigKill:
+		r.record(kind, "begin", v.name)
+		_ = v.cmd.Process.Kill()
+		<-v.done
+		v.name = nextIncarnation(v.name)
+		if err := r.startNode(v); err != nil {
+			return err
+		}
+		r.record(kind, "end", v.name)
+	case BlackHole:
+		r.record(kind, "begin", v.name)
+		v.proxy.Set(proxy.BlackHole, 0)
+		r.sleep(ctx, past)
+		v.proxy.Set(proxy.Pass, 0)
+		r.record(kind, "end", v.name)
+	case Slow:
+		r.record(kind, "begin", v.name)
+		v.proxy.Set(proxy.Slow, lease/4)
+		r.sleep(ctx, 2*lease)
+		v.proxy.Set(proxy.Pass, 0)
+		r.record(kind, "end", v.name)
+	case ConnKill:
+		r.record(kind, "begin", "")
+		if err := r.killConnections(ctx); err != nil {
+			return err
+		}
+		r.record(kind, "end", "")
+	case Restart:
+		r.record(kind, "begin", "")
+		if err := r.srv.Stop(ctx); err != nil {
+			return err
+		}
+		r.sleep(ctx, 200*time.Millisecond)
+		if err := r.srv.Resume(ctx); err != nil {
+			return err
+		}
+		r.record(kind, "end", "")
+	case Expire:
+		r.record(kind, "begin", v.name)
+		v.proxy.Set(proxy.Refuse, 0)
+		r.sleep(ctx, past)
+		v.proxy.Set(proxy.Pass, 0)
+		r.record(kind, "end", v.name)
+	case Evict:
+		r.record(kind, "begin", v.name)
+		if err := r.evict(ctx, v); err != nil {
+			return err
+		}
+		r.record(kind, "end", v.name)
+	}
+	r.sleep(ctx, settle)
+	return nil
+}
+
+func nextIncarnation(name string) string {
+	base, n := name, 1
+	if b, num, ok := strings.Cut(name, "."); ok {
+		base = b
+		_, _ = fmt.Sscan(num, &n)
+	}
+	return fmt.Sprintf("%s.%d", base, n+1)
+}
+
+// killConnections has the server end every client connection but the
+// suite's own: CLIENT KILL, pg_terminate_backend, KILL. Zookeeper has no
+// such command: there the proxies reset every connection.
+func (r *run) killConnections(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	switch r.kind {
+	case servers.Redis:
+		c := redis.NewClient(&redis.Options{Addr: r.srv.Addr()})
+		defer c.Close()
+		for _, typ := range []string{"normal", "pubsub"} {
+			if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", typ, "SKIPME", "yes").Err(); err != nil {
+				return fmt.Errorf("suite: CLIENT KILL: %w", err)
+			}
+		}
+	case servers.Postgres:
+		c, err := pgx.Connect(ctx, r.srv.URL())
+		if err != nil {
+			return fmt.Errorf("suite: %w", err)
+		}
+		defer c.Close(context.WithoutCancel(ctx))
+		if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'`); err != nil {
+			return fmt.Errorf("suite: pg_terminate_backend: %w", err)
+		}
+	case servers.MySQL:
+		db, err := sql.Open("mysql", "root@tcp("+r.srv.Addr()+")/simba_test")
+		if err != nil {
+			return fmt.Errorf("suite: %w", err)
+		}
+		defer db.Close()
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("suite: %w", err)
+		}
+		defer conn.Close()
+		rows, err := conn.QueryContext(ctx, `SELECT id FROM information_schema.processlist
+			WHERE id <> CONNECTION_ID() AND user = 'root' AND command <> 'Daemon'`)
+		if err != nil {
+			return fmt.Errorf("suite: processlist: %w", err)
+		}
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				_ = rows.Close()
+				return fmt.Errorf("suite: %w", err)
+			}
+			ids = append(ids, id)
+		}
+		_ = rows.Close()
+		for _, id := range ids {
+			// A connection may have closed since the list was read.
+			_, _ = conn.ExecContext(ctx, fmt.Sprintf("KILL %d", id))
+		}
+	case servers.ZK:
+		for _, n := range r.nodes {
+			n.proxy.Reset()
+		}
+	}
+	return nil
+}
+
+// evict deletes the victim's session on the server while the victim runs:
+// its session key (Redis) or row (SQL), as a Redis eviction or an operator
+// would. The server breaks its grant: the victim learns at its next
+// keep-alive, and until then its term overlaps the next one (the checker
+// allows that much, see check.Timing.EvictGrace); the resource refuses its
+// stale writes.
+func (r *run) evict(ctx context.Context, v *nodeProc) error {
+	sid, err := lastSession(v.history)
+	if err != nil || sid == "" {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	switch r.kind {
+	case servers.Redis:
+		c := redis.NewClient(&redis.Options{Addr: r.srv.Addr()})
+		defer c.Close()
+		if err := c.Del(ctx, "simba:session:"+sid).Err(); err != nil {
+			return fmt.Errorf("suite: expire: %w", err)
+		}
+	case servers.Postgres:
+		c, err := pgx.Connect(ctx, r.srv.URL())
+		if err != nil {
+			return fmt.Errorf("suite: %w", err)
+		}
+		defer c.Close(context.WithoutCancel(ctx))
+		if _, err := c.Exec(ctx, `DELETE FROM simba_session WHERE id = $1`, sid); err != nil {
+			return fmt.Errorf("suite: expire: %w", err)
+		}
+	case servers.MySQL:
+		db, err := sql.Open("mysql", "root@tcp("+r.srv.Addr()+")/simba_test")
+		if err != nil {
+			return fmt.Errorf("suite: %w", err)
+		}
+		defer db.Close()
+		if _, err := db.ExecContext(ctx, `DELETE FROM simba_session WHERE id = ?`, sid); err != nil {
+			return fmt.Errorf("suite: expire: %w", err)
+		}
+	}
+	return nil
+}
+
+// lastSession returns the id of the last session a node's history records.
+func lastSession(path string) (string, error) {
+	recs, err := history.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Kind == history.KindSession {
+			return recs[i].Session, nil
+		}
+	}
+	return "", nil
+}
+
