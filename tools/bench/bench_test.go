@@ -30,6 +30,7 @@ func tinySettings(backends ...string) (settings, *bytes.Buffer, *bytes.Buffer) {
 	s.renew = 200 * time.Millisecond
 	s.kaTimings = 2
 	s.handovers = 1
+	s.waiters = []int{1, 3}
 	s.settle = 30 * time.Millisecond
 	s.out, s.log = &out, &log
 	return s, &out, &log
@@ -295,7 +296,8 @@ func TestServers(t *testing.T) {
 		want    []lineID
 	}{
 		{"redis", slices.Concat(lines("redis", []string{"simba", "redislock", "redsync", "floor"}, true),
-			[]lineID{{"redis", "simba", "handover"}}, ka("redis", "simba", "redislock"))},
+			[]lineID{{"redis", "simba", "handover"}, {"redis", "simba", opHandoverW(1)}, {"redis", "simba", opHandoverW(3)}},
+			ka("redis", "simba", "redislock"))},
 		{"postgres", slices.Concat(lines("postgres", []string{"simba", "advisory", "floor"}, false), ka("postgres", "simba"))},
 		{"mysql", slices.Concat(lines("mysql", []string{"simba", "getlock", "floor"}, false), ka("mysql", "simba"))},
 		{"zk", slices.Concat(lines("zk", []string{"simba", "zklock", "floor"}, false),

@@ -44,6 +44,7 @@ type settings struct {
 	renew     time.Duration // renew interval of the keep-alive cases
 	kaTimings int           // KeepAlive calls timed per keep-alive round
 	handovers int           // handovers timed per round
+	waiters   []int         // nodes waiting on one lock in the handover_w<n> cases
 	settle    time.Duration // wait before a release, for the waiter to set its watch
 	out, log  io.Writer     // lines; progress, skips and errors
 }
@@ -60,10 +61,11 @@ func defaultSettings(quick bool) settings {
 		rounds:    5,
 		window:    30 * time.Second,
 		kaRounds:  2,
-		leases:    []int{1, 100, 10000},
+		leases:    []int{1, 100, 10000, 100000},
 		renew:     time.Second,
 		kaTimings: 30,
 		handovers: 10,
+		waiters:   []int{1, 10, 100},
 		settle:    200 * time.Millisecond,
 		out:       os.Stdout,
 		log:       os.Stderr,
