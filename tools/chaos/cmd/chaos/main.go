@@ -75,7 +75,7 @@ func main() {
 var errChecks = errors.New("checks failed")
 
 func run(ctx context.Context, p suite.Profile, backends []string, reportPath, svgPath string, keep bool) error {
-	root, err := repoRoot()
+	root, err := suite.RepoRoot()
 	if err != nil {
 		return err
 	}
@@ -173,21 +173,4 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
-}
-
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "tools", "testenv", "lib.sh")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run from inside the repository: tools/testenv/lib.sh not found above the working directory")
-		}
-		dir = parent
-	}
 }

@@ -36,9 +36,9 @@ type Server struct {
 	// node: a live estimate of the run's progress.
 	handovers int
 	last      string // the node of the last accepted write
-	conns   map[net.Conn]struct{}
-	closed  bool
-	wg      sync.WaitGroup
+	conns     map[net.Conn]struct{}
+	closed    bool
+	wg        sync.WaitGroup
 }
 
 // Listen opens the resource on the unix socket path; decisions go to log.

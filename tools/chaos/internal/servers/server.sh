@@ -53,7 +53,6 @@ ready() {
 mkdir -p "$TESTENV_DIR"
 case $action in
 fresh)
-	[[ -z $(packages_missing "$server") ]] || install_packages $(packages_missing "$server")
 	stop_inst "$server" KILL
 	remove_inst "$server"
 	start_inst "$server"

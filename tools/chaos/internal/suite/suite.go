@@ -66,8 +66,10 @@ type Profile struct {
 	PerFault    int           // at least this many injections of each fault
 	MaxDuration time.Duration // stop injecting after this long even if short of the above
 	Nodes       int
-	Locks       int // lock names
-	Elections   int // election names
+	Locks       int           // lock names
+	Elections   int           // election names
+	Workers     int           // goroutines per lock name and node (a lock is handed over within a client too)
+	Idle        time.Duration // longest random pause of a node after it released a lock
 	Lease       time.Duration
 	Faults      []string // default AllFaults
 	Broken      string   // a deliberate bug of every node (package broken), for the self-test
@@ -79,13 +81,13 @@ type Profile struct {
 // about a minute and a half each.
 func CI() Profile {
 	return Profile{Name: "ci", Handovers: 500, PerFault: 2, MaxDuration: 100 * time.Second,
-		Nodes: 3, Locks: 4, Elections: 1, Lease: time.Second}
+		Nodes: 3, Locks: 8, Elections: 1, Workers: 1, Idle: 400 * time.Millisecond, Lease: time.Second}
 }
 
 // Soak is the long profile: at least 10,000 handovers per backend.
 func Soak() Profile {
 	return Profile{Name: "soak", Handovers: 10000, PerFault: 10, MaxDuration: 60 * time.Minute,
-		Nodes: 3, Locks: 4, Elections: 1, Lease: time.Second}
+		Nodes: 3, Locks: 16, Elections: 1, Workers: 1, Idle: 400 * time.Millisecond, Lease: time.Second}
 }
 
 // Timing returns the session timing of the profile's nodes (the defaults
@@ -111,6 +113,25 @@ type Env struct {
 	Dir      string // a fresh directory for the run's files and server
 	NodeBin  string // the chaosnode binary (BuildNode)
 	RepoRoot string
+}
+
+// RepoRoot returns the repository root: the first directory above the
+// working directory that holds tools/testenv/lib.sh.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("suite: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "tools", "testenv", "lib.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", servers.ErrNoTestenv
+		}
+		dir = parent
+	}
 }
 
 // BuildNode builds the node program into dir and returns its path.
@@ -154,8 +175,9 @@ func Run(ctx context.Context, p Profile, kind string, env Env) (out *Outcome, er
 	if !slices.Contains(Backends, kind) {
 		return nil, fmt.Errorf("%w: unknown backend %q", ErrProfile, kind)
 	}
-	if p.Nodes < 2 || p.Lease <= 0 || p.Locks+p.Elections < 1 || p.MaxDuration <= 0 {
-		return nil, fmt.Errorf("%w: need 2 nodes or more, a lease, a name and a duration", ErrProfile)
+	if p.Nodes < 2 || p.Lease <= 0 || p.Locks < 0 || p.Elections < 0 || p.Locks+p.Elections < 1 ||
+		p.MaxDuration <= 0 || p.Workers < 1 || p.Idle < 0 {
+		return nil, fmt.Errorf("%w: need 2 nodes or more, a lease, a name, a duration and a worker per name", ErrProfile)
 	}
 	if len(p.Faults) == 0 {
 		p.Faults = AllFaults
@@ -265,7 +287,8 @@ func (r *run) startNode(n *nodeProc) error {
 	}
 	args := []string{"-backend", r.nodeURL(n), "-history", n.history, "-fence", filepath.Join(r.env.Dir, "fence.sock"),
 		"-node", n.name, "-locks", fmt.Sprint(r.p.Locks), "-elections", fmt.Sprint(r.p.Elections),
-		"-lease", r.p.Lease.String(), "-hold", (3 * r.p.Lease).String()}
+		"-lease", r.p.Lease.String(), "-hold", (3 * r.p.Lease).String(),
+		"-workers", fmt.Sprint(r.p.Workers), "-idle", r.p.Idle.String()}
 	if r.p.Broken != "" {
 		args = append(args, "-broken", r.p.Broken)
 	}
@@ -615,4 +638,3 @@ func lastSession(path string) (string, error) {
 	}
 	return "", nil
 }
-
