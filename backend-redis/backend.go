@@ -98,7 +98,9 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 		log:       o.Logger,
 		onWarning: o.OnWarning,
 	}
-	b.notify = newNotifier(client, b.channel, b.log)
+	b.notify = newNotifier(client, b.channel, newSessionID(), b.log)
+	b.notify.pass = b.passRelease
+	b.notify.forget = b.leaveQueue
 	if sink == nil && !o.KeepDriverLogger {
 		sink = &driverLogSink{log: o.Logger, secrets: clientSecrets(client)}
 		driverLogs.add(sink)
@@ -437,7 +439,7 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 		return err
 	}
 	sid := string(s)
-	keys := []string{b.leaseKey(name), b.sessionKey(sid)}
+	keys := []string{b.leaseKey(name), b.sessionKey(sid), b.waitersKey(name)}
 	tok := strconv.FormatUint(token, 10)
 	res, err := b.batch.run(ctx, releaseScript, keys, sid, tok, b.channel, name)
 	if n, ok := res.(int64); err == nil && ok && n == 1 {
@@ -522,19 +524,22 @@ func (b *Backend) Holder(ctx context.Context, name string) (h simba.Holder, ok b
 }
 
 // WatchRelease returns a channel that is closed once name may have become
-// free: a release or session close published by any Backend on the same
-// server and prefix, or at once when the lease is free when the watch is
-// set. The first call starts the Backend's one shared subscription; every
+// free. The first call starts the Backend's one shared subscription; every
 // call waits until that subscription is live (the server confirmed it),
-// then asks the server, in one round trip, to announce the next release
-// of name (a release nobody watches is not published), so the watch hears
-// every release that happens after WatchRelease returned. If the
-// subscription breaks, the next one wakes every watcher registered
-// before, since releases may have been missed meanwhile; Close wakes them
-// too. WatchRelease fails with ctx's error when ctx ends before the
-// subscription is live, with the server's error when the request fails,
-// and with ErrClosed after Close. When ctx is done the watch is dropped and
-// the channel may never be closed.
+// then, in one round trip, either finds the lease free and closes the
+// channel at once, or puts this Backend in the lease's queue of waiting
+// nodes (where it keeps its place if it was there already). A release
+// announces itself to the first node of the queue only, which leaves the
+// queue: waiters further back are not woken for a lease that the first
+// one takes (no thundering herd), and hear a later release. A node told of
+// a release it no longer waits for hands it on to the next in line. A
+// session that closes wakes every watcher of its leases, as does a new
+// subscription after a broken one (releases may have been missed
+// meanwhile) and Close. WatchRelease fails with ctx's error when ctx ends
+// before the subscription is live, with the server's error when the
+// request fails, and with ErrClosed after Close. When ctx is done the
+// watch is dropped (the last watch of a name also takes the Backend out of
+// its queue) and the channel may never be closed.
 func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
 	if err := simba.ValidateName(name); err != nil {
 		return nil, err
@@ -543,7 +548,8 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 	if err != nil {
 		return nil, err
 	}
-	held, err := watchScript.Run(ctx, b.client, []string{b.leaseKey(name)}, b.prefix).Int64()
+	keys := []string{b.leaseKey(name), b.waitersKey(name)}
+	held, err := watchScript.Run(ctx, b.client, keys, b.prefix, b.notify.id).Int64()
 	if err != nil {
 		return nil, wrapErr(fmt.Sprintf("watch %q", name), err)
 	}
@@ -553,10 +559,28 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 	return ch, nil
 }
 
-func (b *Backend) sessionKey(sid string) string { return b.prefix + "session:" + sid }
-func (b *Backend) joinedKey(sid string) string  { return b.prefix + "joined:" + sid }
-func (b *Backend) leaseKey(name string) string  { return b.prefix + "lease:" + name }
-func (b *Backend) groupKey(group string) string { return b.prefix + "group:" + group }
+func (b *Backend) sessionKey(sid string) string  { return b.prefix + "session:" + sid }
+func (b *Backend) joinedKey(sid string) string   { return b.prefix + "joined:" + sid }
+func (b *Backend) leaseKey(name string) string   { return b.prefix + "lease:" + name }
+func (b *Backend) groupKey(group string) string  { return b.prefix + "group:" + group }
+func (b *Backend) waitersKey(name string) string { return b.prefix + "waiters:" + name }
+
+// passRelease hands a release of name announced to this Backend, which no
+// longer waits for it, on to the next node in the lease's queue.
+func (b *Backend) passRelease(ctx context.Context, name string) {
+	keys := []string{b.leaseKey(name), b.waitersKey(name)}
+	if err := passScript.Run(ctx, b.client, keys, b.prefix, b.channel, name).Err(); err != nil {
+		b.log.Debug("simbaredis: passing a release on to the next waiter failed", "name", name, "error", err)
+	}
+}
+
+// leaveQueue takes this Backend out of the queue of name once none of its
+// watches waits for it any more.
+func (b *Backend) leaveQueue(ctx context.Context, name string) {
+	if err := b.client.ZRem(ctx, b.waitersKey(name), b.notify.id).Err(); err != nil {
+		b.log.Debug("simbaredis: leaving the waiter queue failed", "name", name, "error", err)
+	}
+}
 
 // check starts every operation on a session: it fails with ErrClosed
 // after Close and with the *simba.NameError of an invalid name, and

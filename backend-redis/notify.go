@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,17 @@ type notifier struct {
 	channel string
 	log     *slog.Logger
 	health  time.Duration
+	// id names this notifier in the waiter queues: a release announced
+	// for another id is not for this one's waiters.
+	id string
+	// pass hands a wake this notifier has no waiter for on to the next
+	// in line; forget takes this notifier out of name's queue once its
+	// last waiter of name is gone. Both run on goroutines of their own,
+	// which close waits for.
+	pass, forget func(ctx context.Context, name string)
+	tasks        sync.WaitGroup
+	tasksCtx     context.Context
+	stopTasks    context.CancelFunc
 
 	mu            sync.Mutex
 	waiters       map[string]map[*waiter]struct{}
@@ -58,15 +70,37 @@ type waiter struct {
 	stop func() bool // deregisters the context.AfterFunc that drops it
 }
 
-func newNotifier(client redis.UniversalClient, channel string, log *slog.Logger) *notifier {
+func newNotifier(client redis.UniversalClient, channel, id string, log *slog.Logger) *notifier {
+	ctx, cancel := context.WithCancel(context.Background())
 	return &notifier{
-		client:  client,
-		channel: channel,
-		log:     log,
-		health:  defaultHealthInterval,
-		waiters: make(map[string]map[*waiter]struct{}),
-		ready:   make(chan struct{}),
+		client:    client,
+		channel:   channel,
+		id:        id,
+		log:       log,
+		health:    defaultHealthInterval,
+		waiters:   make(map[string]map[*waiter]struct{}),
+		ready:     make(chan struct{}),
+		tasksCtx:  ctx,
+		stopTasks: cancel,
 	}
+}
+
+// taskTimeout bounds a pass or forget request.
+const taskTimeout = 5 * time.Second
+
+// spawn runs f(name) on a goroutine of its own, unless f is nil or the
+// notifier is closed. n.mu must be held.
+func (n *notifier) spawn(f func(ctx context.Context, name string), name string) {
+	if f == nil || n.closed {
+		return
+	}
+	n.tasks.Add(1)
+	go func() {
+		defer n.tasks.Done()
+		ctx, cancel := context.WithTimeout(n.tasksCtx, taskTimeout)
+		defer cancel()
+		f(ctx, name)
+	}()
 }
 
 // watch registers a waiter for name that lives until it is woken or ctx
@@ -106,14 +140,19 @@ func (n *notifier) watch(ctx context.Context, name string) (<-chan struct{}, err
 	return w.ch, nil
 }
 
-// drop removes w without waking it (its context ended).
+// drop removes w without waking it (its context ended); the last waiter
+// of a name also leaves the name's queue on the server.
 func (n *notifier) drop(w *waiter) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if set := n.waiters[w.name]; set != nil {
+		if _, ok := set[w]; !ok {
+			return
+		}
 		delete(set, w)
 		if len(set) == 0 {
 			delete(n.waiters, w.name)
+			n.spawn(n.forget, w.name)
 		}
 	}
 }
@@ -134,10 +173,32 @@ func (n *notifier) wakeAllLocked() {
 	}
 }
 
+// released wakes the waiters of name.
 func (n *notifier) released(name string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.wakeLocked(name)
+}
+
+// message handles a payload of the release channel: "name" wakes every
+// waiter of name (a session closed, or a release by a version of this
+// package that announced to all); "name id" is a release handed to the
+// notifier id alone, the first in name's queue. One for this notifier that
+// finds no waiter of name (it gave up, or won meanwhile) is passed on to
+// the next in line.
+func (n *notifier) message(payload string) {
+	name, id, targeted := strings.Cut(payload, " ")
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case !targeted:
+		n.wakeLocked(name)
+	case id != n.id:
+	case len(n.waiters[name]) > 0:
+		n.wakeLocked(name)
+	default:
+		n.spawn(n.pass, name)
+	}
 }
 
 // subscribed marks the subscription live and wakes every waiter: they
@@ -182,6 +243,7 @@ func (n *notifier) close() {
 		return
 	}
 	n.closed = true
+	n.stopTasks()
 	started, ps := n.started, n.ps
 	if started {
 		n.cancel()
@@ -197,6 +259,7 @@ func (n *notifier) close() {
 	if started {
 		<-n.done
 	}
+	n.tasks.Wait()
 }
 
 // setPS makes ps the current subscription, or reports false when the
@@ -266,7 +329,7 @@ func (n *notifier) receive(ctx context.Context, ps *redis.PubSub) (live bool, er
 				n.subscribed()
 			}
 		case *redis.Message:
-			n.released(m.Payload)
+			n.message(m.Payload)
 		}
 	}
 }

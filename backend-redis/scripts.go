@@ -12,7 +12,9 @@ import "github.com/redis/go-redis/v9"
 //	                 +<name> -> token for every lease the session owns}
 //	P joined:<sid>   set of group names, expires with the session
 //	P lease:<name>   hash {session, token, since, w}, never expires; w is
-//	                 set while someone waits for the lease to be released
+//	                 set while nodes wait for the lease (and counts them in)
+//	P waiters:<name> sorted set of the ids of the nodes waiting for the
+//	                 lease, first come first, never expires
 //	P group:<group>  sorted set sid -> session expiry (ms, server time)
 //	P released       pub/sub channel, payload = released lease name
 //
@@ -238,40 +240,64 @@ if not (s[1] or s[2]) then return 0 end
 return {cur[1], cur[2] or '', cur[3] or '', s[2] or ''}
 `)
 
+// luaHandOn: handOn announces that lease
+// l (name) was freed to the first node in its waiter queue q, which it
+// removes from the queue, and clears the lease's field w once the queue is
+// empty. Other waiters hear nothing: no thundering herd.
+const luaHandOn = `
+local function handOn(l, q, ch, name)
+  local first = redis.call('ZPOPMIN', q)
+  if redis.call('EXISTS', q) == 0 then redis.call('HDEL', l, 'w') end
+  if #first > 0 then redis.call('PUBLISH', ch, name .. ' ' .. first[1]) end
+end
+`
+
 // releaseScript frees a lease if the caller owns it with the given token
-// and takes it out of the session hash and its digest. It announces the
-// release only when a watcher registered with watchScript (field w), and
-// clears that field: a lock nobody waits for costs no PUBLISH.
-// KEYS: lease, session. ARGV: sid, token, channel, name.
+// and takes it out of the session hash and its digest. When nodes wait for
+// the lease (field w, set by watchScript) it announces the release to the
+// first of them; a lock nobody waits for costs no PUBLISH.
+// KEYS: lease, session, waiter queue. ARGV: sid, token, channel, name.
 // Reply: 1 released, 0 not owned with that token.
-var releaseScript = redis.NewScript(luaTry + luaInt + luaDigest + `
+var releaseScript = redis.NewScript(luaTry + luaInt + luaDigest + luaHandOn + `
 local l, s = KEYS[1], KEYS[2]
 local cur = must('hash', 'HMGET', l, 'session', 'token', 'w')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
 if must('hash', 'HDEL', s, '+' .. ARGV[4]) == 1 then
   redis.call('HINCRBY', s, 'digest', int(-digest(ARGV[4], ARGV[2])))
 end
-if cur[3] then
-  redis.call('HDEL', l, 'session', 'w')
-  redis.call('PUBLISH', ARGV[3], ARGV[4])
-else
-  redis.call('HDEL', l, 'session')
-end
+redis.call('HDEL', l, 'session')
+if cur[3] and try('ZCARD', KEYS[3]) then handOn(l, KEYS[3], ARGV[3], ARGV[4]) end
 return 1
 `)
 
-// watchScript asks the next release of a lease to be announced: it sets
-// the lease's field w, unless the lease is free now (no owner, or an owner
-// whose session is gone), which it reports instead. A lease key of the
-// wrong type counts as free: the caller's next acquire reports it.
-// KEYS: lease. ARGV: prefix.
-// Reply: 1 registered, 0 free now.
+// watchScript puts a node in the queue of nodes waiting for a lease
+// (sorted set P waiters:<name>, member the node's id, scored in order of
+// arrival by the lease's counter w), unless the lease is free now (no
+// owner, or an owner whose session is gone), which it reports instead. A
+// node already queued keeps its place. A lease key of the wrong type
+// counts as free: the caller's next acquire reports it.
+// KEYS: lease, waiter queue. ARGV: prefix, node id.
+// Reply: 1 queued, 0 free now.
 var watchScript = redis.NewScript(luaTry + `
 local cur = try('HGET', KEYS[1], 'session')
 if cur == nil or not cur or redis.call('EXISTS', ARGV[1] .. 'session:' .. cur) == 0 then
   return 0
 end
-redis.call('HSET', KEYS[1], 'w', '1')
+if try('ZSCORE', KEYS[2], ARGV[2]) == nil then return 0 end
+redis.call('ZADD', KEYS[2], 'NX', redis.call('HINCRBY', KEYS[1], 'w', 1), ARGV[2])
+return 1
+`)
+
+// passScript hands a release on to the next node in the lease's waiter
+// queue, for a node that was told of the release but no longer waits.
+// Nothing happens while a live session holds the lease: its release will.
+// KEYS: lease, waiter queue. ARGV: prefix, channel, name.
+// Reply: 1 handed on, 0 not.
+var passScript = redis.NewScript(luaTry + luaHandOn + `
+local cur = try('HGET', KEYS[1], 'session')
+if cur == nil or try('ZCARD', KEYS[2]) == nil then return 0 end
+if cur and redis.call('EXISTS', ARGV[1] .. 'session:' .. cur) == 1 then return 0 end
+handOn(KEYS[1], KEYS[2], ARGV[2], ARGV[3])
 return 1
 `)
 

@@ -1,0 +1,80 @@
+package simbaredis
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestReleaseWakesTheFirstWaiter: a release is announced to the first
+// node waiting for the lease only; the next release to the next node; a
+// node told of a release it no longer waits for hands it on.
+func TestReleaseWakesTheFirstWaiter(t *testing.T) {
+	url := serverURL(t)
+	prefix := testPrefix()
+	owner := openBackend(t, url, Options{KeyPrefix: prefix})
+	raw := rawClient(t, url)
+	ctx := callCtx(t)
+	g, err := owner.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tok := mustWin(t, owner, g.ID, "n").Token
+	var nodes [3]*Backend
+	var watches [3]<-chan struct{}
+	for i := range nodes {
+		nodes[i] = openBackend(t, url, Options{KeyPrefix: prefix})
+		watches[i] = watchSubscribed(wctx, t, nodes[i], "n")
+	}
+	quiet := func(i int, why string) {
+		t.Helper()
+		select {
+		case <-watches[i]:
+			t.Fatalf("waiter %d woken: %s", i, why)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	handOver := func() {
+		t.Helper()
+		if err := owner.Release(ctx, g.ID, "n", tok); err != nil {
+			t.Fatal(err)
+		}
+		tok = mustWin(t, owner, g.ID, "n").Token
+	}
+
+	handOver()
+	mustFire(t, watches[0], "the first waiter was handed the release")
+	quiet(1, "the release went to the first waiter")
+	quiet(2, "the release went to the first waiter")
+
+	// Nodes 1 and 2 give up: they leave the queue. Node 0 is told of the
+	// next release although it no longer waits (queued again by hand, as a
+	// node whose watch ended while its message was on the way): it hands
+	// the release on to node 1, which waits again (while the lease is
+	// free: a lease taken meanwhile is handed on by its next release).
+	cancel()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if n, _ := raw.ZCard(ctx, prefix+"waiters:n").Result(); n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue %v after every watch ended, want it empty", raw.ZRange(ctx, prefix+"waiters:n", 0, -1).Val())
+		}
+	}
+	wctx2, cancel2 := context.WithCancel(ctx)
+	defer cancel2()
+	raw.ZAdd(ctx, prefix+"waiters:n", redis.Z{Score: 0, Member: nodes[0].notify.id})
+	raw.HSet(ctx, prefix+"lease:n", "w", 1)
+	second := watchSubscribed(wctx2, t, nodes[1], "n")
+	if err := owner.Release(ctx, g.ID, "n", tok); err != nil {
+		t.Fatal(err)
+	}
+	mustFire(t, second, "node 0 handed the release on to node 1")
+	if n, err := raw.ZCard(ctx, prefix+"waiters:n").Result(); err != nil || n != 0 {
+		t.Fatalf("queue of %d after the hand-on (%v), want empty", n, err)
+	}
+}
