@@ -37,7 +37,9 @@ type Timing struct {
 	Slack time.Duration
 	// EvictGrace is how long a node may go on counting on a term after its
 	// session was deleted on the server (the "evict" fault): until its next
-	// keep-alive, at most a renew interval plus Slack.
+	// keep-alive: sent at most a renew interval after the deletion and
+	// answered within another (the engine's deadline for the call), plus
+	// Slack.
 	EvictGrace time.Duration
 }
 

@@ -59,6 +59,11 @@ func TestBrokenBuildsFail(t *testing.T) {
 			p := suite.CI()
 			p.Name, p.Broken, p.Faults, p.Locks, p.Workers = "selftest-"+tt.broken, tt.broken, tt.faults, tt.locks, tt.workers
 			p.Idle = 30 * time.Millisecond
+			if tt.broken == "revive" {
+				// A revived node never wins again (its session is gone); more
+				// nodes give the eviction more leaders to hit mid-term.
+				p.Nodes = 5
+			}
 			p.Handovers, p.PerFault, p.MaxDuration = 50, 3, 20*time.Second
 			out, err := suite.Run(t.Context(), p, "redis", suite.Env{Dir: filepath.Join(dir, tt.broken), NodeBin: bin, RepoRoot: root})
 			if err != nil {

@@ -96,7 +96,7 @@ func Soak() Profile {
 func (p Profile) Timing() check.Timing {
 	renew := p.Lease / 3
 	return check.Timing{Lease: p.Lease, Renew: renew, Jitter: renew / 2, Slack: 250 * time.Millisecond,
-		EvictGrace: renew + 250*time.Millisecond}
+		EvictGrace: 2*renew + 250*time.Millisecond}
 }
 
 // Outcome is the result of a run on one backend.
@@ -156,7 +156,6 @@ type run struct {
 	rng    *rand.Rand
 	faults map[string]int
 
-	mu    sync.Mutex
 	nodes []*nodeProc
 	wg    sync.WaitGroup
 }
@@ -570,7 +569,11 @@ func (r *run) killConnections(ctx context.Context) error {
 			}
 			ids = append(ids, id)
 		}
+		err = rows.Err()
 		_ = rows.Close()
+		if err != nil {
+			return fmt.Errorf("suite: processlist: %w", err)
+		}
 		for _, id := range ids {
 			// A connection may have closed since the list was read.
 			_, _ = conn.ExecContext(ctx, fmt.Sprintf("KILL %d", id))
