@@ -140,10 +140,11 @@ func document(p suite.Profile, outs []*suite.Outcome, table string, took time.Du
 		host, runtime.NumCPU(), cpu, runtime.GOOS, runtime.GOARCH, runtime.Version(), took.Round(time.Second))
 	fmt.Fprintf(&b, "work, so the timing figures are those of a loaded machine.\n\n")
 	fmt.Fprintf(&b, "Each backend ran on a private server of its own (started with `tools/testenv/lib.sh` on free ports),\n")
-	fmt.Fprintf(&b, "with %d node processes contending for %d locks (two goroutines per lock and node) and %d election,\n", p.Nodes, p.Locks, p.Elections)
-	fmt.Fprintf(&b, "lease %v (renew %v, retry jitter %v). A term writes %d times to a fenced resource with its token.\n",
-		tm.Lease, tm.Renew, tm.Jitter, 4)
-	fmt.Fprintf(&b, "Faults are injected in turn, each followed by %v to settle; a row counts the terms that began after\n", 2*p.Lease)
+	fmt.Fprintf(&b, "with %d node processes contending for %d locks (%d goroutine(s) per lock and node, a pause of up to\n", p.Nodes, p.Locks, p.Workers)
+	fmt.Fprintf(&b, "%v after each release) and %d election (the leader writes for %v per term), lease %v (renew %v,\n",
+		p.Idle, p.Elections, 3*p.Lease, tm.Lease, tm.Renew)
+	fmt.Fprintf(&b, "retry jitter %v). A lock's term writes 4 times to a fenced resource with its token.\n", tm.Jitter)
+	fmt.Fprintf(&b, "Faults are injected in turn, each followed by %v to settle; a row counts the terms that began after\n", p.Lease+p.Lease/2)
 	fmt.Fprintf(&b, "the fault was injected and before the next one. The crash bound (failover after SIGKILL) is\n")
 	fmt.Fprintf(&b, "lease + renew/2 + jitter + %v slack = %v.\n\n", tm.Slack, tm.Bound())
 	fmt.Fprintf(&b, "%s\n", table)

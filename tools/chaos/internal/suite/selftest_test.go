@@ -1,7 +1,4 @@
-// Package selftest shows that the robustness suite catches broken builds:
-// nodes run with a deliberate bug (package broken) under the fault that
-// exposes it, and the check must fail, with the violation the bug causes.
-package selftest
+package suite_test
 
 import (
 	"os"
@@ -9,14 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/simba-go/simba/tools/chaos/internal/check"
 	"github.com/simba-go/simba/tools/chaos/internal/suite"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
+// TestBrokenBuildsFail shows that the suite catches broken builds: nodes
+// run with a deliberate bug (package broken) under the fault that exposes
+// it, and the check must fail with the violation the bug causes. It lives
+// in this package so that it never runs beside TestCIProfile: two runs at
+// once would share the machine's cores and blur each other's timing.
 func TestBrokenBuildsFail(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs node processes on a private Redis")
