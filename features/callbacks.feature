@@ -15,7 +15,7 @@ Feature: Callbacks and lifecycle
     Then A's callbacks for "report" pair up: each OnElected followed by one OnRevoked of the same term
     And B's callbacks for "report" pair up: each OnElected followed by one OnRevoked of the same term
 
-  @R-CB-1 @memory
+  @R-CB-1
   Scenario: Callbacks stay paired through take-overs, expiries and deadlines
     Given node A is connected
     And A is leader of "report"

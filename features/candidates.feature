@@ -61,7 +61,7 @@ Feature: Candidates
     And within one renew interval A released the term that attempt won
     And B's one attempt at the lock "report" succeeds
 
-  @R-CAND-4 @memory
+  @R-CAND-4
   Scenario: A reply that arrives after the local deadline is not adopted
     Given node A is connected and its session is live
     And A's next keep-alive reply is held back for one lease duration

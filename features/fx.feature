@@ -17,7 +17,7 @@ Feature: Simba in an fx application
     And A closed its session after releasing "report", before its fx app's stop returned
     And A's session is CLOSED
 
-  @R-HO-1 @memory
+  @R-HO-1
   Scenario: Stopping the app waits for work that ignores the interruption only until the term's deadline
     Given A's fx app runs leader work for "report" that ignores interruption for 10s
     And the fx app of A starts

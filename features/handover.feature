@@ -31,7 +31,7 @@ Feature: Handover
       | A stops the election "report"                     |
       | A steps down from "report" for one lease duration |
 
-  @R-HO-1 @memory
+  @R-HO-1
   Scenario: Work that ignores the interruption holds the lease only until the term's deadline at the stop
     Given node A is connected
     And A runs leader work for "report" that ignores interruption for 10s

@@ -19,7 +19,7 @@ Feature: Locks
     And A releases the lock "invoice"
     Then within one lease duration B's acquisition of "invoice" returns a valid term, with a higher token
 
-  @R-LOCK-1 @memory
+  @R-LOCK-1
   Scenario: A session that ends while Acquire waits does not end the wait
     Given nodes A and B are connected
     And A holds the lock "invoice"
@@ -112,7 +112,7 @@ Feature: Locks
     And releasing A's term of "invoice" again, then closing it, returns no error and sends nothing to the backend
     And B's one attempt at the lock "invoice" succeeds
 
-  @R-LOCK-6 @memory
+  @R-LOCK-6
   Scenario: Releasing a lock term that already ended is a no-op
     Given node A is connected
     And A holds the lock "invoice"

@@ -39,7 +39,7 @@ Feature: Metrics
     And A's metric simba_terms_ended_total{kind="election",lease="report",reason="DEADLINE_PASSED"} is 0
     And A's metric simba_terms_ended_total{kind="election",lease="report",reason="SESSION_EXPIRED"} is 0
 
-  @R-OBS-2 @memory
+  @R-OBS-2
   Scenario: Terms lost with an expired session are counted with its reason
     Given node A is connected, with metrics
     And A is leader of "report"

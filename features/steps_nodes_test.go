@@ -228,6 +228,9 @@ func (w *world) expireSession(name string) error {
 	if err != nil {
 		return err
 	}
+	if err := n.waitLive(); err != nil {
+		return err
+	}
 	id, err := n.currentSession()
 	if err != nil {
 		return err

@@ -68,7 +68,7 @@ Feature: Terms and fencing tokens
     And A's first term of "report" is still not valid
     And EnsureValid of A's first term of "report" fails with ErrTermExpired for 0s
 
-  @R-TERM-4 @memory
+  @R-TERM-4
   Scenario: A term ended by the deadline stays ended after the session comes back
     Given node A is connected
     And A is leader of "report"
@@ -109,7 +109,7 @@ Feature: Terms and fencing tokens
       | A steps down from "report" for one lease duration | STEPPED_DOWN |
       | A closes                                          | STOPPED      |
 
-  @R-TERM-6 @memory
+  @R-TERM-6
   Scenario Outline: A term lost to a fault ends exactly once, with the reason
     Given node A is connected
     And A is leader of "report"

@@ -18,7 +18,7 @@ Feature: Leader work and scheduled work
     And A's work for "report" ran exactly once in each of its 2 terms, and each run's context ended when its term ended
     And B's work for "report" ran exactly once in each of its 1 terms, and each run's context ended when its term ended
 
-  @R-WORK-1 @memory
+  @R-WORK-1
   Scenario: The work's context ends at the instant its term is taken over or its deadline passes
     Given node A is connected
     And A runs leader work for "report" that takes no time to exit once interrupted
