@@ -32,7 +32,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 }
 
 func BenchmarkKeepAlive(b *testing.B) {
-	for _, leases := range []int{1, 100, 10000} {
+	for _, leases := range []int{1, 100, 10000, 100000} {
 		b.Run(fmt.Sprintf("leases=%d", leases), func(b *testing.B) {
 			be := openBackend(b, serverURL(b), Options{})
 			ctx := callCtx(b)
