@@ -88,26 +88,13 @@ func deleteKeys(t testing.TB, c *redis.Client, prefix string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	iter := c.Scan(ctx, 0, escapeGlob(prefix)+"*", 1000).Iterator()
+	iter := c.Scan(ctx, 0, globEscape(prefix)+"*", 1000).Iterator()
 	for iter.Next(ctx) {
 		c.Del(ctx, iter.Val())
 	}
 	if err := iter.Err(); err != nil {
 		t.Logf("cleaning keys under %q: %v", prefix, err)
 	}
-}
-
-// escapeGlob quotes the characters SCAN MATCH treats specially.
-func escapeGlob(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '*', '?', '[', ']', '\\':
-			out = append(out, '\\')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
 }
 
 // callCtx returns the context of one backend call in a test.

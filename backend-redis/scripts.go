@@ -16,6 +16,7 @@ import "github.com/redis/go-redis/v9"
 //	P waiters:<name> sorted set of the ids of the nodes waiting for the
 //	                 lease, first come first, never expires
 //	P group:<group>  sorted set sid -> session expiry (ms, server time)
+//	P floor          string: the highest token of a lease hash Sweep removed
 //	P released       pub/sub channel, payload = released lease name
 //
 // The session hash names its leases in fields that start with '+', a
@@ -189,7 +190,8 @@ return {redis.call('PTTL', s), leases, groups, bad, d}
 // acquireScript starts a new term when the lease is free, owned by an
 // expired session, or owned by the caller, records when it began (since,
 // server time in ms) and adds the lease to the session hash and its
-// digest. It reads the session hash (its digest with it) and the lease
+// digest. A name without a lease hash (never used, or removed by
+// sweepScript) starts above the floor, the highest token ever removed. It reads the session hash (its digest with it) and the lease
 // hash, and writes each once: the commands a script runs are most of its
 // cost.
 // KEYS: lease, session. ARGV: sid, prefix, name.
@@ -204,7 +206,7 @@ local cur = must('hash', 'HMGET', l, 'session', 'token')
 if cur[1] and cur[1] ~= sid and redis.call('EXISTS', p .. 'session:' .. cur[1]) == 1 then
   return 0
 end
-local token = cur[2] or '0'
+local token = cur[2] or redis.call('GET', p .. 'floor') or '0'
 if #token < 15 then
   token = int(tonumber(token) + 1)
   redis.call('HSET', l, 'session', sid, 'token', token, 'since', int(now()))
@@ -350,4 +352,30 @@ for _, g in ipairs(joined) do
 end
 redis.call('DEL', s, j)
 return freed
+`)
+
+// sweepScript removes the lease hashes among KEYS[2..] that nobody holds
+// (no owner, or an owner whose session is gone), nobody waits for, and
+// whose last term began at least idle ms ago, and raises the floor
+// (KEYS[1]) to the highest token it removed, so that a name used again
+// starts above every token it had. Hashes without since (written by a
+// version of this package that did not record it) and keys of another type
+// are left alone. Tokens are compared as decimal strings, exact at any size.
+// KEYS: floor, lease... ARGV: prefix, idle ms. Reply: the number removed.
+var sweepScript = redis.NewScript(luaTry + luaNow + `
+local function above(a, b) return #a > #b or (#a == #b and a > b) end
+local limit = now() - tonumber(ARGV[2])
+local floor = redis.call('GET', KEYS[1]) or '0'
+local top, removed = floor, 0
+for i = 2, #KEYS do
+  local h = try('HMGET', KEYS[i], 'session', 'token', 'since', 'w')
+  if h and h[2] and h[3] and not h[4] and tonumber(h[3]) <= limit
+     and (not h[1] or redis.call('EXISTS', ARGV[1] .. 'session:' .. h[1]) == 0) then
+    if above(h[2], top) then top = h[2] end
+    redis.call('DEL', KEYS[i])
+    removed = removed + 1
+  end
+end
+if top ~= floor then redis.call('SET', KEYS[1], top) end
+return removed
 `)

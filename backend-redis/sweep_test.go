@@ -1,0 +1,85 @@
+package simbaredis
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// TestSweep: Sweep removes the lease hashes nobody holds or waits for and
+// that were idle long enough, raises the floor to the highest token
+// removed, and a name used again starts above it.
+func TestSweep(t *testing.T) {
+	url := serverURL(t)
+	raw := rawClient(t, url)
+	b := openBackend(t, url, Options{})
+	p := b.KeyPrefix()
+	ctx := callCtx(t)
+	g, err := b.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Sweep(ctx, time.Millisecond); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Sweep(1ms) = %v, want ErrInvalidOptions", err)
+	}
+	old := func(name string) { raw.HSet(ctx, p+"lease:"+name, "since", 1) }
+	var idleTok uint64
+	for i := range 1200 { // several batches
+		name := fmt.Sprint("idle.", i)
+		r := mustWin(t, b, g.ID, name)
+		r2 := mustWin(t, b, g.ID, name) // token 2
+		if err := b.Release(ctx, g.ID, name, r2.Token); err != nil {
+			t.Fatal(err)
+		}
+		old(name)
+		idleTok = max(idleTok, r.Token, r2.Token)
+	}
+	mustWin(t, b, g.ID, "held")
+	old("held")
+	r := mustWin(t, b, g.ID, "recent")
+	if err := b.Release(ctx, g.ID, "recent", r.Token); err != nil {
+		t.Fatal(err)
+	}
+	waited := mustWin(t, b, g.ID, "waited")
+	old("waited")
+	other := openBackend(t, url, Options{KeyPrefix: p})
+	if _, err := other.WatchRelease(ctx, "waited"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Release(ctx, g.ID, "waited", waited.Token); err != nil {
+		t.Fatal(err)
+	}
+	// The release handed the lease to the waiter's queue entry: queue
+	// another one so that the lease is still waited for.
+	raw.HSet(ctx, p+"lease:waited", "w", 1)
+	raw.HSet(ctx, p+"lease:legacy", "token", 7)
+	raw.Set(ctx, p+"lease:string", "x", 0)
+	raw.Set(ctx, p+"floor", "1", 0)
+
+	n, err := b.Sweep(ctx, time.Hour)
+	if err != nil || n != 1200 {
+		t.Fatalf("Sweep = %d, %v; want the 1200 idle leases removed", n, err)
+	}
+	for _, name := range []string{"held", "recent", "waited", "legacy", "string"} {
+		if ok, _ := raw.Exists(ctx, p+"lease:"+name).Result(); ok != 1 {
+			t.Errorf("lease %s was removed", name)
+		}
+	}
+	if f, err := raw.Get(ctx, p+"floor").Result(); err != nil || f != strconv.FormatUint(idleTok, 10) {
+		t.Fatalf("floor = %q, %v; want %d, the highest token removed", f, err, idleTok)
+	}
+	if r := mustWin(t, b, g.ID, "idle.7"); r.Token != idleTok+1 {
+		t.Fatalf("a removed name came back with token %d, want %d (above the floor)", r.Token, idleTok+1)
+	}
+	if r := mustWin(t, b, g.ID, "new"); r.Token != idleTok+1 {
+		t.Fatalf("a new name starts at token %d, want %d", r.Token, idleTok+1)
+	}
+	if n, err := b.Sweep(ctx, time.Hour); err != nil || n != 0 {
+		t.Fatalf("second Sweep = %d, %v; want nothing left to remove", n, err)
+	}
+	if f, _ := raw.Get(ctx, p+"floor").Result(); f != strconv.FormatUint(idleTok, 10) {
+		t.Fatalf("floor moved to %q by a sweep that removed nothing", f)
+	}
+}
