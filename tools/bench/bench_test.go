@@ -31,6 +31,7 @@ func tinySettings(backends ...string) (settings, *bytes.Buffer, *bytes.Buffer) {
 	s.kaTimings = 2
 	s.handovers = 1
 	s.waiters = []int{1, 3}
+	s.names = 50
 	s.settle = 30 * time.Millisecond
 	s.out, s.log = &out, &log
 	return s, &out, &log
@@ -296,7 +297,7 @@ func TestServers(t *testing.T) {
 		want    []lineID
 	}{
 		{"redis", slices.Concat(lines("redis", []string{"simba", "redislock", "redsync", "floor"}, true),
-			[]lineID{{"redis", "simba", "handover"}, {"redis", "simba", opHandoverW(1)}, {"redis", "simba", opHandoverW(3)}},
+			[]lineID{{"redis", "simba", "handover"}, {"redis", "simba", opHandoverW(1)}, {"redis", "simba", opHandoverW(3)}, {"redis", "simba", opStateNames(50)}},
 			ka("redis", "simba", "redislock"))},
 		{"postgres", slices.Concat(lines("postgres", []string{"simba", "advisory", "floor"}, false), ka("postgres", "simba"))},
 		{"mysql", slices.Concat(lines("mysql", []string{"simba", "getlock", "floor"}, false), ka("mysql", "simba"))},

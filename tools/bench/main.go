@@ -45,6 +45,7 @@ type settings struct {
 	kaTimings int           // KeepAlive calls timed per keep-alive round
 	handovers int           // handovers timed per round
 	waiters   []int         // nodes waiting on one lock in the handover_w<n> cases
+	names     int           // distinct names of the state_names<n> case (Redis)
 	settle    time.Duration // wait before a release, for the waiter to set its watch
 	out, log  io.Writer     // lines; progress, skips and errors
 }
@@ -66,6 +67,7 @@ func defaultSettings(quick bool) settings {
 		kaTimings: 30,
 		handovers: 10,
 		waiters:   []int{1, 10, 100},
+		names:     1_000_000,
 		settle:    200 * time.Millisecond,
 		out:       os.Stdout,
 		log:       os.Stderr,
@@ -78,6 +80,7 @@ func defaultSettings(quick bool) settings {
 		s.kaRounds = 1
 		s.kaTimings = 10
 		s.handovers = 3
+		s.names = 100_000
 		s.settle = 150 * time.Millisecond
 	}
 	return s

@@ -156,6 +156,13 @@ func redisSuite(ctx context.Context, s *settings, rawURL string, su *suite) erro
 		})
 	}
 	su.groups = append(su.groups, group{cases: herd, rounds: s.rounds})
+	sb, err := newBackend(newClient(nil))
+	if err != nil {
+		return err
+	}
+	su.groups = append(su.groups, group{cases: []benchCase{
+		&redisState{lid: lineID{backend, implSimba, opStateNames(s.names)}, names: s.names, b: sb, admin: admin},
+	}, rounds: 1})
 	var ka []benchCase
 	for _, n := range s.leases {
 		ka = append(ka,
