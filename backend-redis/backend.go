@@ -480,9 +480,16 @@ func (b *Backend) LeaveGroup(ctx context.Context, s simba.SessionID, group strin
 	return wrapErr(fmt.Sprintf("leave group %q", group), err)
 }
 
-// CloseSession ends s at once: every lease it owns is freed and its release
-// published, every membership ends, and its keys are deleted. Closing an
-// expired or unknown session is a no-op.
+// CloseSession ends s at once: every lease it owns is freed, every
+// membership ends, and its keys are deleted, in one atomic step; a release
+// is published for each lease that nodes wait for. Closing an expired or
+// unknown session is a no-op. A session that owns more than closeBatch
+// leases takes more round trips: the first script frees them all (by
+// deleting the session) and clears the owner of the first closeBatch, and
+// the others are cleared in batches of closeBatch afterwards, so that Redis
+// is never blocked for long. Those later batches only tidy up (their
+// leases are free already): if ctx ends during them, CloseSession still
+// returns nil, and the leases left tidy themselves at their next acquire.
 func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	if known, err := b.check(s); !known {
 		return err
@@ -490,9 +497,33 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	sid := string(s)
 	keys := []string{b.sessionKey(sid), b.joinedKey(sid)}
 	b.owned.forget(sid)
-	err := closeScript.Run(ctx, b.client, keys, sid, b.prefix, b.channel).Err()
-	return wrapErr("close session", err)
+	rest, err := closeScript.Run(ctx, b.client, keys, sid, b.prefix, b.channel, closeBatch).StringSlice()
+	if err != nil {
+		return wrapErr("close session", err)
+	}
+	for len(rest) > 0 {
+		n := min(len(rest), closeBatch)
+		leases := make([]string, 0, n)
+		args := make([]any, 0, n+2)
+		args = append(args, sid, b.channel)
+		for _, name := range rest[:n] {
+			leases = append(leases, b.leaseKey(name))
+			args = append(args, name)
+		}
+		rest = rest[n:]
+		if err := freeScript.Run(ctx, b.client, leases, args...).Err(); err != nil {
+			if ctx.Err() != nil {
+				b.log.Debug("simbaredis: close session: leases left to tidy", "session", sid, "left", len(rest)+n, "error", err)
+				return nil
+			}
+			return wrapErr("close session", err)
+		}
+	}
+	return nil
 }
+
+// closeBatch is the number of leases one close script clears.
+const closeBatch = 500
 
 // Holder reports the live session that owns name: its id, the identity it
 // was opened with (empty for OpenSession), the token of its term and when

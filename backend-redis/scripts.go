@@ -326,32 +326,57 @@ redis.call('SREM', KEYS[1], ARGV[2])
 return 1
 `)
 
-// closeScript ends a session: frees and announces its leases, leaves its
-// groups and deletes its keys. Damaged lease or group keys are skipped.
-// KEYS: session, joined. ARGV: sid, prefix, channel.
-// Reply: the number of leases freed.
-var closeScript = redis.NewScript(luaTry + `
-local s, j = KEYS[1], KEYS[2]
-local sid, p, ch = ARGV[1], ARGV[2], ARGV[3]
-local fields = try('HKEYS', s) or {}
-local joined = try('SMEMBERS', j) or {}
-local freed = 0
-for _, f in ipairs(fields) do
-  if string.byte(f) == 43 then
-    local name = string.sub(f, 2)
-    local l = p .. 'lease:' .. name
-    if try('HGET', l, 'session') == sid then
-      redis.call('HDEL', l, 'session')
-      redis.call('PUBLISH', ch, name)
-      freed = freed + 1
-    end
+// luaFree (needs luaTry): free clears the owner of lease key l (of name)
+// when it is sid, and announces it to every watcher when nodes wait for
+// it.
+const luaFree = `
+local function free(l, ch, sid, name)
+  local cur = try('HMGET', l, 'session', 'w')
+  if cur and cur[1] == sid then
+    redis.call('HDEL', l, 'session')
+    if cur[2] then redis.call('PUBLISH', ch, name) end
   end
 end
+`
+
+// closeScript ends a session: it leaves its groups and deletes its keys,
+// which frees every lease it owns at once (a lease whose owner's session
+// is gone is free), and clears and announces the first closeBatch of its
+// leases. It returns the names of the others, which the caller clears with
+// freeScript in batches, so that closing a session with 100,000 leases
+// does not block Redis for long. Damaged lease or group keys are skipped.
+// KEYS: session, joined. ARGV: sid, prefix, channel, batch size.
+// Reply: the names of the leases left to clear.
+var closeScript = redis.NewScript(luaTry + luaFree + `
+local s, j = KEYS[1], KEYS[2]
+local sid, p, ch, batch = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local fields = try('HKEYS', s) or {}
+local joined = try('SMEMBERS', j) or {}
 for _, g in ipairs(joined) do
   try('ZREM', p .. 'group:' .. g, sid)
 end
 redis.call('DEL', s, j)
-return freed
+local done, rest = 0, {}
+for _, f in ipairs(fields) do
+  if string.byte(f) == 43 then
+    if done < batch then
+      free(p .. 'lease:' .. string.sub(f, 2), ch, sid, string.sub(f, 2))
+      done = done + 1
+    else
+      rest[#rest + 1] = string.sub(f, 2)
+    end
+  end
+end
+return rest
+`)
+
+// freeScript clears the owner of the leases of a closed session that
+// closeScript left, and announces those that nodes wait for.
+// KEYS: lease... ARGV: sid, channel, the name of each lease in order.
+// Reply: 1.
+var freeScript = redis.NewScript(luaTry + luaFree + `
+for i = 1, #KEYS do free(KEYS[i], ARGV[2], ARGV[1], ARGV[i + 2]) end
+return 1
 `)
 
 // sweepScript removes the lease hashes among KEYS[2..] that nobody holds

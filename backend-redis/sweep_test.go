@@ -83,3 +83,37 @@ func TestSweep(t *testing.T) {
 		t.Fatalf("floor moved to %q by a sweep that removed nothing", f)
 	}
 }
+
+// TestCloseManyLeases: closing a session with more leases than one script
+// clears frees them all, tidies every lease hash and wakes the watchers of
+// a lease nodes wait for.
+func TestCloseManyLeases(t *testing.T) {
+	url := serverURL(t)
+	raw := rawClient(t, url)
+	b := openBackend(t, url, Options{})
+	other := openBackend(t, url, Options{KeyPrefix: b.KeyPrefix()})
+	ctx := callCtx(t)
+	g, err := b.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2*closeBatch + 7
+	for i := range n {
+		mustWin(t, b, g.ID, fmt.Sprint("c.", i))
+	}
+	watch := watchSubscribed(ctx, t, other, fmt.Sprint("c.", n-1))
+	if err := b.CloseSession(ctx, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustFire(t, watch, "the owner of a watched lease closed")
+	for i := range n {
+		if v, err := raw.HGet(ctx, b.KeyPrefix()+"lease:"+fmt.Sprint("c.", i), "session").Result(); err == nil {
+			t.Fatalf("lease c.%d still names session %s after the close", i, v)
+		}
+	}
+	g2, err := other.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWin(t, other, g2.ID, "c.0")
+}
