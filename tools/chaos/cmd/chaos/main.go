@@ -142,11 +142,22 @@ func document(p suite.Profile, outs []*suite.Outcome, table string, took time.Du
 	fmt.Fprintf(&b, "Each backend ran on a private server of its own (started with `tools/testenv/lib.sh` on free ports),\n")
 	fmt.Fprintf(&b, "with %d node processes contending for %d locks (%d goroutine(s) per lock and node, a pause of up to\n", p.Nodes, p.Locks, p.Workers)
 	fmt.Fprintf(&b, "%v after each release) and %d election (the leader writes for %v per term), lease %v (renew %v,\n",
-		p.Idle, p.Elections, 3*p.Lease, tm.Lease, tm.Renew)
-	fmt.Fprintf(&b, "retry jitter %v). A lock's term writes 4 times to a fenced resource with its token.\n", tm.Jitter)
+		p.Idle, p.Elections, 3*p.Lease, tm.Lease, tm.Renew.Round(time.Millisecond))
+	fmt.Fprintf(&b, "retry jitter %v). A lock's term writes 4 times to a fenced resource with its token.\n", tm.Jitter.Round(time.Millisecond))
 	fmt.Fprintf(&b, "Faults are injected in turn, each followed by %v to settle; a row counts the terms that began after\n", p.Lease+p.Lease/2)
 	fmt.Fprintf(&b, "the fault was injected and before the next one. The crash bound (failover after SIGKILL) is\n")
-	fmt.Fprintf(&b, "lease + renew/2 + jitter + %v slack = %v.\n\n", tm.Slack, tm.Bound())
+	fmt.Fprintf(&b, "lease + renew/2 + jitter + %v slack = %v.", tm.Slack, tm.Bound().Round(time.Millisecond))
+	violations := 0
+	for _, o := range outs {
+		violations += len(o.Result.Violations)
+	}
+	if violations > 0 {
+		fmt.Fprintf(&b, " **%d checks failed** in this run.\n\n", violations)
+	} else {
+		fmt.Fprintf(&b, " No check failed. The overlaps after eviction are the\n")
+		fmt.Fprintf(&b, "documented case of a session deleted under its node, which learns it at its next keep-alive\n")
+		fmt.Fprintf(&b, "(bounded here by two renew intervals + %v); fencing refused those terms' late writes.\n\n", tm.Slack)
+	}
 	fmt.Fprintf(&b, "%s\n", table)
 	total := 0
 	for _, o := range outs {

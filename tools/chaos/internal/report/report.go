@@ -47,7 +47,7 @@ func Table(w io.Writer, outs []*suite.Outcome) {
 // bound of a crash failover, and the median marked.
 func SVG(w io.Writer, outs []*suite.Outcome, bound time.Duration) {
 	const (
-		left, right, top, rowH, width = 110, 30, 40, 60, 760
+		left, right, top, rowH, width = 110, 30, 50, 60, 760
 	)
 	maxD := bound
 	for _, o := range outs {
@@ -65,7 +65,10 @@ func SVG(w io.Writer, outs []*suite.Outcome, bound time.Duration) {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="14">Failover after a node fault, per backend (ms); filled: SIGKILL, hollow: SIGSTOP, black hole, forced expiry</text>`+"\n", left-100)
+	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="14">Failover after a fault on the node that held the lease (ms)</text>`+"\n", left-100)
+	fmt.Fprintf(&b, `<circle cx="%d" cy="31" r="3" fill="#1f77b4" fill-opacity="0.6"/><text x="%d" y="35">SIGKILL</text>`+"\n", left-94, left-86)
+	fmt.Fprintf(&b, `<circle cx="%d" cy="31" r="3" fill="none" stroke="#ff7f0e"/><text x="%d" y="35">SIGSTOP, black hole, cut off until expired, session evicted</text>`+"\n", left-24, left-16)
+	fmt.Fprintf(&b, `<line x1="%d" y1="25" x2="%d" y2="37" stroke="black" stroke-width="2"/><text x="%d" y="35">median</text>`+"\n", left+340, left+340, left+346)
 	axisY := top + rowH*len(outs)
 	for t := 0.0; t <= scaleMax; t += 500 {
 		xx := left + t/scaleMax*(width-left-right)
