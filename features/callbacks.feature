@@ -83,8 +83,7 @@ Feature: Callbacks and lifecycle
   Scenario: Starting an election that is already started fails
     Given node A is connected
     And A starts the election "report"
-    When A tries to start the election "report" again
-    Then that start fails with ErrAlreadyStarted
+    Then A's start of the election "report" again fails with ErrAlreadyStarted
     And within one lease duration A is leader of "report"
     When A stops the election "report"
     And A starts the election "report"

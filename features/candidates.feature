@@ -10,8 +10,7 @@ Feature: Candidates
     And A is leader of "report"
     When B starts the election "report"
     And B has made 8 attempts at "report"
-    Then after each answer B waited at least half a renew interval, and less than half a renew interval plus the retry jitter, before its next attempt
-    And those waits were not all the same
+    Then after each answer B waited at least half a renew interval, and less than half a renew interval plus the retry jitter, before its next attempt, and the waits were not all the same
 
   @R-CAND-2 @broadcast
   Scenario: Where the backend broadcasts releases, a clean stop is taken over at once

@@ -26,7 +26,7 @@ Feature: Session timing
     Given a config with:
       | LeaseDuration | <lease> |
       | RenewInterval | <renew> |
-    When node A connects with that config
+    When node A is connected with that config
     Then A's client uses the timing:
       | LeaseDuration | <lease>       |
       | RenewInterval | <renew in use> |
@@ -118,8 +118,8 @@ Feature: Session timing
       | LeaseDuration | 10s     |
       | RenewInterval | 2s      |
       | Margin        | default |
-    When node A connects with the original
-    And node B connects with the variant
+    When node A is connected with the original
+    And node B is connected with the variant
     Then A's client uses the timing:
       | LeaseDuration | 10s  |
       | Margin        | 50ms |

@@ -25,13 +25,15 @@ Feature: What each backend stores
     And a subscriber listens on the backend's release channel
     Then the backend keeps A's session as one record that expires at most one lease duration from the server's clock
     And the backend's record of "layout" names A's session and token, and never expires
-    When A stops the election "layout"
-    Then the subscriber heard the release of "layout"
-    And the backend still keeps the record of "layout", naming no session, with A's token
     When B starts the election "layout"
-    Then within 1s B is leader of "layout"
+    And B is watching for the release of "layout"
+    And A stops the election "layout"
+    Then the subscriber heard the release of "layout", addressed to the node that waits for it
+    And within 1s B is leader of "layout"
     And the backend's record of "layout" names B's session and token, and never expires
     And B's token of "layout" is one above A's
+    When B stops the election "layout"
+    Then the backend still keeps the record of "layout", naming no session, with B's token
 
   @R-BE-3 @zk
   Scenario: Zookeeper keeps a lease as an ephemeral node of the session, its token the node's creation id

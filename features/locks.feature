@@ -107,8 +107,7 @@ Feature: Locks
   Scenario: A lock term can be released on another goroutine, and releasing it again does nothing
     Given nodes A and B are connected
     And A holds the lock "invoice"
-    When A hands its term of "invoice" to another goroutine, which releases it
-    Then that release returned no error
+    When A hands its term of "invoice" to another goroutine, which releases it without error
     And releasing A's term of "invoice" again, then closing it, returns no error and sends nothing to the backend
     And B's one attempt at the lock "invoice" succeeds
 
@@ -145,8 +144,7 @@ Feature: Locks
     And A is leader of "report"
     Then A's one attempt at the lock "report" fails with ErrNameInUse
     When A holds the lock "invoice"
-    And A tries to start the election "invoice"
-    Then that start fails with ErrNameInUse
+    Then A's start of the election "invoice" fails with ErrNameInUse
 
   @R-LOCK-8
   Scenario: A lock and an election of the same name share one lease

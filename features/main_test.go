@@ -118,22 +118,7 @@ func tagsFor(env *backendEnv) string {
 func initScenario(sc *godog.ScenarioContext, env *backendEnv) {
 	w := newWorld(env)
 	step := func(expr string, fn any) { sc.Step(expr, w.inScenario(fn)) }
-	w.configSteps(step)
-	w.nodeSteps(step)
-	w.electionSteps(step)
-	w.termSteps(step)
-	w.candidateSteps(step)
-	w.handoverSteps(step)
-	w.callbackSteps(step)
-	w.lockSteps(step)
-	w.sessionSteps(step)
-	w.workSteps(step)
-	w.groupSteps(step)
-	w.fencingSteps(step)
-	w.layoutSteps(step)
-	w.fxSteps(step)
-	w.holderSteps(step)
-	w.metricsSteps(step)
+	w.registerSteps(step)
 	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
 		return ctx, w.start()
 	})

@@ -13,9 +13,7 @@ Feature: Lease names
 
   @R-NAME-1
   Scenario Outline: An invalid name is refused before any backend call
-    When A uses the name <name> for an election, a lock and a one-shot lock attempt
-    Then all three are refused with ErrInvalidName, the error quoting the name and saying "<why>"
-    And A made no backend call about that name
+    Then A's election, lock and one-shot lock attempt named <name> are each refused with ErrInvalidName, the error quoting the name and saying "<why>", and A made no backend call about that name
 
     Examples:
       | name            | why                  |

@@ -45,6 +45,7 @@ type node struct {
 	lastWatched *simba.Term
 	stop        *backgroundStop
 	made        *madeCall      // the call a callback or leader work was asked to make
+	metrics     *metricsOf     // the node's collector, when connected with metrics
 	wg          sync.WaitGroup // background goroutines of steps
 }
 
@@ -257,12 +258,13 @@ var errWorkFailed = errors.New("the work failed")
 
 // work is leader work a node runs with RunWhileLeader, and what it saw.
 type work struct {
-	ignoreFor time.Duration // the work ignores interruption this long
-	exitAfter time.Duration // once interrupted, the work takes this long to exit
-	endAfter  time.Duration // with ending set, the work ends on its own this long after it starts
-	ending    string        // "fails", "panics" or "finishes"; empty: runs until interrupted
-	done      chan struct{} // closed when RunWhileLeader returned
-	result    error         // what RunWhileLeader returned
+	ignoreFor time.Duration   // the work ignores interruption this long
+	exitAfter time.Duration   // once interrupted, the work takes this long to exit
+	endAfter  time.Duration   // with ending set, the work ends on its own this long after it starts
+	ending    string          // "fails", "panics" or "finishes"; empty: runs until interrupted
+	quit      <-chan struct{} // closed when the scenario ends: the work stops waiting then
+	done      chan struct{}   // closed when RunWhileLeader returned
+	result    error           // what RunWhileLeader returned
 
 	mu   sync.Mutex
 	runs []*workRun
@@ -318,13 +320,13 @@ func (wk *work) fn(ctx context.Context, t *simba.Term) error {
 		return nil
 	}
 	if wk.ignoreFor > 0 {
-		time.Sleep(wk.ignoreFor)
+		pause(wk.ignoreFor, wk.quit)
 	} else {
 		<-ctx.Done()
 		// The work saw the interruption itself: AfterFunc may not have
 		// run yet, and stop below can keep it from running at all.
 		interrupted()
-		time.Sleep(wk.exitAfter)
+		pause(wk.exitAfter, wk.quit)
 	}
 	if !stop() && ctx.Err() != nil {
 		interrupted()
@@ -333,6 +335,17 @@ func (wk *work) fn(ctx context.Context, t *simba.Term) error {
 	r.end = time.Now()
 	wk.mu.Unlock()
 	return nil
+}
+
+// pause waits d, or until quit is closed: work and callbacks that take
+// their time stop waiting when the scenario ends, so none outlives it.
+func pause(d time.Duration, quit <-chan struct{}) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-quit:
+	}
 }
 
 // run returns a copy of the run of t.
@@ -413,7 +426,7 @@ func (l *listener) OnElected(ctx context.Context, t *simba.Term) {
 		l.callIntoClient(t.Name())
 	}
 	if delay > 0 {
-		time.Sleep(delay) // work that ignores interruption
+		pause(delay, l.node.w.ctx.Done()) // work that ignores interruption
 	}
 	if mc != nil {
 		mc.make(ctx, t)
@@ -431,7 +444,7 @@ func (l *listener) OnRevoked(ctx context.Context, t *simba.Term, reason simba.Re
 		l.callIntoClient(t.Name())
 	}
 	if delay > 0 {
-		time.Sleep(delay)
+		pause(delay, l.node.w.ctx.Done())
 	}
 }
 

@@ -52,7 +52,7 @@ Feature: Sessions
 
   @R-SES-5
   Scenario: The snapshot shows the session going through OPENING, LIVE, SUSPENDED and CLOSED
-    Given node A's connection is stalled when it connects
+    Given node A is connected, its connection stalled
     Then A's session is OPENING, without an id
     When A's connection heals
     Then within one lease duration A's session is LIVE, with an id and time remaining

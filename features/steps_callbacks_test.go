@@ -10,21 +10,6 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
-// callbackSteps registers the steps about listener callbacks.
-func (w *world) callbackSteps(step func(string, any)) {
-	step(`^([A-Z])'s callbacks for "([^"]*)" pair up: each OnElected followed by one OnRevoked of the same term$`, w.callbacksPair)
-	step(`^([A-Z]) and ([A-Z]) were given (\d+) terms of "([^"]*)" between them$`, w.termsBetween)
-	step(`^([A-Z])'s listener for "([^"]*)" takes (.+) per callback, and calls into the client from each$`, w.slowCallbacks)
-	step(`^([A-Z])'s callbacks for "([^"]*)" never overlapped$`, w.neverOverlapped)
-	step(`^every call into the client made from a callback returned$`, w.intoClientReturned)
-	step(`^that call returned after ([A-Z])'s listener finished handling the revocation$`, w.returnedAfterRevocation)
-	step(`^([A-Z])'s listener for "([^"]*)", once elected, will (.+)$`, w.actionOnElected)
-	step(`^within (.+?) ([A-Z])'s (?:listener|work) made that call, and it returned within (.+)$`, w.madeCallReturned)
-	step(`^within (.+?) ([A-Z])'s event listener closed the client, and the close returned within (.+)$`, w.eventCloseReturned)
-	step(`^within (.+?) ([A-Z]) wins a term of "([^"]*)" on the backend$`, w.winsOnBackend)
-	step(`^([A-Z])'s listener for "([^"]*)" is never told about that term$`, w.neverTold)
-}
-
 // Callbacks.
 
 func (w *world) callbacksPair(name, lease string) error {

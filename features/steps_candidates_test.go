@@ -8,22 +8,6 @@ import (
 	"github.com/simba-go/simba/core/memory"
 )
 
-// candidateSteps registers the steps about candidates and the replies they adopt.
-func (w *world) candidateSteps(step func(string, any)) {
-	step(`^([A-Z]) has made (\d+) attempts at "([^"]*)"$`, w.madeAttempts)
-	step(`^after each answer ([A-Z]) waited at least half a renew interval, and less than half a renew interval plus the retry jitter, before its next attempt$`, w.attemptSpacing)
-	step(`^those waits were not all the same$`, w.waitsDiffer)
-	step(`^([A-Z])'s attempt at "([^"]*)" was refused$`, w.attemptRefused)
-	step(`^([A-Z]) is watching for the release of "([^"]*)"$`, w.watching)
-	step(`^([A-Z]) won at its first attempt after the stop, long before its next regular attempt was due$`, w.wonAtOnce)
-	step(`^([A-Z]) won at its first attempt after the stop, which was a regular one: at least half a renew interval after the refused attempt$`, w.wonAtNextAttempt)
-	step(`^([A-Z]) never had two attempts at "([^"]*)" in flight at once$`, w.oneInFlight)
-	step(`^([A-Z])'s attempt at "([^"]*)" has been answered by the backend$`, w.attemptAnswered)
-	step(`^([A-Z])'s listener for "([^"]*)" was never called$`, w.listenerNeverCalled)
-	step(`^(?:within (.+?) )?([A-Z]) released the term that attempt won$`, w.releasedHeldWin)
-	step(`^([A-Z]) was never elected with the token that reply carried$`, w.neverElectedWithHeld)
-}
-
 // Candidates.
 
 // attempts returns the node's acquire calls of lease that were answered.
@@ -81,17 +65,12 @@ func (w *world) attemptSpacing(name string) error {
 			return fmt.Errorf("wait %d was %v, want within [%v, %v)", i+1, g, lo, hi)
 		}
 	}
-	w.waits = gs
-	return nil
-}
-
-func (w *world) waitsDiffer() error {
-	for _, g := range w.waits[1:] {
-		if g != w.waits[0] {
+	for _, g := range gs[1:] {
+		if g != gs[0] {
 			return nil
 		}
 	}
-	return fmt.Errorf("every wait was %v: no random delay", w.waits[0])
+	return fmt.Errorf("every wait was %v: no random delay", gs[0])
 }
 
 func (w *world) attemptRefused(name, lease string) error {

@@ -12,22 +12,6 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
-// Steps about Config (R-CFG-*).
-func (w *world) configSteps(step func(string, any)) {
-	step(`^the defaults of an empty config are filled in$`, w.defaultsFilled)
-	step(`^a config with:$`, w.configWith)
-	step(`^the config is:$`, w.configIs)
-	step(`^the config is accepted$`, w.configAccepted)
-	step(`^the config is refused because of (\w+)$`, w.configRefused)
-	step(`^the refusal names the field (\w+) and the value "([^"]*)"$`, w.refusalNames)
-	step(`^a variant of it is derived with:$`, w.deriveVariant)
-	step(`^the (variant|original)(?: still)? has:$`, w.configHas)
-	step(`^node ([A-Z]) connects with that config$`, w.connectWithConfig)
-	step(`^node ([A-Z]) connects with the (original|variant)$`, w.connectWithVariant)
-	step(`^([A-Z])'s client uses the timing:$`, w.clientUses)
-	step(`^the timing:$`, w.setTiming)
-}
-
 func (w *world) defaultsFilled() error {
 	w.config = simba.DefaultConfig()
 	return nil
@@ -217,21 +201,6 @@ func (w *world) configHas(which string, t *godog.Table) error {
 		return checkConfig("the variant", w.variant, t)
 	}
 	return checkConfig("the original", w.config, t)
-}
-
-func (w *world) connectWithConfig(name string) error {
-	cfg := w.config
-	_, err := w.connect(name, connectOptions{cfg: &cfg})
-	return err
-}
-
-func (w *world) connectWithVariant(name, which string) error {
-	cfg := w.config
-	if which == "variant" {
-		cfg = w.variant
-	}
-	_, err := w.connect(name, connectOptions{cfg: &cfg})
-	return err
 }
 
 func (w *world) clientUses(name string, t *godog.Table) error {

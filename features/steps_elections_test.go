@@ -12,25 +12,6 @@ import (
 	"github.com/simba-go/simba/core/memory"
 )
 
-// electionSteps registers the steps that start, stop and step down elections.
-func (w *world) electionSteps(step func(string, any)) {
-	step(`^([A-Z]) starts the election "([^"]*)"$`, w.startsElection)
-	step(`^([A-Z]) and ([A-Z]) start the election "([^"]*)"$`, w.bothStart)
-	step(`^([A-Z]) tries to start the election "([^"]*)"(?: again)?$`, w.triesToStart)
-	step(`^that start fails with (\w+)$`, w.startFails)
-	step(`^([A-Z]) is leader of "([^"]*)"$`, w.isLeader)
-	step(`^([A-Z]) is leader of (\d+) elections and holds (\d+) locks$`, w.leadsMany)
-	step(`^within (.+?) ([A-Z]) is leader of "([^"]*)"( again)?(, with a higher token(?: than ([A-Z])'s lock term)?)?$`, w.becomesLeader)
-	step(`^([A-Z]) is not leader of "([^"]*)" during (.+)$`, w.notLeaderDuring)
-	step(`^([A-Z]) stops the election "([^"]*)"$`, w.stops)
-	step(`^([A-Z]) begins to stop the election "([^"]*)"$`, w.beginsToStop)
-	step(`^([A-Z]) steps down from "([^"]*)" for (.+)$`, w.stepsDown)
-	step(`^the leader of "([^"]*)" steps down for (.+), (\d+) times$`, w.leaderStepsDown)
-	step(`^"([^"]*)" has a leader again within (.+)$`, w.hasLeader)
-	step(`^([A-Z]) stops and starts the election "([^"]*)" again, (\d+) times, each time while its attempt is in flight$`, w.restartInFlight)
-	step(`^stopping the election "([^"]*)" on ([A-Z]) again fails with (\w+)$`, w.stopAgainFails)
-}
-
 // sentinels names the errors scenarios expect.
 var sentinels = map[string]error{
 	"ErrLockTimeout":           simba.ErrLockTimeout,
@@ -90,25 +71,21 @@ func (w *world) startElection(name, lease string) (*node, error) {
 	return n, n.client.Election(l).Start(n.listener(l))
 }
 
-func (w *world) startsElection(name, lease string) error {
-	_, err := w.startElection(name, lease)
-	return err
-}
-
-func (w *world) bothStart(a, b, lease string) error {
-	if err := w.startsElection(a, lease); err != nil {
-		return err
+// startElections starts the election lease on every node of a list.
+func (w *world) startElections(list, lease string) error {
+	for _, name := range nodeList(list) {
+		if _, err := w.startElection(name, lease); err != nil {
+			return err
+		}
 	}
-	return w.startsElection(b, lease)
-}
-
-func (w *world) triesToStart(name, lease string) error {
-	_, err := w.startElection(name, lease)
-	w.startErr = err
 	return nil
 }
 
-func (w *world) startFails(name string) error { return matches(w.startErr, name) }
+// startFails starts an election that must not start, and checks the error.
+func (w *world) startFails(name, lease, errName string) error {
+	_, err := w.startElection(name, lease)
+	return matches(err, errName)
+}
 
 // waitLeader waits until the node leads lease, and watches that term.
 func (n *node) waitLeader(lease string, within time.Duration) (*simba.Term, error) {

@@ -20,14 +20,6 @@ import (
 // Steps of fencing (R-FEN-1, R-FEN-2): the stale writer end to end, and
 // the fencing kit on each recipe.
 
-func (w *world) fencingSteps(step func(string, any)) {
-	step(`^the fenced values kept (.+)$`, w.fencedValues)
-	step(`^([A-Z]) writes "([^"]*)" to each fenced value with its term of "([^"]*)", which is (accepted|refused)$`, w.fencedWrite)
-	step(`^each fenced value holds "([^"]*)" with ([A-Z])'s token of "([^"]*)"$`, w.fencedHolds)
-	step(`^the fencing kit passes the recipe kept (in process|in Redis|in a SQL table)$`, w.kitPasses)
-	step(`^the fencing kit fails a resource that ignores tokens, naming exactly the checks (.+)$`, w.kitFailsIgnorer)
-}
-
 // fenced is one fenced value of a scenario, kept by one recipe.
 type fenced struct {
 	recipe string
@@ -189,8 +181,7 @@ func placeholders(d sqlDialect, q string) string {
 
 // newFenced returns a fresh fenced value kept by recipe on this backend.
 func (w *world) newFenced(ctx context.Context, recipe string) (fencingtest.Resource, error) {
-	w.fenceSeq++
-	name := fmt.Sprintf("%s.%d", w.id, w.fenceSeq)
+	name := w.id + "." + randomID(4)
 	switch recipe {
 	case recipeProcess:
 		return &valueResource{}, nil

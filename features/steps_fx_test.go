@@ -16,25 +16,6 @@ import (
 	"go.uber.org/fx"
 )
 
-// Steps of services built with fx and fxsimba. An fx node is a node whose
-// client is built by fxsimba.Module inside an fx app of its own, from the
-// node's recorded connection, with the node's event log and logs. Its
-// leader work, schedules and groups are declared as fx values but record
-// what they do in the node's usual maps, so the generic steps about
-// leaders, handover, schedules and groups check fx nodes too.
-func (w *world) fxSteps(step func(string, any)) {
-	step(`^([A-Z])'s fx app runs leader work for "([^"]*)" that (?:takes (.+) to exit once interrupted|ignores interruption for (.+))$`, w.fxLeaderWork)
-	step(`^([A-Z])'s fx app schedules "([^"]*)" every (\S+)$`, w.fxSchedules)
-	step(`^([A-Z])'s fx app runs the group "([^"]*)" of (\d+) partitions$`, w.fxGroup)
-	step(`^([A-Z])'s fx app has an event listener that panics on every event$`, w.fxPanickingListener)
-	step(`^the fx apps? of ((?:[A-Z], )*[A-Z](?: and [A-Z])?) (is built|are built|starts|start)$`, w.fxStart)
-	step(`^the fx app of ([A-Z]) stops$`, w.fxStop)
-	step(`^([A-Z])'s fx app starts with the session timing from the environment:$`, w.fxStartWithEnv)
-	step(`^([A-Z])'s fx app failed to start, with an error naming (\S+) and saying "([^"]*)"$`, w.fxFailed)
-	step(`^([A-Z]) made no backend call$`, w.noBackendCall)
-	step(`^([A-Z]) closed its session after releasing "([^"]*)", before its fx app's stop returned$`, w.closedAfterRelease)
-}
-
 // fxApp is the fx app of one node.
 type fxApp struct {
 	extra   []fx.Option // what the steps declared: work, listeners
@@ -125,22 +106,17 @@ func (w *world) declare(name string, add func(n *node) (fx.Option, error)) error
 	return nil
 }
 
-func (w *world) fxLeaderWork(name, lease, exitAfter, ignoreFor string) error {
+func (w *world) fxLeaderWork(name, lease, what string) error {
 	return w.declare(name, func(n *node) (fx.Option, error) {
 		l := w.name(lease)
 		if _, ok := n.works[l]; ok {
 			return nil, fmt.Errorf("features: node %s already runs work for %s", name, lease)
 		}
-		wk := &work{done: make(chan struct{})}
-		var err error
-		if ignoreFor != "" {
-			wk.ignoreFor, err = n.dur(ignoreFor)
-		} else {
-			wk.exitAfter, err = n.dur(exitAfter)
-		}
+		wk, err := w.workThat(n, what)
 		if err != nil {
 			return nil, err
 		}
+		wk.done = make(chan struct{})
 		n.works[l] = wk
 		return fxsimba.AsLeaderWork(l, wk.fn), nil
 	})

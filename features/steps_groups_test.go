@@ -15,15 +15,6 @@ import (
 
 // Steps of partition groups (R-GRP-1, R-GRP-2).
 
-func (w *world) groupSteps(step func(string, any)) {
-	step(`^((?:[A-Z], )*[A-Z](?: and [A-Z])?) runs? the group "([^"]*)" of (\d+) partitions$`, w.runGroup)
-	step(`^([A-Z]) leaves the group "([^"]*)"$`, w.leaveGroup)
-	step(`^within (.+?) the partitions of "([^"]*)" are spread over ((?:[A-Z], )*[A-Z](?: and [A-Z])?), each holding within one of an even share$`, w.spread)
-	step(`^no partition of "([^"]*)" ever ran under two terms at once, each term ending before the next higher token began$`, w.partitionsExclusive)
-	step(`^partition i of "([^"]*)" is always the lease "([^"]*)"$`, w.partitionLeases)
-	step(`^([A-Z])'s one attempt at each lease "([^"]*)\.i" fails with ErrLockHeld$`, w.partitionsHeld)
-}
-
 // groupRun is one Group.Run of a node, and the partition work it ran.
 type groupRun struct {
 	n      int

@@ -4,35 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/memory"
 )
-
-// handoverSteps registers the steps about handover and failover.
-func (w *world) handoverSteps(step func(string, any)) {
-	step(`^([A-Z])'s listener for "([^"]*)" takes (.+) to handle a revocation$`, w.slowRevocation)
-	step(`^([A-Z])'s handover of "([^"]*)" went in this order: term revoked, lease released with its token, listener told (\w+), call returned$`, w.handoverOrder)
-	step(`^while ([A-Z])'s listener is still handling the revocation, ([A-Z])'s one attempt at the lock "([^"]*)" succeeds$`, w.takenDuringRevocation)
-	step(`^([A-Z])'s stop returns once the listener is done$`, w.stopReturnsAfterListener)
-	step(`^(?:within (.+?) )?([A-Z])'s snapshot shows "([^"]*)" as (\w+)$`, w.snapshotState)
-	step(`^([A-Z]) makes no attempt at "([^"]*)" until (.+) after (the step-down|that win)$`, w.noAttemptUntil)
-	step(`^([A-Z])'s new term of "([^"]*)" was won no sooner than (.+) after the step-down$`, w.wonNoSooner)
-	step(`^([A-Z]) makes no attempt at "([^"]*)" during (.+)$`, w.noAttemptDuring)
-	step(`^([A-Z])'s snapshot does not show "([^"]*)" as LEADER, CANDIDATE or COOLDOWN$`, w.snapshotIdle)
-	step(`^([A-Z]) is leader of "([^"]*)" within one lease duration plus one candidate attempt of the stall$`, w.failover)
-	step(`^([A-Z])'s term of "([^"]*)" had ended with (\w+) before ([A-Z])'s term began$`, w.endedBefore)
-	step(`^([A-Z]) runs leader work for "([^"]*)" that takes (.+) to exit once interrupted$`, w.runsWork)
-	step(`^([A-Z]) runs leader work for "([^"]*)" that ignores interruption for (.+)$`, w.runsStubbornWork)
-	step(`^([A-Z]) runs leader work for "([^"]*)" that, once running, will (.+)$`, w.runsWorkThatCalls)
-	step(`^([A-Z]) runs leader work for "([^"]*)" that (fails|panics|finishes) after (.+)$`, w.runsEndingWork)
-	step(`^within (.+) ([A-Z])'s leader work call for "([^"]*)" returns (nil|the work's failure)$`, w.workCallReturns)
-	step(`^([A-Z])'s handover of "([^"]*)" went in this order: term revoked, work interrupted, work exited, lease released with its token, call returned$`, w.workHandoverOrder)
-	step(`^([A-Z]) released "([^"]*)" at the local deadline the term had at the stop, while the work was still running$`, w.releasedAtDeadline)
-	step(`^([A-Z])'s work on "([^"]*)" was interrupted when the term ended, and was still running$`, w.workInterruptedAtEnd)
-	step(`^([A-Z]) sent no release for its term of "([^"]*)"$`, w.noRelease)
-}
 
 // Handover.
 
@@ -125,7 +102,7 @@ func (w *world) takenDuringRevocation(name, other, lease string) error {
 	if err != nil {
 		return err
 	}
-	if err := w.oneAttempt(other, lease, "succeeds"); err != nil {
+	if err := w.attempt(other, w.name(lease), "succeeds"); err != nil {
 		return err
 	}
 	if revs := l.revocations(t); !revs[0].end.IsZero() {
@@ -365,28 +342,62 @@ func (w *world) startWork(name, lease string, wk *work) error {
 	return nil
 }
 
-func (w *world) runsWork(name, lease, phrase string) error {
-	_, d, err := w.nodeDur(name, phrase)
-	if err != nil {
-		return err
+// Leader work, as "runs leader work for "x" that ..." describes it.
+var (
+	workExits   = regexp.MustCompile(`^takes (.+) to exit once interrupted$`)
+	workIgnores = regexp.MustCompile(`^ignores interruption for (.+)$`)
+	workEnds    = regexp.MustCompile(`^(fails|panics|finishes) after (.+)$`)
+	workCalls   = regexp.MustCompile(`^once running, will (.+)$`)
+)
+
+// workThat builds the leader work of node n a phrase describes: it "takes
+// 1s to exit once interrupted", "ignores interruption for 10s", "fails
+// after 1s" (or panics, or finishes), or "once running, will" make a call.
+func (w *world) workThat(n *node, what string) (*work, error) {
+	wk, err := w.parseWork(n, what)
+	if wk != nil {
+		wk.quit = w.ctx.Done()
 	}
-	return w.startWork(name, lease, &work{exitAfter: d})
+	return wk, err
 }
 
-func (w *world) runsStubbornWork(name, lease, phrase string) error {
-	_, d, err := w.nodeDur(name, phrase)
-	if err != nil {
-		return err
+func (w *world) parseWork(n *node, what string) (*work, error) {
+	var m []string
+	match := func(re *regexp.Regexp) bool {
+		m = re.FindStringSubmatch(what)
+		return m != nil
 	}
-	return w.startWork(name, lease, &work{ignoreFor: d})
+	switch {
+	case match(workExits):
+		d, err := n.dur(m[1])
+		return &work{exitAfter: d}, err
+	case match(workIgnores):
+		d, err := n.dur(m[1])
+		return &work{ignoreFor: d}, err
+	case match(workEnds):
+		d, err := n.dur(m[2])
+		return &work{endAfter: d, ending: m[1]}, err
+	case match(workCalls):
+		fn, err := w.blockingCall(n, m[1])
+		if err != nil {
+			return nil, err
+		}
+		n.made = newMadeCall(fn)
+		return &work{call: n.made}, nil
+	}
+	return nil, fmt.Errorf("features: leader work that %s: unknown kind of work", what)
 }
 
-func (w *world) runsEndingWork(name, lease, how, phrase string) error {
-	_, d, err := w.nodeDur(name, phrase)
+func (w *world) runsWork(name, lease, what string) error {
+	n, err := w.node(name)
 	if err != nil {
 		return err
 	}
-	return w.startWork(name, lease, &work{endAfter: d, ending: how})
+	wk, err := w.workThat(n, what)
+	if err != nil {
+		return err
+	}
+	return w.startWork(name, lease, wk)
 }
 
 func (w *world) workCallReturns(phrase, name, lease, want string) error {
@@ -416,19 +427,6 @@ func (w *world) workCallReturns(phrase, name, lease, want string) error {
 		return fmt.Errorf("the call returned %w, not the work's failure", got)
 	}
 	return nil
-}
-
-func (w *world) runsWorkThatCalls(name, lease, what string) error {
-	n, err := w.node(name)
-	if err != nil {
-		return err
-	}
-	fn, err := w.blockingCall(n, what)
-	if err != nil {
-		return err
-	}
-	n.made = newMadeCall(fn)
-	return w.startWork(name, lease, &work{call: n.made})
 }
 
 // workOf returns the node's work for lease and its run for the term steps

@@ -11,23 +11,6 @@ import (
 	"github.com/simba-go/simba/core/memory"
 )
 
-// Steps about who holds a lease: Client.Holder and Client.ObserveHolder,
-// asked by any node about the terms of any node.
-func (w *world) holderSteps(step func(string, any)) {
-	step(`^node ([A-Z]) is connected with the identity "([^"]*)"$`, w.connectedAs)
-	step(`^([A-Z]) sees that ([A-Z]) holds "([^"]*)", with its identity, its session and the token of its term$`, w.seesHolder)
-	step(`^([A-Z]) sees that nobody holds "([^"]*)"$`, w.seesNobody)
-	step(`^([A-Z]) observes the holder of "([^"]*)"$`, w.observesHolder)
-	step(`^within (.+?) ([A-Z]) has observed that (nobody|[A-Z]) holds? "([^"]*)"$`, w.hasObserved)
-	step(`^([A-Z]) observed the holders of "([^"]*)" in this order: (.+)$`, w.observedInOrder)
-}
-
-// connectedAs connects a node whose sessions carry identity.
-func (w *world) connectedAs(name, identity string) error {
-	_, err := w.connect(name, connectOptions{identity: identity})
-	return err
-}
-
 // holderNow asks node asker who holds lease now.
 func (w *world) holderNow(asker, lease string) (simba.Holder, bool, error) {
 	n, err := w.node(asker)

@@ -13,34 +13,6 @@ import (
 	"github.com/simba-go/simba/core/memory"
 )
 
-// Steps about locks and lease names.
-func (w *world) lockSteps(step func(string, any)) {
-	step(`^([A-Z]) holds the lock "([^"]*)"$`, w.holdsLock)
-	step(`^([A-Z]) acquires the lock "([^"]*)" within (.+)$`, w.acquires)
-	step(`^([A-Z]) acquires the lock named (.+) within (.+)$`, w.acquiresNamed)
-	step(`^([A-Z]) begins to acquire the lock "([^"]*)" within (.+)$`, w.beginsToAcquire)
-	step(`^([A-Z])'s acquisition of "([^"]*)" fails with (\w+)(?:, no sooner than (.+) after it began)?$`, w.acquisitionFails)
-	step(`^([A-Z])'s acquisition of "([^"]*)" fails with (\w+) and (context\.\w+)$`, w.acquisitionFailsBoth)
-	step(`^within (.+?) ([A-Z])'s acquisition of "([^"]*)" returns a valid term, with a higher token$`, w.acquisitionReturns)
-	step(`^([A-Z]) releases the lock "([^"]*)"$`, w.releasesLock)
-	step(`^([A-Z]) releases the lock named (.+)$`, w.releasesNamed)
-	step(`^([A-Z]) cancels its acquisition of "([^"]*)"$`, w.cancelsAcquisition)
-	step(`^([A-Z])'s one attempt at the lock "([^"]*)" (succeeds|fails with \w+(?: and \w+)*)$`, w.oneAttempt)
-	step(`^([A-Z])'s one attempt at the lock named (.+) (succeeds|fails with \w+(?: and \w+)*)$`, w.oneAttemptNamed)
-	step(`^([A-Z]) holds the lock named (.+), with a token above zero$`, w.holdsNamed)
-	step(`^([A-Z]) made exactly (\d+) attempts? at "([^"]*)"$`, w.madeExactly)
-	step(`^that attempt gave up exactly one lease duration after it began$`, w.gaveUpAfterLease)
-	step(`^([A-Z]) calls (Acquire|TryAcquire) on the lock (.+) with (a nil context|an expired context|a cancelled context|a live context)$`, w.callsLock)
-	step(`^the call returned no term and an error matching (\w+), without panicking$`, w.callReturned)
-	step(`^([A-Z]) hands its term of "([^"]*)" to another goroutine, which releases it$`, w.handsOff)
-	step(`^that release returned no error$`, w.handOffOK)
-	step(`^releasing ([A-Z])'s term of "([^"]*)" again, then closing it, returns no error and sends nothing to the backend$`, w.releaseAgain)
-
-	step(`^([A-Z]) uses the name (.+) for an election, a lock and a one-shot lock attempt$`, w.usesName)
-	step(`^all three are refused with ErrInvalidName, the error quoting the name and saying "([^"]*)"$`, w.refusedName)
-	step(`^([A-Z]) made no backend call about that name$`, w.noCallAboutName)
-}
-
 // exactName reads a name cell of names.feature: a quoted name used as it
 // is, or "<n> characters": a name of that length, made unique to the
 // scenario.
@@ -90,29 +62,31 @@ func (w *world) holdsLock(name, lease string) error {
 	return a.err
 }
 
-func (w *world) acquires(name, lease, phrase string) error {
+// lockName reads the lock a step names: "x", the scenario's lease x, or
+// named <cell>, exactly the name an Examples cell gives (see exactName).
+func (w *world) lockName(ref string) (lease string, exact bool, err error) {
+	if cell, ok := strings.CutPrefix(ref, "named "); ok {
+		lease, err = w.exactName(cell)
+		return lease, true, err
+	}
+	return w.name(strings.Trim(ref, `"`)), false, nil
+}
+
+// acquires starts an Acquire of a lock, bounded by a duration (with the
+// grace of real servers for a name used exactly as written).
+func (w *world) acquires(name, ref, phrase string) error {
 	n, d, err := w.nodeDur(name, phrase)
 	if err != nil {
 		return err
 	}
-	n.acquire(w.name(lease), d)
-	return nil
-}
-
-func (w *world) acquiresNamed(name, cell, phrase string) error {
-	n, err := w.node(name)
+	lease, exact, err := w.lockName(ref)
 	if err != nil {
 		return err
 	}
-	lease, err := w.exactName(cell)
-	if err != nil {
-		return err
+	if exact {
+		d = w.grace(d)
 	}
-	d, err := n.dur(phrase)
-	if err != nil {
-		return err
-	}
-	n.acquire(lease, w.grace(d))
+	n.acquire(lease, d)
 	return nil
 }
 
@@ -214,20 +188,12 @@ func (n *node) release(lease string) error {
 	return fmt.Errorf("node %s holds no lock %s", n.name, lease)
 }
 
-func (w *world) releasesLock(name, lease string) error {
+func (w *world) releasesLock(name, ref string) error {
 	n, err := w.node(name)
 	if err != nil {
 		return err
 	}
-	return n.release(w.name(lease))
-}
-
-func (w *world) releasesNamed(name, cell string) error {
-	n, err := w.node(name)
-	if err != nil {
-		return err
-	}
-	lease, err := w.exactName(cell)
+	lease, _, err := w.lockName(ref)
 	if err != nil {
 		return err
 	}
@@ -291,12 +257,8 @@ func (w *world) attempt(name, lease, outcome string) error {
 	return nil
 }
 
-func (w *world) oneAttempt(name, lease, outcome string) error {
-	return w.attempt(name, w.name(lease), outcome)
-}
-
-func (w *world) oneAttemptNamed(name, cell, outcome string) error {
-	lease, err := w.exactName(cell)
+func (w *world) oneAttempt(name, ref, outcome string) error {
+	lease, _, err := w.lockName(ref)
 	if err != nil {
 		return err
 	}
@@ -413,11 +375,11 @@ func (w *world) handsOff(name, lease string) error {
 		defer cancel()
 		done <- lt.Release(ctx)
 	}()
-	w.handedOff = <-done
+	if err := <-done; err != nil {
+		return fmt.Errorf("the release on another goroutine: %w", err)
+	}
 	return nil
 }
-
-func (w *world) handOffOK() error { return w.handedOff }
 
 func (w *world) releaseAgain(name, lease string) error {
 	n, t, err := w.term(name, lease)
@@ -449,7 +411,10 @@ func (w *world) releaseAgain(name, lease string) error {
 	return nil
 }
 
-func (w *world) usesName(name, cell string) error {
+// refusedName uses an invalid name for an election, a lock and a one-shot
+// lock attempt: each must be refused with a *simba.NameError that quotes
+// the name and says why, and no call about the name may reach the backend.
+func (w *world) refusedName(name, cell, why string) error {
 	n, err := w.node(name)
 	if err != nil {
 		return err
@@ -458,31 +423,23 @@ func (w *world) usesName(name, cell string) error {
 	if err != nil {
 		return err
 	}
-	w.usedName = lease
 	ctx, cancel := n.stepCtx()
 	defer cancel()
 	_, lockErr := n.client.Lock(lease).Acquire(ctx)
 	_, tryErr := n.client.Lock(lease).TryAcquire(ctx)
-	w.nameErrs = []error{n.client.Election(lease).Start(n.listener(lease)), lockErr, tryErr}
-	return nil
-}
-
-func (w *world) refusedName(why string) error {
-	for i, err := range w.nameErrs {
+	uses := []error{n.client.Election(lease).Start(n.listener(lease)), lockErr, tryErr}
+	for i, err := range uses {
 		var ne *simba.NameError
 		switch {
 		case !errors.Is(err, simba.ErrInvalidName) || !errors.As(err, &ne):
 			return fmt.Errorf("use %d: %w is not a *simba.NameError", i+1, err)
-		case ne.Name != w.usedName:
-			return fmt.Errorf("use %d: the error names %q, not %q", i+1, ne.Name, w.usedName)
-		case !strings.Contains(err.Error(), quotedName(w.usedName)) || !strings.Contains(err.Error(), why):
+		case ne.Name != lease:
+			return fmt.Errorf("use %d: the error names %q, not %q", i+1, ne.Name, lease)
+		case !strings.Contains(err.Error(), quotedName(lease)) || !strings.Contains(err.Error(), why):
 			return fmt.Errorf("use %d: %q does not quote the name and say %q", i+1, err.Error(), why)
 		}
 	}
-	if len(w.nameErrs) != 3 {
-		return fmt.Errorf("features: %d uses were recorded", len(w.nameErrs))
-	}
-	return nil
+	return n.noCallAbout(lease)
 }
 
 // quotedName is how an error quotes a lease name: whole up to 64 bytes,
@@ -495,22 +452,20 @@ func quotedName(name string) string {
 	return fmt.Sprintf("%s (first %d of %d bytes)", strconv.Quote(name[:shown]), shown, len(name))
 }
 
-func (w *world) noCallAboutName(name string) error {
-	n, err := w.node(name)
-	if err != nil {
-		return err
-	}
+// noCallAbout checks that the node made no backend call about lease and
+// does not list it in its snapshot.
+func (n *node) noCallAbout(lease string) error {
 	for _, c := range n.rec.snapshot() {
 		switch c.op {
 		case memory.OpAcquire, memory.OpRelease, memory.OpWatchRelease, memory.OpJoinGroup, memory.OpLeaveGroup:
-			if c.name == w.usedName {
-				return fmt.Errorf("node %s made a %s call about %q", name, c.op, w.usedName)
+			if c.name == lease {
+				return fmt.Errorf("node %s made a %s call about %q", n.name, c.op, lease)
 			}
 		}
 	}
 	for _, ls := range n.client.Snapshot().Leases {
-		if ls.Name == w.usedName {
-			return fmt.Errorf("the snapshot lists %q", w.usedName)
+		if ls.Name == lease {
+			return fmt.Errorf("the snapshot lists %q", lease)
 		}
 	}
 	return nil

@@ -19,34 +19,20 @@ import (
 	simbametrics "github.com/simba-go/simba/metrics"
 )
 
-// Steps about a node's Prometheus metrics (package simbametrics): a node
-// connected with a collector, and what a scrape of its registry shows.
-func (w *world) metricsSteps(step func(string, any)) {
-	m := &nodeMetrics{w: w, nodes: make(map[string]*metricsOf)}
-	step(`^node ([A-Z]) is connected, with metrics$`, m.connected)
-	step(`^(?:within (.+?) )?([A-Z])'s metric (simba_\w+)(\{[^}]*\})? is (\d+(?:\.\d+)?|above zero)$`, m.metricIs)
-}
-
-// nodeMetrics is the metrics state of one scenario.
-type nodeMetrics struct {
-	w     *world
-	nodes map[string]*metricsOf
-}
-
 // metricsOf is the collector of one node and the registry that holds it.
 type metricsOf struct {
 	col *simbametrics.Collector
 	reg *prometheus.Registry
 }
 
-// connected connects a node whose event listener feeds a collector, as
-// simba.WithEventListener(col.Observe) would.
-func (m *nodeMetrics) connected(name string) error {
+// connectedWithMetrics connects a node whose event listener feeds a
+// collector, as simba.WithEventListener(col.Observe) would.
+func (w *world) connectedWithMetrics(name string) error {
 	col, err := simbametrics.New()
 	if err != nil {
 		return err
 	}
-	n, err := m.w.connect(name, connectOptions{onEvent: func(ctx context.Context, _ *node, e simba.Event) {
+	n, err := w.connect(name, connectOptions{onEvent: func(ctx context.Context, _ *node, e simba.Event) {
 		col.Observe(ctx, e)
 	}})
 	if err != nil {
@@ -57,7 +43,7 @@ func (m *nodeMetrics) connected(name string) error {
 	if err := reg.Register(col); err != nil {
 		return err
 	}
-	m.nodes[name] = &metricsOf{col: col, reg: reg}
+	n.metrics = &metricsOf{col: col, reg: reg}
 	return nil
 }
 
@@ -65,17 +51,17 @@ func (m *nodeMetrics) connected(name string) error {
 // within a duration: the sum of the samples of the metric whose labels
 // include the given ones (lease names are the scenario's). A metric with
 // no such sample fails.
-func (m *nodeMetrics) metricIs(phrase, name, metric, labels, want string) error {
-	n, err := m.w.node(name)
+func (w *world) metricIs(phrase, name, metric, labels, want string) error {
+	n, err := w.node(name)
 	if err != nil {
 		return err
 	}
-	mo, ok := m.nodes[name]
-	if !ok {
+	mo := n.metrics
+	if mo == nil {
 		return fmt.Errorf("features: node %s was not connected with metrics", name)
 	}
 	mo.col.Attach(n.client) // the node's current client, after a reconnect too
-	match, err := m.matchers(labels)
+	match, err := w.matchers(labels)
 	if err != nil {
 		return err
 	}
@@ -108,7 +94,7 @@ func (m *nodeMetrics) metricIs(phrase, name, metric, labels, want string) error 
 	}
 	var last float64
 	var lastErr error
-	err = m.w.eventually(d, fmt.Sprintf("%s's %s%s is not %s", name, metric, labels, want), func() bool {
+	err = w.eventually(d, fmt.Sprintf("%s's %s%s is not %s", name, metric, labels, want), func() bool {
 		v, ok, err := check()
 		last, lastErr = v, err
 		return ok
@@ -126,7 +112,7 @@ var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
 // matchers reads {a="x",b="y"}; a lease other than "*" is the scenario's
 // name of it.
-func (m *nodeMetrics) matchers(labels string) (map[string]string, error) {
+func (w *world) matchers(labels string) (map[string]string, error) {
 	out := make(map[string]string)
 	inner := strings.TrimSuffix(strings.TrimPrefix(labels, "{"), "}")
 	if strings.TrimSpace(inner) == "" {
@@ -139,7 +125,7 @@ func (m *nodeMetrics) matchers(labels string) (map[string]string, error) {
 		}
 		v := p[2]
 		if p[1] == "lease" && v != simbametrics.OtherLeases {
-			v = m.w.name(v)
+			v = w.name(v)
 		}
 		out[p[1]] = v
 	}

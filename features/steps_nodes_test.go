@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -11,51 +12,62 @@ import (
 	"github.com/simba-go/simba/core/memory"
 )
 
-// Steps that connect and close nodes, let time pass and inject faults.
-func (w *world) nodeSteps(step func(string, any)) {
-	step(`^node ([A-Z]) is connected$`, w.connected)
-	step(`^nodes ((?:[A-Z], )*[A-Z]) and ([A-Z]) are connected$`, w.nodesConnected)
-	step(`^node ([A-Z]) is connected and its session is live$`, w.connectedLive)
-	step(`^node ([A-Z])'s connection is stalled when it connects$`, w.connectedStalled)
-	step(`^node ([A-Z]) is connected with a callback executor that rejects the next callback$`, w.connectedRejecting)
-	step(`^node ([A-Z]) is connected, its event listener closing the client on the first Elected event$`, w.connectedClosingOnElected)
-	step(`^([A-Z]) closes$`, w.closes)
-	step(`^([A-Z]) and ([A-Z]) close$`, w.bothClose)
-	step(`^each of ((?:[A-Z], )*[A-Z]) and ([A-Z]) closes and connects again, (\d+) times$`, w.reconnectEach)
+// identityIs reads the identity a node is connected with.
+var identityIs = regexp.MustCompile(`^ with the identity "([^"]*)"$`)
 
-	step(`^([^']+) pass$`, w.timePasses)
-	step(`^([A-Z])'s connection (stalls|heals)(?:, as if [A-Z] had crashed)?$`, w.connection)
-	step(`^every call of ([A-Z]) takes (.+) to reach the backend$`, w.callsDelayed)
-	step(`^every call of ([A-Z]) fails from its next successful keep-alive on$`, w.failAfterKeepAlive)
-	step(`^the backend expires ([A-Z])'s session$`, w.expireSession)
-	step(`^another session takes "([^"]*)" over$`, w.takeOver)
-	step(`^the session that took "([^"]*)" over expires$`, w.phantomExpires)
-	step(`^the backend grants leases of at most (.+)$`, w.maxLease)
-	step(`^([A-Z])'s next (keep-alive|acquire|release) reply is held back (for .+|until released)$`, w.holdReply)
-	step(`^the held (keep-alive|acquire) reply (?:arrives|is released)(?:, saying the session is alive)?$`, w.heldArrives)
-	step(`^([A-Z])'s next winning acquire reply for "([^"]*)" will carry the token of [A-Z]'s current term$`, w.forgeToken)
-}
-
-func (w *world) connected(name string) error {
-	_, err := w.connect(name, connectOptions{})
+// connectedAs connects node name as the rest of the step says: "node A is
+// connected" and then nothing, or one of
+//
+//	and its session is live                 (waits until it is)
+//	, its connection stalled                (before the client starts)
+//	with the identity "ops-1"               (of its sessions)
+//	with that config / with the original    (the config of the scenario)
+//	with the variant                        (the variant derived from it)
+//	, with metrics                          (a collector fed by its events)
+//	with a callback executor that rejects the next callback
+//	, its event listener closing the client on the first Elected event
+func (w *world) connectedAs(name, how string) error {
+	var o connectOptions
+	switch how {
+	case "":
+	case " and its session is live":
+		n, err := w.connect(name, o)
+		if err != nil {
+			return err
+		}
+		return n.waitLive()
+	case ", its connection stalled":
+		o.stalled = true
+	case " with that config", " with the original":
+		cfg := w.config
+		o.cfg = &cfg
+	case " with the variant":
+		cfg := w.variant
+		o.cfg = &cfg
+	case ", with metrics":
+		return w.connectedWithMetrics(name)
+	case " with a callback executor that rejects the next callback":
+		o.rejecting, o.noEvents = true, true
+	case ", its event listener closing the client on the first Elected event":
+		return w.connectedClosingOnElected(name)
+	default:
+		m := identityIs.FindStringSubmatch(how)
+		if m == nil {
+			return fmt.Errorf("features: cannot connect node %s%s: unknown way", name, how)
+		}
+		o.identity = m[1]
+	}
+	_, err := w.connect(name, o)
 	return err
 }
 
 func (w *world) nodesConnected(list, last string) error {
 	for _, name := range append(strings.Split(list, ", "), last) {
-		if err := w.connected(name); err != nil {
+		if err := w.connectedAs(name, ""); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func (w *world) connectedLive(name string) error {
-	n, err := w.connect(name, connectOptions{})
-	if err != nil {
-		return err
-	}
-	return n.waitLive()
 }
 
 // waitLive waits until the node's session is open.
@@ -64,16 +76,6 @@ func (n *node) waitLive() error {
 	return n.w.eventually(d, "node "+n.name+"'s session is not LIVE", func() bool {
 		return n.client.Snapshot().Session.Status == simba.StatusLive
 	})
-}
-
-func (w *world) connectedStalled(name string) error {
-	_, err := w.connect(name, connectOptions{stalled: true})
-	return err
-}
-
-func (w *world) connectedRejecting(name string) error {
-	_, err := w.connect(name, connectOptions{rejecting: true, noEvents: true})
-	return err
 }
 
 // connectedClosingOnElected connects a node whose event listener closes
@@ -100,19 +102,18 @@ func (w *world) connectedClosingOnElected(name string) error {
 	return err
 }
 
-func (w *world) closes(name string) error {
-	n, err := w.node(name)
-	if err != nil {
-		return err
+// closeAll closes the client of every node of a list ("A", "A and B").
+func (w *world) closeAll(list string) error {
+	for _, name := range nodeList(list) {
+		n, err := w.node(name)
+		if err != nil {
+			return err
+		}
+		if err := n.closeClient(); err != nil {
+			return err
+		}
 	}
-	return n.closeClient()
-}
-
-func (w *world) bothClose(a, b string) error {
-	if err := w.closes(a); err != nil {
-		return err
-	}
-	return w.closes(b)
+	return nil
 }
 
 // reconnectEach closes each node's client and builds a new one, times

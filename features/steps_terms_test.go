@@ -8,34 +8,6 @@ import (
 	"github.com/simba-go/simba/core/memory"
 )
 
-// termSteps registers the steps about terms and their tokens.
-func (w *world) termSteps(step func(string, any)) {
-	step(`^([A-Z])'s terms? of (.+) ended with (\w+)$`, w.termsEnded)
-	step(`^within (.+?) ([A-Z])'s term of "([^"]*)" ends with (\w+)$`, w.termEnds)
-	step(`^([A-Z])'s term of "([^"]*)" ended with (\w+) (.+) after that success$`, w.termEndedAfterSuccess)
-	step(`^([A-Z])'s term of "([^"]*)" is valid, with time remaining of at most (.+)$`, w.termValidAtMost)
-	step(`^([A-Z])'s term of "([^"]*)" has as much time remaining as [A-Z]'s session$`, w.termAsSession)
-	step(`^([A-Z])'s term of "([^"]*)" is not valid and has no time remaining$`, w.termInvalid)
-	step(`^([A-Z])'s term of "([^"]*)" is still valid$`, w.termStillValid)
-	step(`^([A-Z])'s term of "([^"]*)" has exactly (.+) less time remaining than before$`, w.termLost)
-	step(`^([A-Z])'s term of "([^"]*)" has not been revoked yet$`, w.termNotRevoked)
-	step(`^([A-Z])'s first term of "([^"]*)" is still not valid$`, w.firstTermInvalid)
-	step(`^([A-Z])'s first term of "([^"]*)" has ended and its second is valid$`, w.firstEndedSecondValid)
-	step(`^([A-Z])'s two terms of "([^"]*)" are different, with different tokens$`, w.twoTermsDiffer)
-	step(`^([A-Z])'s listener for "([^"]*)" was given (\d+) different terms?$`, w.listenerGiven)
-	step(`^EnsureValid of ([A-Z])'s (first )?term of "([^"]*)" (succeeds|fails with \w+) for (.+)$`, w.ensureValid)
-	step(`^asked for exactly the time ([A-Z])'s term of "([^"]*)" has left, EnsureValid fails with ErrTermExpired, and asked for 1ns less it succeeds$`, w.ensureValidExact)
-	step(`^([A-Z])'s listener was told (\w+) exactly once for that term, and [A-Z] published one Revoked event for it$`, w.toldOnce)
-	step(`^([A-Z])'s listener was still told exactly once about that term$`, w.stillToldOnce)
-	step(`^([A-Z]) released "([^"]*)" and "([^"]*)", each with the token of its term$`, w.releasedWithTokens)
-	step(`^each of those releases was sent after its term had been revoked$`, w.releasesAfterRevoke)
-	step(`^([A-Z])'s term of "([^"]*)" ended when the first keep-alive sent after the take-over got its reply$`, w.endedAtKeepAlive)
-	step(`^the terms of "([^"]*)", in the order they were won by ([A-Z]) and ([A-Z]), have tokens above zero and strictly increasing$`, w.tokensIncrease)
-	step(`^every term showed one token in its callbacks and its events$`, w.tokensConsistent)
-	step(`^([A-Z])'s new term belongs to a new session$`, w.newTermNewSession)
-	step(`^([A-Z])'s term of "([^"]*)" belongs to ([A-Z])'s second session$`, w.termInSecondSession)
-}
-
 // term returns the term later steps mean by "n's term of lease": the one
 // the last step that saw n win lease watched, or else n's latest.
 func (w *world) term(name, lease string) (*node, *simba.Term, error) {

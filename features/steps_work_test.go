@@ -13,15 +13,6 @@ import (
 
 // Steps of leader work (R-WORK-1) and scheduled work (R-WORK-2).
 
-func (w *world) workSteps(step func(string, any)) {
-	step(`^([A-Z])'s work for "([^"]*)" ran exactly once in each of its (\d+) terms, and each run's context ended when its term ended$`, w.workOncePerTerm)
-	step(`^([A-Z]) schedules "([^"]*)" every (\S+)(, with a fixed delay)?(?:, first after (\S+))?(?:, each run taking (\S+))?$`, w.schedules)
-	step(`^([A-Z])'s runs of "([^"]*)" started at these times after its term began: (.+)$`, w.scheduleStarts)
-	step(`^([A-Z]) ran "([^"]*)" once per period from each term's start while it led(, give or take one)?$`, w.ranPerPeriod)
-	step(`^([A-Z]) never ran "([^"]*)"$`, w.neverRan)
-	step(`^every run of "([^"]*)" on ((?:[A-Z], )*[A-Z]) and ([A-Z]) began under a term that was valid, and no run began after its term ended$`, w.runsUnderValidTerms)
-}
-
 // schedule is a function a node runs with Election.Schedule, and its runs.
 type schedule struct {
 	period time.Duration

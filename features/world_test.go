@@ -40,7 +40,6 @@ type world struct {
 
 	// What steps hand to the steps after them.
 	config, variant simba.Config
-	startErr        error         // the last "tries to start the election"
 	callRes         *lockCall     // the last direct Acquire/TryAcquire call
 	raws            []*rawSession // sessions opened directly on the backend
 	marks           map[string]time.Time
@@ -50,18 +49,13 @@ type world struct {
 	heldNode        *node
 	keepAliveGate   chan struct{}
 	checkedReleases []releaseOf
-	waits           []time.Duration
 	attemptLease    string
 	refusedAt       int // index of the refused attempt among attemptLease's
 	rejectedToken   uint64
-	usedName        string
-	nameErrs        []error
 	takers          map[string]simba.SessionID // by lease: the session that took it over
 	leaseCap        time.Duration              // the most the backend grants; 0: no cap
-	handedOff       error
-	fences          []fenced // the fenced values of the scenario
-	fenceSeq        int
-	subscriber      io.Closer // a subscription to the backend's release channel
+	fences          []fenced                   // the fenced values of the scenario
+	subscriber      io.Closer                  // a subscription to the backend's release channel
 }
 
 func newWorld(env *backendEnv) *world {
