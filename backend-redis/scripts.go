@@ -380,7 +380,8 @@ return 1
 `)
 
 // sweepScript removes the lease hashes among KEYS[2..] that nobody holds
-// (no owner, or an owner whose session is gone), nobody waits for, and
+// (no owner, or an owner whose session is gone), nobody waits for (no
+// waiter queue; a field w left by waiters that gave up does not count), and
 // whose last term began at least idle ms ago, and raises the floor
 // (KEYS[1]) to the highest token it removed, so that a name used again
 // starts above every token it had. Hashes without since (written by a
@@ -394,8 +395,9 @@ local floor = redis.call('GET', KEYS[1]) or '0'
 local top, removed = floor, 0
 for i = 2, #KEYS do
   local h = try('HMGET', KEYS[i], 'session', 'token', 'since', 'w')
-  if h and h[2] and h[3] and not h[4] and tonumber(h[3]) <= limit
-     and (not h[1] or redis.call('EXISTS', ARGV[1] .. 'session:' .. h[1]) == 0) then
+  if h and h[2] and h[3] and tonumber(h[3]) <= limit
+     and (not h[1] or redis.call('EXISTS', ARGV[1] .. 'session:' .. h[1]) == 0)
+     and not (h[4] and redis.call('EXISTS', ARGV[1] .. 'waiters:' .. string.sub(KEYS[i], #ARGV[1] + 7)) == 1) then
     if above(h[2], top) then top = h[2] end
     redis.call('DEL', KEYS[i])
     removed = removed + 1

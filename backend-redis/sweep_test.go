@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestSweep: Sweep removes the lease hashes nobody holds or waits for and
@@ -52,8 +54,11 @@ func TestSweep(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The release handed the lease to the waiter's queue entry: queue
-	// another one so that the lease is still waited for.
+	// another one so that the lease is still waited for. A field w left
+	// by waiters that gave up does not keep an idle lease.
 	raw.HSet(ctx, p+"lease:waited", "w", 1)
+	raw.ZAdd(ctx, p+"waiters:waited", redis.Z{Score: 1, Member: "someone"})
+	raw.HSet(ctx, p+"lease:idle.3", "w", 5)
 	raw.HSet(ctx, p+"lease:legacy", "token", 7)
 	raw.Set(ctx, p+"lease:string", "x", 0)
 	raw.Set(ctx, p+"floor", "1", 0)
