@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"time"
 
@@ -180,20 +179,21 @@ func (n *notifier) released(name string) {
 	n.wakeLocked(name)
 }
 
-// message handles a payload of the release channel: "name" wakes every
-// waiter of name (a session closed, or a release by a version of this
-// package that announced to all); "name id" is a release handed to the
-// notifier id alone, the first in name's queue. One for this notifier that
-// finds no waiter of name (it gave up, or won meanwhile) is passed on to
-// the next in line.
-func (n *notifier) message(payload string) {
-	name, id, targeted := strings.Cut(payload, " ")
+// own returns the channel of releases handed to this notifier alone.
+func (n *notifier) own() string { return n.channel + ":" + n.id }
+
+// message handles a message: on the shared channel, the name of a lease
+// whose waiters all wake (a session closed, or a release by a version of
+// this package that announced to all); on the notifier's own channel, a
+// release handed to it as the first in the lease's queue. One that finds
+// no waiter of the name (it gave up, or won meanwhile) is passed on to the
+// next in line.
+func (n *notifier) message(channel, name string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch {
-	case !targeted:
+	case channel != n.own():
 		n.wakeLocked(name)
-	case id != n.id:
 	case len(n.waiters[name]) > 0:
 		n.wakeLocked(name)
 	default:
@@ -279,7 +279,7 @@ func (n *notifier) run(ctx context.Context) {
 	defer close(n.done)
 	delay := minResubscribe
 	for {
-		ps := n.client.Subscribe(ctx, n.channel)
+		ps := n.client.Subscribe(ctx, n.channel, n.own())
 		if !n.setPS(ps) {
 			_ = ps.Close()
 			return
@@ -324,12 +324,13 @@ func (n *notifier) receive(ctx context.Context, ps *redis.PubSub) (live bool, er
 		pinged = false
 		switch m := msg.(type) {
 		case *redis.Subscription:
-			if m.Kind == "subscribe" {
+			// Live once both channels are confirmed.
+			if m.Kind == "subscribe" && m.Count == 2 {
 				live = true
 				n.subscribed()
 			}
 		case *redis.Message:
-			n.message(m.Payload)
+			n.message(m.Channel, m.Payload)
 		}
 	}
 }

@@ -17,7 +17,10 @@ import "github.com/redis/go-redis/v9"
 //	                 lease, first come first, never expires
 //	P group:<group>  sorted set sid -> session expiry (ms, server time)
 //	P floor          string: the highest token of a lease hash Sweep removed
-//	P released       pub/sub channel, payload = released lease name
+//	P released       pub/sub channel, payload = the name of a lease whose
+//	                 owner closed, for every waiter
+//	P released:<id>  pub/sub channel of one Backend, payload = the name of a
+//	                 released lease it is first in line for
 //
 // The session hash names its leases in fields that start with '+', a
 // character no lease name holds, so they never meet opened or identity.
@@ -242,15 +245,15 @@ if not (s[1] or s[2]) then return 0 end
 return {cur[1], cur[2] or '', cur[3] or '', s[2] or ''}
 `)
 
-// luaHandOn: handOn announces that lease
-// l (name) was freed to the first node in its waiter queue q, which it
-// removes from the queue, and clears the lease's field w once the queue is
+// luaHandOn: handOn announces that lease l (name) was freed to the first
+// node in its waiter queue q, on that node's own channel (ch:<id>), removes
+// it from the queue, and clears the lease's field w once the queue is
 // empty. Other waiters hear nothing: no thundering herd.
 const luaHandOn = `
 local function handOn(l, q, ch, name)
   local first = redis.call('ZPOPMIN', q)
   if redis.call('EXISTS', q) == 0 then redis.call('HDEL', l, 'w') end
-  if #first > 0 then redis.call('PUBLISH', ch, name .. ' ' .. first[1]) end
+  if #first > 0 then redis.call('PUBLISH', ch .. ':' .. first[1], name) end
 end
 `
 
