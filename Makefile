@@ -27,7 +27,7 @@ RELEASE := GO=$(GO) $(GO) run ./tools/release
 # "go 1.25.0", and min-go-check builds and vets them with the newest patch
 # release of Go 1.25.
 GO_MIN_TOOLCHAIN ?= go1.25.14
-MIN_GO_MODULES ?= core backend-jdbc backend-redis backend-zk fxsimba metrics tools
+MIN_GO_MODULES ?= core backend-jdbc backend-redis backend-zk fxsimba metrics cgo-bindings tools
 
 # Module directories relative to the root, without the leading "./".
 MODULES := $(patsubst ./%,%,$(shell $(GO) work edit -json | sed -n 's/^.*"DiskPath": *"\(.*\)".*$$/\1/p'))
@@ -44,7 +44,7 @@ pkgs=$$(grep -v 'matched no packages' <<<"$$pkgs" || true)
 endef
 
 .PHONY: help test test-modules test-core goget-check min-go-check demo lint lint-tool tidy-check vuln tidy \
-	release-check bench servers-up servers-down modules
+	release-check bench servers-up servers-down modules libsimba chaos soak
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -89,6 +89,9 @@ goget-check: ## go get each backend and fxsimba outside the workspace from a pro
 
 min-go-check: ## build and vet the library modules and tools with the oldest supported Go (skipped when it cannot be had)
 	@$(RELEASE) min-go -go $(GO_MIN_TOOLCHAIN) $(MIN_GO_MODULES)
+
+libsimba: ## build the C API: cgo-bindings/build/libsimba.so, simba.h and simba.pc (needs a C compiler)
+	@GO=$(GO) cgo-bindings/scripts/build.sh
 
 demo: ## run the demo on the in-memory backend
 	@if [ ! -d tools/cmd/simba ]; then echo "make demo: tools/cmd/simba does not exist yet"; exit 1; fi
@@ -141,6 +144,16 @@ tidy: ## go mod tidy in every module (tools resolves its siblings through a prox
 
 release-check: ## the checks of a release at the version the go.mod files name (see CONTRIBUTING.md)
 	@$(RELEASE) -check
+
+# The robustness suite (tools/chaos) runs its own private servers; the
+# test servers are started for their packages and SIMBA_TEST_* variables.
+# make test runs the same CI profile as the go test of the tools/chaos module.
+chaos: ## robustness suite, CI profile: >= 500 handovers per backend under faults, and the broken-build self-test
+	@$(TESTENV)/with-servers bash -c 'cd tools/chaos && $(GO) test -count=1 -v -timeout 20m ./internal/suite'
+
+soak: ## robustness suite, soak profile: >= 10,000 handovers per backend; writes docs/reliability.md and its plot
+	@$(TESTENV)/with-servers bash -c 'cd tools/chaos && $(GO) run ./cmd/chaos -profile soak \
+		-report ../../docs/reliability.md -svg ../../docs/reliability-failover.svg'
 
 servers-up: ## start the test servers and print their export lines
 	@$(TESTENV)/up

@@ -125,9 +125,16 @@ packages_missing() {
 
 # tools_missing prints the Debian packages of the programs the tests run
 # besides the servers (tools/testenv/tools installs them):
-#   promtool   prometheus: checks and unit-tests metrics/alerts.yml
+#   promtool          prometheus: checks and unit-tests metrics/alerts.yml
+#   python3 with      python3, python3-pytest, python3-behave: the Python
+#   pytest, behave    package of cgo-bindings, its tests and its features
+# (the C compiler comes with gcc, which .ci/run installs).
 tools_missing() {
+	local py=/usr/bin/python3
 	have promtool || echo prometheus
+	[[ -x $py ]] || echo python3
+	[[ -x $py ]] && "$py" -c 'import pytest' 2>/dev/null || echo python3-pytest
+	[[ -x $py ]] && "$py" -c 'import behave' 2>/dev/null || echo python3-behave
 }
 
 # apt_wait_idle waits while another apt or dpkg runs on this machine.
