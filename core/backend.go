@@ -34,6 +34,10 @@ type KeepAliveReply struct {
 	Groups map[string]int
 }
 
+// A backend may return the same Leases and Groups maps in several
+// KeepAliveReply values (a reply that says nothing changed); the engine
+// only reads them, and so must every other caller.
+
 // AcquireResult is a backend's answer to [Backend.Acquire].
 type AcquireResult struct {
 	// Won reports whether the session owns the lease after the call.
