@@ -21,7 +21,10 @@ type SessionGrant struct {
 	Remaining time.Duration
 }
 
-// KeepAliveReply is a backend's answer to [Backend.KeepAlive].
+// KeepAliveReply is a backend's answer to [Backend.KeepAlive]. A backend
+// may return the same Leases and Groups maps in several replies (a reply
+// that says nothing changed); the engine only reads them, and so must
+// every other caller.
 type KeepAliveReply struct {
 	// Remaining is the session's validity after the renewal, measured by
 	// the backend.
@@ -33,10 +36,6 @@ type KeepAliveReply struct {
 	// sessions that are members of it (this one included).
 	Groups map[string]int
 }
-
-// A backend may return the same Leases and Groups maps in several
-// KeepAliveReply values (a reply that says nothing changed); the engine
-// only reads them, and so must every other caller.
 
 // AcquireResult is a backend's answer to [Backend.Acquire].
 type AcquireResult struct {
