@@ -148,7 +148,7 @@ func (p *Proxy) pump(dst, src net.Conn) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !p.hold(n) {
+		if n > 0 && !p.hold() {
 			return
 		}
 		if n > 0 {
@@ -170,7 +170,7 @@ func (p *Proxy) pump(dst, src net.Conn) {
 
 // hold waits as the mode says before a chunk is forwarded; it reports
 // false when the proxy closed meanwhile.
-func (p *Proxy) hold(int) bool {
+func (p *Proxy) hold() bool {
 	for {
 		m, delay, changed := p.state()
 		switch m {
