@@ -20,17 +20,24 @@ func TestMain(m *testing.M) {
 
 // TestFeatures runs every feature file of this folder on each selected
 // backend, as a subtest per backend and per scenario. See README.md for how
-// backends are chosen and how tags select scenarios.
+// backends are chosen and how tags select scenarios. The backends run side
+// by side: each keeps to its own server and to names of its own, and their
+// scenarios spend most of their time waiting on real time.
 func TestFeatures(t *testing.T) {
 	backends, err := selectedBackends()
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		for _, line := range failovers() {
+			t.Log(line)
+		}
+	})
 	for _, name := range backends {
-		t.Run(name, func(t *testing.T) { runSuite(t, name) })
-	}
-	for _, line := range failovers() {
-		t.Log(line)
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runSuite(t, name)
+		})
 	}
 }
 

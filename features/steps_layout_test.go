@@ -199,7 +199,8 @@ func (w *world) subscribeReleases() error {
 	}
 	ctx, cancel := w.serverCtx()
 	defer cancel()
-	ps := w.env.redis.Subscribe(ctx, w.env.prefix+"released")
+	// The broadcast channel and every Backend's own channel (released:<id>).
+	ps := w.env.redis.PSubscribe(ctx, w.env.prefix+"released*")
 	if _, err := ps.Receive(ctx); err != nil { // the subscription's confirmation
 		_ = ps.Close()
 		return err
@@ -220,12 +221,11 @@ func (w *world) heardRelease(lease string) error {
 		if err != nil {
 			return fmt.Errorf("no release of %s heard: %w", lease, err)
 		}
-		// "<name> <id>": the release, for the first Backend in the
-		// lease's queue of waiters (ADR 0011).
-		name, id, _ := strings.Cut(msg.Payload, " ")
-		if name == w.name(lease) {
-			if id == "" {
-				return fmt.Errorf("the release of %s was announced to every node, not to the one that waits", lease)
+		// The release goes to the first Backend in the lease's queue of
+		// waiters, on that Backend's own channel (ADR 0011).
+		if msg.Payload == w.name(lease) {
+			if !strings.HasPrefix(msg.Channel, w.env.prefix+"released:") {
+				return fmt.Errorf("the release of %s was announced on %s, to every node, not to the one that waits", lease, msg.Channel)
 			}
 			return nil
 		}
