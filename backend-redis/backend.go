@@ -25,6 +25,7 @@ var (
 	_ simba.OpenedBackend   = (*Backend)(nil)
 	_ simba.HolderReader    = (*Backend)(nil)
 	_ simba.IdentityOpener  = (*Backend)(nil)
+	_ simba.Sweeper         = (*Backend)(nil)
 )
 
 // Backend is the Redis implementation of simba.Backend,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	simba "github.com/simba-go/simba/core"
 )
 
 // sweepBatch is the number of lease keys one sweep script looks at.
@@ -24,16 +25,17 @@ const sweepBatch = 500
 // Sweep walks the lease keys with SCAN, in batches of 500 checked and
 // removed by one script each, so Redis is never blocked for long; run it
 // from one node at a time, as often as the key space calls for. It
-// returns the number of hashes removed. It fails with
-// ErrInvalidOptions for an idle below one second, with ctx's error when
-// ctx ends (what was removed before stays removed), and on a Ring client,
-// whose keys it cannot walk.
+// returns the number of hashes removed. It fails with ErrInvalidOptions
+// (and simba.ErrInvalidArgument) for an idle below one second, with ctx's
+// error when ctx ends (what was removed before stays removed), and on a
+// Ring client, whose keys it cannot walk. It is the backend's
+// simba.Sweeper, which Client.Sweep calls.
 func (b *Backend) Sweep(ctx context.Context, idle time.Duration) (int, error) {
 	if b.closed.Load() {
 		return 0, ErrClosed
 	}
 	if idle < time.Second {
-		return 0, fmt.Errorf("%w: sweep idle time %v: must be at least 1s", ErrInvalidOptions, idle)
+		return 0, fmt.Errorf("%w: sweep idle time %v: must be at least 1s: %w", ErrInvalidOptions, idle, simba.ErrInvalidArgument)
 	}
 	floor := b.prefix + "floor"
 	node := b.client

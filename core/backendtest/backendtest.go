@@ -93,6 +93,7 @@ var checks = []struct {
 	{"ConcurrentAcquireOneWinner", "race", testConcurrentAcquire},
 	{"ReleaseBesideReacquireIsAtomic", "relacq", testReleaseBesideReacquire},
 	{"HolderReader", "holder", testHolder},
+	{"SweepKeepsTokensIncreasing", "sweep", testSweep},
 }
 
 // randomHex returns n random bytes in hex.

@@ -42,6 +42,8 @@ var mutants = map[string][]string{
 	"leave-ignored":             {"GroupMembership"},
 	"watch-never-fires":         {"ReleaseNotifier"},
 	"release-check-then-delete": {"ReleaseBesideReacquireIsAtomic"},
+	"sweep-forgets-tokens":      {"SweepKeepsTokensIncreasing"},
+	"sweep-removes-held":        {"SweepKeepsTokensIncreasing"},
 }
 
 // TestSuiteCatchesBrokenBackends runs the suite against backends with one
@@ -104,8 +106,28 @@ type mutant struct {
 	srv  *memory.Server
 	kind string
 
-	mu  sync.Mutex
-	won map[simba.SessionID]map[string]uint64 // for lists-lost-leases
+	mu    sync.Mutex
+	won   map[simba.SessionID]map[string]uint64 // for lists-lost-leases
+	swept bool                                  // for sweep-forgets-tokens: a sweep ran
+}
+
+// Sweep is the memory store's, except for sweep-forgets-tokens, whose
+// terms all get token 1 after a sweep (a counter that restarted), and sweep-removes-held, which
+// also frees every lease held (as if it ignored owners).
+func (m *mutant) Sweep(ctx context.Context, idle time.Duration) (int, error) {
+	n, err := m.Conn.Sweep(ctx, idle)
+	switch {
+	case err != nil:
+	case m.kind == "sweep-forgets-tokens":
+		m.mu.Lock()
+		m.swept = true
+		m.mu.Unlock()
+	case m.kind == "sweep-removes-held":
+		for _, id := range m.srv.Sessions() {
+			m.srv.ExpireSession(id)
+		}
+	}
+	return n, err
 }
 
 func (m *mutant) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
@@ -162,6 +184,12 @@ func (m *mutant) Acquire(ctx context.Context, s simba.SessionID, name string) (s
 		r.Token = 1
 	case m.kind == "not-exclusive" && !r.Won:
 		r = simba.AcquireResult{Won: true, Token: m.srv.LastToken(name)}
+	case m.kind == "sweep-forgets-tokens" && r.Won:
+		m.mu.Lock()
+		if m.swept {
+			r.Token = 1
+		}
+		m.mu.Unlock()
 	case m.kind == "lists-lost-leases" && r.Won:
 		m.mu.Lock()
 		if m.won[s] == nil {

@@ -550,3 +550,52 @@ func testHolder(e *env) {
 		e.t.Fatalf("Holder(\"bad/name\") = %v, want an error matching ErrInvalidName", err)
 	}
 }
+
+// testSweep: a sweep removes the state of a name nobody holds and keeps
+// tokens strictly increasing (R-TERM-2): the next term of a swept name
+// gets a token above every earlier one. A held name survives the sweep
+// with its term. Skipped for backends that are not simba.Sweeper.
+func testSweep(e *env) {
+	b := e.node()
+	sw, ok := b.(simba.Sweeper)
+	if !ok {
+		e.t.Skip("the backend does not implement simba.Sweeper")
+	}
+	const idle = time.Second // the lowest idle every backend accepts
+	a := e.open(b)
+	gone, kept := e.name("gone"), e.name("kept")
+	var last uint64
+	for i := range 3 {
+		last = a.winAbove(gone, last, fmt.Sprintf("in round %d", i))
+		a.release(gone, last)
+	}
+	held := a.win(kept)
+
+	// Let both names idle past idle, the session kept alive.
+	lease := e.h.Lease
+	if lease == 0 {
+		lease = DefaultLease
+	}
+	for waited := time.Duration(0); waited < idle+idle/4; waited += lease / 4 {
+		a.keepAlive()
+		time.Sleep(lease / 4)
+	}
+	a.keepAlive()
+
+	ctx, cancel := e.ctx()
+	defer cancel()
+	n, err := sw.Sweep(ctx, idle)
+	switch {
+	case err != nil:
+		e.t.Fatalf("Sweep(%v): %v", idle, err)
+	case n < 1:
+		e.t.Fatalf("Sweep(%v) removed %d names, want at least %q, free and idle for %v", idle, n, gone, idle+idle/4)
+	}
+	a.wantLeases(a.keepAlive(), map[string]uint64{kept: held}, "a held lease survives a sweep")
+	e.open(e.node()).lose(kept, "its holder is live after a sweep")
+	a.winAbove(gone, last, "after its state was swept")
+
+	if n, err := sw.Sweep(ctx, 0); err == nil || !errors.Is(err, simba.ErrInvalidArgument) {
+		e.t.Fatalf("Sweep(0) = %d, %v; want an error matching simba.ErrInvalidArgument", n, err)
+	}
+}

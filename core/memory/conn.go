@@ -14,6 +14,9 @@ var (
 	_ simba.Backend         = (*Conn)(nil)
 	_ simba.ReleaseNotifier = (*Conn)(nil)
 	_ simba.OpenedBackend   = (*Conn)(nil)
+	_ simba.HolderReader    = (*Conn)(nil)
+	_ simba.IdentityOpener  = (*Conn)(nil)
+	_ simba.Sweeper         = (*Conn)(nil)
 )
 
 // Conn is one node's connection to a [Server]. It implements
@@ -207,6 +210,18 @@ func (c *Conn) Holder(ctx context.Context, name string) (h simba.Holder, ok bool
 		return simba.Holder{}, false, err
 	}
 	return h, ok, nil
+}
+
+// Sweep is [Server.Sweep] through the faults of c.
+func (c *Conn) Sweep(ctx context.Context, idle time.Duration) (n int, err error) {
+	err = c.do(ctx, OpSweep, func() (err error) {
+		n, err = c.s.sweep(ctx, idle, c)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
 }
 
 // KeepAlive is [Server.KeepAlive] through the faults of c.

@@ -52,6 +52,7 @@ const (
 	OpCloseSession = "CloseSession"
 	OpWatchRelease = "WatchRelease"
 	OpHolder       = "Holder"
+	OpSweep        = "Sweep"
 )
 
 var (
@@ -59,6 +60,7 @@ var (
 	_ simba.ReleaseNotifier = (*Server)(nil)
 	_ simba.HolderReader    = (*Server)(nil)
 	_ simba.IdentityOpener  = (*Server)(nil)
+	_ simba.Sweeper         = (*Server)(nil)
 )
 
 // Server is the in-memory store. The zero value is an empty store, like
@@ -68,7 +70,8 @@ type Server struct {
 	maxLease time.Duration
 	sessions map[simba.SessionID]*session
 	expiry   expiryHeap
-	leases   map[string]*record // never deleted: the token of a name only grows
+	leases   map[string]*record // deleted only by Sweep, which raises floor
+	floor    uint64             // the highest token Sweep removed: new records start above it
 	groups   map[string]map[*session]struct{}
 	watchers map[string]map[*watcher]struct{}
 	phantom  *session // owner of the leases taken by TakeOver, never expires
@@ -280,10 +283,39 @@ func (s *Server) acquire(ctx context.Context, id simba.SessionID, name string, c
 func (s *Server) lease(name string) *record {
 	l, ok := s.leases[name]
 	if !ok {
-		l = &record{}
+		l = &record{token: s.floor}
 		s.leases[name] = l
 	}
 	return l
+}
+
+// Sweep removes the record of every name that no session owns, no watch
+// waits for, and whose last term began at least idle ago, and raises the
+// store's token floor to the highest token removed, so that a name used
+// again gets a higher token than it ever had (see simba.Sweeper).
+func (s *Server) Sweep(ctx context.Context, idle time.Duration) (int, error) {
+	return s.sweep(ctx, idle, nil)
+}
+
+func (s *Server) sweep(ctx context.Context, idle time.Duration, c *Conn) (int, error) {
+	if idle <= 0 {
+		return 0, fmt.Errorf("memory: %s: idle %v is not positive: %w", OpSweep, idle, simba.ErrInvalidArgument)
+	}
+	now, err := s.begin(ctx, OpSweep, c)
+	if err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	removed := 0
+	for name, l := range s.leases {
+		if l.owner != nil || len(s.watchers[name]) > 0 || now.Sub(l.since) < idle {
+			continue
+		}
+		s.floor = max(s.floor, l.token)
+		delete(s.leases, name)
+		removed++
+	}
+	return removed, nil
 }
 
 // take makes ss the owner of l (named name) in a new term and returns its
@@ -575,7 +607,7 @@ func (s *Server) Owner(name string) (id simba.SessionID, token uint64, ok bool) 
 }
 
 // LastToken returns the token of the last term of name, whether it is
-// still owned or not; 0 when name never had a term.
+// still owned or not; 0 when name never had a term or Sweep removed it.
 func (s *Server) LastToken(name string) uint64 {
 	s.lock()
 	defer s.mu.Unlock()
