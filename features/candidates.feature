@@ -73,7 +73,7 @@ Feature: Candidates
     Then within one lease duration A is leader of "report", with a higher token
     And A's new term belongs to a new session
 
-  @R-CAND-4 @memory
+  @R-CAND-4
   Scenario: A reply carrying a token this session has already released is not adopted
     Given node A is connected
     And A is leader of "report"

@@ -43,24 +43,24 @@ Feature: The local deadline
     Then A and B made calls of every kind: OpenSession, KeepAlive, Acquire, Release and CloseSession
     And every call A and B made had a deadline at most one renew interval away
 
-  @R-DL-2 @memory
+  @R-DL-2
   Scenario: A keep-alive to a stalled backend gives up after one renew interval
     Given node A is connected and its session is live
     When A's connection stalls
     Then A's next keep-alive fails exactly one renew interval after it was sent
 
-  @R-DL-2 @memory
+  @R-DL-2
   Scenario: Under a shortened lease, calls are bounded by the shortened renew period
     Given the timing:
-      | LeaseDuration | 9s |
-      | RenewInterval | 3s |
-    And the backend grants leases of at most 3s
+      | LeaseDuration | 3s |
+      | RenewInterval | 1s |
+    And the backend grants leases of at most 1s
     And node A is connected and its session is live
     And A is leader of "report"
     When 3 renew intervals pass
     And A stops the election "report"
     And A closes
-    Then every call A made after its session opened had a deadline at most 973.333ms away
+    Then every call A made after its session opened had a deadline at most 313.333ms away
 
   @R-DL-3
   Scenario: A keep-alive reply that arrives after the deadline does not extend it

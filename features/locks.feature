@@ -50,7 +50,7 @@ Feature: Locks
     And A's one attempt at the lock "invoice" fails with ErrLockHeld
     And A made exactly 1 attempt at "invoice"
 
-  @R-LOCK-3 @memory
+  @R-LOCK-3
   Scenario: TryAcquire gives up when no attempt is answered within one lease duration, and says the backend is unavailable
     Given node A is connected and its session is live
     And A's connection stalls
