@@ -202,10 +202,14 @@ func (n *notifier) message(channel, name string) {
 }
 
 // subscribed marks the subscription live and wakes every waiter: they
-// were registered on an earlier subscription that was lost.
+// were registered on an earlier subscription that was lost. A confirmation
+// that arrives after close, which closed ready already, changes nothing.
 func (n *notifier) subscribed() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
 	n.subscriptions++
 	n.wakeAllLocked()
 	if !n.live {

@@ -2,6 +2,7 @@ package simbaredis
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -76,5 +77,21 @@ func TestReleaseWakesTheFirstWaiter(t *testing.T) {
 	mustFire(t, second, "node 0 handed the release on to node 1")
 	if n, err := raw.ZCard(ctx, prefix+"waiters:n").Result(); err != nil || n != 0 {
 		t.Fatalf("queue of %d after the hand-on (%v), want empty", n, err)
+	}
+}
+
+// A subscription confirmed after the notifier was closed (the confirmation
+// was in flight when close ran) must not close the ready channel again.
+func TestSubscribedAfterCloseIsIgnored(t *testing.T) {
+	n := newNotifier(nil, "released", "node", slog.New(slog.DiscardHandler))
+	n.close()
+	n.subscribed() // panicked with "close of closed channel"
+	select {
+	case <-n.ready:
+	default:
+		t.Fatal("ready is open after close")
+	}
+	if n.live {
+		t.Fatal("the notifier went live after close")
 	}
 }
