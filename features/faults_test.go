@@ -27,7 +27,7 @@ import (
 func (e *backendEnv) expireSession(ctx context.Context, id simba.SessionID) error {
 	switch {
 	case e.redis != nil:
-		n, err := e.redis.Del(ctx, e.prefix+"session:"+string(id), e.prefix+"owned:"+string(id), e.prefix+"joined:"+string(id)).Result()
+		n, err := e.redis.Del(ctx, e.prefix+"session:"+string(id), e.prefix+"joined:"+string(id)).Result()
 		if err == nil && n == 0 {
 			err = errNoSession
 		}

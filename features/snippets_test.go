@@ -20,7 +20,9 @@ var docsWithSnippets = []string{
 	"backend-redis/README.md",
 	"backend-zk/README.md",
 	"fxsimba/README.md",
+	"metrics/README.md",
 	"docs/fencing.md",
+	"docs/observability.md",
 }
 
 // snippet is one ```go block of a document.
