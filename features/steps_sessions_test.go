@@ -348,7 +348,24 @@ func (w *world) deadlineAfterSent(name, phrase string) error {
 	if err != nil {
 		return err
 	}
-	return w.near("the deadline", n.localDeadline().Sub(w.keepAlive.start), d)
+	return settled(n, func() error {
+		return w.near("the deadline", n.localDeadline().Sub(w.keepAlive.start), d)
+	})
+}
+
+// settled runs check until it passes, for up to half a renew interval:
+// the recorder sees a keep-alive's reply just before the engine applies
+// it, and the next keep-alive comes a whole interval later, so a reading
+// of an earlier or a later keep-alive never passes.
+func settled(n *node, check func() error) error {
+	until := time.Now().Add(n.cfg().RenewInterval / 2)
+	for {
+		err := check()
+		if err == nil || time.Now().After(until) {
+			return err
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func (w *world) leftAtReply(name, phrase string) error {
@@ -360,7 +377,9 @@ func (w *world) leftAtReply(name, phrase string) error {
 	if err != nil {
 		return err
 	}
-	return w.near("the deadline, from the reply,", n.localDeadline().Sub(w.keepAlive.end), d)
+	return settled(n, func() error {
+		return w.near("the deadline, from the reply,", n.localDeadline().Sub(w.keepAlive.end), d)
+	})
 }
 
 func (w *world) callsOfEveryKind(a, b, list string) error {
