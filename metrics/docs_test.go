@@ -1,7 +1,6 @@
 package simbametrics_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,99 +19,9 @@ import (
 	simbametrics "github.com/simba-go/simba/metrics"
 )
 
-// docs are the documents whose ```go blocks must compile as shown.
+// docs are the documents that name metrics (their ```go blocks are
+// compiled by the features module's TestSnippetsCompile).
 var docs = []string{"README.md", "../docs/observability.md"}
-
-// TestDocSnippetsCompile type-checks every ```go block of the documents
-// with go vet, each as a package of its own inside this module. A block
-// must be a whole file: package clause, imports and code.
-func TestDocSnippetsCompile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go vet")
-	}
-	// Inside this module, so that go vet resolves its requirements:
-	// t.TempDir is elsewhere.
-	if err := os.Mkdir("testdata", 0o755); err == nil {
-		t.Cleanup(func() { _ = os.Remove("testdata") })
-	} else if !os.IsExist(err) {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("testdata", "snippets") //nolint:usetesting // must be inside the module
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	where := make(map[string]string)
-	n := 0
-	for _, doc := range docs {
-		blocks, err := goBlocks(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range blocks {
-			if !strings.HasPrefix(strings.TrimSpace(b.code), "package ") {
-				t.Errorf("%s:%d: the snippet is not a whole file (it must start with a package clause)", doc, b.line)
-				continue
-			}
-			pkg := filepath.Join(dir, fmt.Sprintf("s%02d", n))
-			n++
-			if err := os.MkdirAll(pkg, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(pkg, "snippet.go"), []byte(b.code), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			where[filepath.ToSlash(filepath.Join(pkg, "snippet.go"))] = fmt.Sprintf("%s (snippet at line %d)", doc, b.line)
-		}
-	}
-	if n == 0 {
-		t.Fatal("no Go snippet found")
-	}
-	out, err := exec.Command("go", "vet", "./"+filepath.ToSlash(dir)+"/...").CombinedOutput()
-	if err != nil {
-		msg := string(out)
-		for file, at := range where {
-			msg = strings.ReplaceAll(msg, file, at)
-		}
-		t.Fatalf("snippets that do not compile:\n%s", msg)
-	}
-}
-
-type block struct {
-	line int
-	code string
-}
-
-// goBlocks returns the ```go blocks of a Markdown file.
-func goBlocks(path string) ([]block, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []block
-	var cur *block
-	var code strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		switch {
-		case cur == nil && strings.TrimSpace(line) == "```go":
-			cur = &block{line: n}
-			code.Reset()
-		case cur != nil && strings.TrimSpace(line) == "```":
-			cur.code = code.String()
-			out = append(out, *cur)
-			cur = nil
-		case cur != nil:
-			code.WriteString(line)
-			code.WriteByte('\n')
-		}
-	}
-	if cur != nil {
-		return nil, fmt.Errorf("%s:%d: a ```go block is not closed", path, cur.line)
-	}
-	return out, sc.Err()
-}
 
 // metricNames returns the names of every metric a Collector describes,
 // with the _bucket, _count and _sum series of its histograms.
