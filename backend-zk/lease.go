@@ -133,22 +133,32 @@ func (s *session) won(op, name, path string, st *zk.Stat) (simba.AcquireResult, 
 	return simba.AcquireResult{Won: true, Token: uint64(st.Czxid)}, nil
 }
 
+// leaseVersion is the data version of every lease node this backend
+// creates: created, then written once by the set-data of the same multi.
+const leaseVersion = 1
+
 // Release deletes Root/leases/{name} if session id owns it with exactly
 // token (its czxid) and is a no-op otherwise, so a late release never frees
-// a later term. It reads the node's stat, then deletes that version: two
-// round trips.
+// a later term. The session knows the token of the node it created for the
+// name (the one its keep-alive reports): a release of another token sends
+// nothing, and a release of that token is one request, a delete of the
+// node at the version its acquire left it. Should the version differ (the
+// data changed by hand), the node's stat is read and the delete is sent
+// only when the owner and czxid match: two more requests.
 //
 // Zookeeper cannot delete a node on the condition of its czxid, and the
 // version cannot tell one node of the name from the next (each is at
-// version 1), so the check and the delete would race with an Acquire of
-// the same name by the same session: that Acquire could replace the node
-// in between and lose its new term to this delete, or, having read the
-// node before this delete, delete the node another session created right
-// after it. Both calls therefore
-// take the name's lock in the session, on the goroutine that sends the
-// requests, and hold it until their last request is answered, even when
-// ctx ends first. Waiting for the lock ends with ctx; the session keeps a
-// lock only while a call holds or waits for it.
+// version 1), so a release would race with an Acquire of the same name by
+// the same session: that Acquire could replace the node in between and
+// lose its new term to this delete, or, having read the node before this
+// delete, delete the node another session created right after it. Both
+// calls therefore take the name's lock in the session, on the goroutine
+// that sends the requests, and hold it until their last request is
+// answered, even when ctx ends first. Waiting for the lock ends with ctx;
+// the session keeps a lock only while a call holds or waits for it. Only a
+// hand deletion of the node followed by another session's create, before
+// this session's next keep-alive noticed it, lets a release delete a node
+// it does not own (see docs/adr/0014-zookeeper-one-request-release-and-staged-claims.md).
 func (b *Backend) Release(ctx context.Context, id simba.SessionID, name string, token uint64) error {
 	if err := simba.ValidateName(name); err != nil {
 		return err
@@ -175,16 +185,19 @@ func (s *session) release(ctx context.Context, name string, token int64) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("simbazk: %s: %w", op, err)
 	}
-	ok, st, err := s.conn.Exists(path)
-	if err != nil {
-		return s.failed(ctx, op, err)
+	s.mu.Lock()
+	mine := s.leases[name] == token
+	s.mu.Unlock()
+	if !mine {
+		return nil // a term this session no longer holds: its node is gone or another's
 	}
-	if ok && st.EphemeralOwner == s.zid.Load() && st.Czxid == token {
-		s.b.between(op)
-		err := s.conn.Delete(path, st.Version)
-		if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
-			return s.failed(ctx, op, err)
-		}
+	s.b.between(op)
+	err = s.conn.Delete(path, leaseVersion)
+	if errors.Is(err, zk.ErrBadVersion) {
+		err = s.releaseChecked(path, token)
+	}
+	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
+		return s.failed(ctx, op, err)
 	}
 	s.mu.Lock()
 	if s.leases[name] == token {
@@ -192,6 +205,16 @@ func (s *session) release(ctx context.Context, name string, token int64) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// releaseChecked deletes the node at path when it is this session's at
+// czxid token, whatever its version: the slow path of a release.
+func (s *session) releaseChecked(path string, token int64) error {
+	ok, st, err := s.conn.Exists(path)
+	if err != nil || !ok || st.EphemeralOwner != s.zid.Load() || st.Czxid != token {
+		return err
+	}
+	return s.conn.Delete(path, st.Version)
 }
 
 // nameLock serialises the requests of one lease name within a session. The

@@ -169,7 +169,8 @@ func TestOpenSessionSilentServer(t *testing.T) {
 func TestServerGoesSilent(t *testing.T) {
 	b, _, p := newProxiedBackend(t)
 	s := mustOpen(t, b, 15*time.Second)
-	if r := mustAcquire(t, b, s, "held"); !r.Won {
+	held := mustAcquire(t, b, s, "held")
+	if !held.Won {
 		t.Fatal("held not won")
 	}
 	wctx, cancel := context.WithCancel(ctx(t))
@@ -183,7 +184,7 @@ func TestServerGoesSilent(t *testing.T) {
 	for op, call := range map[string]func(context.Context) error{
 		"KeepAlive":  func(c context.Context) error { _, err := b.KeepAlive(c, s, 0); return err },
 		"Acquire":    func(c context.Context) error { _, err := b.Acquire(c, s, "other"); return err },
-		"Release":    func(c context.Context) error { return b.Release(c, s, "held", 1) },
+		"Release":    func(c context.Context) error { return b.Release(c, s, "held", held.Token) },
 		"JoinGroup":  func(c context.Context) error { _, err := b.JoinGroup(c, s, "g"); return err },
 		"LeaveGroup": func(c context.Context) error { return b.LeaveGroup(c, s, "g") },
 		"Holder":     func(c context.Context) error { _, _, err := b.Holder(c, "held"); return err },
