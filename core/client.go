@@ -352,9 +352,13 @@ func (c *Client) Close(ctx context.Context) error {
 	c.status = StatusClosed
 	var dispatchers []*dispatcher
 	var working []*Term
+	var attempts []*callContext
 	for _, e := range c.entries {
 		if e.term != nil {
 			working = append(working, e.term)
+		}
+		if e.attempt != nil {
+			attempts = append(attempts, e.attempt.ctx)
 		}
 		if d := e.shutdown(); d != nil {
 			dispatchers = append(dispatchers, d)
@@ -377,6 +381,9 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 	}
 	c.loopStop()
+	for _, a := range attempts {
+		a.stop() // the attempts made on callers' goroutines end with the loop's
+	}
 	<-c.loopDone
 	var err error
 	if sess != nil {
@@ -687,9 +694,9 @@ func (s *session) noteReleased(name string, token uint64) {
 // callRelease releases name at token on the backend, bounded by the renew
 // period in effect.
 func (c *Client) callRelease(ctx context.Context, s *session, name string, token uint64) error {
-	ctx, cancel := context.WithTimeout(ctx, s.renewPeriod())
-	defer cancel()
-	err := c.b.Release(ctx, s.id, name, token)
+	cctx := withCallDeadline(ctx, s.renewPeriod())
+	defer cctx.stop()
+	err := c.b.Release(cctx, s.id, name, token)
 	if err != nil {
 		c.log.Debug("simba: release failed", "name", name, "token", token, "err", err)
 		return fmt.Errorf("simba: release %s token %d: %w", name, token, err)

@@ -49,6 +49,7 @@ type entry struct {
 	// lock
 	waiters []*waiter
 	holder  *LockTerm
+	waitBuf [1]*waiter // the first backing array of waiters
 }
 
 // attempt is one acquire call in flight (R-CAND-3).
@@ -58,6 +59,11 @@ type attempt struct {
 	// cut is set when the call failed because its caller gave up or the
 	// client closed, not because of the backend.
 	cut bool
+	// parent is the context the call was made under (the client's loop,
+	// or the caller's for an attempt made on the caller's goroutine); ctx
+	// is parent bounded by the renew period.
+	parent context.Context
+	ctx    *callContext
 }
 
 // entryFor returns the entry of name for kind, creating it if needed. Call
@@ -69,6 +75,7 @@ func (c *Client) entryFor(name string, kind entryKind) (*entry, error) {
 	e := c.entries[name]
 	if e == nil {
 		e = &entry{c: c, name: name, kind: kind}
+		e.waiters = e.waitBuf[:0]
 		c.entries[name] = e
 		return e, nil
 	}
@@ -133,32 +140,37 @@ func (e *entry) wants() bool {
 // contend starts an acquire if the entry wants a term, the session is
 // open and no acquire is in flight (R-CAND-3).
 func (e *entry) contend() {
-	if call := e.startAttempt(); call != nil {
-		e.c.goBackground(call)
+	if a := e.startAttempt(e.c.loopCtx); a != nil {
+		e.c.goBackground(func(context.Context) { e.runAttempt(a) })
 	}
 }
 
-// startAttempt registers an attempt when contend would start one, and
-// returns the backend call to make (without the lock), or nil. Call with
-// the lock held.
-func (e *entry) startAttempt() func(ctx context.Context) {
+// startAttempt registers an attempt when contend would start one, made
+// under parent and bounded by the renew period, and returns it for
+// runAttempt (without the lock), or nil. Call with the lock held.
+func (e *entry) startAttempt(parent context.Context) *attempt {
 	c := e.c
 	if !e.wants() || e.attempt != nil || c.sess == nil {
 		return nil
 	}
 	e.stopTimers()
-	a := &attempt{sess: c.sess}
+	a := &attempt{sess: c.sess, parent: parent}
+	a.ctx = withCallDeadline(parent, a.sess.renewPeriod())
 	e.attempt = a
-	return func(ctx context.Context) {
-		cctx, cancel := context.WithTimeout(ctx, a.sess.renewPeriod())
-		res, err := c.b.Acquire(cctx, a.sess.id, e.name)
-		cancel()
-		now := time.Now()
-		c.lock()
-		defer c.unlock()
-		a.cut = err != nil && ctx.Err() != nil
-		e.acquired(a, res, err, now)
-	}
+	return a
+}
+
+// runAttempt makes the backend call of attempt a and handles its reply.
+// Call without the lock.
+func (e *entry) runAttempt(a *attempt) {
+	c := e.c
+	res, err := c.b.Acquire(a.ctx, a.sess.id, e.name)
+	a.ctx.stop()
+	now := time.Now()
+	c.lock()
+	defer c.unlock()
+	a.cut = err != nil && (a.parent.Err() != nil || c.closed)
+	e.acquired(a, res, err, now)
 }
 
 // acquired handles the reply to attempt a, received at now (R-CAND-4,5).

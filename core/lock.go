@@ -29,10 +29,12 @@ type LockTerm struct {
 	e *entry
 }
 
+// An Acquire or TryAcquire call queues one waiter at a time; it queues the
+// same one again when it contends again within its wait.
 type waiter struct {
 	done chan waitResult // buffered: the engine never blocks on it
 	try  bool
-	seen *waitSeen // shared by the waiters of one Acquire or TryAcquire call
+	seen waitSeen // what happened to the attempts during the whole call
 }
 
 type waitResult struct {
@@ -103,7 +105,9 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 		return nil, err
 	}
 	c := l.c
-	seen := &waitSeen{start: time.Now()}
+	// w is in no queue and its channel is empty at the top of each round.
+	w := &waiter{done: make(chan waitResult, 1), try: try, seen: waitSeen{start: time.Now()}}
+	seen := &w.seen
 	for {
 		if ctx.Err() != nil {
 			c.lock()
@@ -123,19 +127,14 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 		}
 		// A TryAcquire behind another acquire of this client waits for the
 		// answer to the attempt made for the head of the queue.
-		w := &waiter{done: make(chan waitResult, 1), try: try, seen: seen}
 		e.waiters = append(e.waiters, w)
 		// The only waiter makes the attempt on its own goroutine: no
 		// goroutine start and no wake-up on the uncontended path. The call
-		// ends with the client or the caller's ctx, whichever ends first.
-		call := e.startAttempt()
+		// ends with the caller's ctx, or when Close stops it.
+		a := e.startAttempt(ctx)
 		c.unlock()
-		if call != nil {
-			actx, cancel := context.WithCancel(c.loopCtx)
-			stop := context.AfterFunc(ctx, cancel)
-			call(actx)
-			stop()
-			cancel()
+		if a != nil {
+			e.runAttempt(a)
 		}
 
 		select {
@@ -270,7 +269,9 @@ func (e *entry) dropWaiter(w *waiter) bool {
 // the lock now.
 func (e *entry) lockWon(t *Term) {
 	w := e.waiters[0]
-	e.waiters = e.waiters[1:]
+	n := copy(e.waiters, e.waiters[1:])
+	e.waiters[n] = nil
+	e.waiters = e.waiters[:n]
 	lt := &LockTerm{Term: t, e: e}
 	e.holder = lt
 	w.done <- waitResult{lt: lt}

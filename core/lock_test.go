@@ -224,3 +224,32 @@ func TestBadInput(t *testing.T) {
 		}
 	})
 }
+
+// An acquire whose backend call hangs, made on the caller's goroutine,
+// ends with Close at once, not when the call's own deadline passes.
+func TestCloseEndsAnAcquireInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		conn := s.Connect()
+		c := newClient(t, conn)
+		synctest.Wait() // the session is open
+		conn.Delay(time.Hour)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Lock("l").Acquire(context.Background())
+			errc <- err
+		}()
+		time.Sleep(100 * time.Millisecond)
+		conn.Delay(0) // calls from now on go through; the acquire still waits
+		start := time.Now()
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		if err := <-errc; !errors.Is(err, simba.ErrClosed) {
+			t.Fatalf("acquire ended with %v, want ErrClosed", err)
+		}
+		if d := time.Since(start); d > 0 {
+			t.Fatalf("the acquire ended %v after Close, want at once", d)
+		}
+	})
+}

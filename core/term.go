@@ -117,8 +117,13 @@ type Term struct {
 	ended  atomic.Bool
 	muted  atomic.Bool // OnElected was rejected: no OnRevoked either (R-CB-6)
 	reason atomic.Int32
-	ctx    context.Context
-	cancel context.CancelCauseFunc
+
+	// Guarded by workMu. The context is made when first asked for (most
+	// lock terms never are); revoked is set once revoke has stored the
+	// reason, so a context made later is born cancelled.
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	revoked bool
 
 	// Leader work running on the term; the ordered handover waits for it.
 	workMu   sync.Mutex
@@ -127,9 +132,20 @@ type Term struct {
 }
 
 func newTerm(name string, token uint64, session SessionID, clock *sessionClock, wonAt time.Time) *Term {
-	t := &Term{name: name, token: token, session: session, clock: clock, wonAt: wonAt}
-	t.ctx, t.cancel = context.WithCancelCause(context.Background())
-	return t
+	return &Term{name: name, token: token, session: session, clock: clock, wonAt: wonAt}
+}
+
+// context returns the term's context, making it on the first call.
+func (t *Term) context() context.Context {
+	t.workMu.Lock()
+	defer t.workMu.Unlock()
+	if t.ctx == nil {
+		t.ctx, t.cancel = context.WithCancelCause(context.Background())
+		if t.revoked {
+			t.cancel(revokeCauses[t.reason.Load()])
+		}
+	}
+	return t.ctx
 }
 
 // Name returns the lease name.
@@ -175,12 +191,12 @@ func (t *Term) EnsureValid(minRemaining time.Duration) error {
 }
 
 // Done returns a channel closed when the term is revoked.
-func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+func (t *Term) Done() <-chan struct{} { return t.context().Done() }
 
 // Context returns a context cancelled when the term is revoked; its cause
 // (context.Cause) is an error wrapping ErrTermExpired that names the
 // reason.
-func (t *Term) Context() context.Context { return t.ctx }
+func (t *Term) Context() context.Context { return t.context() }
 
 // Reason returns why the term ended, or NotRevoked while it lasts.
 func (t *Term) Reason() RevokeReason { return RevokeReason(t.reason.Load()) }
@@ -196,7 +212,13 @@ func (t *Term) revoke(reason RevokeReason) bool {
 		return false
 	}
 	t.reason.Store(int32(reason))
-	t.cancel(revokeCauses[reason])
+	t.workMu.Lock()
+	t.revoked = true
+	cancel := t.cancel
+	t.workMu.Unlock()
+	if cancel != nil {
+		cancel(revokeCauses[reason])
+	}
 	return true
 }
 

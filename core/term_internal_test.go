@@ -1,6 +1,9 @@
 package simba
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -36,5 +39,32 @@ func TestLocalValidityClamped(t *testing.T) {
 	cfg := Config{NoDrift: true}.withDefaults()
 	if v := cfg.localValidity(time.Duration(1<<63 - 1)); v <= 0 {
 		t.Fatalf("local validity %v of a huge grant", v)
+	}
+}
+
+// The term's context is made when first asked for: asked before the
+// revoke, it ends with it; asked after, it is born ended; either way its
+// cause names the reason.
+func TestTermContextMadeOnDemand(t *testing.T) {
+	clock := newSessionClock()
+	clock.start(time.Now().Add(time.Hour))
+	before := newTerm("n", 1, "s", clock, time.Now())
+	done := before.Done()
+	before.revoke(TakenOver)
+	<-done
+	after := newTerm("n", 2, "s", clock, time.Now())
+	after.revoke(SteppedDown)
+	for _, c := range []struct {
+		term *Term
+		want RevokeReason
+	}{{before, TakenOver}, {after, SteppedDown}} {
+		ctx := c.term.Context()
+		if ctx.Err() == nil {
+			t.Fatalf("token %d: context not ended after the revoke", c.term.Token())
+		}
+		cause := context.Cause(ctx)
+		if !errors.Is(cause, ErrTermExpired) || !strings.Contains(cause.Error(), c.want.String()) {
+			t.Fatalf("token %d: cause %v, want ErrTermExpired naming %s", c.term.Token(), cause, c.want)
+		}
 	}
 }
