@@ -129,6 +129,8 @@ func ExampleSchema() {
 	//     KEY simba_member_sid (session_id)
 	// -- Migration 2: session identity. Adds simba_session.identity.
 	//     'ALTER TABLE simba_session ADD COLUMN identity VARCHAR(256) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''''',
+	// -- Migration 3: session lease generation. Adds simba_session.lease_gen.
+	//     'ALTER TABLE simba_session ADD COLUMN lease_gen BIGINT NOT NULL DEFAULT 0',
 }
 
 // A fence on a table of the application: writes carry the token of the

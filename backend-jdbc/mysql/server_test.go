@@ -107,6 +107,30 @@ func harness() sqltest.Harness {
 				return id, err
 			}
 		},
+		RowsRead: func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error)) {
+			db := newDB(t, raw, 1)
+			b, err := engineOn(db)(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b, func(ctx context.Context) (int64, error) {
+				rows, err := db.QueryContext(ctx, "SHOW SESSION STATUS LIKE 'Handler_read%'")
+				if err != nil {
+					return 0, err
+				}
+				defer rows.Close()
+				var total int64
+				for rows.Next() {
+					var name string
+					var n int64
+					if err := rows.Scan(&name, &n); err != nil {
+						return 0, err
+					}
+					total += n
+				}
+				return total, rows.Err()
+			}
+		},
 		Kill: func(ctx context.Context, a sqltest.Admin, id int64) error {
 			return a.Exec(ctx, fmt.Sprintf("KILL %d", id)) // KILL takes no placeholder; id is an integer
 		},

@@ -29,7 +29,10 @@ import (
 //   - an acquire that won confirms afterwards, with a statement of its own,
 //     that the caller is still live: a session that was expired when the
 //     row was locked can no longer be renewed, so live afterwards means
-//     live then;
+//     live then. That statement starts after the win was written, so its
+//     clock, stale or not, is an instant after the win, and the session
+//     row it reads is the latest: if the session is live by that clock,
+//     it was live when it won;
 //   - where a stale clock only errs towards "live" for another session
 //     (the owner judged by a take-over, the expired sessions cleanup
 //     deletes), it can only delay a take-over or a deletion, never allow a
@@ -56,12 +59,20 @@ VALUES (?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), ?)`
 WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
 	// Read after myRenew: kinds as on PostgreSQL (0 remaining µs, 1 lease,
-	// 2 group count). No kind-0 row means the session is not live.
+	// 2 group count, 3 lease generation). No kind-0 row means the session
+	// is not live. The leases are listed only when the session's lease
+	// generation is not the caller's (the fourth parameter): the session
+	// row is a constant table of that join (a primary key lookup), read
+	// before the leases, so a generation that matches reads no lease row.
+	// All of it is one snapshot, so the generation and the leases agree.
 	myKeepAliveRead = `SELECT 0, CAST(NULL AS CHAR(128) CHARACTER SET ascii),
     TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)
 FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)
 UNION ALL
-SELECT 1, name, token FROM {lease} WHERE session_id = ?
+SELECT 3, NULL, lease_gen FROM {session} WHERE id = ?
+UNION ALL
+SELECT 1, l.name, l.token FROM {session} s JOIN {lease} l ON l.session_id = s.id
+WHERE s.id = ? AND s.lease_gen <> ?
 UNION ALL
 SELECT 2, g.group_name, (
     SELECT COUNT(*) FROM {member} m JOIN {session} o ON o.id = m.session_id
@@ -80,8 +91,14 @@ LEFT JOIN {session} o ON o.id = l.session_id AND o.id <> me.id AND o.expires_at 
 SET l.token = LAST_INSERT_ID(l.token + 1), l.session_id = me.id, l.acquired_at = UTC_TIMESTAMP(6)
 WHERE l.name = ? AND o.id IS NULL`
 
-	// Why myTakeOver changed nothing: caller not live, or row held. Also
-	// run after a win, to confirm the caller is still live.
+	// After a win: confirm that the caller is still live (see above) and
+	// add one to its lease generation, handed back in the OK packet. It
+	// locks the caller's session row alone, after the lease row was
+	// written, so it never holds one lock while waiting for another.
+	myConfirm = `UPDATE {session} SET lease_gen = LAST_INSERT_ID(lease_gen + 1)
+WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
+
+	// Why myTakeOver changed nothing: caller not live, or row held.
 	myAcquireState = `SELECT
     EXISTS (SELECT 1 FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)),
     EXISTS (SELECT 1 FROM {lease} WHERE name = ?)`
@@ -91,7 +108,15 @@ WHERE l.name = ? AND o.id IS NULL`
 	myInsertLease = `INSERT IGNORE INTO {lease} (name, session_id, token, acquired_at)
 SELECT ?, id, 1, UTC_TIMESTAMP(6) FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
-	myRelease = `UPDATE {lease} SET session_id = NULL WHERE name = ? AND session_id = ? AND token = ?`
+	// Frees the lease and adds one to the session's lease generation,
+	// handed back in the OK packet. STRAIGHT_JOIN locks the lease row
+	// before the session row, the order of every statement that locks
+	// both (a take-over locks the lease row, then the session rows in
+	// share mode), so a release and a take-over of the same lease wait for
+	// each other instead of deadlocking.
+	myRelease = `UPDATE {lease} l STRAIGHT_JOIN {session} s ON s.id = ?
+SET l.session_id = NULL, s.lease_gen = LAST_INSERT_ID(s.lease_gen + 1)
+WHERE l.name = ? AND l.session_id = ? AND l.token = ?`
 
 	// The caller's liveness is judged here with the statement's clock,
 	// possibly stale after a lock wait; myGroupState, the next statement,
@@ -140,6 +165,7 @@ const (
 	stRenew
 	stKeepAliveRead
 	stTakeOver
+	stConfirm
 	stAcquireState
 	stInsertLease
 	stRelease
@@ -158,6 +184,7 @@ var myStatements = [stCount]string{
 	stRenew:         myRenew,
 	stKeepAliveRead: myKeepAliveRead,
 	stTakeOver:      myTakeOver,
+	stConfirm:       myConfirm,
 	stAcquireState:  myAcquireState,
 	stInsertLease:   myInsertLease,
 	stRelease:       myRelease,
@@ -334,13 +361,13 @@ func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duratio
 // it, and an unchanged value counts as zero): the read says whether the
 // session is live, and an expired session can no longer be renewed in
 // between.
-func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration) (simba.KeepAliveReply, bool, error) {
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known int64) (simba.KeepAliveReply, int64, bool, error) {
 	if err := s.renew(ctx, id, lease); err != nil {
-		return simba.KeepAliveReply{}, false, err
+		return simba.KeepAliveReply{}, 0, false, err
 	}
-	rows, err := s.query(ctx, stKeepAliveRead, id, id, id) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
+	rows, err := s.query(ctx, stKeepAliveRead, id, id, id, known, id) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
 	if err != nil {
-		return simba.KeepAliveReply{}, false, err
+		return simba.KeepAliveReply{}, 0, false, err
 	}
 	return sqlcore.ReadKeepAlive(sqlcore.SQLRows{Rows: rows})
 }
@@ -376,56 +403,66 @@ func (s *dialect) renew(ctx context.Context, id string, lease time.Duration) err
 // Acquire takes the lease over (one round trip) or, for a name never
 // used, inserts its row. The caller's liveness in those statements may be
 // judged with a clock from before a lock wait, so a win is only reported
-// after a later statement found the caller still live (one more round
-// trip). If it is not, the row names an expired session, which makes the
-// lease free for everyone else; its token was used up, which a later
-// term's larger token makes harmless.
-func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
+// after a later statement, which also counts the win in the session's
+// lease generation, found the caller still live (one more round trip). If
+// it is not, the row names an expired session, which makes the lease free
+// for everyone else; its token was used up, which a later term's larger
+// token makes harmless.
+func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, int64, bool, bool, error) {
 	res, err := s.exec(ctx, stTakeOver, id, name)
 	if err != nil {
-		return 0, false, false, err
+		return 0, 0, false, false, err
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return 0, false, false, err
+		return 0, 0, false, false, err
 	} else if n > 0 {
 		token, err := res.LastInsertId()
 		if err != nil {
-			return 0, false, false, err
+			return 0, 0, false, false, err
 		}
 		if token <= 0 {
-			return 0, false, false, errors.New("take-over returned no token")
+			return 0, 0, false, false, errors.New("take-over returned no token")
 		}
-		return s.confirm(ctx, id, name, uint64(token))
+		return s.confirm(ctx, id, uint64(token))
 	}
 	live, exists, err := s.acquireState(ctx, id, name)
 	if err != nil {
-		return 0, false, false, err
+		return 0, 0, false, false, err
 	}
 	if !live || exists {
-		return 0, false, live, nil
+		return 0, 0, false, live, nil
 	}
 	res, err = s.exec(ctx, stInsertLease, name, id)
 	if err != nil {
-		return 0, false, false, err
+		return 0, 0, false, false, err
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return 0, false, false, err
+		return 0, 0, false, false, err
 	} else if n == 0 {
-		return 0, false, true, nil
+		return 0, 0, false, true, nil
 	}
-	return s.confirm(ctx, id, name, 1)
+	return s.confirm(ctx, id, 1)
 }
 
-// confirm reports the win of token unless the caller is no longer live.
-func (s *dialect) confirm(ctx context.Context, id, name string, token uint64) (uint64, bool, bool, error) {
-	live, _, err := s.acquireState(ctx, id, name)
+// confirm reports the win of token, with its lease generation, unless the
+// caller is no longer live.
+func (s *dialect) confirm(ctx context.Context, id string, token uint64) (uint64, int64, bool, bool, error) {
+	res, err := s.exec(ctx, stConfirm, id)
 	if err != nil {
-		return 0, false, false, err
+		return 0, 0, false, false, err
 	}
-	if !live {
-		return 0, false, false, nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, 0, false, false, err
 	}
-	return token, true, true, nil
+	if n == 0 {
+		return 0, 0, false, false, nil
+	}
+	gen, err := res.LastInsertId()
+	if err != nil {
+		return 0, 0, false, false, err
+	}
+	return token, gen, true, true, nil
 }
 
 func (s *dialect) acquireState(ctx context.Context, id, name string) (live, exists bool, err error) {
@@ -433,9 +470,19 @@ func (s *dialect) acquireState(ctx context.Context, id, name string) (live, exis
 	return live, exists, err
 }
 
-func (s *dialect) Release(ctx context.Context, id, name string, token uint64) error {
-	_, err := s.exec(ctx, stRelease, name, id, int64(token))
-	return err
+func (s *dialect) Release(ctx context.Context, id, name string, token uint64) (int64, error) {
+	res, err := s.exec(ctx, stRelease, id, name, id, int64(token))
+	if err != nil {
+		return 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return 0, err
+	}
+	gen, err := res.LastInsertId()
+	if err != nil {
+		return 0, err
+	}
+	return gen, nil
 }
 
 func (s *dialect) JoinGroup(ctx context.Context, id, group string) (int, bool, error) {
@@ -565,6 +612,23 @@ var migrations = []sqlcore.Migration{{
 		`SET @simba_migrate = IF((SELECT COUNT(*) FROM information_schema.columns
     WHERE table_schema = DATABASE() AND table_name = '{session}' AND column_name = 'identity') = 0,
     'ALTER TABLE {session} ADD COLUMN identity VARCHAR(256) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''''',
+    'DO 0')`,
+		`PREPARE simba_migrate FROM @simba_migrate`,
+		`EXECUTE simba_migrate`,
+		`DEALLOCATE PREPARE simba_migrate`,
+	},
+}, {
+	// The count of changes to the leases a session owns, which lets a
+	// keep-alive skip listing them when its caller already knows them.
+	// Added as step 2 adds its column; a session of an earlier version
+	// starts at 0, as a new one does.
+	Version: 3,
+	Name:    "session lease generation",
+	Adds:    []sqlcore.Column{{Table: "{session}", Name: "lease_gen"}},
+	Stmts: []string{
+		`SET @simba_migrate = IF((SELECT COUNT(*) FROM information_schema.columns
+    WHERE table_schema = DATABASE() AND table_name = '{session}' AND column_name = 'lease_gen') = 0,
+    'ALTER TABLE {session} ADD COLUMN lease_gen BIGINT NOT NULL DEFAULT 0',
     'DO 0')`,
 		`PREPARE simba_migrate FROM @simba_migrate`,
 		`EXECUTE simba_migrate`,

@@ -127,6 +127,8 @@ func ExampleSchema() {
 	// CREATE INDEX IF NOT EXISTS simba_member_sid ON simba_group_member (session_id);
 	// -- Migration 2: session identity. Adds simba_session.identity.
 	// ALTER TABLE simba_session ADD COLUMN IF NOT EXISTS identity varchar(256) NOT NULL DEFAULT '';
+	// -- Migration 3: session lease generation. Adds simba_session.lease_gen.
+	// ALTER TABLE simba_session ADD COLUMN IF NOT EXISTS lease_gen bigint NOT NULL DEFAULT 0;
 }
 
 // Any node can ask who holds a lease: the identity its holder's client

@@ -102,6 +102,27 @@ func harness() sqltest.Harness {
 				return int64(pid), err
 			}
 		},
+		RowsRead: func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error)) {
+			pool := newPool(t, raw, 1)
+			b, err := engineOn(pool)(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b, func(ctx context.Context) (int64, error) {
+				// The connection's statistics reach the shared ones when
+				// a transaction ends, at most once a second unless forced:
+				// this statement forces the flush of the ones before it.
+				if _, err := pool.Exec(ctx, "SELECT pg_stat_force_next_flush()"); err != nil {
+					return 0, err
+				}
+				var n int64
+				err := pool.QueryRow(ctx, `SELECT
+    coalesce((SELECT sum(seq_tup_read) FROM pg_stat_user_tables WHERE left(relname, length($1)) = $1), 0) +
+    coalesce((SELECT sum(idx_tup_read) FROM pg_stat_user_indexes WHERE left(relname, length($1)) = $1), 0)`,
+					o.TablePrefix).Scan(&n)
+				return n, err
+			}
+		},
 		Kill: func(ctx context.Context, a sqltest.Admin, id int64) error {
 			var ok bool
 			err := a.Scan(ctx, "SELECT pg_terminate_backend(?)", []any{int32(id)}, &ok)

@@ -34,21 +34,30 @@ import (
 const (
 	pgOpenSession = `INSERT INTO {session} (id, expires_at, identity) VALUES ($1, now() + $2 * interval '1 microsecond', $3)`
 
-	// cur locks the session row; the UPDATE renews it only if it was live
-	// once locked (never revives one). The rest reads, in the same
-	// statement, what the session owns and how many live members its
-	// groups have; it is empty when the UPDATE matched nothing. Kinds: 0
-	// remaining (µs), 1 lease (name, token), 2 group (name, count).
+	// cur locks the session row; the UPDATE renews it
+	// only if it was live once locked (never revives one). The rest reads,
+	// in the same statement, the session's lease generation, its leases
+	// only when that generation is not $3 (the caller's), and how many
+	// live members its groups have; it is empty when the UPDATE matched
+	// nothing. The generation and the leases are read from the statement's
+	// snapshot (gen), not from the locked row, so that they agree with each
+	// other: an acquire committed while the lock was awaited is in
+	// neither. Kinds: 0 remaining (µs), 1 lease (name, token), 2 group
+	// (name, count), 3 lease generation.
 	pgKeepAlive = `WITH cur AS MATERIALIZED (
     SELECT id, expires_at FROM {session} WHERE id = $1 FOR NO KEY UPDATE
 ), s AS (
     UPDATE {session} AS t SET expires_at = clock_timestamp() + $2 * interval '1 microsecond'
     FROM cur WHERE t.id = cur.id AND cur.expires_at > clock_timestamp()
     RETURNING t.id, t.expires_at
+), gen AS MATERIALIZED (
+    SELECT g.id, g.lease_gen FROM {session} g JOIN s ON g.id = s.id
 )
 SELECT 0, NULL::text, floor(extract(epoch FROM s.expires_at - clock_timestamp()) * 1000000)::bigint FROM s
 UNION ALL
-SELECT 1, l.name::text, l.token FROM {lease} l JOIN s ON l.session_id = s.id
+SELECT 3, NULL::text, gen.lease_gen FROM gen
+UNION ALL
+SELECT 1, l.name::text, l.token FROM gen JOIN {lease} l ON l.session_id = gen.id WHERE gen.lease_gen <> $3
 UNION ALL
 SELECT 2, g.group_name::text, (
     SELECT count(*) FROM {member} m JOIN {session} o ON o.id = m.session_id
@@ -62,17 +71,27 @@ SELECT 2, g.group_name::text, (
 	//           for the lease row (ON CONFLICT ... WHERE), so a caller that
 	//           expired while waiting never wins.
 	//   cur:    the lease's owner as of the statement's snapshot.
-	//   holder: that owner's session row, locked FOR SHARE. The lock waits
-	//           for a keep-alive of the owner in flight and then reads the
-	//           renewed row, and a keep-alive arriving later waits for this
-	//           statement and then finds the session expired: the two are
-	//           serialised, so an owner is never renewed and taken over at
-	//           once.
+	//   holder: that owner's session row, locked FOR SHARE. The lock
+	//           waits for a keep-alive of the owner in flight and then reads
+	//           the renewed row, and a keep-alive arriving later waits for
+	//           this statement and then finds the session expired: the two
+	//           are serialised, so an owner is never renewed and taken over
+	//           at once.
 	//   won:    insert the row (token 1) or, on conflict, take it over
 	//           (token + 1) only if the row's current owner is still the one
 	//           judged above (or is the caller): a concurrent winner makes
 	//           the others lose rather than all win.
-	// It returns whether the caller is live and the new token, NULL if lost.
+	//   bump:   a win adds one to the caller's lease generation, after
+	//           the lease row was written. The UPDATE waits for the share
+	//           locks other sessions' acquires hold on the caller's row as
+	//           the owner of the lease they want. None of those waits for
+	//           this statement's lease row: it is either another lease, or
+	//           this one owned by the caller, which is live, so they insert
+	//           nothing and end. The caller's own acquires and releases
+	//           wait for each other here, so the generations follow the
+	//           order in which they commit.
+	// It returns whether the caller is live, the new token (NULL if lost)
+	// and the generation of the win.
 	pgAcquire = `WITH me AS MATERIALIZED (
     SELECT id, expires_at FROM {session} WHERE id = $1 FOR SHARE
 ), cur AS (
@@ -92,10 +111,31 @@ SELECT 2, g.group_name::text, (
                OR l.session_id = excluded.session_id)
           AND EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp())
     RETURNING l.token
+), bump AS (
+    UPDATE {session} SET lease_gen = lease_gen + 1
+    WHERE id = $1 AND EXISTS (SELECT 1 FROM won)
+    RETURNING lease_gen
 )
-SELECT EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp()), (SELECT token FROM won)`
+SELECT EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp()), (SELECT token FROM won), (SELECT lease_gen FROM bump)`
 
-	pgRelease = `UPDATE {lease} SET session_id = NULL WHERE name = $1 AND session_id = $2 AND token = $3`
+	// A release that frees the lease adds one to the session's lease
+	// generation and returns it (NULL when it freed nothing). The session
+	// row is locked before the lease row: the other way round, a release
+	// holding the lease row would wait for the share lock of a candidate's
+	// acquire on the session row, which waits for the lease row. The
+	// generation moves whenever the lease named the session with the
+	// token in the snapshot, even if a concurrent acquire of the same
+	// session changed it before the UPDATE: a change that changed nothing
+	// keeps the caller's view right.
+	pgRelease = `WITH b AS (
+    UPDATE {session} SET lease_gen = lease_gen + 1
+    WHERE id = $2 AND EXISTS (SELECT 1 FROM {lease} WHERE name = $1 AND session_id = $2 AND token = $3)
+    RETURNING lease_gen
+), r AS (
+    UPDATE {lease} SET session_id = NULL
+    WHERE name = $1 AND session_id = $2 AND token = $3 AND EXISTS (SELECT 1 FROM b)
+)
+SELECT (SELECT lease_gen FROM b)`
 
 	// Snapshot reads only (the insert waits for nothing but a concurrent
 	// join of the same session and group), so now() is their clock. The
@@ -187,6 +227,17 @@ var migrations = []sqlcore.Migration{{
 	Stmts: []string{
 		`ALTER TABLE {session} ADD COLUMN IF NOT EXISTS identity varchar(256) NOT NULL DEFAULT ''`,
 	},
+}, {
+	// The count of changes to the leases a session owns, which lets a
+	// keep-alive skip listing them when its caller already knows them.
+	// Catalog-only, as above. A session of an earlier version starts at
+	// 0, as a new one does.
+	Version: 3,
+	Name:    "session lease generation",
+	Adds:    []sqlcore.Column{{Table: "{session}", Name: "lease_gen"}},
+	Stmts: []string{
+		`ALTER TABLE {session} ADD COLUMN IF NOT EXISTS lease_gen bigint NOT NULL DEFAULT 0`,
+	},
 }}
 
 // dialect runs the statements above on a pgx pool.
@@ -264,29 +315,36 @@ func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duratio
 	return err
 }
 
-func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration) (simba.KeepAliveReply, bool, error) {
-	rows, err := s.pool.Query(ctx, s.q.keepAlive, id, sqlcore.Micros(lease))
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known int64) (simba.KeepAliveReply, int64, bool, error) {
+	rows, err := s.pool.Query(ctx, s.q.keepAlive, id, sqlcore.Micros(lease), known)
 	if err != nil {
-		return simba.KeepAliveReply{}, false, err
+		return simba.KeepAliveReply{}, 0, false, err
 	}
 	return sqlcore.ReadKeepAlive(rows)
 }
 
-func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
+func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, int64, bool, bool, error) {
 	var live bool
-	var token *int64
-	if err := s.pool.QueryRow(ctx, s.q.acquire, id, name).Scan(&live, &token); err != nil {
-		return 0, false, false, err
+	var token, gen *int64
+	if err := s.pool.QueryRow(ctx, s.q.acquire, id, name).Scan(&live, &token, &gen); err != nil {
+		return 0, 0, false, false, err
 	}
 	if token == nil || *token <= 0 {
-		return 0, false, live, nil
+		return 0, 0, false, live, nil
 	}
-	return uint64(*token), true, live, nil
+	var g int64
+	if gen != nil {
+		g = *gen
+	}
+	return uint64(*token), g, true, live, nil
 }
 
-func (s *dialect) Release(ctx context.Context, id, name string, token uint64) error {
-	_, err := s.pool.Exec(ctx, s.q.release, name, id, int64(token))
-	return err
+func (s *dialect) Release(ctx context.Context, id, name string, token uint64) (int64, error) {
+	var gen *int64
+	if err := s.pool.QueryRow(ctx, s.q.release, name, id, int64(token)).Scan(&gen); err != nil || gen == nil {
+		return 0, err
+	}
+	return *gen, nil
 }
 
 func (s *dialect) JoinGroup(ctx context.Context, id, group string) (int, bool, error) {

@@ -48,10 +48,16 @@ type Dialect interface {
 	// OpenSession inserts the session row; identity is empty when the
 	// session carries none.
 	OpenSession(ctx context.Context, id string, lease time.Duration, identity string) error
-	// KeepAlive returns live == false when the session is expired or gone.
-	KeepAlive(ctx context.Context, id string, lease time.Duration) (reply simba.KeepAliveReply, live bool, err error)
-	Acquire(ctx context.Context, id, name string) (token uint64, won, live bool, err error)
-	Release(ctx context.Context, id, name string, token uint64) error
+	// KeepAlive returns live == false when the session is expired or gone,
+	// and the session's lease generation, gen. It lists the session's
+	// leases (reply.Leases, all of them at gen) only when gen differs from
+	// known.
+	KeepAlive(ctx context.Context, id string, lease time.Duration, known int64) (reply simba.KeepAliveReply, gen int64, live bool, err error)
+	// Acquire returns, with a win, the lease generation the win made.
+	Acquire(ctx context.Context, id, name string) (token uint64, gen int64, won, live bool, err error)
+	// Release returns the lease generation the release made, 0 when it
+	// freed nothing.
+	Release(ctx context.Context, id, name string, token uint64) (gen int64, err error)
 	JoinGroup(ctx context.Context, id, group string) (members int, live bool, err error)
 	LeaveGroup(ctx context.Context, id, group string) error
 	CloseSession(ctx context.Context, id string) error
@@ -97,6 +103,8 @@ type Backend struct {
 	log      *slog.Logger
 
 	closeClient func()
+
+	views views // the leases of each session, as the replies say
 
 	initSem  chan struct{} // one schema check at a time, ctx-aware
 	schemaOK atomic.Bool
@@ -427,6 +435,7 @@ func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identi
 	if err := b.d.OpenSession(ctx, id, lease, identity); err != nil {
 		return simba.SessionGrant{}, b.wrap("open session", err)
 	}
+	b.views.open(simba.SessionID(id))
 	// The row expires lease after the statement ran, which is after the
 	// caller sent it: reporting lease can only err on the safe side.
 	return simba.SessionGrant{ID: simba.SessionID(id), Remaining: lease}, nil
@@ -449,13 +458,23 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 	if err := b.ready(ctx); err != nil {
 		return simba.KeepAliveReply{}, err
 	}
-	reply, live, err := b.d.KeepAlive(ctx, string(s), lease)
+	known := b.views.known(s)
+	reply, gen, live, err := b.d.KeepAlive(ctx, string(s), lease, known)
 	if err != nil {
 		return simba.KeepAliveReply{}, b.wrap("keep-alive", err)
 	}
 	if !live {
+		b.views.drop(s)
 		return simba.KeepAliveReply{}, simba.ErrSessionExpired
 	}
+	var listed map[string]uint64
+	if gen != known {
+		listed = reply.Leases
+		if listed == nil {
+			listed = map[string]uint64{}
+		}
+	}
+	reply.Leases = b.views.reply(s, gen, listed)
 	return reply, nil
 }
 
@@ -476,9 +495,13 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	if err := b.ready(ctx); err != nil {
 		return simba.AcquireResult{}, err
 	}
-	token, won, live, err := b.d.Acquire(ctx, string(s), name)
+	token, gen, won, live, err := b.d.Acquire(ctx, string(s), name)
 	if err != nil {
+		b.views.unsure(s) // it may have won
 		return simba.AcquireResult{}, b.wrap(fmt.Sprintf("acquire %q", name), err)
+	}
+	if won && live {
+		b.views.change(s, gen, leaseOp{name: name, token: token, acquire: true})
 	}
 	if !live {
 		return simba.AcquireResult{}, simba.ErrSessionExpired
@@ -505,9 +528,12 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	if err := b.ready(ctx); err != nil {
 		return err
 	}
-	if err := b.d.Release(ctx, string(s), name, token); err != nil {
+	gen, err := b.d.Release(ctx, string(s), name, token)
+	if err != nil {
+		b.views.unsure(s) // it may have freed the lease
 		return b.wrap(fmt.Sprintf("release %q", name), err)
 	}
+	b.views.change(s, gen, leaseOp{name: name, token: token})
 	return nil
 }
 
@@ -576,6 +602,7 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	if err := b.d.CloseSession(ctx, string(s)); err != nil {
 		return b.wrap("close session", err)
 	}
+	b.views.drop(s)
 	return nil
 }
 

@@ -24,8 +24,9 @@ func (r SQLRows) Close() { _ = r.Rows.Close() }
 // ReadKeepAlive turns the (kind, name, value) rows of a keep-alive query
 // into a reply: kind 0 is the session's remaining time in microseconds
 // (absent when the session is not live), 1 a lease and its token, 2 a group
-// and its live member count. It closes rows.
-func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, live bool, err error) {
+// and its live member count, 3 the session's lease generation. It closes
+// rows.
+func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, gen int64, live bool, err error) {
 	defer rows.Close()
 	reply = simba.KeepAliveReply{Leases: map[string]uint64{}, Groups: map[string]int{}}
 	for rows.Next() {
@@ -33,7 +34,7 @@ func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, live bool, err e
 		var name sql.NullString
 		var val int64
 		if err := rows.Scan(&kind, &name, &val); err != nil {
-			return simba.KeepAliveReply{}, false, err
+			return simba.KeepAliveReply{}, 0, false, err
 		}
 		switch {
 		case kind == 0:
@@ -43,12 +44,14 @@ func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, live bool, err e
 			reply.Leases[name.String] = uint64(val)
 		case kind == 2 && name.Valid:
 			reply.Groups[name.String] = int(val)
+		case kind == 3:
+			gen = val
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return simba.KeepAliveReply{}, false, err
+		return simba.KeepAliveReply{}, 0, false, err
 	}
-	return reply, live, nil
+	return reply, gen, live, nil
 }
 
 // Micros returns d in whole microseconds, the unit of every lease sent to

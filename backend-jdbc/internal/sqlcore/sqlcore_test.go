@@ -315,13 +315,13 @@ func (d fakeDialect) Holder(_ context.Context, name string) (simba.Holder, bool,
 	return simba.Holder{Session: "s", Identity: "i", Token: 7}, true, nil
 }
 
-func (d fakeDialect) KeepAlive(ctx context.Context, _ string, _ time.Duration) (simba.KeepAliveReply, bool, error) {
-	return simba.KeepAliveReply{}, false, d.block(ctx)
+func (d fakeDialect) KeepAlive(ctx context.Context, _ string, _ time.Duration, _ int64) (simba.KeepAliveReply, int64, bool, error) {
+	return simba.KeepAliveReply{}, 0, false, d.block(ctx)
 }
-func (fakeDialect) Acquire(context.Context, string, string) (uint64, bool, bool, error) {
-	return 1, true, true, nil
+func (fakeDialect) Acquire(context.Context, string, string) (uint64, int64, bool, bool, error) {
+	return 1, 1, true, true, nil
 }
-func (fakeDialect) Release(context.Context, string, string, uint64) error { return nil }
+func (fakeDialect) Release(context.Context, string, string, uint64) (int64, error) { return 0, nil }
 func (fakeDialect) JoinGroup(context.Context, string, string) (int, bool, error) {
 	return 1, true, nil
 }

@@ -203,8 +203,9 @@ func testHolderThroughTheEngine(t *testing.T, f *fixture) {
 // testMigrationUpgrade: tables made before migration 2 make a backend
 // without Options.Migrate fail with an error naming the migration, until
 // Migrate (or Options.Migrate, or the script applied by hand) adds the
-// column; the rows of the old version survive, and its statements still
-// work on the new tables. A column dropped later is reported the same way.
+// columns; the rows of the old version survive, and its statements still
+// work on the new tables. A column dropped later is reported the same way,
+// with the step that adds it.
 func testMigrationUpgrade(t *testing.T, f *fixture) {
 	if len(f.h.OldSchema) == 0 {
 		t.Fatal("the harness has no OldSchema")
@@ -225,8 +226,9 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	}
 
 	pkg := f.h.Pkg.Name
-	want := pkg + ": tables predate migration 2 (session identity): column " + f.prefix +
-		"session.identity missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
+	wantMigration := 2
+	want := pkg + ": tables predate migration 2 (session identity): columns " + f.prefix + "session.identity, " + f.prefix +
+		"session.lease_gen missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
 	// outdated checks the error of what on the old tables; fromServer: it
 	// wraps the server's error about the column.
 	outdated := func(what string, err error, fromServer bool) {
@@ -236,7 +238,7 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 		if !errors.As(err, &oe) || !errors.Is(err, f.h.Pkg.ErrSchemaMissing) || errors.As(err, &mt) {
 			t.Fatalf("%s on the old tables: %v, want an *OutdatedSchemaError", what, err)
 		}
-		if oe.Migration != 2 || err.Error() != want {
+		if oe.Migration != wantMigration || err.Error() != want {
 			t.Fatalf("%s: error = %q (migration %d)\nwant    %q", what, err, oe.Migration, want)
 		}
 		if fromServer != (oe.Err != nil) {
@@ -308,6 +310,8 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	if err := f.admin.Exec(ctxT(t), "ALTER TABLE "+f.prefix+"session DROP COLUMN identity"); err != nil {
 		t.Fatal(err)
 	}
+	want = pkg + ": tables predate migration 2 (session identity): column " + f.prefix +
+		"session.identity missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
 	_, err = b.OpenSessionAs(ctxT(t), time.Second, "x")
 	outdated("OpenSessionAs after the column was dropped", err, true)
 	_, _, err = b.Holder(ctxT(t), "new-job")
@@ -320,4 +324,21 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 		t.Fatalf("acquire after Migrate = %+v", r)
 	}
 	wantHolder(t, b, "again", s2, "again", 1)
+
+	// Tables of migration 2 lack the lease generation of migration 3: the
+	// keep-alive, which reads it, reports the step.
+	if err := f.admin.Exec(ctxT(t), "ALTER TABLE "+f.prefix+"session DROP COLUMN lease_gen"); err != nil {
+		t.Fatal(err)
+	}
+	wantMigration = 3
+	want = pkg + ": tables predate migration 3 (session lease generation): column " + f.prefix +
+		"session.lease_gen missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
+	_, err = b.KeepAlive(ctxT(t), s2, 10*time.Second)
+	outdated("KeepAlive after the lease generation was dropped", err, true)
+	if err := b.Migrate(ctxT(t)); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	if ka := keepAlive(t, b, s2, 10*time.Second); ka.Leases["again"] != 1 {
+		t.Fatalf("keep-alive after migration 3 = %+v, want again at 1", ka)
+	}
 }

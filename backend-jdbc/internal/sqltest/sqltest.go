@@ -56,6 +56,13 @@ type Harness struct {
 	SingleConn func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error))
 	Kill       func(ctx context.Context, admin Admin, id int64) error
 
+	// RowsRead returns a backend on a client with one connection, and a
+	// count of the rows the server has read for that connection so far
+	// from the tables of prefix o.TablePrefix (PostgreSQL: index entries
+	// and sequentially scanned rows of those tables; MySQL: the handler
+	// reads of the connection, whatever the table).
+	RowsRead func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error))
+
 	// Fences are the client kinds a Fence is tested with, Quote the
 	// quote of identifiers: the fence tests' tables have columns named
 	// key, token and value, words that the servers reserve.
@@ -146,6 +153,8 @@ var tests = []struct {
 	{"CleanupDeletesExpiredSessions", testCleanupDeletesExpiredSessions},
 	{"CleanupGoroutineRuns", testCleanupGoroutineRuns},
 	{"TakeOverWaitsForRenewalInFlight", testTakeOverWaitsForRenewalInFlight},
+	{"KeepAliveCostFlat", testKeepAliveCostFlat},
+	{"KeepAliveSeesOtherChanges", testKeepAliveSeesOtherChanges},
 	{"KilledConnection", testKilledConnection},
 	{"WrongCredentials", testWrongCredentials},
 	{"OpenFailsOnSilentServer", testOpenFailsOnSilentServer},

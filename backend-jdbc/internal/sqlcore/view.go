@@ -1,0 +1,156 @@
+package sqlcore
+
+import (
+	"maps"
+	"sync"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+// The session row's lease_gen counts the changes to the leases the session
+// owns: every acquire it wins and every release that frees one of its
+// leases adds one, in the statement that changes the lease (PostgreSQL) or
+// right after it, before the call returns (MySQL's acquire). The Backend
+// keeps, per session it serves, the leases its own calls won and released
+// and the generation they add up to. A keep-alive sends that generation;
+// the database lists the session's leases only when its own differs, so a
+// keep-alive reads one session row (and the group counts) whatever the
+// number of leases held, unless something changed that this Backend did
+// not see: a call whose reply was lost, a call through another Backend.
+
+// unknownGen is the generation of a view that must be read again in full:
+// no session row has it.
+const unknownGen = -1
+
+// leaseOp is one change reported by an Acquire or Release reply.
+type leaseOp struct {
+	name    string
+	token   uint64
+	acquire bool // false: release
+}
+
+// leaseView is what one session owns, as far as the replies say.
+type leaseView struct {
+	gen    int64             // generation leases reflect, unknownGen when unsure
+	leases map[string]uint64 // never nil
+	shared bool              // leases was handed out in a reply: copy before changing
+	ahead  map[int64]leaseOp // changes past gen waiting for the ones before them
+}
+
+// views holds the leaseView of every session a Backend serves.
+type views struct {
+	mu sync.Mutex
+	m  map[simba.SessionID]*leaseView
+}
+
+// open starts the view of a new session, which owns nothing (generation 0).
+func (v *views) open(s simba.SessionID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil {
+		v.m = map[simba.SessionID]*leaseView{}
+	}
+	v.m[s] = &leaseView{leases: map[string]uint64{}}
+}
+
+// drop forgets s: closed or expired.
+func (v *views) drop(s simba.SessionID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.m, s)
+}
+
+// known returns the generation to send with a keep-alive of s.
+func (v *views) known(s simba.SessionID) int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if lv := v.m[s]; lv != nil {
+		return lv.gen
+	}
+	return unknownGen
+}
+
+// unsure marks the view of s to be read in full by the next keep-alive:
+// a call's outcome is unknown.
+func (v *views) unsure(s simba.SessionID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if lv := v.m[s]; lv != nil {
+		lv.gen = unknownGen
+		clear(lv.ahead)
+	}
+}
+
+// change records a change of generation gen (gen <= 0: none was reported).
+func (v *views) change(s simba.SessionID, gen int64, op leaseOp) {
+	if gen <= 0 {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	lv := v.m[s]
+	if lv == nil || (lv.gen != unknownGen && gen <= lv.gen) {
+		return
+	}
+	if lv.ahead == nil {
+		lv.ahead = map[int64]leaseOp{}
+	}
+	lv.ahead[gen] = op
+	lv.fold()
+}
+
+// reply returns the leases of s after a keep-alive that read generation
+// gen and, when it differed from the one sent, listed (all the session's
+// leases at gen). The map returned is shared and must not be changed.
+func (v *views) reply(s simba.SessionID, gen int64, listed map[string]uint64) map[string]uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	lv := v.m[s]
+	if lv == nil {
+		if listed == nil {
+			return map[string]uint64{} // not reached: a view is never dropped while in use
+		}
+		lv = &leaseView{gen: unknownGen, leases: map[string]uint64{}}
+		if v.m == nil {
+			v.m = map[simba.SessionID]*leaseView{}
+		}
+		v.m[s] = lv
+	}
+	if listed != nil && (lv.gen == unknownGen || gen > lv.gen) {
+		// The list is newer than the view: it becomes the view, and the
+		// changes replied since it was read are applied on top of it.
+		lv.gen, lv.leases, lv.shared = gen, listed, false
+		for g := range lv.ahead {
+			if g <= gen {
+				delete(lv.ahead, g)
+			}
+		}
+		lv.fold()
+	}
+	lv.shared = true
+	return lv.leases
+}
+
+// fold applies the changes that follow gen, in order.
+func (lv *leaseView) fold() {
+	if lv.gen == unknownGen {
+		return
+	}
+	for {
+		op, ok := lv.ahead[lv.gen+1]
+		if !ok {
+			return
+		}
+		delete(lv.ahead, lv.gen+1)
+		lv.gen++
+		if lv.shared {
+			lv.leases, lv.shared = maps.Clone(lv.leases), false
+		}
+		switch cur, held := lv.leases[op.name]; {
+		case op.acquire && (!held || op.token > cur):
+			lv.leases[op.name] = op.token
+		case !op.acquire && held && cur == op.token:
+			delete(lv.leases, op.name)
+		}
+	}
+}
