@@ -13,6 +13,8 @@ SHELL := /bin/bash
 GO ?= go
 GOFMT ?= gofmt
 GO_TEST_FLAGS ?= -race -count=1
+# The ratio chart make bench writes; tools/bench/README.md embeds it.
+BENCH_SVG ?= tools/bench/ratios.svg
 GOLANGCI_LINT_VERSION ?= v2.15.0
 ACTIONLINT_VERSION ?= v1.7.12
 GOVULNCHECK_VERSION ?= v1.9.0
@@ -97,10 +99,10 @@ demo: ## run the demo on the in-memory backend
 	@if [ ! -d tools/cmd/simba ]; then echo "make demo: tools/cmd/simba does not exist yet"; exit 1; fi
 	$(GO) run ./tools/cmd/simba demo
 
-bench: ## run tools/bench against real servers (BENCH_QUICK=1: under 2 minutes)
+bench: ## run tools/bench against real servers and write its ratio chart (BENCH_QUICK=1: under 2 minutes)
 	@if [ "$$(cd tools/bench 2>/dev/null && $(GO) list -e -f '{{.Name}}' . 2>/dev/null)" != main ]; then \
 		echo "make bench: tools/bench has no main package yet"; exit 1; fi
-	@$(TESTENV)/with-servers $(GO) run ./tools/bench
+	@$(TESTENV)/with-servers $(GO) run ./tools/bench -svg $(BENCH_SVG)
 
 lint: lint-tool ## gofmt, go vet and golangci-lint on every module; actionlint on the workflows; tidy-check
 	@if [ -z "$(MODULES)" ]; then echo "no modules found in go.work"; exit 1; fi

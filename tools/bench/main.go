@@ -18,6 +18,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -47,6 +48,7 @@ type settings struct {
 	waiters   []int         // nodes waiting on one lock in the handover_w<n> cases
 	names     int           // distinct names of the state_names<n> case (Redis)
 	settle    time.Duration // wait before a release, for the waiter to set its watch
+	svg       string        // file the ratio chart is written to, or ""
 	out, log  io.Writer     // lines; progress, skips and errors
 }
 
@@ -97,6 +99,7 @@ func parseFlags(args []string, quick bool, stderr io.Writer) (settings, error) {
 	fs.DurationVar(&s.window, "window", s.window, "counting window of a keep-alive measurement")
 	fs.IntVar(&s.kaRounds, "ka-rounds", s.kaRounds, "rounds of the keep-alive measurements (interleaved)")
 	leases := fs.String("leases", joinInts(s.leases), "comma-separated lease counts of the keep-alive measurements")
+	fs.StringVar(&s.svg, "svg", "", "write an SVG chart of Simba's ratios to the other implementations to this file")
 	if err := fs.Parse(args); err != nil {
 		return s, err
 	}
@@ -243,9 +246,30 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, s, os.Getenv); err != nil {
+	rec := &lineRecorder{next: s.out}
+	s.out = rec
+	err = run(ctx, s, os.Getenv)
+	if s.svg != "" {
+		// The chart shows what was measured, even by a run that failed.
+		err = errors.Join(err, saveChart(s, rec.String(), time.Now()))
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench: failed:", err)
 		stop()
 		os.Exit(1)
 	}
+}
+
+// saveChart writes the ratio chart of lines to s.svg.
+func saveChart(s settings, lines string, at time.Time) error {
+	title := fmt.Sprintf("Simba side by side, %s, median of %d rounds of %v", at.UTC().Format("2006-01-02"), s.rounds, s.duration)
+	var buf bytes.Buffer
+	if err := writeChart(&buf, title, ratios(lines)); err != nil {
+		return err
+	}
+	if err := os.WriteFile(s.svg, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("-svg: %w", err)
+	}
+	fmt.Fprintf(s.log, "bench: chart written to %s\n", s.svg)
+	return nil
 }

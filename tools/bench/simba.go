@@ -19,6 +19,7 @@ const (
 	opHandover       = "handover"
 	implSimba        = "simba"
 	implFloor        = "floor"
+	implSPI          = "spi"
 )
 
 func opKeepAlive(leases int) string { return fmt.Sprintf("keepalive_L%d", leases) }
@@ -85,6 +86,23 @@ func backendFloorOp(ctx context.Context, b simba.Backend, names []string) (opFun
 		}
 		return b.Release(ctx, g.ID, names[w], r.Token)
 	}, nil
+}
+
+// spiImpl is the backend's own Acquire and Release called directly on one
+// session (impl "spi"): the line beside Simba's shows what the engine
+// adds on that backend. Its names are apart from the engine's.
+func spiImpl(ctx context.Context, open func() (simba.Backend, error)) impl {
+	return impl{implSPI, func(ns []string) (opFunc, error) {
+		b, err := open()
+		if err != nil {
+			return nil, err
+		}
+		own := make([]string, len(ns))
+		for i, n := range ns {
+			own[i] = "spi." + n
+		}
+		return backendFloorOp(ctx, b, own)
+	}}
 }
 
 // lockCases returns the acquire+release case of impl with one worker and,

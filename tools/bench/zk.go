@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	simbazk "github.com/simba-go/simba/backend-zk"
+	simba "github.com/simba-go/simba/core"
 )
 
 // Simba's nodes of the run live under zkRoot, the peers' under zkPeers
@@ -62,6 +63,7 @@ func zkSuite(ctx context.Context, s *settings, connect string, su *suite) error 
 			}
 			return simbaLockOp(su, b, ns)
 		}},
+		spiImpl(ctx, func() (simba.Backend, error) { return newBackend() }),
 		{"zklock", func(ns []string) (opFunc, error) {
 			c, err := newConn()
 			if err != nil {
