@@ -78,7 +78,7 @@ func (c *callContext) Err() error {
 		return c.parent.Err()
 	case stopped:
 		return context.Canceled
-	case !time.Now().Before(c.deadline):
+	case time.Until(c.deadline) <= 0: // reads the monotonic clock only
 		return context.DeadlineExceeded
 	}
 	return nil
