@@ -39,7 +39,36 @@ func (b *Backend) Acquire(ctx context.Context, id simba.SessionID, name string) 
 	if err != nil {
 		return simba.AcquireResult{}, err
 	}
+	if r, ok, err := s.acquireStaged(name); ok {
+		return r, err
+	}
 	return call(ctx, b, "acquire "+name, func() (simba.AcquireResult, error) { return s.acquire(ctx, name) })
+}
+
+// acquireStaged answers an Acquire of name from a staged claim (see
+// claim.go) on the caller's goroutine, when the claim was answered and no
+// call of the session on the name is in flight; ok is false otherwise.
+func (s *session) acquireStaged(name string) (_ simba.AcquireResult, ok bool, _ error) {
+	s.mu.Lock()
+	staged := s.claims[name] != nil
+	s.mu.Unlock()
+	if !staged {
+		return simba.AcquireResult{}, false, nil
+	}
+	unlock, locked := s.tryLockName(name)
+	if !locked {
+		return simba.AcquireResult{}, false, nil
+	}
+	defer unlock()
+	c := s.takeClaim(name)
+	if c == nil {
+		return simba.AcquireResult{}, false, nil
+	}
+	if c.stat == nil {
+		return simba.AcquireResult{}, true, nil
+	}
+	r, err := s.won("acquire "+name, name, s.b.leasePath(name), c.stat)
+	return r, true, err
 }
 
 func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult, error) {
@@ -50,6 +79,12 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 		return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: %w", op, err)
 	}
 	defer unlock()
+	if c := s.takeClaim(name); c != nil {
+		if c.stat != nil {
+			return s.won(op, name, path, c.stat)
+		}
+		return simba.AcquireResult{}, nil // created by another session since the deletion
+	}
 	created := false
 	for range acquireTries {
 		if err := ctx.Err(); err != nil {
@@ -75,6 +110,7 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 		case !ok:
 			continue // freed in between: try again
 		case cur.EphemeralOwner != s.zid.Load():
+			s.noteLost(name)
 			return simba.AcquireResult{}, nil
 		}
 		s.b.between(op)
@@ -128,6 +164,7 @@ func (s *session) won(op, name, path string, st *zk.Stat) (simba.AcquireResult, 
 	}
 	s.mu.Lock()
 	s.leases[name] = st.Czxid
+	delete(s.waiting, name)
 	s.dirty = true
 	s.mu.Unlock()
 	return simba.AcquireResult{Won: true, Token: uint64(st.Czxid)}, nil
@@ -247,6 +284,29 @@ func (s *session) lockName(ctx context.Context, name string) (unlock func(), err
 	case <-ctx.Done():
 		s.dropName(name, l)
 		return nil, ctx.Err()
+	}
+}
+
+// tryLockName is lockName without waiting: ok is false when a call holds
+// the lock of name.
+func (s *session) tryLockName(name string) (unlock func(), ok bool) {
+	s.mu.Lock()
+	l := s.names[name]
+	if l == nil {
+		l = &nameLock{held: make(chan struct{}, 1)}
+		s.names[name] = l
+	}
+	l.refs++
+	s.mu.Unlock()
+	select {
+	case l.held <- struct{}{}:
+		return func() {
+			<-l.held
+			s.dropName(name, l)
+		}, true
+	default:
+		s.dropName(name, l)
+		return nil, false
 	}
 }
 

@@ -40,12 +40,15 @@ type session struct {
 	down   bool          // a connection broke and no new one answered yet
 	next   chan struct{} // closed at the next connect response
 
-	mu       sync.Mutex
-	leases   map[string]int64     // lease name -> czxid of the node this session created
-	names    map[string]*nameLock // lease name -> its lock, while a call holds or waits for it
-	groups   map[string]struct{}
-	dirty    bool  // leases were added since the last verification
-	verified int64 // pzxid of Root/leases when the leases were last verified; -1 for none
+	mu         sync.Mutex
+	leases     map[string]int64     // lease name -> czxid of the node this session created
+	names      map[string]*nameLock // lease name -> its lock, while a call holds or waits for it
+	groups     map[string]struct{}
+	waiting    map[string]time.Time // lease name -> when an Acquire of it last lost to another session
+	claims     map[string]*claim    // lease name -> a create sent on a release, for the next Acquire
+	waitingMax int                  // size of waiting above which stale entries are dropped
+	dirty      bool                 // leases were added since the last verification
+	verified   int64                // pzxid of Root/leases when the leases were last verified; -1 for none
 }
 
 // id is the session's SessionID: its Zookeeper session id in hex.
@@ -210,6 +213,8 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		leases:   make(map[string]int64),
 		names:    make(map[string]*nameLock),
 		groups:   make(map[string]struct{}),
+		waiting:  make(map[string]time.Time),
+		claims:   make(map[string]*claim),
 		verified: -1,
 	}
 	if identity != "" {

@@ -43,6 +43,28 @@ func (w *watchConn) close() {
 // WatchRelease caller of that name until it fires.
 type releaseWatch struct {
 	fired chan struct{}
+	// callers still waiting (their ctx not done) and the functions that
+	// stop counting them; guarded by Backend.mu.
+	callers int
+	stops   []func() bool
+}
+
+// join counts a caller of WatchRelease until ctx is done or w fires.
+// b.mu must be held.
+func (b *Backend) join(ctx context.Context, w *releaseWatch) {
+	w.callers++
+	w.stops = append(w.stops, context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		w.callers--
+		b.mu.Unlock()
+	}))
+}
+
+// waited reports whether a caller still waits for w.
+func (b *Backend) waited(w *releaseWatch) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return w.callers > 0
 }
 
 // WatchRelease returns a channel that is closed once the lease name may
@@ -65,11 +87,13 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 		return nil, ErrClosed
 	}
 	if w, ok := b.watches[name]; ok {
+		b.join(ctx, w)
 		b.mu.Unlock()
 		return w.fired, nil
 	}
 	w := &releaseWatch{fired: make(chan struct{})}
 	b.watches[name] = w
+	b.join(ctx, w)
 	wc, err := b.watchConnLocked()
 	b.mu.Unlock()
 	if err != nil {
@@ -95,11 +119,18 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 			return
 		}
 		set <- nil
+		var claim func()
 		select {
-		case <-ev: // deleted, changed, or the connection lost its watches
+		case e := <-ev: // deleted, changed, or the connection lost its watches
+			if e.Type == zk.EventNodeDeleted && b.waited(w) {
+				claim = b.claimFor(name) // locks the name before the wake-up
+			}
 		case <-b.closing:
 		}
 		b.fire(name, w)
+		if claim != nil {
+			claim()
+		}
 	}) {
 		b.fire(name, w)
 		return nil, ErrClosed
@@ -122,6 +153,12 @@ func (b *Backend) fire(name string, w *releaseWatch) {
 	if b.watches[name] == w {
 		delete(b.watches, name)
 		close(w.fired)
+		for _, stop := range w.stops {
+			if stop() {
+				w.callers--
+			}
+		}
+		w.stops = nil
 	}
 }
 

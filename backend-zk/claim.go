@@ -1,0 +1,155 @@
+package simbazk
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// claimHold is how long a staged claim waits for the Acquire that takes
+// it. The engine asks at once when the release watch fires, or within its
+// MinBackoff (100ms by default) when watches fire in quick succession; a
+// claim nobody took by then is given back (a won node deleted).
+const claimHold = time.Second
+
+// claim is the outcome of a create a session sent on its own when the
+// lease node it waits for was deleted, before the engine asked: won (stat
+// of the new node) or lost (stat nil, the node existed again).
+type claim struct {
+	stat  *zk.Stat
+	timer *time.Timer
+}
+
+// noteLost records that the session lost an Acquire of name to another
+// session: a deletion of the node seen by a release watch of the backend
+// then starts the session's next create at once (see [Backend.claimFor]).
+// Entries older than the session timeout, which no longer count, are
+// dropped whenever the map doubled since the last such pass, so that it
+// stays bounded by the names lost within one session timeout.
+func (s *session) noteLost(name string) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waiting[name] = now
+	if len(s.waiting) <= s.waitingMax {
+		return
+	}
+	stale := time.Duration(s.timeout.Load())
+	for n, at := range s.waiting {
+		if now.Sub(at) >= stale {
+			delete(s.waiting, n)
+		}
+	}
+	s.waitingMax = max(minWaitingMax, 2*len(s.waiting))
+}
+
+// minWaitingMax is the size of the waiting map below which stale entries
+// are left in it.
+const minWaitingMax = 64
+
+// takeClaim removes and returns the staged claim of name, if any. Call
+// with the name's lock held.
+func (s *session) takeClaim(name string) *claim {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.claims[name]
+	if c == nil {
+		return nil
+	}
+	delete(s.claims, name)
+	c.timer.Stop()
+	return c
+}
+
+// claimFor is called when the release watch of name saw its node deleted
+// and a caller of WatchRelease still waits. Among the backend's sessions
+// that lost an Acquire of name within their session timeout and won none
+// since, the one that lost last claims the name: it takes the name's lock
+// at once, so that the engine's Acquire, woken by the watch right after,
+// waits for the claim and then finds its answer staged and sends nothing;
+// the returned function, run after the wake-up, sends the create. It
+// returns nil when no session claims. Only one session of a backend
+// claims; sessions of other backends do so for their own.
+func (b *Backend) claimFor(name string) (send func()) {
+	b.mu.Lock()
+	all := make([]*session, 0, len(b.sessions))
+	for _, s := range b.sessions {
+		all = append(all, s)
+	}
+	b.mu.Unlock()
+	var best *session
+	var bestAt time.Time
+	for _, s := range all {
+		s.mu.Lock()
+		at, ok := s.waiting[name]
+		s.mu.Unlock()
+		if ok && time.Since(at) < time.Duration(s.timeout.Load()) && at.After(bestAt) {
+			best, bestAt = s, at
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.claim(name)
+}
+
+// claim takes the lock of name for a claim by the session, unless a call
+// of the session on that name is in flight (its outcome makes the claim
+// moot), and returns the function that sends the create, stages its
+// answer for the next Acquire and gives the lock back; nil when it does
+// not claim.
+func (s *session) claim(name string) (send func()) {
+	unlock, ok := s.tryLockName(name)
+	if !ok {
+		return nil
+	}
+	s.mu.Lock()
+	_, waiting := s.waiting[name]
+	staged := s.claims[name] != nil
+	s.mu.Unlock()
+	if !waiting || staged || s.expired.Load() {
+		unlock()
+		return nil
+	}
+	return func() {
+		defer unlock()
+		st, err := s.create(s.b.leasePath(name), s.identity)
+		c := &claim{stat: st}
+		switch {
+		case err == nil:
+		case errors.Is(err, zk.ErrNodeExists):
+			c.stat = nil
+		default:
+			return // no claim: the engine's Acquire tries itself
+		}
+		s.mu.Lock()
+		c.timer = time.AfterFunc(claimHold, func() { s.b.spawn(func() { s.dropClaim(name, c) }) })
+		s.claims[name] = c
+		s.mu.Unlock()
+	}
+}
+
+// dropClaim gives back claim c of name if no Acquire took it: a won node
+// is deleted, so that the lease does not stay held by a session whose
+// engine does not know it.
+func (s *session) dropClaim(name string, c *claim) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.responseTimeout())
+	defer cancel()
+	unlock, err := s.lockName(ctx, name)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	s.mu.Lock()
+	mine := s.claims[name] == c
+	if mine {
+		delete(s.claims, name)
+	}
+	s.mu.Unlock()
+	if !mine || c.stat == nil || c.stat.EphemeralOwner != s.zid.Load() {
+		return
+	}
+	_ = s.conn.Delete(s.b.leasePath(name), c.stat.Version)
+}

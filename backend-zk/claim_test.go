@@ -1,0 +1,207 @@
+package simbazk
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+// waiter is a session on a backend of its own that lost an Acquire of a
+// name and watches its release, as a candidate does.
+type waiter struct {
+	b     *Backend
+	id    simba.SessionID
+	fired <-chan struct{}
+}
+
+func newWaiter(watchCtx context.Context, t *testing.T, holder *Backend, servers []string, name string) waiter {
+	t.Helper()
+	b := secondNode(t, holder, servers)
+	id := mustOpen(t, b, 10*time.Second)
+	if r := mustAcquire(t, b, id, name); r.Won {
+		t.Fatalf("waiter won %q while it is held", name)
+	}
+	ch, err := b.WatchRelease(watchCtx, name)
+	if err != nil {
+		t.Fatalf("WatchRelease: %v", err)
+	}
+	return waiter{b: b, id: id, fired: ch}
+}
+
+// settled waits until the watch fired and the session's claim of name, if
+// one was sent, was answered (it holds the name's lock until then).
+func (w waiter) settled(t *testing.T, name string) *session {
+	t.Helper()
+	select {
+	case <-w.fired:
+	case <-time.After(5 * time.Second):
+		t.Fatal("release watch not fired")
+	}
+	s, err := w.b.session(w.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := s.lockName(ctx(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	return s
+}
+
+// TestReleaseStagesTheWaitersCreate: when the node a session waits for is
+// deleted, the session's create is sent as the watch fires, before the
+// candidate asks; its Acquire then sends nothing and wins that node.
+func TestReleaseStagesTheWaitersCreate(t *testing.T) {
+	b, servers := newTestBackend(t, Options{})
+	a := dialAdmin(t, servers)
+	defer a.close()
+	holder := mustOpen(t, b, 10*time.Second)
+	const name = "staged"
+	held := mustAcquire(t, b, holder, name)
+	w := newWaiter(ctx(t), t, b, servers, name)
+
+	if err := b.Release(ctx(t), holder, name, held.Token); err != nil {
+		t.Fatal(err)
+	}
+	s := w.settled(t, name)
+	ok, owner, czxid := a.node(w.b, name)
+	if !ok || owner != s.zid.Load() {
+		t.Fatalf("after the release watch fired: node exists=%v owner=%x, want created by the waiter (%x) before it asked", ok, owner, s.zid.Load())
+	}
+	before := requests(t, w.b, w.id)
+	r := mustAcquire(t, w.b, w.id, name)
+	if sent := requests(t, w.b, w.id) - before; sent != 0 {
+		t.Errorf("Acquire after a staged create sent %d requests, want 0", sent)
+	}
+	if !r.Won || r.Token != uint64(czxid) || r.Token <= held.Token {
+		t.Fatalf("Acquire = %+v, want won with the staged node's czxid %d (> %d)", r, czxid, held.Token)
+	}
+	if got := mustKeepAlive(t, w.b, w.id).Leases; got[name] != r.Token {
+		t.Fatalf("KeepAlive leases = %v, want %s:%d", got, name, r.Token)
+	}
+	if again := mustAcquire(t, w.b, w.id, name); !again.Won || again.Token <= r.Token {
+		t.Fatalf("Acquire of a held lease = %+v, want a new term above %d", again, r.Token)
+	}
+}
+
+// TestHandoverRequestsPerWaiter: with n sessions (each on a backend of its
+// own) waiting for one lease, a release costs each waiter one request: its
+// staged create, which one of them wins; every Acquire that follows is
+// answered from the staged outcome.
+func TestHandoverRequestsPerWaiter(t *testing.T) {
+	for _, n := range []int{1, 10} {
+		t.Run(fmt.Sprintf("waiters=%d", n), func(t *testing.T) {
+			b, servers := newTestBackend(t, Options{})
+			holder := mustOpen(t, b, 10*time.Second)
+			const name = "herd"
+			held := mustAcquire(t, b, holder, name)
+			ws := make([]waiter, n)
+			for i := range ws {
+				ws[i] = newWaiter(ctx(t), t, b, servers, name)
+			}
+			before := make([]int64, n)
+			for i, w := range ws {
+				before[i] = requests(t, w.b, w.id)
+			}
+			if err := b.Release(ctx(t), holder, name, held.Token); err != nil {
+				t.Fatal(err)
+			}
+			winners := 0
+			var sent int64
+			for i, w := range ws {
+				w.settled(t, name)
+				r := mustAcquire(t, w.b, w.id, name)
+				if r.Won {
+					winners++
+					if r.Token <= held.Token {
+						t.Errorf("winner's token %d not above the released %d", r.Token, held.Token)
+					}
+				}
+				sent += requests(t, w.b, w.id) - before[i]
+			}
+			if winners != 1 {
+				t.Fatalf("%d waiters won, want 1", winners)
+			}
+			if sent != int64(n) {
+				t.Errorf("the %d waiters sent %d requests for the handover, want %d (one create each)", n, sent, n)
+			}
+		})
+	}
+}
+
+// TestUnclaimedCreateGivenBack: a staged create nobody asks for is deleted
+// after claimHold, so the lease does not stay held by a session whose
+// candidate does not know it; a watch whose caller gave up stages nothing.
+func TestUnclaimedCreateGivenBack(t *testing.T) {
+	b, servers := newTestBackend(t, Options{})
+	a := dialAdmin(t, servers)
+	defer a.close()
+	holder := mustOpen(t, b, 10*time.Second)
+	const name = "unclaimed"
+	held := mustAcquire(t, b, holder, name)
+	w := newWaiter(ctx(t), t, b, servers, name)
+	if err := b.Release(ctx(t), holder, name, held.Token); err != nil {
+		t.Fatal(err)
+	}
+	s := w.settled(t, name)
+	ok, st, gone, err := a.conn.ExistsW(b.Root() + "/leases/" + name)
+	if err != nil || !ok || st.EphemeralOwner != s.zid.Load() {
+		t.Fatalf("staged node exists = %v (%v), want it created by the waiter", ok, err)
+	}
+	start := time.Now()
+	select {
+	case <-gone:
+	case <-time.After(claimHold + 3*time.Second):
+		t.Fatalf("staged node still held %v after the release, want it given back after %v", time.Since(start), claimHold)
+	}
+	if got := time.Since(start); got < claimHold/2 {
+		t.Errorf("staged node given back after %v, want about %v", got, claimHold)
+	}
+	if r := mustAcquire(t, b, holder, name); !r.Won {
+		t.Fatal("lease not free after the unclaimed create was given back")
+	}
+
+	// A waiter whose watch caller is gone sends no create.
+	again := mustAcquire(t, b, holder, name)
+	wctx, cancel := context.WithCancel(ctx(t))
+	late := newWaiter(wctx, t, b, servers, name)
+	cancel()
+	before := requests(t, late.b, late.id)
+	if err := b.Release(ctx(t), holder, name, again.Token); err != nil {
+		t.Fatal(err)
+	}
+	late.settled(t, name)
+	if sent := requests(t, late.b, late.id) - before; sent != 0 {
+		t.Errorf("a waiter with no watch caller left sent %d requests on the release, want 0", sent)
+	}
+	if ok, _, _ := a.node(b, name); ok {
+		t.Error("the lease was taken by a waiter with no watch caller left")
+	}
+}
+
+// TestWaitingBounded: the names a session lost stay in its waiting map
+// only while they count (one session timeout), once the map grew.
+func TestWaitingBounded(t *testing.T) {
+	s := &session{waiting: make(map[string]time.Time)}
+	s.timeout.Store(int64(time.Second))
+	old := time.Now().Add(-2 * time.Second)
+	for i := range 1000 {
+		s.waiting[fmt.Sprintf("old-%d", i)] = old
+	}
+	for i := range 10 {
+		s.noteLost(fmt.Sprintf("new-%d", i))
+	}
+	if len(s.waiting) != 10 {
+		t.Fatalf("waiting holds %d names, want the 10 lost within the session timeout", len(s.waiting))
+	}
+	for i := range 200 {
+		s.noteLost(fmt.Sprintf("more-%d", i))
+	}
+	if len(s.waiting) != 210 {
+		t.Fatalf("waiting holds %d names, want 210 (all recent)", len(s.waiting))
+	}
+}
