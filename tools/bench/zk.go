@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -133,7 +136,67 @@ func zkSuite(ctx context.Context, s *settings, connect string, su *suite) error 
 	}
 	su.groups = append(su.groups, group{cases: cases, rounds: s.rounds},
 		group{cases: []benchCase{ho, zkho}, rounds: s.rounds})
+
+	server := mntrCounter(servers[0])
+	var herd []benchCase
+	for _, w := range s.waiters {
+		herd = append(herd, &herdHandover{
+			lid: lineID{backend, implSimba, opHandoverW(w)}, s: s, waiters: w, server: server,
+			open: func(ctx context.Context) (simba.Backend, func() error, error) {
+				b, err := simbazk.Open(ctx, connect, simbazk.Options{Root: zkRoot, Logger: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					return nil, nil, err
+				}
+				return b, b.Close, nil
+			},
+		})
+	}
+	su.groups = append(su.groups, group{cases: herd, rounds: s.rounds})
 	return nil
+}
+
+// mntrCounter counts the requests the Zookeeper server at addr received
+// (zk_packets_received of the mntr command, which the server must allow:
+// 4lw.commands.whitelist). Other clients of the server count as well.
+func mntrCounter(addr string) counter {
+	return func(ctx context.Context) (int64, error) {
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return 0, fmt.Errorf("mntr: %w", err)
+		}
+		defer conn.Close()
+		if dl, ok := ctx.Deadline(); ok {
+			_ = conn.SetDeadline(dl)
+		}
+		if _, err := io.WriteString(conn, "mntr"); err != nil {
+			return 0, fmt.Errorf("mntr: %w", err)
+		}
+		out, err := io.ReadAll(conn)
+		if err != nil {
+			return 0, fmt.Errorf("mntr: %w", err)
+		}
+		return packetsReceived(string(out))
+	}
+}
+
+// packetsReceived reads zk_packets_received from an mntr reply.
+func packetsReceived(mntr string) (int64, error) {
+	for line := range strings.Lines(mntr) {
+		if v, ok := strings.CutPrefix(line, "zk_packets_received"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("mntr: zk_packets_received: %w", err)
+			}
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("mntr: no zk_packets_received in %q (is mntr in 4lw.commands.whitelist?)", firstLine(mntr))
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
 }
 
 // createParents creates path and its missing parents as persistent nodes.
