@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -77,6 +78,35 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkAcquireReleaseParallel is acquire and release by 64 goroutines
+// at once, each on a name of its own, on one client: what the client's
+// lock costs when every caller needs it.
+func BenchmarkAcquireReleaseParallel(b *testing.B) {
+	c, err := simba.New(memory.New())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	var next atomic.Int64
+	b.SetParallelism(max(1, 64/runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		l := c.Lock(fmt.Sprintf("bench.%d", next.Add(1)))
+		ctx := context.Background()
+		for pb.Next() {
+			lt, err := l.Acquire(ctx)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := lt.Release(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 // BenchmarkMemoryPerLease reports the client's heap per held lease with
