@@ -74,7 +74,7 @@ func TestRoundTrips(t *testing.T) {
 	}
 	var tok uint64
 	count("Acquire", 1, func() { tok = mustAcquire(t, b, s, "rt").Token })
-	count("KeepAlive after a change", 3, func() { mustKeepAlive(t, b, s) }) // renewal + 2 lease reads
+	count("KeepAlive after a win", 2, func() { mustKeepAlive(t, b, s) }) // renewal + a read of the new lease
 	count("KeepAlive, nothing changed", 1, func() { mustKeepAlive(t, b, s) })
 	count("Release", 1, func() {
 		if err := b.Release(ctx(t), s, "rt", tok); err != nil {
@@ -158,6 +158,47 @@ func TestNamesNeedingCare(t *testing.T) {
 		}
 		if n := requests(t, b, s) - before; n != 0 {
 			t.Errorf("invalid name %q sent %d requests, want none", name, n)
+		}
+	}
+}
+
+// TestKeepAliveCostFlat: a keep-alive of a session that holds 1 or 1,000
+// leases is one request while other sessions take and free other leases
+// beside it (every child change of Root/leases).
+func TestKeepAliveCostFlat(t *testing.T) {
+	b, servers := newTestBackend(t, Options{})
+	o := secondNode(t, b, servers)
+	other := mustOpen(t, o, lease)
+	churn := func() {
+		t.Helper()
+		r := mustAcquire(t, o, other, "churn")
+		if err := o.Release(ctx(t), other, "churn", r.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []int{1, 1000} {
+		s := mustOpen(t, b, 10*time.Second)
+		ss, err := b.session(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		acquireMany(t, b, ss, n)
+		if got := len(mustKeepAlive(t, b, s).Leases); got != n { // reads each new lease once
+			t.Fatalf("keep-alive lists %d leases, want %d", got, n)
+		}
+		const rounds = 5
+		before := requests(t, b, s)
+		for range rounds {
+			churn()
+			if got := len(mustKeepAlive(t, b, s).Leases); got != n {
+				t.Fatalf("keep-alive lists %d leases, want %d", got, n)
+			}
+		}
+		if per := float64(requests(t, b, s)-before) / rounds; per != 1 {
+			t.Errorf("%d leases: %.1f requests per keep-alive while other leases change, want 1", n, per)
+		}
+		if err := b.CloseSession(ctx(t), s); err != nil { // frees the names for the next n
+			t.Fatal(err)
 		}
 	}
 }

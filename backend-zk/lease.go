@@ -164,8 +164,9 @@ func (s *session) won(op, name, path string, st *zk.Stat) (simba.AcquireResult, 
 	}
 	s.mu.Lock()
 	s.leases[name] = st.Czxid
+	s.unwatched[name] = struct{}{}
+	s.gen++
 	delete(s.waiting, name)
-	s.dirty = true
 	s.mu.Unlock()
 	return simba.AcquireResult{Won: true, Token: uint64(st.Czxid)}, nil
 }
@@ -239,6 +240,7 @@ func (s *session) release(ctx context.Context, name string, token int64) error {
 	s.mu.Lock()
 	if s.leases[name] == token {
 		delete(s.leases, name)
+		s.gen++
 	}
 	s.mu.Unlock()
 	return nil

@@ -47,8 +47,11 @@ type session struct {
 	waiting    map[string]time.Time // lease name -> when an Acquire of it last lost to another session
 	claims     map[string]*claim    // lease name -> a create sent on a release, for the next Acquire
 	waitingMax int                  // size of waiting above which stale entries are dropped
-	dirty      bool                 // leases were added since the last verification
-	verified   int64                // pzxid of Root/leases when the leases were last verified; -1 for none
+	unwatched  map[string]struct{}  // leases won since the last keep-alive: not yet under an exists-watch
+	suspects   map[string]struct{}  // lease names whose exists-watch fired since the last keep-alive
+	gen        uint64               // changes of leases
+	snap       map[string]uint64    // the leases as last reported, read-only; valid while snapGen == gen
+	snapGen    uint64
 }
 
 // id is the session's SessionID: its Zookeeper session id in hex.
@@ -205,17 +208,18 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: lease %v must be positive", lease)
 	}
 	s := &session{
-		b:        b,
-		ready:    make(chan struct{}),
-		dead:     make(chan struct{}),
-		done:     make(chan struct{}),
-		next:     make(chan struct{}),
-		leases:   make(map[string]int64),
-		names:    make(map[string]*nameLock),
-		groups:   make(map[string]struct{}),
-		waiting:  make(map[string]time.Time),
-		claims:   make(map[string]*claim),
-		verified: -1,
+		b:         b,
+		ready:     make(chan struct{}),
+		dead:      make(chan struct{}),
+		done:      make(chan struct{}),
+		next:      make(chan struct{}),
+		leases:    make(map[string]int64),
+		names:     make(map[string]*nameLock),
+		groups:    make(map[string]struct{}),
+		waiting:   make(map[string]time.Time),
+		claims:    make(map[string]*claim),
+		unwatched: make(map[string]struct{}),
+		suspects:  make(map[string]struct{}),
 	}
 	if identity != "" {
 		s.identity = []byte(identity)
@@ -225,7 +229,7 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 	}
 	s.timeout.Store(int64(clampTimeout(lease))) // bounds the first connect (responseTimeout)
 	conn, events, err := zk.Connect(b.servers, clampTimeout(lease),
-		zk.WithDialer(s.dial), zk.WithLogger(zkLogger{b.log}))
+		zk.WithDialer(s.dial), zk.WithLogger(zkLogger{b.log}), zk.WithEventCallback(s.event))
 	if err != nil {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
 	}
@@ -297,10 +301,14 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 // the session opens.
 //
 // The leases reported are the ones this session acquired, checked against
-// the server: when no child of Root/leases was created or deleted since
-// the last check (its pzxid did not move), they all still exist and the
-// renewal request is the whole cost; otherwise each is read (pipelined)
-// and those deleted or no longer owned by this session are left out.
+// the server without reading each one at every renewal: the first
+// keep-alive after a lease was won reads its node with an exists-watch,
+// and afterwards only a node whose watch fired (deleted or changed by
+// someone else, or replaced by the session's own new term) is read again.
+// Leases whose node is gone or no longer this session's at their token are
+// left out. A renewal of a session whose leases did not change is one
+// request whatever their number, and returns the same Leases map as the
+// previous reply.
 //
 // It returns simba.ErrSessionExpired once the server reported the session
 // expired; such a session is never revived.
@@ -312,18 +320,32 @@ func (b *Backend) KeepAlive(ctx context.Context, id simba.SessionID, _ time.Dura
 	return call(ctx, b, "keep-alive", func() (simba.KeepAliveReply, error) { return s.keepAlive(ctx) })
 }
 
+// event records the lease names whose exists-watch fired; the Zookeeper
+// client calls it on its receiving goroutine for every event.
+func (s *session) event(ev zk.Event) {
+	prefix := s.b.leasesDir + "/"
+	if ev.Type == zk.EventSession || len(ev.Path) <= len(prefix) || ev.Path[:len(prefix)] != prefix {
+		return
+	}
+	s.mu.Lock()
+	s.suspects[ev.Path[len(prefix):]] = struct{}{}
+	s.mu.Unlock()
+}
+
 func (s *session) keepAlive(ctx context.Context) (simba.KeepAliveReply, error) {
 	s.mu.Lock()
-	leases := make(map[string]int64, len(s.leases))
-	for name, tok := range s.leases {
-		leases[name] = tok
+	if s.snap == nil || s.snapGen != s.gen {
+		s.snap = make(map[string]uint64, len(s.leases))
+		for name, tok := range s.leases {
+			s.snap[name] = uint64(tok)
+		}
+		s.snapGen = s.gen
 	}
+	leases := s.snap
 	groups := make([]string, 0, len(s.groups))
 	for g := range s.groups {
 		groups = append(groups, g)
 	}
-	dirty, verified := s.dirty, s.verified
-	s.dirty = false
 	s.mu.Unlock()
 
 	// One wave: Root/leases (the renewal itself) and every group's node.
@@ -332,20 +354,29 @@ func (s *session) keepAlive(ctx context.Context) (simba.KeepAliveReply, error) {
 	for _, g := range groups {
 		paths = append(paths, s.b.groupPath(g))
 	}
-	stats, err := s.existsAll(ctx, paths)
+	stats, err := s.existsAll(ctx, paths, false)
 	if err != nil {
-		s.mu.Lock()
-		s.dirty = s.dirty || dirty
-		s.mu.Unlock()
 		return simba.KeepAliveReply{}, s.failed(ctx, "keep-alive", err)
 	}
-	pzxid := int64(-1)
-	if stats[0] != nil {
-		pzxid = stats[0].Pzxid
+
+	// Zookeeper delivers a watch event before the answer to any request
+	// sent after the change: once the renewal is answered, every watch
+	// fired by a change made before the keep-alive was sent is recorded.
+	s.mu.Lock()
+	check := make(map[string]int64, len(s.unwatched)+len(s.suspects))
+	for _, set := range []map[string]struct{}{s.unwatched, s.suspects} {
+		for name := range set {
+			if tok, ok := s.leases[name]; ok {
+				check[name] = tok
+			}
+		}
 	}
+	clear(s.unwatched)
+	clear(s.suspects)
+	s.mu.Unlock()
 	reply := simba.KeepAliveReply{
 		Remaining: time.Duration(s.timeout.Load()),
-		Leases:    make(map[string]uint64, len(leases)),
+		Leases:    leases,
 		Groups:    make(map[string]int, len(groups)),
 	}
 	for i, g := range groups {
@@ -356,44 +387,48 @@ func (s *session) keepAlive(ctx context.Context) (simba.KeepAliveReply, error) {
 		}
 	}
 
+	// The leases to check: read with a watch, so that the next change of
+	// their node is heard without asking.
 	gone := map[string]int64{}
-	if len(leases) > 0 && (dirty || pzxid != verified) {
-		names := make([]string, 0, len(leases))
-		lpaths := make([]string, 0, len(leases))
-		for name := range leases {
+	if len(check) > 0 {
+		names := make([]string, 0, len(check))
+		lpaths := make([]string, 0, len(check))
+		for name := range check {
 			names = append(names, name)
 			lpaths = append(lpaths, s.b.leasePath(name))
 		}
-		lstats, err := s.existsAll(ctx, lpaths)
+		lstats, err := s.existsAll(ctx, lpaths, true)
 		if err != nil {
 			s.mu.Lock()
-			s.dirty = true
+			for name := range check {
+				s.suspects[name] = struct{}{}
+			}
 			s.mu.Unlock()
 			return simba.KeepAliveReply{}, s.failed(ctx, "keep-alive", err)
 		}
 		zid := s.zid.Load()
 		for i, name := range names {
-			if st := lstats[i]; st == nil || st.EphemeralOwner != zid || st.Czxid != leases[name] {
-				gone[name] = leases[name]
+			if st := lstats[i]; st == nil || st.EphemeralOwner != zid || st.Czxid != check[name] {
+				gone[name] = check[name]
 			}
 		}
 	}
-	for name, tok := range leases {
-		if _, lost := gone[name]; !lost {
-			reply.Leases[name] = uint64(tok)
+	if len(gone) > 0 {
+		reply.Leases = make(map[string]uint64, len(leases))
+		for name, tok := range leases {
+			if _, lost := gone[name]; !lost {
+				reply.Leases[name] = tok
+			}
 		}
-	}
-
-	s.mu.Lock()
-	for name, tok := range gone {
-		if s.leases[name] == tok {
-			delete(s.leases, name)
+		s.mu.Lock()
+		for name, tok := range gone {
+			if s.leases[name] == tok {
+				delete(s.leases, name)
+				s.gen++
+			}
 		}
+		s.mu.Unlock()
 	}
-	if !s.dirty {
-		s.verified = pzxid
-	}
-	s.mu.Unlock()
 	if s.expired.Load() {
 		return simba.KeepAliveReply{}, s.failed(ctx, "keep-alive", zk.ErrSessionExpired)
 	}
@@ -404,8 +439,9 @@ func (s *session) keepAlive(ctx context.Context) (simba.KeepAliveReply, error) {
 const pipeline = 64
 
 // existsAll reads the stat of every path, several requests in flight at a
-// time on the session's connection; a missing node gives a nil stat.
-func (s *session) existsAll(ctx context.Context, paths []string) ([]*zk.Stat, error) {
+// time on the session's connection, each with an exists-watch when watch
+// is set; a missing node gives a nil stat.
+func (s *session) existsAll(ctx context.Context, paths []string, watch bool) ([]*zk.Stat, error) {
 	stats := make([]*zk.Stat, len(paths))
 	errs := make([]error, min(len(paths), pipeline))
 	var next atomic.Int64
@@ -417,7 +453,14 @@ func (s *session) existsAll(ctx context.Context, paths []string) ([]*zk.Stat, er
 				if i >= len(paths) || ctx.Err() != nil {
 					return
 				}
-				ok, st, err := s.conn.Exists(paths[i])
+				var ok bool
+				var st *zk.Stat
+				var err error
+				if watch {
+					ok, st, _, err = s.conn.ExistsW(paths[i])
+				} else {
+					ok, st, err = s.conn.Exists(paths[i])
+				}
 				if err != nil {
 					errs[w] = err
 					next.Store(int64(len(paths))) // stop the others
