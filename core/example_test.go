@@ -62,6 +62,31 @@ func ExampleLock_Acquire() {
 	// Output: writing with fencing token 1
 }
 
+// A worker that takes one lock per item gives each back without waiting
+// for the backend: the next Acquire does not queue behind the release.
+func ExampleLockTerm_ReleaseAsync() {
+	client, _ := simba.New(memory.New())
+	defer client.Close(context.Background())
+
+	ctx := context.Background()
+	var last <-chan error
+	for _, order := range []string{"order-1", "order-2", "order-3"} {
+		term, err := client.Lock(order).Acquire(ctx)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println("shipping", order, "with token", term.Token())
+		last = term.ReleaseAsync()
+	}
+	fmt.Println("last release:", <-last)
+	// Output:
+	// shipping order-1 with token 1
+	// shipping order-2 with token 1
+	// shipping order-3 with token 1
+	// last release: <nil>
+}
+
 func ExampleValidateName() {
 	fmt.Println(simba.ValidateName("billing.3"))
 	fmt.Println(simba.ValidateName("billing/3"))

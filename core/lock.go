@@ -330,6 +330,41 @@ func (lt *LockTerm) Release(ctx context.Context) error {
 	return err
 }
 
+// ReleaseAsync revokes the term (Stopped) at once, as Release does, and
+// gives the lease back in the background: the caller does not wait for
+// the backend's answer, so a loop that takes and gives back locks pays one
+// round trip per lock instead of two. The returned channel receives the
+// backend's error (nil on success) once the release is answered, and is
+// then closed; it is closed without a value when there was nothing to
+// release (R-LOCK-6). Reading it is optional.
+//
+// Until the answer arrives another node may still see the lease held, and
+// an Acquire of the same name by this client may win it again at once,
+// with a higher token: the late release carries the old token and frees
+// nothing (R-TERM-7). A release still in flight when the client closes is
+// cut short (its error reaches the channel); closing the session frees
+// the lease anyway.
+func (lt *LockTerm) ReleaseAsync() <-chan error {
+	done := make(chan error, 1)
+	c := lt.e.c
+	c.lock()
+	defer c.unlock()
+	rel := lt.releaseLocked()
+	if rel == nil {
+		close(done)
+		return done
+	}
+	c.goBackground(func(ctx context.Context) {
+		err := rel(ctx)
+		c.lock()
+		lt.e.forget()
+		c.unlock()
+		done <- err
+		close(done)
+	})
+	return done
+}
+
 // Close releases the term like Release with no deadline of its own, so a
 // LockTerm works with defer and io.Closer.
 func (lt *LockTerm) Close() error { return lt.Release(context.Background()) }

@@ -253,3 +253,64 @@ func TestCloseEndsAnAcquireInFlight(t *testing.T) {
 		}
 	})
 }
+
+// R-LOCK-6, R-TERM-7: ReleaseAsync ends the term at once and reports the
+// backend's answer on its channel; a release still in flight frees
+// nothing once the name was won again, and a second ReleaseAsync is a
+// no-op.
+func TestLockReleaseAsync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		conn := s.Connect()
+		c := newClient(t, conn)
+		ctx := context.Background()
+		l := c.Lock("l")
+		lt, err := l.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Delay(time.Second) // the release below waits a second on its way
+		done := lt.ReleaseAsync()
+		if lt.Valid() || lt.Reason() != simba.Stopped {
+			t.Fatalf("after ReleaseAsync: valid %v, reason %v", lt.Valid(), lt.Reason())
+		}
+		if _, ok := <-lt.ReleaseAsync(); ok {
+			t.Fatal("a second ReleaseAsync sent a value")
+		}
+		conn.Delay(0)
+		again, err := l.Acquire(ctx) // won while the release is in flight
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Token() <= lt.Token() {
+			t.Fatalf("token %d after %d", again.Token(), lt.Token())
+		}
+		if err, ok := <-done; !ok || err != nil {
+			t.Fatalf("release answer: %v (sent %v), want nil", err, ok)
+		}
+		if _, ok := <-done; ok {
+			t.Fatal("the channel sent twice")
+		}
+		if _, tok, ok := s.Owner("l"); !ok || tok != again.Token() || !again.Valid() {
+			t.Fatalf("after the late release: owner token %d (%v), want %d held", tok, ok, again.Token())
+		}
+		if err := again.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, ok := s.Owner("l"); ok {
+			t.Fatal("still owned after Release")
+		}
+
+		// The backend's error reaches the channel.
+		lt, err = l.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		boom := errors.New("boom")
+		conn.Fail(boom)
+		if err := <-lt.ReleaseAsync(); !errors.Is(err, boom) {
+			t.Fatalf("release answer %v, want one wrapping the backend's error", err)
+		}
+		conn.Fail(nil)
+	})
+}

@@ -111,6 +111,14 @@ Feature: Locks
     And releasing A's term of "invoice" again, then closing it, returns no error and sends nothing to the backend
     And B's one attempt at the lock "invoice" succeeds
 
+  @R-LOCK-6 @R-TERM-7
+  Scenario: A release that does not wait ends the term at once and frees the lease
+    Given nodes A and B are connected
+    And A holds the lock "invoice"
+    When A releases its term of "invoice" without waiting: the term has ended when the call returns, and the backend's answer is no error
+    Then B's one attempt at the lock "invoice" succeeds
+    And releasing A's term of "invoice" again, then closing it, returns no error and sends nothing to the backend
+
   @R-LOCK-6
   Scenario: Releasing a lock term that already ended is a no-op
     Given node A is connected

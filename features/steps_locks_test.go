@@ -381,6 +381,37 @@ func (w *world) handsOff(name, lease string) error {
 	return nil
 }
 
+func (w *world) releasesAsync(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	lts := n.locks[w.name(lease)]
+	if len(lts) == 0 {
+		return fmt.Errorf("node %s holds no lock %s", name, lease)
+	}
+	lt := lts[len(lts)-1]
+	done := lt.ReleaseAsync()
+	n.released[lt] = true
+	if lt.Valid() || lt.Reason() != simba.Stopped {
+		return fmt.Errorf("when ReleaseAsync returned: valid %v, reason %v; want ended with STOPPED", lt.Valid(), lt.Reason())
+	}
+	ctx, cancel := n.stepCtx()
+	defer cancel()
+	select {
+	case err, ok := <-done:
+		if !ok {
+			return errors.New("the channel closed without the backend's answer")
+		}
+		if err != nil {
+			return fmt.Errorf("the backend's answer: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("no answer to the release: %w", ctx.Err())
+	}
+}
+
 func (w *world) releaseAgain(name, lease string) error {
 	n, t, err := w.term(name, lease)
 	if err != nil {

@@ -176,6 +176,7 @@ func (w *world) registerSteps(step func(string, any)) {
 	step(`^the call returned no term and an error matching (\w+), without panicking$`, w.callReturned)
 	step(`^([A-Z]) hands its term of "([^"]*)" to another goroutine, which releases it without error$`, w.handsOff)
 	step(`^releasing ([A-Z])'s term of "([^"]*)" again, then closing it, returns no error and sends nothing to the backend$`, w.releaseAgain)
+	step(`^([A-Z]) releases its term of "([^"]*)" without waiting: the term has ended when the call returns, and the backend's answer is no error$`, w.releasesAsync)
 
 	step(`^([A-Z])'s election, lock and one-shot lock attempt named (.+) are each refused with ErrInvalidName, the error quoting the name and saying "([^"]*)", and [A-Z] made no backend call about that name$`, w.refusedName)
 
