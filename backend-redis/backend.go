@@ -409,9 +409,11 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	}
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid)}
-	res, err := b.batch.run(ctx, acquireScript, keys, sid, b.prefix, name)
+	hi, lo, bb := nameCoefficients(name)
+	res, err := b.batch.run(ctx, acquireScript, keys, sid, b.prefix, name, hi, lo, bb)
 	if err != nil {
-		return simba.AcquireResult{}, wrapErr(fmt.Sprintf("acquire %q", name), err)
+		return simba.AcquireResult{}, b.wrapScriptErr(ctx, fmt.Sprintf("acquire %q", name), err,
+			typedKey{keys[0], "hash"}, typedKey{keys[1], "hash"}, typedKey{b.prefix + "floor", "string"})
 	}
 	switch res := res.(type) {
 	case int64:
@@ -442,11 +444,15 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid), b.waitersKey(name)}
 	tok := strconv.FormatUint(token, 10)
-	res, err := b.batch.run(ctx, releaseScript, keys, sid, tok, b.channel, name)
+	res, err := b.batch.run(ctx, releaseScript, keys, sid, tok, b.channel, name, -leaseDigest(name, token))
 	if n, ok := res.(int64); err == nil && ok && n == 1 {
 		b.owned.record(sid, leaseChange{name: name, token: token})
 	}
-	return wrapErr(fmt.Sprintf("release %q", name), err)
+	if err != nil {
+		return b.wrapScriptErr(ctx, fmt.Sprintf("release %q", name), err,
+			typedKey{keys[0], "hash"}, typedKey{keys[1], "hash"})
+	}
+	return nil
 }
 
 // JoinGroup makes s a member of group until it leaves or the session ends

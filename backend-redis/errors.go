@@ -1,6 +1,7 @@
 package simbaredis
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -73,4 +74,43 @@ func serverMessage(err error) string {
 		}
 	}
 	return msg
+}
+
+// typedKey is a key an operation touches and the type Simba writes there.
+type typedKey struct{ key, kind string }
+
+// wrongType is the error of a script that a key of the wrong type stopped:
+// it names the key, which the server's WRONGTYPE error does not.
+type wrongType struct {
+	key, holds, kind string
+	err              error // the server's error
+}
+
+func (e *wrongType) Error() string {
+	return "WRONGTYPE key " + e.key + " holds a " + e.holds + ", not a " + e.kind
+}
+
+func (e *wrongType) Unwrap() error { return e.err }
+
+// wrapScriptErr is wrapErr for the scripts that call Redis without
+// catching a WRONGTYPE error (acquire and release, whose every step
+// counts): on such an error it asks the server for the type of each key
+// and names the first that holds another than Simba's. Only failed calls
+// pay for the lookup.
+func (b *Backend) wrapScriptErr(ctx context.Context, op string, err error, keys ...typedKey) error {
+	if err == nil || !redis.HasErrorPrefix(err, "WRONGTYPE") {
+		return wrapErr(op, err)
+	}
+	pipe := b.client.Pipeline()
+	cmds := make([]*redis.StatusCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.Type(ctx, k.key)
+	}
+	_, _ = pipe.Exec(ctx) // each reply is read below
+	for i, k := range keys {
+		if t, terr := cmds[i].Result(); terr == nil && t != "none" && t != k.kind {
+			return &opError{op: op, kind: ErrWrongType, err: &wrongType{key: k.key, holds: t, kind: k.kind, err: err}}
+		}
+	}
+	return wrapErr(op, err)
 }

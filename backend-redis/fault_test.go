@@ -371,6 +371,29 @@ func TestWrongTypeKeys(t *testing.T) {
 	_, err = b.Acquire(ctx, g2.ID, "c")
 	wantWrongType("Acquire by a session whose key holds a string", err, key)
 
+	// The scripts of Acquire and Release stop at the first key of the wrong
+	// type without naming it; the error still names the key, and nothing
+	// was written.
+	g4, err := b.OpenSession(ctx, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := mustWin(t, b, g4.ID, "e")
+	raw.RPush(ctx, p+"floor", "x")
+	_, err = b.Acquire(ctx, g4.ID, "never-used")
+	wantWrongType("Acquire of a new name under a floor key holding a list", err, p+"floor")
+	if n, err := raw.Exists(ctx, p+"lease:never-used").Result(); err != nil || n != 0 {
+		t.Fatalf("the failed Acquire left a lease hash (%d, %v)", n, err)
+	}
+	raw.Del(ctx, p+"floor")
+	key4 := p + "session:" + string(g4.ID)
+	raw.Del(ctx, key4)
+	raw.Set(ctx, key4, "x", time.Minute)
+	wantWrongType("Release by a session whose key holds a string", b.Release(ctx, g4.ID, "e", re.Token), key4)
+	if owner, err := raw.HGet(ctx, p+"lease:e", "session").Result(); err != nil || owner != string(g4.ID) {
+		t.Fatalf("the failed Release changed the lease's owner to %q (%v)", owner, err)
+	}
+
 	// The owner's session key damaged after it won: Holder cannot tell
 	// whether the owner lives.
 	g3, err := b.OpenSession(ctx, 5*time.Second)

@@ -8,14 +8,43 @@ import (
 	"sync"
 )
 
-// leaseDigest is the share of one lease in a session's digest: the first
-// 40 bits of the SHA-1 of "name=token", centred on zero. The scripts
-// compute the same with redis.sha1hex. A session's digest is the sum of
-// the shares of its leases; with shares below 2^39 the sum of up to 2^24
-// leases cannot overflow the server's 64-bit counter.
+// leaseDigest is the share of one lease in a session's digest (ADR 0015):
+//
+//	(A * (token mod 10^6) + b) mod 2^40 - 2^39
+//
+// with the coefficients of the name from its SHA-1 (nameCoefficients): A
+// odd and of 40 bits, b of 40 bits. A lease missing on one side shifts the
+// sum by a pseudo-random 40-bit value, a token that differs by d (0 < |d| <
+// 10^6) by A * d, never 0 mod 2^40 since A is odd. The scripts compute the
+// same in Lua (luaShare): every step is an integer below 2^53, exact in a
+// double. Acquire sends the coefficients and Release the share, so that
+// neither script hashes; only the keep-alive hashes a name, when it drops
+// or corrects a lease. A session's digest is the sum of the shares of its
+// leases; with shares below 2^39 the sum of up to 2^24 leases cannot
+// overflow the server's 64-bit counter.
 func leaseDigest(name string, token uint64) int64 {
-	sum := sha1.Sum([]byte(name + "=" + strconv.FormatUint(token, 10)))
-	return int64(binary.BigEndian.Uint64(sum[:8])>>24) - 1<<39
+	hi, lo, b := nameCoefficients(name)
+	return leaseShare(hi, lo, b, token)
+}
+
+// nameCoefficients are the digest coefficients of a lease name, from the
+// first 80 bits of its SHA-1 (the first 20 hexadecimal digits): hi = digits
+// 1-5, lo = digits 6-10 with the lowest bit set (A = hi * 2^20 + lo is
+// odd), b = digits 11-20.
+func nameCoefficients(name string) (hi, lo, b int64) {
+	h := sha1.Sum([]byte(name))
+	top := binary.BigEndian.Uint64(h[:8])
+	hi = int64(top >> 44)
+	lo = int64(top>>24&(1<<20-1)) | 1
+	b = int64(top&(1<<24-1))<<16 | int64(h[8])<<8 | int64(h[9])
+	return hi, lo, b
+}
+
+// leaseShare is leaseDigest from the coefficients, step by step as the
+// Lua share function computes it.
+func leaseShare(hi, lo, b int64, token uint64) int64 {
+	n := int64(token % 1_000_000)
+	return ((hi*n)%(1<<20)*(1<<20)+lo*n+b)%(1<<40) - 1<<39
 }
 
 // ownedViews is what a Backend believes each of its sessions owns, kept

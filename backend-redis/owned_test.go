@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -239,4 +240,43 @@ func serverLeases(ctx context.Context, t *testing.T, raw *redis.Client, prefix s
 		t.Fatalf("session digest %q, want %d, the sum over its leases", fields["digest"], digest)
 	}
 	return out
+}
+
+// TestLeaseDigestMatchesScripts pins the Lua digest (the keep-alive hashes
+// the name itself, acquire gets the coefficients from the client) to
+// leaseDigest, over names of any bytes and tokens of any size.
+func TestLeaseDigestMatchesScripts(t *testing.T) {
+	raw := rawClient(t, serverURL(t))
+	ctx := callCtx(t)
+	fromName := redis.NewScript(luaShare + luaDigest + `return digest(ARGV[1], ARGV[2])`)
+	fromCoefficients := redis.NewScript(luaShare + `return share(tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[1])`)
+	names := []string{"a", "bench", "lease-000042", "ünïcødé/名前", strings.Repeat("x", 300), "\x00\xff"}
+	tokens := []uint64{1, 2, 999_999, 1_000_000, 1_000_001, 1<<53 + 1, 123_456_789_012_345_678, math.MaxUint64}
+	for _, name := range names {
+		hi, lo, b := nameCoefficients(name)
+		if lo%2 != 1 || hi >= 1<<20 || lo >= 1<<20 || b >= 1<<40 {
+			t.Fatalf("nameCoefficients(%q) = %d, %d, %d", name, hi, lo, b)
+		}
+		for _, tok := range tokens {
+			want := leaseDigest(name, tok)
+			if want < -1<<39 || want >= 1<<39 {
+				t.Fatalf("leaseDigest(%q, %d) = %d, outside [-2^39, 2^39)", name, tok, want)
+			}
+			s := strconv.FormatUint(tok, 10)
+			if got, err := fromName.Run(ctx, raw, nil, name, s).Int64(); err != nil || got != want {
+				t.Errorf("Lua digest(%q, %s) = %d, %v; leaseDigest = %d", name, s, got, err, want)
+			}
+			if got, err := fromCoefficients.Run(ctx, raw, nil, s, hi, lo, b).Int64(); err != nil || got != want {
+				t.Errorf("Lua share(%q's coefficients, %s) = %d, %v; leaseDigest = %d", name, s, got, err, want)
+			}
+		}
+	}
+	// A token that differs by less than 10^6 always changes the share.
+	for _, name := range names {
+		for _, d := range []uint64{1, 2, 1 << 10, 999_999} {
+			if leaseDigest(name, 7) == leaseDigest(name, 7+d) {
+				t.Errorf("leaseDigest(%q) is the same at tokens 7 and %d", name, 7+d)
+			}
+		}
+	}
 }

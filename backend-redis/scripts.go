@@ -74,11 +74,25 @@ end
 `
 
 // luaDigest: digest is the share of a lease (name, token as its decimal
-// string) in the session's digest: 40 bits of SHA-1, centred on zero, the
-// same as leaseDigest in Go.
+// string) in the session's digest, the same as leaseDigest in Go: the
+// coefficients of the name come from its SHA-1 (see leaseShare), which
+// only the keep-alive computes here, when it drops or corrects a lease;
+// acquire and release get them, or the share itself, from the client.
 const luaDigest = `
 local function digest(name, tok)
-  return tonumber(string.sub(redis.sha1hex(name .. '=' .. tok), 1, 10), 16) - 549755813888
+  local h = redis.sha1hex(name)
+  local lo = tonumber(string.sub(h, 6, 10), 16)
+  return share(tonumber(string.sub(h, 1, 5), 16), lo - lo % 2 + 1, tonumber(string.sub(h, 11, 20), 16), tok)
+end
+`
+
+// luaShare: share is (A * (tok mod 10^6) + b) mod 2^40, centred on zero,
+// where A = hi * 2^20 + lo: every step stays an integer below 2^53, so
+// Lua's doubles compute it exactly, the same as leaseShare in Go.
+const luaShare = `
+local function share(hi, lo, b, tok)
+  local n = tonumber(string.sub(tok, -6))
+  return ((hi * n) % 1048576 * 1048576 + lo * n + b) % 1099511627776 - 549755813888
 end
 `
 
@@ -131,7 +145,7 @@ return redis.call('PTTL', s)
 // of leases. A lease or group key of the wrong type is skipped and
 // reported rather than failing the whole renewal, so one damaged key
 // cannot expire the session.
-var keepAliveScript = redis.NewScript(luaTry + luaInt + luaNow + luaDigest + luaMember + `
+var keepAliveScript = redis.NewScript(luaTry + luaInt + luaNow + luaShare + luaDigest + luaMember + `
 local s, j = KEYS[1], KEYS[2]
 local ms, p, sid, seen = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local head = must('hash', 'HMGET', s, 'opened', 'digest')
@@ -194,38 +208,46 @@ return {redis.call('PTTL', s), leases, groups, bad, d}
 // expired session, or owned by the caller, records when it began (since,
 // server time in ms) and adds the lease to the session hash and its
 // digest. A name without a lease hash (never used, or removed by
-// sweepScript) starts above the floor, the highest token ever removed. It reads the session hash (its digest with it) and the lease
-// hash, and writes each once: the commands a script runs are most of its
-// cost.
-// KEYS: lease, session. ARGV: sid, prefix, name.
+// sweepScript) starts above the floor, the highest token ever removed. It
+// reads the session hash (its digest with it) and the lease hash, and
+// writes each once. Every piece of Lua counts here (ADR 0015): the
+// commands are plain redis.call, so a key of the wrong type aborts the
+// script with WRONGTYPE before anything is written (the caller then names
+// the key); the name's digest coefficients come from the client, so the
+// script hashes nothing; since is cut from TIME's reply as a string.
+// KEYS: lease, session. ARGV: sid, prefix, name, and the name's digest
+// coefficients hi, lo, b (see leaseShare).
 // Reply: -1 session gone, 0 held by another live session, else the token
 // as a string (a Lua number would round tokens above 2^53).
-var acquireScript = redis.NewScript(luaTry + luaInt + luaNow + luaDigest + `
+var acquireScript = redis.NewScript(luaShare + `
 local l, s = KEYS[1], KEYS[2]
-local sid, p, name = ARGV[1], ARGV[2], ARGV[3]
-local own = must('hash', 'HMGET', s, 'opened', 'digest')
+local sid = ARGV[1]
+local own = redis.call('HMGET', s, 'opened', 'digest')
 if not own[1] then return -1 end
-local cur = must('hash', 'HMGET', l, 'session', 'token')
-if cur[1] and cur[1] ~= sid and redis.call('EXISTS', p .. 'session:' .. cur[1]) == 1 then
+local cur = redis.call('HMGET', l, 'session', 'token')
+if cur[1] and cur[1] ~= sid and redis.call('EXISTS', ARGV[2] .. 'session:' .. cur[1]) == 1 then
   return 0
 end
-local token = cur[2] or redis.call('GET', p .. 'floor') or '0'
+local token = cur[2] or redis.call('GET', ARGV[2] .. 'floor') or '0'
+local t = redis.call('TIME')
+local since = t[1] .. string.sub('00000' .. t[2], -6, -4)
 if #token < 15 then
-  token = int(tonumber(token) + 1)
-  redis.call('HSET', l, 'session', sid, 'token', token, 'since', int(now()))
+  token = string.format('%d', tonumber(token) + 1)
+  redis.call('HSET', l, 'session', sid, 'token', token, 'since', since)
 else
   redis.call('HINCRBY', l, 'token', 1)
   token = redis.call('HGET', l, 'token')
-  redis.call('HSET', l, 'session', sid, 'since', int(now()))
+  redis.call('HSET', l, 'session', sid, 'since', since)
 end
-local d = digest(name, token)
-if cur[1] == sid and cur[2] then d = d - digest(name, cur[2]) end
+local hi, lo, b = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local d = share(hi, lo, b, token)
+if cur[1] == sid and cur[2] then d = d - share(hi, lo, b, cur[2]) end
 local sum = tonumber(own[2] or '0')
 if math.abs(sum) < 4503599627370496 then
-  redis.call('HSET', s, '+' .. name, token, 'digest', int(sum + d))
+  redis.call('HSET', s, '+' .. ARGV[3], token, 'digest', string.format('%d', sum + d))
 else
-  redis.call('HSET', s, '+' .. name, token)
-  redis.call('HINCRBY', s, 'digest', int(d))
+  redis.call('HSET', s, '+' .. ARGV[3], token)
+  redis.call('HINCRBY', s, 'digest', string.format('%d', d))
 end
 return token
 `)
@@ -258,20 +280,27 @@ end
 `
 
 // releaseScript frees a lease if the caller owns it with the given token
-// and takes it out of the session hash and its digest. When nodes wait for
-// the lease (field w, set by watchScript) it announces the release to the
-// first of them; a lock nobody waits for costs no PUBLISH.
-// KEYS: lease, session, waiter queue. ARGV: sid, token, channel, name.
+// and takes it out of the session hash and its digest (by the share the
+// client computed: the script hashes nothing). When nodes wait for the
+// lease (field w, set by watchScript) it announces the release to the
+// first of them; a lock nobody waits for costs no PUBLISH. As in
+// acquireScript, a key of the wrong type aborts the script with WRONGTYPE
+// before anything is written.
+// KEYS: lease, session, waiter queue. ARGV: sid, token, channel, name, the
+// lease's share of the digest negated (-leaseDigest).
 // Reply: 1 released, 0 not owned with that token.
-var releaseScript = redis.NewScript(luaTry + luaInt + luaDigest + luaHandOn + `
+var releaseScript = redis.NewScript(luaHandOn + `
 local l, s = KEYS[1], KEYS[2]
-local cur = must('hash', 'HMGET', l, 'session', 'token', 'w')
+local cur = redis.call('HMGET', l, 'session', 'token', 'w')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
-if must('hash', 'HDEL', s, '+' .. ARGV[4]) == 1 then
-  redis.call('HINCRBY', s, 'digest', int(-digest(ARGV[4], ARGV[2])))
+if redis.call('HDEL', s, '+' .. ARGV[4]) == 1 then
+  redis.call('HINCRBY', s, 'digest', ARGV[5])
 end
 redis.call('HDEL', l, 'session')
-if cur[3] and try('ZCARD', KEYS[3]) then handOn(l, KEYS[3], ARGV[3], ARGV[4]) end
+if cur[3] then
+  local n = redis.pcall('ZCARD', KEYS[3])
+  if type(n) == 'number' then handOn(l, KEYS[3], ARGV[3], ARGV[4]) end
+end
 return 1
 `)
 
