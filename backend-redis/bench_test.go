@@ -1,11 +1,18 @@
 package simbaredis
 
 import (
+	"context"
 	"fmt"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	simba "github.com/simba-go/simba/core"
 )
@@ -20,6 +27,8 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	raw := rawClient(b, serverURL(b))
+	before := readServerCost(ctx, b, raw)
 	for b.Loop() {
 		r, err := be.Acquire(ctx, g.ID, "bench")
 		if err != nil || !r.Won {
@@ -29,6 +38,152 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	before.report(ctx, b, raw)
+}
+
+// BenchmarkAcquireReleaseParallel is BenchmarkAcquireRelease with 64
+// goroutines on one Backend and one session, each on a name of its own.
+func BenchmarkAcquireReleaseParallel(b *testing.B) {
+	be := openBackend(b, serverURL(b), Options{})
+	ctx := callCtx(b)
+	g, err := be.OpenSession(ctx, time.Minute)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := rawClient(b, serverURL(b))
+	var next atomic.Int64
+	before := readServerCost(ctx, b, raw)
+	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		name := fmt.Sprint("bench.", next.Add(1))
+		for pb.Next() {
+			r, err := be.Acquire(ctx, g.ID, name)
+			if err != nil || !r.Won {
+				b.Errorf("Acquire = %+v, %v", r, err)
+				return
+			}
+			if err := be.Release(ctx, g.ID, name, r.Token); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	before.report(ctx, b, raw)
+}
+
+// peerRelease is the release script of bsm/redislock: delete the key if it
+// still holds the caller's token.
+var peerRelease = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+
+// peerAcquireRelease is the shape of a bsm/redislock Obtain and Release
+// (SET NX PX, then its release script) on a client built like Open's, as
+// the yardstick of the benchmarks below; tools/bench runs the library
+// itself.
+func peerAcquireRelease(ctx context.Context, c *redis.Client, key string, token int64) error {
+	tok := strconv.FormatInt(token, 10)
+	ok, err := c.SetNX(ctx, key, tok, time.Minute).Result()
+	if err != nil || !ok {
+		return fmt.Errorf("SET NX %s = %v, %w", key, ok, err)
+	}
+	return peerRelease.Run(ctx, c, []string{key}, tok).Err()
+}
+
+func peerClient(b *testing.B) *redis.Client {
+	opts, err := redis.ParseURL(serverURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	opts.ContextTimeoutEnabled = true
+	c := redis.NewClient(opts)
+	b.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// BenchmarkPeerAcquireRelease is BenchmarkAcquireRelease for the shape of
+// bsm/redislock (peerAcquireRelease).
+func BenchmarkPeerAcquireRelease(b *testing.B) {
+	c := peerClient(b)
+	ctx := callCtx(b)
+	key := testPrefix() + "peer"
+	before := readServerCost(ctx, b, c)
+	var i int64
+	for b.Loop() {
+		i++
+		if err := peerAcquireRelease(ctx, c, key, i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	before.report(ctx, b, c)
+}
+
+// BenchmarkPeerAcquireReleaseParallel is BenchmarkAcquireReleaseParallel
+// for the shape of bsm/redislock.
+func BenchmarkPeerAcquireReleaseParallel(b *testing.B) {
+	c := peerClient(b)
+	ctx := callCtx(b)
+	prefix := testPrefix() + "peer."
+	var next atomic.Int64
+	before := readServerCost(ctx, b, c)
+	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+	b.RunParallel(func(pb *testing.PB) {
+		key := fmt.Sprint(prefix, next.Add(1))
+		var i int64
+		for pb.Next() {
+			i++
+			if err := peerAcquireRelease(ctx, c, key, i); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	before.report(ctx, b, c)
+}
+
+// serverCost is what the server had spent at one moment: the CPU time of
+// its main thread and the commands it ran (those inside scripts
+// included), from INFO. The growth per operation is only meaningful on a
+// server that runs nothing else meanwhile.
+// It also keeps this process's CPU time, the client's share.
+type serverCost struct{ cpuMicros, commands, clientMicros float64 }
+
+func readServerCost(ctx context.Context, b *testing.B, c *redis.Client) serverCost {
+	info, err := c.Info(ctx, "cpu", "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := serverCost{clientMicros: processCPUMicros(b)}
+	for line := range strings.Lines(info) {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch {
+		case k == "used_cpu_user_main_thread", k == "used_cpu_sys_main_thread":
+			f, _ := strconv.ParseFloat(v, 64)
+			s.cpuMicros += f * 1e6
+		case strings.HasPrefix(k, "cmdstat_"):
+			calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+			n, _ := strconv.ParseFloat(calls, 64)
+			s.commands += n
+		}
+	}
+	return s
+}
+
+// report reports the server's CPU time and commands per operation since s
+// (the INFO call itself counts as one command).
+func (s serverCost) report(ctx context.Context, b *testing.B, c *redis.Client) {
+	now := readServerCost(ctx, b, c)
+	n := float64(b.N)
+	b.ReportMetric((now.cpuMicros-s.cpuMicros)/n, "server-µs/op")
+	b.ReportMetric((now.commands-s.commands-1)/n, "server-cmds/op")
+	b.ReportMetric((now.clientMicros-s.clientMicros)/n, "client-µs/op")
+}
+
+// processCPUMicros is the CPU time this process has used, in µs.
+func processCPUMicros(b *testing.B) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e3
 }
 
 func BenchmarkKeepAlive(b *testing.B) {
