@@ -76,6 +76,7 @@ func redisSuite(ctx context.Context, s *settings, rawURL string, su *suite) erro
 			}
 			return simbaLockOp(su, b, ns)
 		}},
+		simbaAsyncImpl(func() (simba.Backend, error) { return newBackend(newClient(nil)) }, su),
 		spiImpl(ctx, func() (simba.Backend, error) { return newBackend(newClient(nil)) }),
 		{"redislock", func(ns []string) (opFunc, error) {
 			lk, keys := redislock.New(newClient(nil)), peerKeys("redislock", ns)

@@ -20,6 +20,7 @@ const (
 	implSimba        = "simba"
 	implFloor        = "floor"
 	implSPI          = "spi"
+	implSimbaAsync   = "simba_async"
 )
 
 func opKeepAlive(leases int) string { return fmt.Sprintf("keepalive_L%d", leases) }
@@ -52,6 +53,23 @@ func closeClient(c *simba.Client) error {
 // simbaLockOp returns the measured operation of Simba's lock: worker w
 // acquires the lock names[w] and releases it, on one client of b.
 func simbaLockOp(su *suite, b simba.Backend, names []string) (opFunc, error) {
+	return simbaLock(su, b, names, false)
+}
+
+// simbaAsyncImpl is Simba's lock given back with ReleaseAsync (impl
+// "simba_async"): the caller does not wait for the release's answer, and
+// its next Acquire goes out while the release is still on its way.
+func simbaAsyncImpl(open func() (simba.Backend, error), su *suite) impl {
+	return impl{implSimbaAsync, func(ns []string) (opFunc, error) {
+		b, err := open()
+		if err != nil {
+			return nil, err
+		}
+		return simbaLock(su, b, ns, true)
+	}}
+}
+
+func simbaLock(su *suite, b simba.Backend, names []string, async bool) (opFunc, error) {
 	c, err := newSimba(su, b)
 	if err != nil {
 		return nil, err
@@ -64,6 +82,10 @@ func simbaLockOp(su *suite, b simba.Backend, names []string) (opFunc, error) {
 		lt, err := locks[w].Acquire(ctx)
 		if err != nil {
 			return err
+		}
+		if async {
+			lt.ReleaseAsync()
+			return nil
 		}
 		return lt.Release(ctx)
 	}, nil
