@@ -76,6 +76,8 @@ func TestClientSweepErrors(t *testing.T) {
 // A job that removes the state of the names nobody has used for a day, so
 // that a lock per invoice does not leave a record per invoice for ever.
 // Tokens keep increasing: a name used again gets a token above its old ones.
+// Scheduled on an election, the sweep runs on one node of the fleet at a
+// time, every hour here (Schedule blocks until ctx ends).
 func ExampleClient_Sweep() {
 	client, err := simba.New(memory.New())
 	if err != nil {
@@ -83,11 +85,18 @@ func ExampleClient_Sweep() {
 	}
 	defer client.Close(context.Background())
 
-	removed, err := client.Sweep(context.Background(), 24*time.Hour)
-	if err != nil {
-		fmt.Println("sweep:", err)
-		return
-	}
-	fmt.Println("removed", removed)
-	// Output: removed 0
+	ctx, stop := context.WithCancel(context.Background())
+	err = client.Election("lease-sweeper").Schedule(ctx, time.Hour, func(ctx context.Context, _ *simba.Term) error {
+		defer stop() // this example stops after the first run
+		removed, err := client.Sweep(ctx, 24*time.Hour)
+		if err != nil {
+			return err // reported as EventWorkFailed; the schedule goes on
+		}
+		fmt.Println("removed", removed)
+		return nil
+	})
+	fmt.Println("schedule ended:", err)
+	// Output:
+	// removed 0
+	// schedule ended: <nil>
 }
