@@ -23,11 +23,12 @@ var ErrClosed = errors.New("simbazk: backend closed")
 // after their context is done (the request already sent still completes
 // in the background).
 type Backend struct {
-	servers   []string
-	opts      Options
-	log       *slog.Logger
-	leasesDir string // Root/leases
-	groupsDir string // Root/groups
+	servers    []string
+	opts       Options
+	log        *slog.Logger
+	leasesDir  string // Root/leases
+	groupsDir  string // Root/groups
+	waitersDir string // Root/waiters
 
 	mu       sync.Mutex
 	closed   bool
@@ -66,15 +67,16 @@ func New(servers []string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{
-		servers:   append([]string(nil), servers...),
-		opts:      o,
-		log:       o.Logger.With("component", "simbazk"),
-		leasesDir: o.Root + "/leases",
-		groupsDir: o.Root + "/groups",
-		closing:   make(chan struct{}),
-		sessions:  make(map[simba.SessionID]*session),
-		conns:     make(map[*session]struct{}),
-		watches:   make(map[string]*releaseWatch),
+		servers:    append([]string(nil), servers...),
+		opts:       o,
+		log:        o.Logger.With("component", "simbazk"),
+		leasesDir:  o.Root + "/leases",
+		groupsDir:  o.Root + "/groups",
+		waitersDir: o.Root + "/waiters",
+		closing:    make(chan struct{}),
+		sessions:   make(map[simba.SessionID]*session),
+		conns:      make(map[*session]struct{}),
+		watches:    make(map[string]*releaseWatch),
 	}
 	return b, nil
 }

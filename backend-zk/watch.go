@@ -2,8 +2,10 @@ package simbazk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -42,7 +44,9 @@ func (w *watchConn) close() {
 // releaseWatch is one Zookeeper watch on a lease node, shared by every
 // WatchRelease caller of that name until it fires.
 type releaseWatch struct {
+	name  string
 	fired chan struct{}
+	quit  chan struct{} // closed when the last caller left before it fired
 	// callers still waiting (their ctx not done) and the functions that
 	// stop counting them; guarded by Backend.mu.
 	callers int
@@ -55,8 +59,14 @@ func (b *Backend) join(ctx context.Context, w *releaseWatch) {
 	w.callers++
 	w.stops = append(w.stops, context.AfterFunc(ctx, func() {
 		b.mu.Lock()
+		defer b.mu.Unlock()
 		w.callers--
-		b.mu.Unlock()
+		if w.callers == 0 && b.watches[w.name] == w {
+			// Nobody waits any more: the watch leaves the queue, and the
+			// next caller starts a new one.
+			delete(b.watches, w.name)
+			close(w.quit)
+		}
 	}))
 }
 
@@ -91,7 +101,7 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 		b.mu.Unlock()
 		return w.fired, nil
 	}
-	w := &releaseWatch{fired: make(chan struct{})}
+	w := &releaseWatch{name: name, fired: make(chan struct{}), quit: make(chan struct{})}
 	b.watches[name] = w
 	b.join(ctx, w)
 	wc, err := b.watchConnLocked()
@@ -101,7 +111,6 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 		return nil, err
 	}
 
-	path := b.leasePath(name)
 	set := make(chan error, 1)
 	if !b.spawn(func() {
 		<-wc.auth
@@ -111,26 +120,7 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 			b.dropWatcher(wc)
 			return
 		}
-		exists, _, ev, err := wc.conn.ExistsW(path)
-		if err != nil || !exists {
-			// Fired before WatchRelease returns: a free lease is seen at once.
-			b.fire(name, w)
-			set <- err
-			return
-		}
-		set <- nil
-		var claim func()
-		select {
-		case e := <-ev: // deleted, changed, or the connection lost its watches
-			if e.Type == zk.EventNodeDeleted && b.waited(w) {
-				claim = b.claimFor(name) // locks the name before the wake-up
-			}
-		case <-b.closing:
-		}
-		b.fire(name, w)
-		if claim != nil {
-			claim()
-		}
+		b.watchQueued(wc.conn, name, w, set)
 	}) {
 		b.fire(name, w)
 		return nil, ErrClosed
@@ -218,4 +208,123 @@ func (b *Backend) dropWatcher(wc *watchConn) {
 	}
 	b.watcher = nil
 	b.wg.Go(wc.close)
+}
+
+// watchQueued runs the release watch w of name on conn: when the lease is
+// free it fires at once; otherwise the backend queues for the name, an
+// ephemeral sequential node of the read connection's session under
+// Root/waiters/{name} (a container node, which the server removes once
+// empty), and only the first backend of the queue watches the lease node,
+// each other one the node before its own. A release therefore wakes one
+// backend, not every one that waits; that backend's node leaves the queue
+// once it fired (after its claim, see claimFor), which wakes the next one
+// to watch the lease node. set receives the outcome of the first request.
+func (b *Backend) watchQueued(conn *zk.Conn, name string, w *releaseWatch, set chan<- error) {
+	signalled := false
+	signal := func(err error) { // once the watch is armed, or at the end
+		if !signalled {
+			signalled = true
+			set <- err
+		}
+	}
+	defer signal(nil)
+	path := b.leasePath(name)
+	exists, _, err := conn.Exists(path)
+	if err != nil || !exists {
+		b.fire(name, w) // a free lease is seen at once
+		signal(err)
+		return
+	}
+	dir := b.waitersDir + "/" + name
+	me, err := b.enqueue(conn, dir)
+	if err != nil {
+		me = "" // no place in the queue: watch the lease node itself
+	}
+	defer func() {
+		if me != "" {
+			_ = conn.Delete(me, -1)
+		}
+	}()
+	for {
+		target := path
+		if me != "" {
+			pred, err := predecessor(conn, dir, me)
+			if err != nil {
+				b.fire(name, w)
+				return
+			}
+			if pred != "" {
+				target = pred
+			}
+		}
+		ok, _, ev, err := conn.ExistsW(target)
+		switch {
+		case err != nil:
+			b.fire(name, w)
+			signal(err)
+			return
+		case !ok && target == path:
+			b.fire(name, w) // freed meanwhile
+			return
+		case !ok:
+			continue // the node before ours left: look again
+		}
+		signal(nil)
+		select {
+		case e := <-ev: // deleted, changed, or the connection lost its watches
+			if target != path && e.Type == zk.EventNodeDeleted {
+				continue
+			}
+			var claim func()
+			if target == path && e.Type == zk.EventNodeDeleted && b.waited(w) {
+				claim = b.claimFor(name) // locks the name before the wake-up
+			}
+			b.fire(name, w)
+			if claim != nil {
+				claim()
+			}
+			return
+		case <-w.quit:
+			return
+		case <-b.closing:
+			b.fire(name, w)
+			return
+		}
+	}
+}
+
+// enqueue creates the backend's node in the queue dir of a lease name and
+// returns its path, creating dir (a container) and its parents if needed.
+func (b *Backend) enqueue(conn *zk.Conn, dir string) (string, error) {
+	me, err := conn.Create(dir+"/w-", nil, zk.FlagEphemeralSequential, b.opts.ACL)
+	if !errors.Is(err, zk.ErrNoNode) {
+		return me, err
+	}
+	if err := b.ensureParents(conn, dir); err != nil {
+		return "", err
+	}
+	if _, err := conn.CreateContainer(dir, nil, zk.FlagContainer, b.opts.ACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return "", err
+	}
+	return conn.Create(dir+"/w-", nil, zk.FlagEphemeralSequential, b.opts.ACL)
+}
+
+// predecessor returns the path of the node just before me in the queue
+// dir, or "" when me is first.
+func predecessor(conn *zk.Conn, dir, me string) (string, error) {
+	children, _, err := conn.Children(dir)
+	if err != nil {
+		return "", err
+	}
+	slices.Sort(children) // one prefix, zero-padded sequence numbers
+	base := me[len(dir)+1:]
+	i, found := slices.BinarySearch(children, base)
+	switch {
+	case !found:
+		return "", fmt.Errorf("simbazk: queue node %s is gone", me)
+	case i == 0:
+		return "", nil
+	default:
+		return dir + "/" + children[i-1], nil
+	}
 }
