@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,6 +50,7 @@ type settings struct {
 	names     int           // distinct names of the state_names<n> case (Redis)
 	settle    time.Duration // wait before a release, for the waiter to set its watch
 	svg       string        // file the ratio chart is written to, or ""
+	cpuprof   string        // file the CPU profile of the run is written to, or ""
 	out, log  io.Writer     // lines; progress, skips and errors
 }
 
@@ -100,6 +102,7 @@ func parseFlags(args []string, quick bool, stderr io.Writer) (settings, error) {
 	fs.IntVar(&s.kaRounds, "ka-rounds", s.kaRounds, "rounds of the keep-alive measurements (interleaved)")
 	leases := fs.String("leases", joinInts(s.leases), "comma-separated lease counts of the keep-alive measurements")
 	fs.StringVar(&s.svg, "svg", "", "write an SVG chart of Simba's ratios to the other implementations to this file")
+	fs.StringVar(&s.cpuprof, "cpuprofile", "", "write a CPU profile of the whole run (go tool pprof) to this file")
 	if err := fs.Parse(args); err != nil {
 		return s, err
 	}
@@ -248,7 +251,12 @@ func main() {
 	defer stop()
 	rec := &lineRecorder{next: s.out}
 	s.out = rec
-	err = run(ctx, s, os.Getenv)
+	stopProfile, err := startCPUProfile(s.cpuprof)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	err = errors.Join(run(ctx, s, os.Getenv), stopProfile())
 	if s.svg != "" {
 		// The chart shows what was measured, even by a run that failed.
 		err = errors.Join(err, saveChart(s, rec.String(), time.Now()))
@@ -272,4 +280,23 @@ func saveChart(s settings, lines string, at time.Time) error {
 	}
 	fmt.Fprintf(s.log, "bench: chart written to %s\n", s.svg)
 	return nil
+}
+
+// startCPUProfile starts a CPU profile written to path, unless path is
+// empty, and returns what stops it.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return nil, errors.Join(fmt.Errorf("-cpuprofile: %w", err), f.Close())
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
