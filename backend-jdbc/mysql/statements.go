@@ -38,6 +38,13 @@ import (
 //     deletes), it can only delay a take-over or a deletion, never allow a
 //     wrong one.
 //
+// A statement that locks the caller's session row names it by primary key
+// and says FORCE INDEX (PRIMARY): with a condition on expires_at too, the
+// optimizer may scan the expires_at index instead (it does on small
+// tables), locking that index's entries before the row, in the opposite
+// order of a statement that found the row by key first, and two such
+// statements of one session deadlock.
+//
 // Plain reads (no lock) read a snapshot taken when the statement starts,
 // the same instant as its clock. SYSDATE(6), evaluated when it is called,
 // is not used: --sysdate-is-now turns it into NOW() without a trace, it is
@@ -55,7 +62,7 @@ VALUES (?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), ?)`
 	// row, then myRenew compares with a clock started after the wait.
 	myLockSession = `SELECT id FROM {session} WHERE id = ? FOR UPDATE`
 
-	myRenew = `UPDATE {session} SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
+	myRenew = `UPDATE {session} FORCE INDEX (PRIMARY) SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
 WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
 	// Read after myRenew: kinds as on PostgreSQL (0 remaining µs, 1 lease,
@@ -85,17 +92,23 @@ SELECT 2, g.group_name, (
 	// keep-alive of the owner in flight is waited for and one arriving
 	// later waits and then finds the session expired. LAST_INSERT_ID(expr)
 	// hands the new token back in the OK packet: no second read.
-	myTakeOver = `UPDATE {lease} l
-JOIN {session} me ON me.id = ? AND me.expires_at > UTC_TIMESTAMP(6)
+	// STRAIGHT_JOIN reads (and share-locks) the caller's row before the
+	// lease row: the other way round, an attempt on a name not yet inserted
+	// would hold a gap lock of the lease index while queued for the
+	// caller's row behind the keep-alive's exclusive lock, and a first
+	// insert of the caller (share lock on its row, waiting for that gap)
+	// would close a cycle that InnoDB breaks by failing the keep-alive.
+	myTakeOver = `UPDATE {session} me FORCE INDEX (PRIMARY)
+STRAIGHT_JOIN {lease} l ON me.id = ? AND me.expires_at > UTC_TIMESTAMP(6) AND l.name = ?
 LEFT JOIN {session} o ON o.id = l.session_id AND o.id <> me.id AND o.expires_at > UTC_TIMESTAMP(6)
 SET l.token = LAST_INSERT_ID(l.token + 1), l.session_id = me.id, l.acquired_at = UTC_TIMESTAMP(6)
-WHERE l.name = ? AND o.id IS NULL`
+WHERE o.id IS NULL`
 
 	// After a win: confirm that the caller is still live (see above) and
 	// add one to its lease generation, handed back in the OK packet. It
 	// locks the caller's session row alone, after the lease row was
 	// written, so it never holds one lock while waiting for another.
-	myConfirm = `UPDATE {session} SET lease_gen = LAST_INSERT_ID(lease_gen + 1)
+	myConfirm = `UPDATE {session} FORCE INDEX (PRIMARY) SET lease_gen = LAST_INSERT_ID(lease_gen + 1)
 WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
 	// Why myTakeOver changed nothing: caller not live, or row held.
@@ -106,7 +119,7 @@ WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 	// First term of a name never seen: a concurrent first insert wins and
 	// this one is ignored (0 rows).
 	myInsertLease = `INSERT IGNORE INTO {lease} (name, session_id, token, acquired_at)
-SELECT ?, id, 1, UTC_TIMESTAMP(6) FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
+SELECT ?, id, 1, UTC_TIMESTAMP(6) FROM {session} FORCE INDEX (PRIMARY) WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
 	// Frees the lease and adds one to the session's lease generation,
 	// handed back in the OK packet. STRAIGHT_JOIN locks the lease row
@@ -123,7 +136,7 @@ WHERE l.name = ? AND l.session_id = ? AND l.token = ?`
 	// decides the answer with a fresh one. A membership row of a session
 	// that turns out expired is never counted and goes with the session.
 	myJoinGroup = `INSERT IGNORE INTO {member} (group_name, session_id, joined_at)
-SELECT ?, id, UTC_TIMESTAMP(6) FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
+SELECT ?, id, UTC_TIMESTAMP(6) FROM {session} FORCE INDEX (PRIMARY) WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
 	myGroupState = `SELECT
     EXISTS (SELECT 1 FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)),
@@ -221,12 +234,34 @@ func (s *dialect) stmt(k myStmt) (*sql.Stmt, error) {
 	return s.stmts[k], nil
 }
 
+// deadlockRetries bounds the runs of a statement that InnoDB chose as the
+// victim of a deadlock.
+const deadlockRetries = 3
+
+// deadlock reports whether err is ER_LOCK_DEADLOCK (1213): InnoDB rolled
+// the transaction back, so running it again is safe.
+func deadlock(err error) bool {
+	var myErr *mysql.MySQLError
+	return errors.As(err, &myErr) && myErr.Number == 1213
+}
+
+// exec runs statement k, in autocommit, again if InnoDB rolled it back to
+// break a deadlock. Share locks of plain autocommit statements (the
+// session rows an acquire joins, the gaps of a name not yet inserted) can
+// form a cycle with a waiting exclusive lock (a keep-alive, a release, the
+// confirmation of a win), which InnoDB detects at once.
 func (s *dialect) exec(ctx context.Context, k myStmt, args ...any) (sql.Result, error) {
 	st, err := s.stmt(k)
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(ctx, args...)
+	for i := 1; ; i++ {
+		res, err := st.ExecContext(ctx, args...)
+		if i < deadlockRetries && deadlock(err) && ctx.Err() == nil {
+			continue
+		}
+		return res, err
+	}
 }
 
 func (s *dialect) query(ctx context.Context, k myStmt, args ...any) (*sql.Rows, error) {
@@ -362,7 +397,11 @@ func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duratio
 // session is live, and an expired session can no longer be renewed in
 // between.
 func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known int64) (simba.KeepAliveReply, int64, bool, error) {
-	if err := s.renew(ctx, id, lease); err != nil {
+	err := s.renew(ctx, id, lease)
+	for i := 1; i < deadlockRetries && deadlock(err) && ctx.Err() == nil; i++ {
+		err = s.renew(ctx, id, lease) // rolled back: nothing was renewed
+	}
+	if err != nil {
 		return simba.KeepAliveReply{}, 0, false, err
 	}
 	rows, err := s.query(ctx, stKeepAliveRead, id, id, id, known, id) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows

@@ -71,27 +71,17 @@ SELECT 2, g.group_name::text, (
 	//           for the lease row (ON CONFLICT ... WHERE), so a caller that
 	//           expired while waiting never wins.
 	//   cur:    the lease's owner as of the statement's snapshot.
-	//   holder: that owner's session row, locked FOR SHARE. The lock
-	//           waits for a keep-alive of the owner in flight and then reads
-	//           the renewed row, and a keep-alive arriving later waits for
-	//           this statement and then finds the session expired: the two
-	//           are serialised, so an owner is never renewed and taken over
-	//           at once.
+	//   holder: that owner's session row, locked FOR SHARE. The lock waits
+	//           for a keep-alive of the owner in flight and then reads the
+	//           renewed row, and a keep-alive arriving later waits for this
+	//           statement and then finds the session expired: the two are
+	//           serialised, so an owner is never renewed and taken over at
+	//           once.
 	//   won:    insert the row (token 1) or, on conflict, take it over
 	//           (token + 1) only if the row's current owner is still the one
 	//           judged above (or is the caller): a concurrent winner makes
 	//           the others lose rather than all win.
-	//   bump:   a win adds one to the caller's lease generation, after
-	//           the lease row was written. The UPDATE waits for the share
-	//           locks other sessions' acquires hold on the caller's row as
-	//           the owner of the lease they want. None of those waits for
-	//           this statement's lease row: it is either another lease, or
-	//           this one owned by the caller, which is live, so they insert
-	//           nothing and end. The caller's own acquires and releases
-	//           wait for each other here, so the generations follow the
-	//           order in which they commit.
-	// It returns whether the caller is live, the new token (NULL if lost)
-	// and the generation of the win.
+	// It returns whether the caller is live and the new token, NULL if lost.
 	pgAcquire = `WITH me AS MATERIALIZED (
     SELECT id, expires_at FROM {session} WHERE id = $1 FOR SHARE
 ), cur AS (
@@ -111,31 +101,24 @@ SELECT 2, g.group_name::text, (
                OR l.session_id = excluded.session_id)
           AND EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp())
     RETURNING l.token
-), bump AS (
-    UPDATE {session} SET lease_gen = lease_gen + 1
-    WHERE id = $1 AND EXISTS (SELECT 1 FROM won)
-    RETURNING lease_gen
 )
-SELECT EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp()), (SELECT token FROM won), (SELECT lease_gen FROM bump)`
+SELECT EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp()), (SELECT token FROM won)`
 
-	// A release that frees the lease adds one to the session's lease
-	// generation and returns it (NULL when it freed nothing). The session
-	// row is locked before the lease row: the other way round, a release
-	// holding the lease row would wait for the share lock of a candidate's
-	// acquire on the session row, which waits for the lease row. The
-	// generation moves whenever the lease named the session with the
-	// token in the snapshot, even if a concurrent acquire of the same
-	// session changed it before the UPDATE: a change that changed nothing
-	// keeps the caller's view right.
-	pgRelease = `WITH b AS (
-    UPDATE {session} SET lease_gen = lease_gen + 1
-    WHERE id = $2 AND EXISTS (SELECT 1 FROM {lease} WHERE name = $1 AND session_id = $2 AND token = $3)
-    RETURNING lease_gen
-), r AS (
-    UPDATE {lease} SET session_id = NULL
-    WHERE name = $1 AND session_id = $2 AND token = $3 AND EXISTS (SELECT 1 FROM b)
-)
-SELECT (SELECT lease_gen FROM b)`
+	// After a win or a release that freed a lease: add one to the
+	// session's lease generation, in a statement (and transaction) of its
+	// own. It locks the session row alone, FOR NO KEY UPDATE, which waits
+	// for the share locks of acquires judging the session (its own, as
+	// the caller, and other sessions', as the owner). In the acquire or
+	// release statement itself it would wait for them while holding the
+	// lease row, which some of them wait for: two acquires of the session
+	// at once, or its acquire and release of one name, would deadlock.
+	// The generations therefore follow the bumps, not the changes, which
+	// can differ for concurrent calls of the session; the view applies a
+	// change by its token (an acquire only raises it, a release frees only
+	// its own token), so the outcome does not depend on that order.
+	pgBump = `UPDATE {session} SET lease_gen = lease_gen + 1 WHERE id = $1 RETURNING lease_gen`
+
+	pgRelease = `UPDATE {lease} SET session_id = NULL WHERE name = $1 AND session_id = $2 AND token = $3`
 
 	// Snapshot reads only (the insert waits for nothing but a concurrent
 	// join of the same session and group), so now() is their clock. The
@@ -245,7 +228,7 @@ type dialect struct {
 	pool *pgxpool.Pool
 	t    sqlcore.Tables
 	q    struct {
-		open, keepAlive, acquire, release, join, leave, closeSession, holder, cleanup string
+		open, keepAlive, acquire, bump, release, join, leave, closeSession, holder, cleanup string
 	}
 }
 
@@ -254,6 +237,7 @@ func newDialect(pool *pgxpool.Pool, t sqlcore.Tables) *dialect {
 	s.q.open = t.Expand(pgOpenSession)
 	s.q.keepAlive = t.Expand(pgKeepAlive)
 	s.q.acquire = t.Expand(pgAcquire)
+	s.q.bump = t.Expand(pgBump)
 	s.q.release = t.Expand(pgRelease)
 	s.q.join = t.Expand(pgJoinGroup)
 	s.q.leave = t.Expand(pgLeaveGroup)
@@ -315,36 +299,79 @@ func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duratio
 	return err
 }
 
-func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known int64) (simba.KeepAliveReply, int64, bool, error) {
-	rows, err := s.pool.Query(ctx, s.q.keepAlive, id, sqlcore.Micros(lease), known)
-	if err != nil {
-		return simba.KeepAliveReply{}, 0, false, err
+// deadlockRetries bounds the runs of a statement that PostgreSQL aborted
+// to break a deadlock.
+const deadlockRetries = 3
+
+// retry runs f, again if PostgreSQL aborted it to break a deadlock
+// (deadlock_detected, 40P01): it was rolled back, so running it again is
+// safe. The statements lock rows in an order meant to rule deadlocks out;
+// this covers a cycle that order misses, at the cost of deadlock_timeout.
+func retry(ctx context.Context, f func() error) error {
+	for i := 1; ; i++ {
+		err := f()
+		var pgErr *pgconn.PgError
+		if i < deadlockRetries && errors.As(err, &pgErr) && pgErr.Code == "40P01" && ctx.Err() == nil {
+			continue
+		}
+		return err
 	}
-	return sqlcore.ReadKeepAlive(rows)
+}
+
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known int64) (simba.KeepAliveReply, int64, bool, error) {
+	var reply simba.KeepAliveReply
+	var gen int64
+	var live bool
+	err := retry(ctx, func() error {
+		rows, err := s.pool.Query(ctx, s.q.keepAlive, id, sqlcore.Micros(lease), known)
+		if err != nil {
+			return err
+		}
+		reply, gen, live, err = sqlcore.ReadKeepAlive(rows)
+		return err
+	})
+	return reply, gen, live, err
 }
 
 func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, int64, bool, bool, error) {
 	var live bool
-	var token, gen *int64
-	if err := s.pool.QueryRow(ctx, s.q.acquire, id, name).Scan(&live, &token, &gen); err != nil {
+	var token *int64
+	if err := retry(ctx, func() error {
+		return s.pool.QueryRow(ctx, s.q.acquire, id, name).Scan(&live, &token)
+	}); err != nil {
 		return 0, 0, false, false, err
 	}
 	if token == nil || *token <= 0 {
 		return 0, 0, false, live, nil
 	}
-	var g int64
-	if gen != nil {
-		g = *gen
+	gen, err := s.bump(ctx, id)
+	if err != nil {
+		return 0, 0, false, false, err
 	}
-	return uint64(*token), g, true, live, nil
+	return uint64(*token), gen, true, live, nil
+}
+
+// bump adds one to the lease generation of session id and returns it; 0
+// when the session row is gone (closed or cleaned up).
+func (s *dialect) bump(ctx context.Context, id string) (int64, error) {
+	var gen int64
+	err := retry(ctx, func() error { return s.pool.QueryRow(ctx, s.q.bump, id).Scan(&gen) })
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return gen, err
 }
 
 func (s *dialect) Release(ctx context.Context, id, name string, token uint64) (int64, error) {
-	var gen *int64
-	if err := s.pool.QueryRow(ctx, s.q.release, name, id, int64(token)).Scan(&gen); err != nil || gen == nil {
+	var n int64
+	if err := retry(ctx, func() error {
+		tag, err := s.pool.Exec(ctx, s.q.release, name, id, int64(token))
+		n = tag.RowsAffected()
+		return err
+	}); err != nil || n == 0 {
 		return 0, err
 	}
-	return *gen, nil
+	return s.bump(ctx, id)
 }
 
 func (s *dialect) JoinGroup(ctx context.Context, id, group string) (int, bool, error) {

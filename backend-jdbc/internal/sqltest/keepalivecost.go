@@ -101,3 +101,68 @@ func testKeepAliveSeesOtherChanges(t *testing.T, f *fixture) {
 	}
 	want("after an acquire cut short", map[string]uint64{"late": 7})
 }
+
+// testConcurrentCallsOfOneSession: acquires and releases of one session
+// run at once, with its keep-alives, as a client taking many leases in
+// parallel does: none fails (a deadlock between the session's own
+// statements surfaces as an error) and the keep-alive lists them all.
+func testConcurrentCallsOfOneSession(t *testing.T, f *fixture) {
+	b := f.backend()
+	const lease = time.Minute
+	s := open(t, b, lease)
+	const workers, each = 8, 40
+	errs := make(chan error, workers+1)
+	stop := make(chan struct{})
+	kaDone := make(chan struct{})
+	go func() {
+		defer close(kaDone)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := b.KeepAlive(ctxT(t), s, lease); err != nil {
+				errs <- fmt.Errorf("keep-alive: %w", err)
+				return
+			}
+		}
+	}()
+	done := make(chan struct{})
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range each {
+				name := fmt.Sprintf("w%d-%d", w, i%(each/2))
+				r, err := b.Acquire(ctxT(t), s, name)
+				if err != nil || !r.Won {
+					errs <- fmt.Errorf("acquire %s: %+v, %w", name, r, err)
+					return
+				}
+				if i < each/2 {
+					continue // keep the first half
+				}
+				if err := b.Release(ctxT(t), s, name, r.Token); err != nil {
+					errs <- fmt.Errorf("release %s: %w", name, err)
+					return
+				}
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	close(stop)
+	<-kaDone
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		return
+	}
+	// The second half re-acquired and released the names the first took.
+	if got := keepAlive(t, b, s, lease).Leases; len(got) != 0 {
+		t.Fatalf("keep-alive lists %d leases after every one was released, want none: %v", len(got), got)
+	}
+}

@@ -155,6 +155,7 @@ var tests = []struct {
 	{"TakeOverWaitsForRenewalInFlight", testTakeOverWaitsForRenewalInFlight},
 	{"KeepAliveCostFlat", testKeepAliveCostFlat},
 	{"KeepAliveSeesOtherChanges", testKeepAliveSeesOtherChanges},
+	{"ConcurrentCallsOfOneSession", testConcurrentCallsOfOneSession},
 	{"KilledConnection", testKilledConnection},
 	{"WrongCredentials", testWrongCredentials},
 	{"OpenFailsOnSilentServer", testOpenFailsOnSilentServer},
