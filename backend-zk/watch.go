@@ -80,13 +80,19 @@ func (b *Backend) waited(w *releaseWatch) bool {
 // WatchRelease returns a channel that is closed once the lease name may
 // have become free: its node was deleted (a release, or the owner's session
 // ended) or changed. When the node does not exist, the channel is already
-// closed. Every caller watching a name shares one Zookeeper watch, set with
-// one exists request when the first one asks; later callers pay nothing.
+// closed. Every caller watching a name shares one watch of the backend,
+// set up when the first one asks; later callers pay nothing. While the
+// lease is held the backend queues for it (see watchQueued), so that a
+// release wakes the first waiting backend only: a channel may therefore
+// stay open after a release another backend was woken for, until that
+// backend has taken the lease or left the queue and the lease is released
+// again.
 //
-// A Zookeeper watch cannot be removed: when ctx is done the caller stops
-// waiting, the watch stays until the node changes or Close. Close fires
-// every pending watch and ends its goroutine. A lost watch connection also
-// fires the watches (spurious wake-ups are allowed by the contract).
+// When ctx is done the caller stops waiting; when the last caller of a
+// name stopped, the backend leaves the queue (a Zookeeper watch cannot be
+// removed: it stays until the node changes or Close). Close fires every
+// pending watch and ends its goroutine. A lost watch connection also fires
+// the watches (spurious wake-ups are allowed by the contract).
 func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
 	if err := simba.ValidateName(name); err != nil {
 		return nil, err
