@@ -2,6 +2,7 @@ package simbazk
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -162,6 +163,33 @@ func TestNamesNeedingCare(t *testing.T) {
 	}
 }
 
+// TestLeaseStateBounded: a name used once leaves no node once released,
+// and the next term of a name is above every token it had: the tokens are
+// zxids, which grow across the whole ensemble, so no floor needs keeping.
+func TestLeaseStateBounded(t *testing.T) {
+	b, servers := newTestBackend(t, Options{})
+	s := mustOpen(t, b, lease)
+	var last uint64
+	for i := range 100 {
+		r := mustAcquire(t, b, s, fmt.Sprintf("once-%d", i))
+		if !r.Won || r.Token <= last {
+			t.Fatalf("Acquire once-%d = %+v, want won above %d", i, r, last)
+		}
+		last = r.Token
+		if err := b.Release(ctx(t), s, fmt.Sprintf("once-%d", i), r.Token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := dialAdmin(t, servers)
+	defer a.close()
+	if left, _, err := a.conn.Children(b.Root() + "/leases"); err != nil || len(left) != 0 {
+		t.Fatalf("nodes left under leases after 100 names used once: %v (%v), want none", left, err)
+	}
+	if r := mustAcquire(t, b, s, "once-0"); !r.Won || r.Token <= last {
+		t.Fatalf("Acquire of a name used before = %+v, want won above %d", r, last)
+	}
+}
+
 // TestKeepAliveCostFlat: a keep-alive of a session that holds 1 or 1,000
 // leases is one request while other sessions take and free other leases
 // beside it (every child change of Root/leases).
@@ -208,7 +236,7 @@ func TestLeaseDeletedByHand(t *testing.T) {
 	s := mustOpen(t, b, lease)
 	r := mustAcquire(t, b, s, "gone")
 	keep := mustAcquire(t, b, s, "kept")
-	mustKeepAlive(t, b, s) // a full check: the next one relies on the pzxid
+	mustKeepAlive(t, b, s) // reads both once and watches them
 
 	a := dialAdmin(t, servers)
 	defer a.close()
