@@ -104,21 +104,40 @@ SELECT 2, g.group_name::text, (
 )
 SELECT EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp()), (SELECT token FROM won)`
 
-	// After a win or a release that freed a lease: add one to the
-	// session's lease generation, in a statement (and transaction) of its
-	// own. It locks the session row alone, FOR NO KEY UPDATE, which waits
-	// for the share locks of acquires judging the session (its own, as
-	// the caller, and other sessions', as the owner). In the acquire or
-	// release statement itself it would wait for them while holding the
-	// lease row, which some of them wait for: two acquires of the session
-	// at once, or its acquire and release of one name, would deadlock.
-	// The generations therefore follow the bumps, not the changes, which
-	// can differ for concurrent calls of the session; the view applies a
-	// change by its token (an acquire only raises it, a release frees only
-	// its own token), so the outcome does not depend on that order.
+	// After a win: add one to the session's lease generation, in a
+	// statement (and transaction) of its own. It locks the session row
+	// alone, FOR NO KEY UPDATE, which waits for the share locks of
+	// acquires judging the session (its own, as the caller, and other
+	// sessions', as the owner). In the acquire statement it would wait for
+	// them while holding the lease row, which some of them wait for: two
+	// acquires of one session at once, or its acquire and release of one
+	// name, would deadlock. The generations therefore follow the bumps,
+	// not the changes, which can differ for concurrent calls of the
+	// session; the view applies a change by its token (an acquire only
+	// raises it, a release frees only its own token), so the outcome does
+	// not depend on that order.
 	pgBump = `UPDATE {session} SET lease_gen = lease_gen + 1 WHERE id = $1 RETURNING lease_gen`
 
-	pgRelease = `UPDATE {lease} SET session_id = NULL WHERE name = $1 AND session_id = $2 AND token = $3`
+	// A release that frees the lease adds one to the session's lease
+	// generation and returns it (NULL when it freed nothing), in one
+	// statement. The session row is locked (FOR NO KEY UPDATE) before the
+	// lease row: the other way round, a release holding the lease row
+	// would wait for the share lock of an acquire of the same name by the
+	// same session (me) on the session row, and that acquire for the lease
+	// row. Locked first, the session row is waited for while holding
+	// nothing. The generation moves whenever the lease named the session
+	// with the token in the snapshot, even if a concurrent acquire of the
+	// same session changed it before the UPDATE: a change that changed
+	// nothing keeps the caller's view right.
+	pgRelease = `WITH b AS (
+    UPDATE {session} SET lease_gen = lease_gen + 1
+    WHERE id = $2 AND EXISTS (SELECT 1 FROM {lease} WHERE name = $1 AND session_id = $2 AND token = $3)
+    RETURNING lease_gen
+), r AS (
+    UPDATE {lease} SET session_id = NULL
+    WHERE name = $1 AND session_id = $2 AND token = $3 AND EXISTS (SELECT 1 FROM b)
+)
+SELECT (SELECT lease_gen FROM b)`
 
 	// Snapshot reads only (the insert waits for nothing but a concurrent
 	// join of the same session and group), so now() is their clock. The
@@ -363,15 +382,13 @@ func (s *dialect) bump(ctx context.Context, id string) (int64, error) {
 }
 
 func (s *dialect) Release(ctx context.Context, id, name string, token uint64) (int64, error) {
-	var n int64
+	var gen *int64
 	if err := retry(ctx, func() error {
-		tag, err := s.pool.Exec(ctx, s.q.release, name, id, int64(token))
-		n = tag.RowsAffected()
-		return err
-	}); err != nil || n == 0 {
+		return s.pool.QueryRow(ctx, s.q.release, name, id, int64(token)).Scan(&gen)
+	}); err != nil || gen == nil {
 		return 0, err
 	}
-	return s.bump(ctx, id)
+	return *gen, nil
 }
 
 func (s *dialect) JoinGroup(ctx context.Context, id, group string) (int, bool, error) {
