@@ -19,9 +19,13 @@
 //     with one request over the backend's read connection, so that asking
 //     who holds a lease needs no session and renews none.
 //   - A group member is the ephemeral node Root/groups/{group}/{session}.
-//   - A release is broadcast through a watch on the lease node
+//   - A release is announced through a watch on the lease node
 //     ([Backend.WatchRelease]), which fires on a clean release and on the
-//     deletion that follows the owner's session expiry (R-CAND-2).
+//     deletion that follows the owner's session expiry (R-CAND-2). Backends
+//     waiting for a name queue under Root/waiters/{name} and only the first
+//     watches the lease node, so a release wakes one of them; its waiting
+//     session sends its create as the watch fires, and the engine's Acquire
+//     then finds the outcome staged.
 //
 // Only Simba's own calls renew a session: the Zookeeper client's
 // background pings are not sent, so a session that is no longer kept alive
