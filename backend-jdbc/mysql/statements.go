@@ -66,7 +66,8 @@ VALUES (?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), ?)`
 WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
 	// Read after myRenew: kinds as on PostgreSQL (0 remaining µs, 1 lease,
-	// 2 group count, 3 lease generation). No kind-0 row means the session
+	// 2 group count, 3 lease generation, 4 the number of leases listed).
+	// No kind-0 row means the session
 	// is not live. The leases are listed only when the session's lease
 	// generation is not the caller's (the fourth parameter): the session
 	// row is a constant table of that join (a primary key lookup), read
@@ -79,6 +80,9 @@ UNION ALL
 SELECT 3, NULL, lease_gen FROM {session} WHERE id = ?
 UNION ALL
 SELECT 1, l.name, l.token FROM {session} s JOIN {lease} l ON l.session_id = s.id
+WHERE s.id = ? AND s.lease_gen <> ?
+UNION ALL
+SELECT 4, NULL, COUNT(*) FROM {session} s JOIN {lease} l ON l.session_id = s.id
 WHERE s.id = ? AND s.lease_gen <> ?
 UNION ALL
 SELECT 2, g.group_name, (
@@ -404,7 +408,7 @@ func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration,
 	if err != nil {
 		return simba.KeepAliveReply{}, 0, false, err
 	}
-	rows, err := s.query(ctx, stKeepAliveRead, id, id, id, known, id) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
+	rows, err := s.query(ctx, stKeepAliveRead, id, id, id, known, id, known, id) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
 	if err != nil {
 		return simba.KeepAliveReply{}, 0, false, err
 	}

@@ -43,7 +43,7 @@ const (
 	// snapshot (gen), not from the locked row, so that they agree with each
 	// other: an acquire committed while the lock was awaited is in
 	// neither. Kinds: 0 remaining (µs), 1 lease (name, token), 2 group
-	// (name, count), 3 lease generation.
+	// (name, count), 3 lease generation, 4 the number of leases listed.
 	pgKeepAlive = `WITH cur AS MATERIALIZED (
     SELECT id, expires_at FROM {session} WHERE id = $1 FOR NO KEY UPDATE
 ), s AS (
@@ -58,6 +58,8 @@ UNION ALL
 SELECT 3, NULL::text, gen.lease_gen FROM gen
 UNION ALL
 SELECT 1, l.name::text, l.token FROM gen JOIN {lease} l ON l.session_id = gen.id WHERE gen.lease_gen <> $3
+UNION ALL
+SELECT 4, NULL::text, count(*) FROM gen JOIN {lease} l ON l.session_id = gen.id WHERE gen.lease_gen <> $3
 UNION ALL
 SELECT 2, g.group_name::text, (
     SELECT count(*) FROM {member} m JOIN {session} o ON o.id = m.session_id

@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"database/sql"
+	"fmt"
 	"time"
 
 	simba "github.com/simba-go/simba/core"
@@ -24,11 +25,14 @@ func (r SQLRows) Close() { _ = r.Rows.Close() }
 // ReadKeepAlive turns the (kind, name, value) rows of a keep-alive query
 // into a reply: kind 0 is the session's remaining time in microseconds
 // (absent when the session is not live), 1 a lease and its token, 2 a group
-// and its live member count, 3 the session's lease generation. It closes
-// rows.
+// and its live member count, 3 the session's lease generation, 4 the number
+// of leases the query listed: a reply with fewer kind-1 rows is an error,
+// never a shorter list (a client whose context ended mid-read may see the
+// rows end early without an error). It closes rows.
 func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, gen int64, live bool, err error) {
 	defer rows.Close()
 	reply = simba.KeepAliveReply{Leases: map[string]uint64{}, Groups: map[string]int{}}
+	var want int64 // leases listed, by the query's own count
 	for rows.Next() {
 		var kind int32
 		var name sql.NullString
@@ -46,10 +50,15 @@ func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, gen int64, live 
 			reply.Groups[name.String] = int(val)
 		case kind == 3:
 			gen = val
+		case kind == 4:
+			want = val
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return simba.KeepAliveReply{}, 0, false, err
+	}
+	if int64(len(reply.Leases)) != want {
+		return simba.KeepAliveReply{}, 0, false, fmt.Errorf("keep-alive reply incomplete: %d of %d leases read", len(reply.Leases), want)
 	}
 	return reply, gen, live, nil
 }

@@ -1,7 +1,9 @@
 package sqlcore
 
 import (
+	"database/sql"
 	"maps"
+	"slices"
 	"testing"
 
 	simba "github.com/simba-go/simba/core"
@@ -49,5 +51,35 @@ func TestViewFoldsChangesInGenerationOrder(t *testing.T) {
 	v.drop(s)
 	if got := v.known(s); got != unknownGen {
 		t.Fatalf("known = %d after drop, want %d", got, unknownGen)
+	}
+}
+
+// fakeRows serves (kind, name, value) rows to ReadKeepAlive.
+type fakeRows struct {
+	rows [][3]any
+	i    int
+}
+
+func (r *fakeRows) Next() bool { r.i++; return r.i <= len(r.rows) }
+func (r *fakeRows) Scan(dest ...any) error {
+	row := r.rows[r.i-1]
+	*dest[0].(*int32) = row[0].(int32)
+	if row[1] != nil {
+		*dest[1].(*sql.NullString) = sql.NullString{String: row[1].(string), Valid: true}
+	}
+	*dest[2].(*int64) = row[2].(int64)
+	return nil
+}
+func (r *fakeRows) Err() error { return nil }
+func (r *fakeRows) Close()     {}
+
+func TestReadKeepAliveRefusesAShortList(t *testing.T) {
+	rows := [][3]any{{int32(0), nil, int64(1000)}, {int32(3), nil, int64(5)}, {int32(1), "a", int64(2)}, {int32(1), "b", int64(3)}}
+	reply, gen, live, err := ReadKeepAlive(&fakeRows{rows: append(slices.Clone(rows), [3]any{int32(4), nil, int64(2)})})
+	if err != nil || !live || gen != 5 || len(reply.Leases) != 2 {
+		t.Fatalf("complete reply: %+v, gen %d, live %v, %v", reply, gen, live, err)
+	}
+	if _, _, _, err := ReadKeepAlive(&fakeRows{rows: append(slices.Clone(rows), [3]any{int32(4), nil, int64(3)})}); err == nil {
+		t.Fatal("a reply with 2 of 3 leases was accepted")
 	}
 }
