@@ -69,7 +69,8 @@ WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 	// 2 group count, 3 lease generation, 4 the number of leases listed).
 	// No kind-0 row means the session
 	// is not live. The leases are listed only when the session's lease
-	// generation is not the caller's (the fourth parameter): the session
+	// generation is not between the caller's and that plus the changes it
+	// has in flight (the fourth and fifth parameters): the session
 	// row is a constant table of that join (a primary key lookup), read
 	// before the leases, so a generation that matches reads no lease row.
 	// All of it is one snapshot, so the generation and the leases agree.
@@ -80,10 +81,10 @@ UNION ALL
 SELECT 3, NULL, lease_gen FROM {session} WHERE id = ?
 UNION ALL
 SELECT 1, l.name, l.token FROM {session} s JOIN {lease} l ON l.session_id = s.id
-WHERE s.id = ? AND s.lease_gen <> ?
+WHERE s.id = ? AND s.lease_gen NOT BETWEEN ? AND ?
 UNION ALL
 SELECT 4, NULL, COUNT(*) FROM {session} s JOIN {lease} l ON l.session_id = s.id
-WHERE s.id = ? AND s.lease_gen <> ?
+WHERE s.id = ? AND s.lease_gen NOT BETWEEN ? AND ?
 UNION ALL
 SELECT 2, g.group_name, (
     SELECT COUNT(*) FROM {member} m JOIN {session} o ON o.id = m.session_id
@@ -400,7 +401,7 @@ func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duratio
 // it, and an unchanged value counts as zero): the read says whether the
 // session is live, and an expired session can no longer be renewed in
 // between.
-func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known int64) (simba.KeepAliveReply, int64, bool, error) {
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64) (simba.KeepAliveReply, int64, bool, error) {
 	err := s.renew(ctx, id, lease)
 	for i := 1; i < deadlockRetries && deadlock(err) && ctx.Err() == nil; i++ {
 		err = s.renew(ctx, id, lease) // rolled back: nothing was renewed
@@ -408,7 +409,7 @@ func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration,
 	if err != nil {
 		return simba.KeepAliveReply{}, 0, false, err
 	}
-	rows, err := s.query(ctx, stKeepAliveRead, id, id, id, known, id, known, id) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
+	rows, err := s.query(ctx, stKeepAliveRead, id, id, id, known, known+lag, id, known, known+lag, id) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
 	if err != nil {
 		return simba.KeepAliveReply{}, 0, false, err
 	}

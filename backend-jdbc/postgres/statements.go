@@ -37,7 +37,8 @@ const (
 	// cur locks the session row; the UPDATE renews it
 	// only if it was live once locked (never revives one). The rest reads,
 	// in the same statement, the session's lease generation, its leases
-	// only when that generation is not $3 (the caller's), and how many
+	// only when that generation is not within [$3, $3 + $4] (the caller's
+	// and the changes it has in flight), and how many
 	// live members its groups have; it is empty when the UPDATE matched
 	// nothing. The generation and the leases are read from the statement's
 	// snapshot (gen), not from the locked row, so that they agree with each
@@ -57,9 +58,9 @@ SELECT 0, NULL::text, floor(extract(epoch FROM s.expires_at - clock_timestamp())
 UNION ALL
 SELECT 3, NULL::text, gen.lease_gen FROM gen
 UNION ALL
-SELECT 1, l.name::text, l.token FROM gen JOIN {lease} l ON l.session_id = gen.id WHERE gen.lease_gen <> $3
+SELECT 1, l.name::text, l.token FROM gen JOIN {lease} l ON l.session_id = gen.id WHERE gen.lease_gen NOT BETWEEN $3 AND $3 + $4
 UNION ALL
-SELECT 4, NULL::text, count(*) FROM gen JOIN {lease} l ON l.session_id = gen.id WHERE gen.lease_gen <> $3
+SELECT 4, NULL::text, count(*) FROM gen JOIN {lease} l ON l.session_id = gen.id WHERE gen.lease_gen NOT BETWEEN $3 AND $3 + $4
 UNION ALL
 SELECT 2, g.group_name::text, (
     SELECT count(*) FROM {member} m JOIN {session} o ON o.id = m.session_id
@@ -339,12 +340,12 @@ func retry(ctx context.Context, f func() error) error {
 	}
 }
 
-func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known int64) (simba.KeepAliveReply, int64, bool, error) {
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64) (simba.KeepAliveReply, int64, bool, error) {
 	var reply simba.KeepAliveReply
 	var gen int64
 	var live bool
 	err := retry(ctx, func() error {
-		rows, err := s.pool.Query(ctx, s.q.keepAlive, id, sqlcore.Micros(lease), known)
+		rows, err := s.pool.Query(ctx, s.q.keepAlive, id, sqlcore.Micros(lease), known, lag)
 		if err != nil {
 			return err
 		}

@@ -50,9 +50,9 @@ type Dialect interface {
 	OpenSession(ctx context.Context, id string, lease time.Duration, identity string) error
 	// KeepAlive returns live == false when the session is expired or gone,
 	// and the session's lease generation, gen. It lists the session's
-	// leases (reply.Leases, all of them at gen) only when gen differs from
-	// known.
-	KeepAlive(ctx context.Context, id string, lease time.Duration, known int64) (reply simba.KeepAliveReply, gen int64, live bool, err error)
+	// leases (reply.Leases, all of them at gen) only when gen is below
+	// known or above known + lag.
+	KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64) (reply simba.KeepAliveReply, gen int64, live bool, err error)
 	// Acquire returns, with a win, the lease generation the win made.
 	Acquire(ctx context.Context, id, name string) (token uint64, gen int64, won, live bool, err error)
 	// Release returns the lease generation the release made, 0 when it
@@ -458,8 +458,8 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 	if err := b.ready(ctx); err != nil {
 		return simba.KeepAliveReply{}, err
 	}
-	known := b.views.known(s)
-	reply, gen, live, err := b.d.KeepAlive(ctx, string(s), lease, known)
+	known, lag := b.views.known(s)
+	reply, gen, live, err := b.d.KeepAlive(ctx, string(s), lease, known, lag)
 	if err != nil {
 		return simba.KeepAliveReply{}, b.wrap("keep-alive", err)
 	}
@@ -468,7 +468,7 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 		return simba.KeepAliveReply{}, simba.ErrSessionExpired
 	}
 	var listed map[string]uint64
-	if gen != known {
+	if wasListed(known, lag, gen) {
 		listed = reply.Leases
 		if listed == nil {
 			listed = map[string]uint64{}
@@ -495,6 +495,8 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	if err := b.ready(ctx); err != nil {
 		return simba.AcquireResult{}, err
 	}
+	b.views.begin(s)
+	defer b.views.end(s)
 	token, gen, won, live, err := b.d.Acquire(ctx, string(s), name)
 	if err != nil {
 		b.views.unsure(s) // it may have won
@@ -528,6 +530,8 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	if err := b.ready(ctx); err != nil {
 		return err
 	}
+	b.views.begin(s)
+	defer b.views.end(s)
 	gen, err := b.d.Release(ctx, string(s), name, token)
 	if err != nil {
 		b.views.unsure(s) // it may have freed the lease

@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"maps"
+	"slices"
 	"sync"
 
 	simba "github.com/simba-go/simba/core"
@@ -17,6 +18,14 @@ import (
 // keep-alive reads one session row (and the group counts) whatever the
 // number of leases held, unless something changed that this Backend did
 // not see: a call whose reply was lost, a call through another Backend.
+//
+// Calls of the session still in flight, and replies that wait for an
+// earlier one, account for a server generation ahead of the view: the
+// keep-alive sends that count (lag) and the database lists the leases
+// only when its generation is behind the view or ahead by more. The reply
+// then lists the view with the changes already replied: every term the
+// engine won before it sent the keep-alive is in it, and a term won after
+// is one the engine does not check against this reply.
 
 // unknownGen is the generation of a view that must be read again in full:
 // no session row has it.
@@ -35,6 +44,7 @@ type leaseView struct {
 	leases map[string]uint64 // never nil
 	shared bool              // leases was handed out in a reply: copy before changing
 	ahead  map[int64]leaseOp // changes past gen waiting for the ones before them
+	flight int               // Acquire and Release calls in flight
 }
 
 // views holds the leaseView of every session a Backend serves.
@@ -60,14 +70,31 @@ func (v *views) drop(s simba.SessionID) {
 	delete(v.m, s)
 }
 
-// known returns the generation to send with a keep-alive of s.
-func (v *views) known(s simba.SessionID) int64 {
+// known returns the generation to send with a keep-alive of s, and by how
+// much the server's may exceed it without listing the leases.
+func (v *views) known(s simba.SessionID) (gen, lag int64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if lv := v.m[s]; lv != nil && lv.gen != unknownGen {
+		return lv.gen, int64(lv.flight + len(lv.ahead))
+	}
+	return unknownGen, 0
+}
+
+// wasListed reports whether a keep-alive that sent known and lag and read
+// gen was sent the leases.
+func wasListed(known, lag, gen int64) bool { return gen < known || gen > known+lag }
+
+// begin and end bracket an Acquire or Release call of s.
+func (v *views) begin(s simba.SessionID) { v.inFlight(s, 1) }
+func (v *views) end(s simba.SessionID)   { v.inFlight(s, -1) }
+
+func (v *views) inFlight(s simba.SessionID, d int) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if lv := v.m[s]; lv != nil {
-		return lv.gen
+		lv.flight += d
 	}
-	return unknownGen
 }
 
 // unsure marks the view of s to be read in full by the next keep-alive:
@@ -128,7 +155,28 @@ func (v *views) reply(s simba.SessionID, gen int64, listed map[string]uint64) ma
 		lv.fold()
 	}
 	lv.shared = true
-	return lv.leases
+	if len(lv.ahead) == 0 {
+		return lv.leases
+	}
+	// Changes replied but waiting for an earlier one: the engine may have
+	// adopted them already.
+	out := maps.Clone(lv.leases)
+	gens := slices.Sorted(maps.Keys(lv.ahead))
+	for _, g := range gens {
+		apply(out, lv.ahead[g])
+	}
+	return out
+}
+
+// apply makes op's change to leases: an acquire only raises a token, a
+// release frees only its own.
+func apply(leases map[string]uint64, op leaseOp) {
+	switch cur, held := leases[op.name]; {
+	case op.acquire && (!held || op.token > cur):
+		leases[op.name] = op.token
+	case !op.acquire && held && cur == op.token:
+		delete(leases, op.name)
+	}
 }
 
 // fold applies the changes that follow gen, in order.
@@ -146,11 +194,6 @@ func (lv *leaseView) fold() {
 		if lv.shared {
 			lv.leases, lv.shared = maps.Clone(lv.leases), false
 		}
-		switch cur, held := lv.leases[op.name]; {
-		case op.acquire && (!held || op.token > cur):
-			lv.leases[op.name] = op.token
-		case !op.acquire && held && cur == op.token:
-			delete(lv.leases, op.name)
-		}
+		apply(lv.leases, op)
 	}
 }

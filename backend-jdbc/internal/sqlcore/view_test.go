@@ -15,11 +15,15 @@ func TestViewFoldsChangesInGenerationOrder(t *testing.T) {
 	v.open(s)
 	// Replies arrive out of order: 2 waits for 1.
 	v.change(s, 2, leaseOp{name: "b", token: 4, acquire: true})
-	if got := v.known(s); got != 0 {
-		t.Fatalf("known = %d after a change that skips one, want 0", got)
+	if got, lag := v.known(s); got != 0 || lag != 1 {
+		t.Fatalf("known = %d, lag %d after a change that skips one, want 0, 1", got, lag)
+	}
+	// A keep-alive meanwhile lists the change already replied.
+	if got, want := v.reply(s, 0, nil), map[string]uint64{"b": 4}; !maps.Equal(got, want) {
+		t.Fatalf("leases with a change waiting = %v, want %v", got, want)
 	}
 	v.change(s, 1, leaseOp{name: "a", token: 7, acquire: true})
-	if got := v.known(s); got != 2 {
+	if got, _ := v.known(s); got != 2 {
 		t.Fatalf("known = %d, want 2", got)
 	}
 	first := v.reply(s, 2, nil)
@@ -42,14 +46,14 @@ func TestViewFoldsChangesInGenerationOrder(t *testing.T) {
 	}
 	// An outcome unknown: the next keep-alive asks for the list.
 	v.unsure(s)
-	if got := v.known(s); got != unknownGen {
+	if got, _ := v.known(s); got != unknownGen {
 		t.Fatalf("known = %d after unsure, want %d", got, unknownGen)
 	}
 	if got, want := v.reply(s, 6, map[string]uint64{"c": 1}), map[string]uint64{"c": 1}; !maps.Equal(got, want) {
 		t.Fatalf("leases = %v, want %v", got, want)
 	}
 	v.drop(s)
-	if got := v.known(s); got != unknownGen {
+	if got, _ := v.known(s); got != unknownGen {
 		t.Fatalf("known = %d after drop, want %d", got, unknownGen)
 	}
 }
