@@ -66,7 +66,10 @@ VALUES (?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), ?)`
 WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
 	// Read after myRenew: kinds as on PostgreSQL (0 remaining µs, 1 lease,
-	// 2 group count, 3 lease generation, 4 the number of leases listed).
+	// 2 group count, 3 lease generation, 4 the number of leases listed, 5
+	// a lease of the caller's view, among up to five (name, token) pairs,
+	// NULL when unused, whose row no longer names the session with that
+	// token).
 	// No kind-0 row means the session
 	// is not live. The leases are listed only when the session's lease
 	// generation is not between the caller's and that plus the changes it
@@ -85,6 +88,15 @@ WHERE s.id = ? AND s.lease_gen NOT BETWEEN ? AND ?
 UNION ALL
 SELECT 4, NULL, COUNT(*) FROM {session} s JOIN {lease} l ON l.session_id = s.id
 WHERE s.id = ? AND s.lease_gen NOT BETWEEN ? AND ?
+UNION ALL
+SELECT 5, c.name, c.token FROM (
+SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin AS name, CAST(? AS SIGNED) AS token
+UNION ALL SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin, CAST(? AS SIGNED)
+UNION ALL SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin, CAST(? AS SIGNED)
+UNION ALL SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin, CAST(? AS SIGNED)
+UNION ALL SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin, CAST(? AS SIGNED)
+) c WHERE c.name IS NOT NULL AND EXISTS (SELECT 1 FROM {session} WHERE id = ?) AND NOT EXISTS (
+    SELECT 1 FROM {lease} l WHERE l.name = c.name AND l.session_id = ? AND l.token = c.token)
 UNION ALL
 SELECT 2, g.group_name, (
     SELECT COUNT(*) FROM {member} m JOIN {session} o ON o.id = m.session_id
@@ -401,17 +413,26 @@ func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duratio
 // it, and an unchanged value counts as zero): the read says whether the
 // session is live, and an expired session can no longer be renewed in
 // between.
-func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64) (simba.KeepAliveReply, int64, bool, error) {
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64, check []sqlcore.Check) (simba.KeepAliveReply, int64, []sqlcore.Check, bool, error) {
 	err := s.renew(ctx, id, lease)
 	for i := 1; i < deadlockRetries && deadlock(err) && ctx.Err() == nil; i++ {
 		err = s.renew(ctx, id, lease) // rolled back: nothing was renewed
 	}
 	if err != nil {
-		return simba.KeepAliveReply{}, 0, false, err
+		return simba.KeepAliveReply{}, 0, nil, false, err
 	}
-	rows, err := s.query(ctx, stKeepAliveRead, id, id, id, known, known+lag, id, known, known+lag, id) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
+	args := []any{id, id, id, known, known + lag, id, known, known + lag}
+	for i := range sqlcore.CheckedLeases {
+		if i < len(check) {
+			args = append(args, check[i].Name, int64(check[i].Token))
+		} else {
+			args = append(args, nil, nil)
+		}
+	}
+	args = append(args, id, id, id)
+	rows, err := s.query(ctx, stKeepAliveRead, args...) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
 	if err != nil {
-		return simba.KeepAliveReply{}, 0, false, err
+		return simba.KeepAliveReply{}, 0, nil, false, err
 	}
 	return sqlcore.ReadKeepAlive(sqlcore.SQLRows{Rows: rows})
 }

@@ -44,7 +44,11 @@ const (
 	// snapshot (gen), not from the locked row, so that they agree with each
 	// other: an acquire committed while the lock was awaited is in
 	// neither. Kinds: 0 remaining (µs), 1 lease (name, token), 2 group
-	// (name, count), 3 lease generation, 4 the number of leases listed.
+	// (name, count), 3 lease generation, 4 the number of leases listed, 5
+	// a lease of the caller's view ($5 names, $6 tokens) whose row no
+	// longer names the session with that token, looked up by name one at a
+	// time (an aggregate in LATERAL, which the planner cannot turn into an
+	// anti-join reading every lease of the session).
 	pgKeepAlive = `WITH cur AS MATERIALIZED (
     SELECT id, expires_at FROM {session} WHERE id = $1 FOR NO KEY UPDATE
 ), s AS (
@@ -61,6 +65,10 @@ UNION ALL
 SELECT 1, l.name::text, l.token FROM gen JOIN {lease} l ON l.session_id = gen.id WHERE gen.lease_gen NOT BETWEEN $3 AND $3 + $4
 UNION ALL
 SELECT 4, NULL::text, count(*) FROM gen JOIN {lease} l ON l.session_id = gen.id WHERE gen.lease_gen NOT BETWEEN $3 AND $3 + $4
+UNION ALL
+SELECT 5, c.name, c.token FROM gen, unnest($5::text[], $6::bigint[]) AS c(name, token),
+    LATERAL (SELECT count(*) AS n FROM {lease} l WHERE l.name = c.name AND l.session_id = gen.id AND l.token = c.token) AS x
+WHERE x.n = 0
 UNION ALL
 SELECT 2, g.group_name::text, (
     SELECT count(*) FROM {member} m JOIN {session} o ON o.id = m.session_id
@@ -340,19 +348,24 @@ func retry(ctx context.Context, f func() error) error {
 	}
 }
 
-func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64) (simba.KeepAliveReply, int64, bool, error) {
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64, check []sqlcore.Check) (simba.KeepAliveReply, int64, []sqlcore.Check, bool, error) {
+	names, tokens := make([]string, len(check)), make([]int64, len(check))
+	for i, c := range check {
+		names[i], tokens[i] = c.Name, int64(c.Token)
+	}
 	var reply simba.KeepAliveReply
 	var gen int64
+	var lost []sqlcore.Check
 	var live bool
 	err := retry(ctx, func() error {
-		rows, err := s.pool.Query(ctx, s.q.keepAlive, id, sqlcore.Micros(lease), known, lag)
+		rows, err := s.pool.Query(ctx, s.q.keepAlive, id, sqlcore.Micros(lease), known, lag, names, tokens)
 		if err != nil {
 			return err
 		}
-		reply, gen, live, err = sqlcore.ReadKeepAlive(rows)
+		reply, gen, lost, live, err = sqlcore.ReadKeepAlive(rows)
 		return err
 	})
-	return reply, gen, live, err
+	return reply, gen, lost, live, err
 }
 
 func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, int64, bool, bool, error) {

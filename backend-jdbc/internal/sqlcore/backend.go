@@ -51,8 +51,9 @@ type Dialect interface {
 	// KeepAlive returns live == false when the session is expired or gone,
 	// and the session's lease generation, gen. It lists the session's
 	// leases (reply.Leases, all of them at gen) only when gen is below
-	// known or above known + lag.
-	KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64) (reply simba.KeepAliveReply, gen int64, live bool, err error)
+	// known or above known + lag, and returns the leases of check that the
+	// session no longer holds with that token (lost).
+	KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64, check []Check) (reply simba.KeepAliveReply, gen int64, lost []Check, live bool, err error)
 	// Acquire returns, with a win, the lease generation the win made.
 	Acquire(ctx context.Context, id, name string) (token uint64, gen int64, won, live bool, err error)
 	// Release returns the lease generation the release made, 0 when it
@@ -458,8 +459,8 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 	if err := b.ready(ctx); err != nil {
 		return simba.KeepAliveReply{}, err
 	}
-	known, lag := b.views.known(s)
-	reply, gen, live, err := b.d.KeepAlive(ctx, string(s), lease, known, lag)
+	known, lag, check := b.views.known(s)
+	reply, gen, lost, live, err := b.d.KeepAlive(ctx, string(s), lease, known, lag, check)
 	if err != nil {
 		return simba.KeepAliveReply{}, b.wrap("keep-alive", err)
 	}
@@ -467,6 +468,7 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 		b.views.drop(s)
 		return simba.KeepAliveReply{}, simba.ErrSessionExpired
 	}
+	b.views.gone(s, lost)
 	var listed map[string]uint64
 	if wasListed(known, lag, gen) {
 		listed = reply.Leases

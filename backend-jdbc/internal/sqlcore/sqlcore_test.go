@@ -315,8 +315,8 @@ func (d fakeDialect) Holder(_ context.Context, name string) (simba.Holder, bool,
 	return simba.Holder{Session: "s", Identity: "i", Token: 7}, true, nil
 }
 
-func (d fakeDialect) KeepAlive(ctx context.Context, _ string, _ time.Duration, _, _ int64) (simba.KeepAliveReply, int64, bool, error) {
-	return simba.KeepAliveReply{}, 0, false, d.block(ctx)
+func (d fakeDialect) KeepAlive(ctx context.Context, _ string, _ time.Duration, _, _ int64, _ []Check) (simba.KeepAliveReply, int64, []Check, bool, error) {
+	return simba.KeepAliveReply{}, 0, nil, false, d.block(ctx)
 }
 func (fakeDialect) Acquire(context.Context, string, string) (uint64, int64, bool, bool, error) {
 	return 1, 1, true, true, nil

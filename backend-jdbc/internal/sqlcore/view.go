@@ -70,15 +70,59 @@ func (v *views) drop(s simba.SessionID) {
 	delete(v.m, s)
 }
 
-// known returns the generation to send with a keep-alive of s, and by how
-// much the server's may exceed it without listing the leases.
-func (v *views) known(s simba.SessionID) (gen, lag int64) {
+// CheckedLeases is how many leases of its view a keep-alive checks
+// against their rows, whatever the generation says: a row changed by hand
+// (or by anything but this backend's statements) is noticed after about
+// n/CheckedLeases keep-alives for a session holding n leases.
+const CheckedLeases = 5
+
+// Check is a lease a keep-alive checks: the view says the session holds
+// Name with Token.
+type Check struct {
+	Name  string
+	Token uint64
+}
+
+// known returns the generation to send with a keep-alive of s, by how
+// much the server's may exceed it without listing the leases, and up to
+// CheckedLeases leases of the view to check (the first ones of a map
+// iteration, whose order Go varies).
+func (v *views) known(s simba.SessionID) (gen, lag int64, check []Check) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if lv := v.m[s]; lv != nil && lv.gen != unknownGen {
-		return lv.gen, int64(lv.flight + len(lv.ahead))
+	lv := v.m[s]
+	if lv == nil || lv.gen == unknownGen {
+		return unknownGen, 0, nil
 	}
-	return unknownGen, 0
+	for name, tok := range lv.leases {
+		if len(check) == CheckedLeases {
+			break
+		}
+		check = append(check, Check{Name: name, Token: tok})
+	}
+	return lv.gen, int64(lv.flight + len(lv.ahead)), check
+}
+
+// gone drops from the view of s the leases a keep-alive found no longer
+// held with the token the view has, and makes the next keep-alive list
+// them all.
+func (v *views) gone(s simba.SessionID, lost []Check) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	lv := v.m[s]
+	if lv == nil || len(lost) == 0 {
+		return
+	}
+	if lv.shared {
+		lv.leases, lv.shared = maps.Clone(lv.leases), false
+	}
+	for _, c := range lost {
+		if lv.leases[c.Name] == c.Token {
+			delete(lv.leases, c.Name)
+		}
+	}
+	lv.gen = unknownGen
+	clear(lv.ahead)
 }
 
 // wasListed reports whether a keep-alive that sent known and lag and read

@@ -15,7 +15,7 @@ func TestViewFoldsChangesInGenerationOrder(t *testing.T) {
 	v.open(s)
 	// Replies arrive out of order: 2 waits for 1.
 	v.change(s, 2, leaseOp{name: "b", token: 4, acquire: true})
-	if got, lag := v.known(s); got != 0 || lag != 1 {
+	if got, lag, _ := v.known(s); got != 0 || lag != 1 {
 		t.Fatalf("known = %d, lag %d after a change that skips one, want 0, 1", got, lag)
 	}
 	// A keep-alive meanwhile lists the change already replied.
@@ -23,7 +23,7 @@ func TestViewFoldsChangesInGenerationOrder(t *testing.T) {
 		t.Fatalf("leases with a change waiting = %v, want %v", got, want)
 	}
 	v.change(s, 1, leaseOp{name: "a", token: 7, acquire: true})
-	if got, _ := v.known(s); got != 2 {
+	if got, _, _ := v.known(s); got != 2 {
 		t.Fatalf("known = %d, want 2", got)
 	}
 	first := v.reply(s, 2, nil)
@@ -46,14 +46,14 @@ func TestViewFoldsChangesInGenerationOrder(t *testing.T) {
 	}
 	// An outcome unknown: the next keep-alive asks for the list.
 	v.unsure(s)
-	if got, _ := v.known(s); got != unknownGen {
+	if got, _, _ := v.known(s); got != unknownGen {
 		t.Fatalf("known = %d after unsure, want %d", got, unknownGen)
 	}
 	if got, want := v.reply(s, 6, map[string]uint64{"c": 1}), map[string]uint64{"c": 1}; !maps.Equal(got, want) {
 		t.Fatalf("leases = %v, want %v", got, want)
 	}
 	v.drop(s)
-	if got, _ := v.known(s); got != unknownGen {
+	if got, _, _ := v.known(s); got != unknownGen {
 		t.Fatalf("known = %d after drop, want %d", got, unknownGen)
 	}
 }
@@ -79,11 +79,11 @@ func (r *fakeRows) Close()     {}
 
 func TestReadKeepAliveRefusesAShortList(t *testing.T) {
 	rows := [][3]any{{int32(0), nil, int64(1000)}, {int32(3), nil, int64(5)}, {int32(1), "a", int64(2)}, {int32(1), "b", int64(3)}}
-	reply, gen, live, err := ReadKeepAlive(&fakeRows{rows: append(slices.Clone(rows), [3]any{int32(4), nil, int64(2)})})
+	reply, gen, _, live, err := ReadKeepAlive(&fakeRows{rows: append(slices.Clone(rows), [3]any{int32(4), nil, int64(2)})})
 	if err != nil || !live || gen != 5 || len(reply.Leases) != 2 {
 		t.Fatalf("complete reply: %+v, gen %d, live %v, %v", reply, gen, live, err)
 	}
-	if _, _, _, err := ReadKeepAlive(&fakeRows{rows: append(slices.Clone(rows), [3]any{int32(4), nil, int64(3)})}); err == nil {
+	if _, _, _, _, err := ReadKeepAlive(&fakeRows{rows: append(slices.Clone(rows), [3]any{int32(4), nil, int64(3)})}); err == nil {
 		t.Fatal("a reply with 2 of 3 leases was accepted")
 	}
 }

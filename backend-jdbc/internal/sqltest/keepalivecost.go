@@ -57,7 +57,8 @@ func testKeepAliveCostFlat(t *testing.T, f *fixture) {
 // testKeepAliveSeesOtherChanges: a keep-alive lists the leases again when
 // they changed through calls its Backend did not make (another Backend on
 // the same session), and an Acquire whose outcome is unknown to the
-// Backend (its context ended) makes the next keep-alive read them all.
+// Backend (its context ended) makes the next keep-alive read them all, and
+// a row changed by hand is noticed by the check of a few leases.
 func testKeepAliveSeesOtherChanges(t *testing.T, f *fixture) {
 	b, other := f.backend(), f.backend()
 	const lease = time.Minute
@@ -100,6 +101,14 @@ func testKeepAliveSeesOtherChanges(t *testing.T, f *fixture) {
 		t.Fatal(err)
 	}
 	want("after an acquire cut short", map[string]uint64{"late": 7})
+
+	// A lease freed by hand, the generation untouched: the keep-alive
+	// checks a few leases of its view against their rows (all of them
+	// here), so the next reply no longer lists it.
+	if err := f.admin.Exec(ctxT(t), "UPDATE "+f.prefix+"lease SET session_id = NULL WHERE name = 'late'"); err != nil {
+		t.Fatal(err)
+	}
+	want("after the lease was freed by hand", map[string]uint64{})
 }
 
 // testConcurrentCallsOfOneSession: acquires and releases of one session
