@@ -33,11 +33,20 @@ func (r *lineRecorder) String() string {
 	return r.buf.String()
 }
 
-// ratio is Simba's throughput over another implementation's, for one
-// backend and operation.
+// ratio is the throughput of Simba (or of a variant such as simba_async)
+// over another implementation's, for one backend and operation.
 type ratio struct {
-	backend, op, other string
-	value              float64
+	backend, op, simba, other string
+	value                     float64
+}
+
+// label names the other implementation, and the variant when it is not
+// plain Simba.
+func (r ratio) label() string {
+	if r.simba == implSimba {
+		return r.other
+	}
+	return r.other + " (" + r.simba + ")"
 }
 
 // chartOps are the operations the chart compares, in order.
@@ -78,13 +87,17 @@ func ratios(lines string) []ratio {
 	}
 	var out []ratio
 	for _, k := range order {
-		own, ok := rates[k][implSimba]
-		if !ok {
-			continue
-		}
-		for _, impl := range impls[k] {
-			if impl != implSimba {
-				out = append(out, ratio{k.backend, k.op, impl, own / rates[k][impl]})
+		// Simba first, then its variants, each over the implementations
+		// that are not Simba's (the spi line only beside Simba itself).
+		for _, own := range impls[k] {
+			if own != implSimba && !strings.HasPrefix(own, implSimba+"_") {
+				continue
+			}
+			for _, impl := range impls[k] {
+				if impl == implSimba || strings.HasPrefix(impl, implSimba+"_") || (impl == implSPI && own != implSimba) {
+					continue
+				}
+				out = append(out, ratio{k.backend, k.op, own, impl, rates[k][own] / rates[k][impl]})
 			}
 		}
 	}
@@ -115,9 +128,9 @@ func writeChart(w io.Writer, title string, rs []ratio) error {
 		if group != prev && prev != "" {
 			fmt.Fprintf(&b, `<line x1="8" x2="%d" y1="%d" y2="%d" stroke="#ddd"/>`+"\n", width-8, y, y)
 		}
-		label := r.other
+		label := r.label()
 		if group != prev {
-			label = group + ": " + r.other
+			label = group + ": " + label
 		}
 		prev = group
 		fill := "#d9822b"
