@@ -13,10 +13,9 @@ import (
 // Deadline only: its calls then cost no timer start and stop, which was
 // about a third of an uncontended acquire+release through the engine.
 //
-// Until it is armed, Err reports the parent's error, Canceled after stop,
-// or DeadlineExceeded once the deadline has passed; Value reads the
-// parent's values. Once armed, every method answers for an ordinary
-// context.WithDeadline of the parent, so Done, Err, Value and
+// Until it is armed, Value reads the parent's values. Once armed (by
+// Done, AfterFunc, or an Err that is not nil), every method answers for an
+// ordinary context.WithDeadline of the parent, so Done, Err, Value and
 // context.Cause agree from then on.
 type callContext struct {
 	parent   context.Context
@@ -67,21 +66,21 @@ func (c *callContext) Deadline() (time.Time, bool) { return c.deadline, true }
 
 func (c *callContext) Done() <-chan struct{} { return c.arm().Done() }
 
+// Err is nil while c is unarmed and neither stopped, past its deadline
+// (read from the monotonic clock only) nor ended with its parent. From the
+// first error on, c is armed and the armed context answers, so that Err
+// keeps returning the same error whatever happens to the parent later.
 func (c *callContext) Err() error {
 	c.mu.Lock()
 	armed, stopped := c.armed, c.stopped
 	c.mu.Unlock()
-	switch {
-	case armed != nil:
-		return armed.Err()
-	case c.parent.Err() != nil:
-		return c.parent.Err()
-	case stopped:
-		return context.Canceled
-	case time.Until(c.deadline) <= 0: // reads the monotonic clock only
-		return context.DeadlineExceeded
+	if armed == nil {
+		if !stopped && c.parent.Err() == nil && time.Until(c.deadline) > 0 {
+			return nil
+		}
+		armed = c.arm()
 	}
-	return nil
+	return armed.Err()
 }
 
 func (c *callContext) Value(key any) any {

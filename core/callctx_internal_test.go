@@ -45,6 +45,28 @@ func TestCallContextUnarmedDeadline(t *testing.T) {
 	})
 }
 
+// Once Err has returned an error, it returns the same one, whatever the
+// parent does afterwards (the contract of context.Context).
+func TestCallContextErrIsStable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent, cancel := context.WithCancel(context.Background())
+		ctx, stop := newCallContext(parent, time.Second)
+		defer stop()
+		time.Sleep(time.Second)
+		first := ctx.Err()
+		cancel()
+		if !errors.Is(first, context.DeadlineExceeded) || ctx.Err() != first {
+			t.Fatalf("Err %v, then %v after the parent's cancel; want DeadlineExceeded both times", first, ctx.Err())
+		}
+
+		ctx2, stop2 := newCallContext(context.Background(), time.Hour)
+		stop2()
+		if err := ctx2.Err(); !errors.Is(err, context.Canceled) || !isClosed(ctx2.Done()) {
+			t.Fatalf("after stop: Err %v, Done closed %v", err, isClosed(ctx2.Done()))
+		}
+	})
+}
+
 // Once armed, Done closes at the deadline as with context.WithDeadline.
 func TestCallContextArmedDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
