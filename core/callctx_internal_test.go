@@ -55,7 +55,7 @@ func TestCallContextErrIsStable(t *testing.T) {
 		time.Sleep(time.Second)
 		first := ctx.Err()
 		cancel()
-		if !errors.Is(first, context.DeadlineExceeded) || ctx.Err() != first {
+		if !errors.Is(first, context.DeadlineExceeded) || !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			t.Fatalf("Err %v, then %v after the parent's cancel; want DeadlineExceeded both times", first, ctx.Err())
 		}
 
