@@ -296,13 +296,13 @@ func TestServers(t *testing.T) {
 		backend string
 		want    []lineID
 	}{
-		{"redis", slices.Concat(lines("redis", []string{"simba", "redislock", "redsync", "floor"}, true),
+		{"redis", slices.Concat(lines("redis", []string{"simba", "simba_async", "spi", "redislock", "redsync", "floor"}, true),
 			[]lineID{{"redis", "simba", "handover"}, {"redis", "simba", opHandoverW(1)}, {"redis", "simba", opHandoverW(3)}, {"redis", "simba", opStateNames(50)}},
 			ka("redis", "simba", "redislock"))},
 		{"postgres", slices.Concat(lines("postgres", []string{"simba", "advisory", "floor"}, false), ka("postgres", "simba"))},
 		{"mysql", slices.Concat(lines("mysql", []string{"simba", "getlock", "floor"}, false), ka("mysql", "simba"))},
-		{"zk", slices.Concat(lines("zk", []string{"simba", "zklock", "floor"}, false),
-			[]lineID{{"zk", "simba", "handover"}, {"zk", "zklock", "handover"}})},
+		{"zk", slices.Concat(lines("zk", []string{"simba", "spi", "zklock", "floor"}, false),
+			[]lineID{{"zk", "simba", "handover"}, {"zk", "zklock", "handover"}, {"zk", "simba", opHandoverW(1)}, {"zk", "simba", opHandoverW(3)}})},
 	} {
 		t.Run(tt.backend, func(t *testing.T) {
 			v := specs[tt.backend].envVar
