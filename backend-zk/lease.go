@@ -269,20 +269,10 @@ type nameLock struct {
 // it back. Waiting ends with ctx, with ctx's error. The session's map keeps
 // a lock only while a call holds or waits for it.
 func (s *session) lockName(ctx context.Context, name string) (unlock func(), err error) {
-	s.mu.Lock()
-	l := s.names[name]
-	if l == nil {
-		l = &nameLock{held: make(chan struct{}, 1)}
-		s.names[name] = l
-	}
-	l.refs++
-	s.mu.Unlock()
+	l := s.useName(name)
 	select {
 	case l.held <- struct{}{}:
-		return func() {
-			<-l.held
-			s.dropName(name, l)
-		}, nil
+		return s.unlockName(name, l), nil
 	case <-ctx.Done():
 		s.dropName(name, l)
 		return nil, ctx.Err()
@@ -292,23 +282,36 @@ func (s *session) lockName(ctx context.Context, name string) (unlock func(), err
 // tryLockName is lockName without waiting: ok is false when a call holds
 // the lock of name.
 func (s *session) tryLockName(name string) (unlock func(), ok bool) {
+	l := s.useName(name)
+	select {
+	case l.held <- struct{}{}:
+		return s.unlockName(name, l), true
+	default:
+		s.dropName(name, l)
+		return nil, false
+	}
+}
+
+// useName returns the lock of name, made if no call uses it, counting one
+// more use of it; dropName ends that use.
+func (s *session) useName(name string) *nameLock {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	l := s.names[name]
 	if l == nil {
 		l = &nameLock{held: make(chan struct{}, 1)}
 		s.names[name] = l
 	}
 	l.refs++
-	s.mu.Unlock()
-	select {
-	case l.held <- struct{}{}:
-		return func() {
-			<-l.held
-			s.dropName(name, l)
-		}, true
-	default:
+	return l
+}
+
+// unlockName returns the function that gives back the lock l of name,
+// taken by the caller, and ends its use.
+func (s *session) unlockName(name string, l *nameLock) func() {
+	return func() {
+		<-l.held
 		s.dropName(name, l)
-		return nil, false
 	}
 }
 
