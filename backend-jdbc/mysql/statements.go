@@ -664,24 +664,13 @@ var migrations = []sqlcore.Migration{{
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 	},
 }, {
-	// MySQL 8 has no ADD COLUMN IF NOT EXISTS (MariaDB has), so the
-	// ALTER TABLE is prepared only when information_schema lacks the
-	// column, and a no-op (DO 0) otherwise: idempotent on both, in four
-	// statements on one connection. Adding a last column with a default
+	// Added by addSessionColumn. Adding a last column with a default
 	// is instant on InnoDB (MySQL 8.0.12+, MariaDB 10.3+). Sessions
 	// inserted by an earlier version, which names no identity, get ''.
 	Version: 2,
 	Name:    "session identity",
 	Adds:    []sqlcore.Column{{Table: "{session}", Name: "identity"}},
-	Stmts: []string{
-		`SET @simba_migrate = IF((SELECT COUNT(*) FROM information_schema.columns
-    WHERE table_schema = DATABASE() AND table_name = '{session}' AND column_name = 'identity') = 0,
-    'ALTER TABLE {session} ADD COLUMN identity VARCHAR(256) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''''',
-    'DO 0')`,
-		`PREPARE simba_migrate FROM @simba_migrate`,
-		`EXECUTE simba_migrate`,
-		`DEALLOCATE PREPARE simba_migrate`,
-	},
+	Stmts:   addSessionColumn("identity", `VARCHAR(256) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''''`),
 }, {
 	// The count of changes to the leases a session owns, which lets a
 	// keep-alive skip listing them when its caller already knows them.
@@ -690,13 +679,23 @@ var migrations = []sqlcore.Migration{{
 	Version: 3,
 	Name:    "session lease generation",
 	Adds:    []sqlcore.Column{{Table: "{session}", Name: "lease_gen"}},
-	Stmts: []string{
+	Stmts:   addSessionColumn("lease_gen", "BIGINT NOT NULL DEFAULT 0"),
+}}
+
+// addSessionColumn returns the statements of a migration step that adds
+// column, of type and default ddl (quoted for a string literal), to the
+// session table. MySQL 8 has no ADD COLUMN IF NOT EXISTS (MariaDB has), so
+// the ALTER TABLE is prepared only when information_schema lacks the
+// column, and a no-op (DO 0) otherwise: idempotent on both, in four
+// statements on one connection.
+func addSessionColumn(column, ddl string) []string {
+	return []string{
 		`SET @simba_migrate = IF((SELECT COUNT(*) FROM information_schema.columns
-    WHERE table_schema = DATABASE() AND table_name = '{session}' AND column_name = 'lease_gen') = 0,
-    'ALTER TABLE {session} ADD COLUMN lease_gen BIGINT NOT NULL DEFAULT 0',
+    WHERE table_schema = DATABASE() AND table_name = '{session}' AND column_name = '` + column + `') = 0,
+    'ALTER TABLE {session} ADD COLUMN ` + column + ` ` + ddl + `',
     'DO 0')`,
 		`PREPARE simba_migrate FROM @simba_migrate`,
 		`EXECUTE simba_migrate`,
 		`DEALLOCATE PREPARE simba_migrate`,
-	},
-}}
+	}
+}
