@@ -357,17 +357,24 @@ func (w *world) callReturned(errName string) error {
 	return matches(c.err, errName)
 }
 
-func (w *world) handsOff(name, lease string) error {
+// lastLock returns node name and its latest lock term of lease.
+func (w *world) lastLock(name, lease string) (*node, *simba.LockTerm, error) {
 	n, err := w.node(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	lts := n.locks[w.name(lease)]
+	if len(lts) == 0 {
+		return nil, nil, fmt.Errorf("node %s holds no lock %s", name, lease)
+	}
+	return n, lts[len(lts)-1], nil
+}
+
+func (w *world) handsOff(name, lease string) error {
+	n, lt, err := w.lastLock(name, lease)
 	if err != nil {
 		return err
 	}
-	l := w.name(lease)
-	lts := n.locks[l]
-	if len(lts) == 0 {
-		return fmt.Errorf("node %s holds no lock %s", name, lease)
-	}
-	lt := lts[len(lts)-1]
 	n.released[lt] = true
 	done := make(chan error, 1)
 	go func() {
@@ -382,15 +389,10 @@ func (w *world) handsOff(name, lease string) error {
 }
 
 func (w *world) releasesAsync(name, lease string) error {
-	n, err := w.node(name)
+	n, lt, err := w.lastLock(name, lease)
 	if err != nil {
 		return err
 	}
-	lts := n.locks[w.name(lease)]
-	if len(lts) == 0 {
-		return fmt.Errorf("node %s holds no lock %s", name, lease)
-	}
-	lt := lts[len(lts)-1]
 	done := lt.ReleaseAsync()
 	n.released[lt] = true
 	if lt.Valid() || lt.Reason() != simba.Stopped {
