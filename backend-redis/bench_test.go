@@ -20,14 +20,20 @@ import (
 // The benchmarks measure one operation on the test server over loopback;
 // the comparison with other lock libraries lives in tools/bench.
 
-func BenchmarkAcquireRelease(b *testing.B) {
+// benchSession opens a Backend on the test server, a session of it and a
+// plain client for the server's counters.
+func benchSession(b *testing.B) (*Backend, context.Context, simba.SessionGrant, *redis.Client) {
 	be := openBackend(b, serverURL(b), Options{})
 	ctx := callCtx(b)
 	g, err := be.OpenSession(ctx, time.Minute)
 	if err != nil {
 		b.Fatal(err)
 	}
-	raw := rawClient(b, serverURL(b))
+	return be, ctx, g, rawClient(b, serverURL(b))
+}
+
+func BenchmarkAcquireRelease(b *testing.B) {
+	be, ctx, g, raw := benchSession(b)
 	before := readServerCost(ctx, b, raw)
 	for b.Loop() {
 		r, err := be.Acquire(ctx, g.ID, "bench")
@@ -44,13 +50,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // BenchmarkAcquireReleaseParallel is BenchmarkAcquireRelease with 64
 // goroutines on one Backend and one session, each on a name of its own.
 func BenchmarkAcquireReleaseParallel(b *testing.B) {
-	be := openBackend(b, serverURL(b), Options{})
-	ctx := callCtx(b)
-	g, err := be.OpenSession(ctx, time.Minute)
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw := rawClient(b, serverURL(b))
+	be, ctx, g, raw := benchSession(b)
 	var next atomic.Int64
 	before := readServerCost(ctx, b, raw)
 	b.SetParallelism(64 / runtime.GOMAXPROCS(0))
