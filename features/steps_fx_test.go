@@ -255,15 +255,23 @@ func (w *world) fxStop(name string) error {
 	return err
 }
 
+// envMu is held while a step has changed the process's environment.
+var envMu sync.Mutex
+
 // fxStartWithEnv builds and starts the app of node name with its session
 // timing read from the environment the table sets (an empty value unsets
 // the variable). The environment is restored once the app is built, which
 // is when it is read. An app that fails to build is noted for a later step.
+//
+// The environment is the process's, and the backends' suites run side by
+// side: envMu keeps one scenario's variables from reaching another's app.
 func (w *world) fxStartWithEnv(name string, table *godog.Table) error {
 	n, a, err := w.fxNode(name)
 	if err != nil {
 		return err
 	}
+	envMu.Lock()
+	defer envMu.Unlock()
 	var restore []func()
 	defer func() {
 		for _, r := range restore {
