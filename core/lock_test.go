@@ -269,8 +269,11 @@ func TestLockReleaseAsync(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn.Delay(time.Second) // the release below waits a second on its way
+		// The release below waits half its call deadline (the renew
+		// interval, a second) on its way.
+		conn.Delay(500 * time.Millisecond)
 		done := lt.ReleaseAsync()
+		synctest.Wait() // the release is in its delay
 		if lt.Valid() || lt.Reason() != simba.Stopped {
 			t.Fatalf("after ReleaseAsync: valid %v, reason %v", lt.Valid(), lt.Reason())
 		}
