@@ -121,7 +121,10 @@ func (el *Election) Term() *Term {
 
 // Stop ends the election: it revokes the current term (Stopped), releases
 // the lease, delivers the last OnRevoked, and returns once that callback
-// ran (R-HO-1, R-CB-3); after that the listener receives nothing more.
+// ran (R-HO-1, R-CB-3); after that the listener receives nothing more. An
+// acquire still in flight is waited for (at most a renew period) and what
+// it wins is given back, so this node holds nothing of the name once Stop
+// returns.
 // Cancelling ctx stops the waiting, not the stop. It fails with
 // ErrNotStarted when the election is not started.
 func (el *Election) Stop(ctx context.Context) error {
@@ -165,6 +168,12 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 	}
 	run := e.run
 	e.abandon()
+	// An acquire in flight may still win: it is not kept, and the stop
+	// returns once it was given back, so the name is free when it does.
+	var settled <-chan struct{}
+	if e.attempt != nil {
+		settled = e.attempt.awaitSettled()
+	}
 	if reason == Stopped {
 		e.endRun()
 	} else {
@@ -216,12 +225,17 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 	if callbackDispatcher(ctx) == run.d || workTerm(ctx) == t && t != nil {
 		return nil // called from this election's callback: do not wait for it
 	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	for _, ch := range []<-chan struct{}{done, settled} {
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	return nil
 }
 
 // elected hands a new term to the listener. Call with the lock held.

@@ -64,6 +64,19 @@ type attempt struct {
 	// is parent bounded by the renew period.
 	parent context.Context
 	ctx    *callContext
+	// settled is made by a Stop or StepDown that abandoned the attempt and
+	// waits for it: it is closed once the reply was handled and a lease
+	// the attempt won but was not kept was released.
+	settled chan struct{}
+}
+
+// awaitSettled returns a channel closed once attempt a has settled. Call
+// with the lock held.
+func (a *attempt) awaitSettled() <-chan struct{} {
+	if a.settled == nil {
+		a.settled = make(chan struct{})
+	}
+	return a.settled
 }
 
 // entryFor returns the entry of name for kind, creating it if needed. Call
@@ -177,6 +190,11 @@ func (e *entry) runAttempt(a *attempt) {
 func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time) {
 	c := e.c
 	e.attempt = nil
+	defer func() {
+		if a.settled != nil {
+			close(a.settled)
+		}
+	}()
 	if !a.cut {
 		e.noteAttempt(err)
 	}
@@ -195,7 +213,7 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 	}
 	adopt := current && e.wants() && a.sess.clock.remaining() > 0 && res.Token > a.sess.released[e.name]
 	if !adopt {
-		e.release(a.sess, res.Token)
+		e.releaseUnkept(a, res.Token)
 		if current {
 			e.lostAttempt(false)
 		} else {
@@ -321,6 +339,26 @@ func (e *entry) abandon() {
 // release gives the entry's lease back at token in the background. Call
 // with the lock held.
 func (e *entry) release(s *session, token uint64) { e.c.releaseAsync(s, e.name, token) }
+
+// releaseUnkept gives back, in the background, the lease at token that
+// attempt a won but the entry does not keep. A waiter for a's settling is
+// woken once the release was answered. Call with the lock held.
+func (e *entry) releaseUnkept(a *attempt, token uint64) {
+	c := e.c
+	s := a.sess
+	if s.ended {
+		return
+	}
+	s.noteReleased(e.name, token)
+	settled := a.settled
+	a.settled = nil // closed by the release below, not by acquired
+	c.goBackground(func(ctx context.Context) {
+		_ = c.callRelease(ctx, s, e.name, token)
+		if settled != nil {
+			close(settled)
+		}
+	})
+}
 
 // releaseNow records the release of t and returns a function that makes
 // the backend call, for callers that wait for it (the ordered handover).

@@ -185,9 +185,17 @@ func TestAbandonedAttemptReleases(t *testing.T) {
 		el := c.Election("e")
 		_ = el.Start(newRecorder())
 		synctest.Wait()
-		_ = el.Stop(context.Background()) // abandons the attempt in flight
-		_ = el.Start(newRecorder())       // must not send a second acquire meanwhile
-		_ = el.Stop(context.Background())
+		// Stop abandons the attempt in flight and waits for it; a
+		// cancelled ctx ends the waiting, not the stop.
+		gaveUp, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := el.Stop(gaveUp); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Stop with an attempt in flight and a cancelled ctx: %v", err)
+		}
+		_ = el.Start(newRecorder()) // must not send a second acquire meanwhile
+		if err := el.Stop(gaveUp); !errors.Is(err, context.Canceled) {
+			t.Fatalf("second Stop: %v", err)
+		}
 		synctest.Wait()
 		if n := len(rec.times()); n != 1 {
 			t.Fatalf("%d acquires sent while one was in flight", n)
@@ -199,6 +207,34 @@ func TestAbandonedAttemptReleases(t *testing.T) {
 		}
 		if rec.maxIn.Load() != 1 {
 			t.Fatalf("%d acquires in flight at once", rec.maxIn.Load())
+		}
+	})
+}
+
+// Stop waits for an acquire in flight and gives back what it won: the
+// name is free when Stop returns, and a Stop whose ctx ends first says so.
+func TestStopWaitsForAttemptInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		rec := &acquireTimes{Backend: s.Connect(), hold: make(chan struct{})}
+		c := newClient(t, rec)
+		el := c.Election("e")
+		_ = el.Start(newRecorder())
+		synctest.Wait() // the acquire waits for hold
+		stopped := make(chan error, 1)
+		go func() { stopped <- el.Stop(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-stopped:
+			t.Fatalf("Stop returned (%v) while the acquire was in flight", err)
+		default:
+		}
+		close(rec.hold) // the acquire wins now
+		if err := <-stopped; err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if _, tok, ok := s.Owner("e"); ok {
+			t.Fatalf("e held (token %d) when Stop returned", tok)
 		}
 	})
 }
