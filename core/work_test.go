@@ -131,10 +131,12 @@ func TestScheduleOnLeaderOnly(t *testing.T) {
 		c2 := newClient(t, s.Connect())
 		var mu sync.Mutex
 		runs := map[*simba.Client]int{}
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
+		var stops []func() // the follower's first: the leader's stop would hand it the lease
 		for _, c := range []*simba.Client{c1, c2} {
-			wg.Go(func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
 				_ = c.Election("tick").Schedule(ctx, time.Second, func(ctx context.Context, term *simba.Term) error {
 					if !term.Valid() {
 						t.Error("scheduled run on an invalid term")
@@ -144,12 +146,14 @@ func TestScheduleOnLeaderOnly(t *testing.T) {
 					mu.Unlock()
 					return nil
 				})
-			})
+			}()
+			stops = append([]func(){func() { cancel(); <-ended }}, stops...)
 			synctest.Wait()
 		}
 		time.Sleep(10*time.Second - time.Millisecond)
-		cancel()
-		wg.Wait()
+		for _, stop := range stops {
+			stop()
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if runs[c1] != 10 || runs[c2] != 0 {
