@@ -175,16 +175,23 @@ func (b *acquireTimes) times() []time.Time {
 	return append([]time.Time(nil), b.at...)
 }
 
+// attemptInFlight starts election e on a client whose acquire waits for
+// rec.hold, and returns once that acquire is in flight. Call it in a
+// synctest bubble.
+func attemptInFlight(t *testing.T) (*memory.Server, *acquireTimes, *simba.Election) {
+	s := memory.New()
+	rec := &acquireTimes{Backend: s.Connect(), hold: make(chan struct{})}
+	el := newClient(t, rec).Election("e")
+	_ = el.Start(newRecorder())
+	synctest.Wait()
+	return s, rec, el
+}
+
 // R-CAND-3, R-CAND-5: at most one acquire in flight; a late reply to an
 // abandoned attempt releases what it won.
 func TestAbandonedAttemptReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := memory.New()
-		rec := &acquireTimes{Backend: s.Connect(), hold: make(chan struct{})}
-		c := newClient(t, rec)
-		el := c.Election("e")
-		_ = el.Start(newRecorder())
-		synctest.Wait()
+		s, rec, el := attemptInFlight(t)
 		// Stop abandons the attempt in flight and waits for it; a
 		// cancelled ctx ends the waiting, not the stop.
 		gaveUp, cancel := context.WithCancel(context.Background())
@@ -215,12 +222,7 @@ func TestAbandonedAttemptReleases(t *testing.T) {
 // name is free when Stop returns, and a Stop whose ctx ends first says so.
 func TestStopWaitsForAttemptInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := memory.New()
-		rec := &acquireTimes{Backend: s.Connect(), hold: make(chan struct{})}
-		c := newClient(t, rec)
-		el := c.Election("e")
-		_ = el.Start(newRecorder())
-		synctest.Wait() // the acquire waits for hold
+		s, rec, el := attemptInFlight(t)
 		stopped := make(chan error, 1)
 		go func() { stopped <- el.Stop(context.Background()) }()
 		synctest.Wait()
