@@ -39,6 +39,15 @@ Feature: Handover
     When A stops the election "report"
     Then A released "report" at the local deadline the term had at the stop, while the work was still running
 
+  @R-HO-1 @R-CAND-5
+  Scenario: A stop while an acquire is in flight returns once what that acquire won was released
+    Given nodes A and B are connected
+    And every call of A takes 300ms to reach the backend
+    When A starts the election "report"
+    And A stops the election "report" while its acquire is in flight
+    Then A's stop returned only after that acquire of "report" was answered and what it won was released
+    And B's one attempt at the lock "report" succeeds
+
   @R-HO-2
   Scenario: A term without work releases its lease at once
     Given nodes A and B are connected

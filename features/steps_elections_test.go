@@ -343,6 +343,51 @@ func (w *world) restartInFlight(name, lease string, times int) error {
 	return nil
 }
 
+// stopsInFlight stops the election once an acquire of it is in flight.
+func (w *world) stopsInFlight(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	if err := w.eventually(n.cfg().LeaseDuration, "an acquire in flight", func() bool { return n.rec.inFlight(l) > 0 }); err != nil {
+		return err
+	}
+	return w.stops(name, lease)
+}
+
+// stopReturnedAfterAttempt checks that the stop waited for the acquire in
+// flight when it began, and for the release of what that acquire won.
+func (w *world) stopReturnedAfterAttempt(name, lease string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	stop, returned := w.marks["stop"], w.marks["returned"]
+	var won *call
+	for _, c := range n.rec.filter(memory.OpAcquire, l) {
+		if c.start.After(stop) {
+			return fmt.Errorf("an acquire of %s was sent %v after the stop began", l, c.start.Sub(stop))
+		}
+		if c.end.IsZero() || c.end.After(returned) {
+			return fmt.Errorf("the stop returned before the acquire in flight was answered")
+		}
+		if c.won {
+			won = &c
+		}
+	}
+	if won == nil {
+		return fmt.Errorf("the acquire in flight at the stop did not win %s: nothing to check", l)
+	}
+	for _, c := range n.rec.filter(memory.OpRelease, l) {
+		if c.token == won.token && c.err == nil && !c.end.IsZero() && !c.end.After(returned) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the stop returned before token %d, won by the acquire in flight, was released", won.token)
+}
+
 func (w *world) stopAgainFails(lease, name, errName string) error {
 	n, err := w.node(name)
 	if err != nil {

@@ -87,6 +87,8 @@ func (w *world) registerSteps(step func(string, any)) {
 	step(`^"([^"]*)" has a leader again within (.+)$`, w.hasLeader)
 	step(`^([A-Z]) stops and starts the election "([^"]*)" again, (\d+) times, each time while its attempt is in flight$`, w.restartInFlight)
 	step(`^stopping the election "([^"]*)" on ([A-Z]) again fails with (\w+)$`, w.stopAgainFails)
+	step(`^([A-Z]) stops the election "([^"]*)" while its acquire is in flight$`, w.stopsInFlight)
+	step(`^([A-Z])'s stop returned only after that acquire of "([^"]*)" was answered and what it won was released$`, w.stopReturnedAfterAttempt)
 
 	// Terms and tokens: steps_terms_test.go
 	step(`^([A-Z])'s terms? of (.+) ended with (\w+)$`, w.termsEnded)
