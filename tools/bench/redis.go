@@ -163,7 +163,8 @@ func redisSuite(ctx context.Context, s *settings, rawURL string, su *suite) erro
 		return err
 	}
 	su.groups = append(su.groups, group{cases: []benchCase{
-		&redisState{lid: lineID{backend, implSimba, opStateNames(s.names)}, names: s.names, b: sb, admin: admin},
+		newStateCase(lineID{backend, implSimba, opStateNames(s.names)}, s.names, sb, "bytes",
+			func(ctx context.Context) (int64, error) { return usedMemory(ctx, admin) }),
 	}, rounds: 1})
 	var ka []benchCase
 	for _, n := range s.leases {

@@ -117,7 +117,12 @@ type sqlDialect struct {
 	peer impl
 	// floor returns an operation replaying f on a client of its own.
 	floor func(ctx context.Context, f sqlFloor) (opFunc, error)
+	// leaseRows counts the rows of the lease table.
+	leaseRows func(ctx context.Context) (int64, error)
 }
+
+// leaseTable is the lease table of the backends the bench opens.
+const leaseTable = "simbabench_lease"
 
 // sqlSuite compares Simba's lock with the dialect's peer and floor, then
 // measures the keep-alive statements of one node holding many leases
@@ -157,6 +162,16 @@ func sqlSuite(ctx context.Context, s *settings, su *suite, d sqlDialect) error {
 		return err
 	}
 	su.groups = append(su.groups, group{cases: cases, rounds: s.rounds})
+
+	b, err := open(nil)
+	if err != nil {
+		return err
+	}
+	if st := newStateCase(lineID{d.backend, implSimba, opStateNames(s.names)}, s.names, b, "rows", d.leaseRows); st != nil {
+		su.groups = append(su.groups, group{cases: []benchCase{st}, rounds: 1})
+	} else {
+		fmt.Fprintf(s.log, "bench: %s: no Sweep, no %s line\n", d.backend, opStateNames(s.names))
+	}
 
 	var ka []benchCase
 	for _, n := range s.leases {
@@ -203,6 +218,10 @@ func postgresSuite(ctx context.Context, s *settings, rawURL string, su *suite) e
 		}
 		return p, err
 	}
+	admin, err := pool()
+	if err != nil {
+		return err
+	}
 	return sqlSuite(ctx, s, su, sqlDialect{
 		backend: "postgres",
 		open: func(ctx context.Context, w *wire, cleanup bool) (simba.Backend, func() error, error) {
@@ -216,6 +235,11 @@ func postgresSuite(ctx context.Context, s *settings, rawURL string, su *suite) e
 				return nil, nil, err
 			}
 			return b, func() error { err := b.Close(); p.Close(); return err }, nil
+		},
+		leaseRows: func(ctx context.Context) (int64, error) {
+			var n int64
+			err := admin.QueryRow(ctx, "SELECT count(*) FROM "+leaseTable).Scan(&n)
+			return n, err
 		},
 		peer: impl{"advisory", func([]string) (opFunc, error) {
 			p, err := pool()
@@ -339,6 +363,10 @@ func mysqlSuite(ctx context.Context, s *settings, dsn string, su *suite) error {
 		}
 		return db, err
 	}
+	admin, err := database(false)
+	if err != nil {
+		return err
+	}
 	return sqlSuite(ctx, s, su, sqlDialect{
 		backend: "mysql",
 		open: func(ctx context.Context, w *wire, cleanup bool) (simba.Backend, func() error, error) {
@@ -351,6 +379,11 @@ func mysqlSuite(ctx context.Context, s *settings, dsn string, su *suite) error {
 				return nil, nil, errors.Join(err, db.Close())
 			}
 			return b, func() error { return errors.Join(b.Close(), db.Close()) }, nil
+		},
+		leaseRows: func(ctx context.Context) (int64, error) {
+			var n int64
+			err := admin.QueryRowContext(ctx, "SELECT count(*) FROM "+leaseTable).Scan(&n)
+			return n, err
 		},
 		peer: impl{"getlock", func(ns []string) (opFunc, error) {
 			// Interpolated parameters: each statement is one round trip,

@@ -8,29 +8,42 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	simbaredis "github.com/simba-go/simba/backend-redis"
+
+	simba "github.com/simba-go/simba/core"
 )
 
 func opStateNames(n int) string { return fmt.Sprintf("state_names%d", n) }
 
-// redisState measures the lease state Redis keeps for names used once: n
-// distinct names are each acquired and released once through the backend
-// (setupWorkers at a time), then Backend.Sweep removes the idle ones.
-// ops_s is names per second taken and given back; bytes_per_name is the
-// growth of the server's used_memory per name before the sweep, and
-// left_per_name after it; removed is what the sweep removed and sweep_s
-// how long it took. Other clients of the server move used_memory too.
-type redisState struct {
+// stateCase measures the lease state a backend keeps for names used once:
+// n distinct names are each acquired and released once through the
+// backend (setupWorkers at a time), then its Sweep removes the idle ones.
+// ops_s is names per second taken and given back; <unit>_per_name is the
+// growth of size per name before the sweep (Redis: the server's
+// used_memory in bytes; SQL: rows of the lease table), and left_per_name
+// after it; removed is what the sweep removed and sweep_s how long it
+// took. Other clients of the server move used_memory too.
+type stateCase struct {
 	lid   lineID
 	names int
-	b     *simbaredis.Backend
-	admin *redis.Client
+	b     simba.Backend
+	sw    simba.Sweeper
+	unit  string
+	size  func(ctx context.Context) (int64, error)
 }
 
-func (r *redisState) id() lineID { return r.lid }
+// newStateCase returns the state case of b, or nil when b cannot sweep.
+func newStateCase(lid lineID, names int, b simba.Backend, unit string, size func(ctx context.Context) (int64, error)) *stateCase {
+	sw, ok := b.(simba.Sweeper)
+	if !ok {
+		return nil
+	}
+	return &stateCase{lid: lid, names: names, b: b, sw: sw, unit: unit, size: size}
+}
 
-func (r *redisState) round(ctx context.Context) (_ sample, err error) {
-	before, err := usedMemory(ctx, r.admin)
+func (r *stateCase) id() lineID { return r.lid }
+
+func (r *stateCase) round(ctx context.Context) (_ sample, err error) {
+	before, err := r.size(ctx)
 	if err != nil {
 		return sample{}, err
 	}
@@ -56,7 +69,7 @@ func (r *redisState) round(ctx context.Context) (_ sample, err error) {
 		return sample{}, fmt.Errorf("lock %d names: %w", r.names, err)
 	}
 	took := time.Since(start)
-	used, err := usedMemory(ctx, r.admin)
+	used, err := r.size(ctx)
 	if err != nil {
 		return sample{}, err
 	}
@@ -64,12 +77,12 @@ func (r *redisState) round(ctx context.Context) (_ sample, err error) {
 		return sample{}, err
 	}
 	sweepStart := time.Now()
-	removed, err := r.b.Sweep(ctx, time.Second)
+	removed, err := r.sw.Sweep(ctx, time.Second)
 	if err != nil {
 		return sample{}, err
 	}
 	sweepTook := time.Since(sweepStart)
-	after, err := usedMemory(ctx, r.admin)
+	after, err := r.size(ctx)
 	if err != nil {
 		return sample{}, err
 	}
@@ -77,7 +90,7 @@ func (r *redisState) round(ctx context.Context) (_ sample, err error) {
 	return sample{
 		opsS: float64(r.names) / took.Seconds(),
 		extra: []metric{
-			{"bytes_per_name", per(used)}, {"left_per_name", per(after)},
+			{r.unit + "_per_name", per(used)}, {"left_per_name", per(after)},
 			{"removed", float64(removed)}, {"sweep_s", sweepTook.Seconds()},
 		},
 	}, nil
