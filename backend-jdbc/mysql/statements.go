@@ -29,10 +29,10 @@ import (
 //   - an acquire that won confirms afterwards, with a statement of its own,
 //     that the caller is still live: a session that was expired when the
 //     row was locked can no longer be renewed, so live afterwards means
-//     live then. That statement starts after the win was written, so its
-//     clock, stale or not, is an instant after the win, and the session
-//     row it reads is the latest: if the session is live by that clock,
-//     it was live when it won;
+//     live then. That statement, a plain read, starts after the win was
+//     written, so its clock is an instant after the win and its snapshot
+//     holds the session row's latest committed version: if the session is
+//     live by that clock, it was live when it won;
 //   - where a stale clock only errs towards "live" for another session
 //     (the owner judged by a take-over, the expired sessions cleanup
 //     deletes), it can only delay a take-over or a deletion, never allow a
@@ -66,28 +66,19 @@ VALUES (?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), ?)`
 WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
 	// Read after myRenew: kinds as on PostgreSQL (0 remaining µs, 1 lease,
-	// 2 group count, 3 lease generation, 4 the number of leases listed, 5
-	// a lease of the caller's view, among up to five (name, token) pairs,
-	// NULL when unused, whose row no longer names the session with that
-	// token).
-	// No kind-0 row means the session
-	// is not live. The leases are listed only when the session's lease
-	// generation is not between the caller's and that plus the changes it
-	// has in flight (the fourth and fifth parameters): the session
-	// row is a constant table of that join (a primary key lookup), read
-	// before the leases, so a generation that matches reads no lease row.
-	// All of it is one snapshot, so the generation and the leases agree.
+	// 2 group count, 4 the number of leases listed, 5 a lease of the
+	// caller's view, among up to five (name, token) pairs, NULL when
+	// unused, whose row no longer names the session with that token). No
+	// kind-0 row means the session is not live. The leases are listed only
+	// when the third parameter is 1: otherwise the condition is a constant
+	// false and no lease row is read. All of it is one snapshot.
 	myKeepAliveRead = `SELECT 0, CAST(NULL AS CHAR(128) CHARACTER SET ascii),
     TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)
 FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)
 UNION ALL
-SELECT 3, NULL, lease_gen FROM {session} WHERE id = ?
+SELECT 1, l.name, l.token FROM {lease} l WHERE ? = 1 AND l.session_id = ?
 UNION ALL
-SELECT 1, l.name, l.token FROM {session} s JOIN {lease} l ON l.session_id = s.id
-WHERE s.id = ? AND s.lease_gen NOT BETWEEN ? AND ?
-UNION ALL
-SELECT 4, NULL, COUNT(*) FROM {session} s JOIN {lease} l ON l.session_id = s.id
-WHERE s.id = ? AND s.lease_gen NOT BETWEEN ? AND ?
+SELECT 4, NULL, COUNT(*) FROM {lease} l WHERE ? = 1 AND l.session_id = ?
 UNION ALL
 SELECT 5, c.name, c.token FROM (
 SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin AS name, CAST(? AS SIGNED) AS token
@@ -121,14 +112,10 @@ LEFT JOIN {session} o ON o.id = l.session_id AND o.id <> me.id AND o.expires_at 
 SET l.token = LAST_INSERT_ID(l.token + 1), l.session_id = me.id, l.acquired_at = UTC_TIMESTAMP(6)
 WHERE o.id IS NULL`
 
-	// After a win: confirm that the caller is still live (see above) and
-	// add one to its lease generation, handed back in the OK packet. It
-	// locks the caller's session row alone, after the lease row was
-	// written, so it never holds one lock while waiting for another.
-	myConfirm = `UPDATE {session} FORCE INDEX (PRIMARY) SET lease_gen = LAST_INSERT_ID(lease_gen + 1)
-WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
-
-	// Why myTakeOver changed nothing: caller not live, or row held.
+	// Why myTakeOver changed nothing: caller not live, or row held. Also
+	// run after a win, to confirm that the caller is still live (see
+	// above): a plain read, whose snapshot starts after the win was
+	// written and holds the session row's latest committed version.
 	myAcquireState = `SELECT
     EXISTS (SELECT 1 FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)),
     EXISTS (SELECT 1 FROM {lease} WHERE name = ?)`
@@ -138,15 +125,9 @@ WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 	myInsertLease = `INSERT IGNORE INTO {lease} (name, session_id, token, acquired_at)
 SELECT ?, id, 1, UTC_TIMESTAMP(6) FROM {session} FORCE INDEX (PRIMARY) WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
-	// Frees the lease and adds one to the session's lease generation,
-	// handed back in the OK packet. STRAIGHT_JOIN locks the lease row
-	// before the session row, the order of every statement that locks
-	// both (a take-over locks the lease row, then the session rows in
-	// share mode), so a release and a take-over of the same lease wait for
-	// each other instead of deadlocking.
-	myRelease = `UPDATE {lease} l STRAIGHT_JOIN {session} s ON s.id = ?
-SET l.session_id = NULL, s.lease_gen = LAST_INSERT_ID(s.lease_gen + 1)
-WHERE l.name = ? AND l.session_id = ? AND l.token = ?`
+	// Frees the lease if the session owns it with the token: it locks the
+	// lease row alone.
+	myRelease = `UPDATE {lease} SET session_id = NULL WHERE name = ? AND session_id = ? AND token = ?`
 
 	// The caller's liveness is judged here with the statement's clock,
 	// possibly stale after a lock wait; myGroupState, the next statement,
@@ -195,7 +176,6 @@ const (
 	stRenew
 	stKeepAliveRead
 	stTakeOver
-	stConfirm
 	stAcquireState
 	stInsertLease
 	stRelease
@@ -214,7 +194,6 @@ var myStatements = [stCount]string{
 	stRenew:         myRenew,
 	stKeepAliveRead: myKeepAliveRead,
 	stTakeOver:      myTakeOver,
-	stConfirm:       myConfirm,
 	stAcquireState:  myAcquireState,
 	stInsertLease:   myInsertLease,
 	stRelease:       myRelease,
@@ -265,8 +244,8 @@ func deadlock(err error) bool {
 // exec runs statement k, in autocommit, again if InnoDB rolled it back to
 // break a deadlock. Share locks of plain autocommit statements (the
 // session rows an acquire joins, the gaps of a name not yet inserted) can
-// form a cycle with a waiting exclusive lock (a keep-alive, a release, the
-// confirmation of a win), which InnoDB detects at once.
+// form a cycle with a waiting exclusive lock (a keep-alive, a release),
+// which InnoDB detects at once.
 func (s *dialect) exec(ctx context.Context, k myStmt, args ...any) (sql.Result, error) {
 	st, err := s.stmt(k)
 	if err != nil {
@@ -413,15 +392,19 @@ func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duratio
 // it, and an unchanged value counts as zero): the read says whether the
 // session is live, and an expired session can no longer be renewed in
 // between.
-func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64, check []sqlcore.Check) (simba.KeepAliveReply, int64, []sqlcore.Check, bool, error) {
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, list bool, check []sqlcore.Check) (simba.KeepAliveReply, []sqlcore.Check, bool, error) {
 	err := s.renew(ctx, id, lease)
 	for i := 1; i < deadlockRetries && deadlock(err) && ctx.Err() == nil; i++ {
 		err = s.renew(ctx, id, lease) // rolled back: nothing was renewed
 	}
 	if err != nil {
-		return simba.KeepAliveReply{}, 0, nil, false, err
+		return simba.KeepAliveReply{}, nil, false, err
 	}
-	args := []any{id, id, id, known, known + lag, id, known, known + lag}
+	listing := 0
+	if list {
+		listing = 1
+	}
+	args := []any{id, listing, id, listing, id}
 	for i := range sqlcore.CheckedLeases {
 		if i < len(check) {
 			args = append(args, check[i].Name, int64(check[i].Token))
@@ -432,7 +415,7 @@ func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration,
 	args = append(args, id, id, id)
 	rows, err := s.query(ctx, stKeepAliveRead, args...) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
 	if err != nil {
-		return simba.KeepAliveReply{}, 0, nil, false, err
+		return simba.KeepAliveReply{}, nil, false, err
 	}
 	return sqlcore.ReadKeepAlive(sqlcore.SQLRows{Rows: rows})
 }
@@ -468,66 +451,53 @@ func (s *dialect) renew(ctx context.Context, id string, lease time.Duration) err
 // Acquire takes the lease over (one round trip) or, for a name never
 // used, inserts its row. The caller's liveness in those statements may be
 // judged with a clock from before a lock wait, so a win is only reported
-// after a later statement, which also counts the win in the session's
-// lease generation, found the caller still live (one more round trip). If
-// it is not, the row names an expired session, which makes the lease free
-// for everyone else; its token was used up, which a later term's larger
-// token makes harmless.
-func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, int64, bool, bool, error) {
+// after a later statement found the caller still live (one more round
+// trip). If it is not, the row names an expired session, which makes the
+// lease free for everyone else; its token was used up, which a later
+// term's larger token makes harmless.
+func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
 	res, err := s.exec(ctx, stTakeOver, id, name)
 	if err != nil {
-		return 0, 0, false, false, err
+		return 0, false, false, err
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return 0, 0, false, false, err
+		return 0, false, false, err
 	} else if n > 0 {
 		token, err := res.LastInsertId()
 		if err != nil {
-			return 0, 0, false, false, err
+			return 0, false, false, err
 		}
 		if token <= 0 {
-			return 0, 0, false, false, errors.New("take-over returned no token")
+			return 0, false, false, errors.New("take-over returned no token")
 		}
-		return s.confirm(ctx, id, uint64(token))
+		return s.confirm(ctx, id, name, uint64(token))
 	}
 	live, exists, err := s.acquireState(ctx, id, name)
 	if err != nil {
-		return 0, 0, false, false, err
+		return 0, false, false, err
 	}
 	if !live || exists {
-		return 0, 0, false, live, nil
+		return 0, false, live, nil
 	}
 	res, err = s.exec(ctx, stInsertLease, name, id)
 	if err != nil {
-		return 0, 0, false, false, err
+		return 0, false, false, err
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return 0, 0, false, false, err
+		return 0, false, false, err
 	} else if n == 0 {
-		return 0, 0, false, true, nil
+		return 0, false, true, nil
 	}
-	return s.confirm(ctx, id, 1)
+	return s.confirm(ctx, id, name, 1)
 }
 
-// confirm reports the win of token, with its lease generation, unless the
-// caller is no longer live.
-func (s *dialect) confirm(ctx context.Context, id string, token uint64) (uint64, int64, bool, bool, error) {
-	res, err := s.exec(ctx, stConfirm, id)
-	if err != nil {
-		return 0, 0, false, false, err
+// confirm reports the win of token unless the caller is no longer live.
+func (s *dialect) confirm(ctx context.Context, id, name string, token uint64) (uint64, bool, bool, error) {
+	live, _, err := s.acquireState(ctx, id, name)
+	if err != nil || !live {
+		return 0, false, false, err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, 0, false, false, err
-	}
-	if n == 0 {
-		return 0, 0, false, false, nil
-	}
-	gen, err := res.LastInsertId()
-	if err != nil {
-		return 0, 0, false, false, err
-	}
-	return token, gen, true, true, nil
+	return token, true, true, nil
 }
 
 func (s *dialect) acquireState(ctx context.Context, id, name string) (live, exists bool, err error) {
@@ -535,19 +505,9 @@ func (s *dialect) acquireState(ctx context.Context, id, name string) (live, exis
 	return live, exists, err
 }
 
-func (s *dialect) Release(ctx context.Context, id, name string, token uint64) (int64, error) {
-	res, err := s.exec(ctx, stRelease, id, name, id, int64(token))
-	if err != nil {
-		return 0, err
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return 0, err
-	}
-	gen, err := res.LastInsertId()
-	if err != nil {
-		return 0, err
-	}
-	return gen, nil
+func (s *dialect) Release(ctx context.Context, id, name string, token uint64) error {
+	_, err := s.exec(ctx, stRelease, name, id, int64(token))
+	return err
 }
 
 func (s *dialect) JoinGroup(ctx context.Context, id, group string) (int, bool, error) {

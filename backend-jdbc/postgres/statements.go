@@ -34,46 +34,44 @@ import (
 const (
 	pgOpenSession = `INSERT INTO {session} (id, expires_at, identity) VALUES ($1, now() + $2 * interval '1 microsecond', $3)`
 
-	// cur locks the session row; the UPDATE renews it
-	// only if it was live once locked (never revives one). The rest reads,
-	// in the same statement, the session's lease generation, its leases
-	// only when that generation is not within [$3, $3 + $4] (the caller's
-	// and the changes it has in flight), and how many
-	// live members its groups have; it is empty when the UPDATE matched
-	// nothing. The generation and the leases are read from the statement's
-	// snapshot (gen), not from the locked row, so that they agree with each
-	// other: an acquire committed while the lock was awaited is in
-	// neither. Kinds: 0 remaining (µs), 1 lease (name, token), 2 group
-	// (name, count), 3 lease generation, 4 the number of leases listed, 5
-	// a lease of the caller's view ($5 names, $6 tokens) whose row no
-	// longer names the session with that token, looked up by name one at a
-	// time (an aggregate in LATERAL, which the planner cannot turn into an
-	// anti-join reading every lease of the session).
+	// cur locks the session row; the UPDATE renews it only if it was live
+	// once locked (never revives one). The rest reads, in the same
+	// statement, how many live members the session's groups have and
+	// which leases of the caller's view ($3 names, $4 tokens, NULL when
+	// unused) no longer name the session with that token, looked up by
+	// name one at a time (an aggregate in LATERAL, which the planner
+	// cannot turn into an anti-join reading every lease of the session);
+	// it is empty when the UPDATE matched nothing. Kinds: 0 remaining
+	// (µs), 2 group (name, count), 5 a checked lease no longer held.
 	pgKeepAlive = `WITH cur AS MATERIALIZED (
     SELECT id, expires_at FROM {session} WHERE id = $1 FOR NO KEY UPDATE
 ), s AS (
     UPDATE {session} AS t SET expires_at = clock_timestamp() + $2 * interval '1 microsecond'
     FROM cur WHERE t.id = cur.id AND cur.expires_at > clock_timestamp()
     RETURNING t.id, t.expires_at
-), gen AS MATERIALIZED (
-    SELECT g.id, g.lease_gen FROM {session} g JOIN s ON g.id = s.id
 )
 SELECT 0, NULL::text, floor(extract(epoch FROM s.expires_at - clock_timestamp()) * 1000000)::bigint FROM s
 UNION ALL
-SELECT 3, NULL::text, gen.lease_gen FROM gen
-UNION ALL
-SELECT 1, l.name::text, l.token FROM gen JOIN {lease} l ON l.session_id = gen.id WHERE gen.lease_gen NOT BETWEEN $3 AND $3 + $4
-UNION ALL
-SELECT 4, NULL::text, count(*) FROM gen JOIN {lease} l ON l.session_id = gen.id WHERE gen.lease_gen NOT BETWEEN $3 AND $3 + $4
-UNION ALL
-SELECT 5, c.name, c.token FROM gen, unnest($5::text[], $6::bigint[]) AS c(name, token),
-    LATERAL (SELECT count(*) AS n FROM {lease} l WHERE l.name = c.name AND l.session_id = gen.id AND l.token = c.token) AS x
-WHERE x.n = 0
+SELECT 5, c.name, c.token FROM s, unnest($3::text[], $4::bigint[]) AS c(name, token),
+    LATERAL (SELECT count(*) AS n FROM {lease} l WHERE l.name = c.name AND l.session_id = s.id AND l.token = c.token) AS x
+WHERE x.n = 0 AND c.name IS NOT NULL
 UNION ALL
 SELECT 2, g.group_name::text, (
     SELECT count(*) FROM {member} m JOIN {session} o ON o.id = m.session_id
     WHERE m.group_name = g.group_name AND o.expires_at > now()
 ) FROM {member} g JOIN s ON g.session_id = s.id`
+
+	// The keep-alive that also lists the session's leases (kind 1: name,
+	// token) and counts them (kind 4), from the statement's snapshot. A
+	// statement of its own, not a branch of the one above switched off by
+	// a parameter: PostgreSQL would then plan that one for every call (a
+	// plan for a false switch looks cheaper than the generic plan),
+	// which costs more than the keep-alive runs.
+	pgKeepAliveListing = pgKeepAlive + `
+UNION ALL
+SELECT 1, l.name::text, l.token FROM s JOIN {lease} l ON l.session_id = s.id
+UNION ALL
+SELECT 4, NULL::text, count(*) FROM s JOIN {lease} l ON l.session_id = s.id`
 
 	// Acquire in one statement.
 	//   me:     the caller's session row, locked FOR SHARE: its expiry
@@ -115,40 +113,9 @@ SELECT 2, g.group_name::text, (
 )
 SELECT EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp()), (SELECT token FROM won)`
 
-	// After a win: add one to the session's lease generation, in a
-	// statement (and transaction) of its own. It locks the session row
-	// alone, FOR NO KEY UPDATE, which waits for the share locks of
-	// acquires judging the session (its own, as the caller, and other
-	// sessions', as the owner). In the acquire statement it would wait for
-	// them while holding the lease row, which some of them wait for: two
-	// acquires of one session at once, or its acquire and release of one
-	// name, would deadlock. The generations therefore follow the bumps,
-	// not the changes, which can differ for concurrent calls of the
-	// session; the view applies a change by its token (an acquire only
-	// raises it, a release frees only its own token), so the outcome does
-	// not depend on that order.
-	pgBump = `UPDATE {session} SET lease_gen = lease_gen + 1 WHERE id = $1 RETURNING lease_gen`
-
-	// A release that frees the lease adds one to the session's lease
-	// generation and returns it (NULL when it freed nothing), in one
-	// statement. The session row is locked (FOR NO KEY UPDATE) before the
-	// lease row: the other way round, a release holding the lease row
-	// would wait for the share lock of an acquire of the same name by the
-	// same session (me) on the session row, and that acquire for the lease
-	// row. Locked first, the session row is waited for while holding
-	// nothing. The generation moves whenever the lease named the session
-	// with the token in the snapshot, even if a concurrent acquire of the
-	// same session changed it before the UPDATE: a change that changed
-	// nothing keeps the caller's view right.
-	pgRelease = `WITH b AS (
-    UPDATE {session} SET lease_gen = lease_gen + 1
-    WHERE id = $2 AND EXISTS (SELECT 1 FROM {lease} WHERE name = $1 AND session_id = $2 AND token = $3)
-    RETURNING lease_gen
-), r AS (
-    UPDATE {lease} SET session_id = NULL
-    WHERE name = $1 AND session_id = $2 AND token = $3 AND EXISTS (SELECT 1 FROM b)
-)
-SELECT (SELECT lease_gen FROM b)`
+	// Frees the lease if the session owns it with the token. It locks the
+	// lease row alone.
+	pgRelease = `UPDATE {lease} SET session_id = NULL WHERE name = $1 AND session_id = $2 AND token = $3`
 
 	// Snapshot reads only (the insert waits for nothing but a concurrent
 	// join of the same session and group), so now() is their clock. The
@@ -258,7 +225,7 @@ type dialect struct {
 	pool *pgxpool.Pool
 	t    sqlcore.Tables
 	q    struct {
-		open, keepAlive, acquire, bump, release, join, leave, closeSession, holder, cleanup string
+		open, keepAlive, keepAliveListing, acquire, release, join, leave, closeSession, holder, cleanup string
 	}
 }
 
@@ -266,8 +233,8 @@ func newDialect(pool *pgxpool.Pool, t sqlcore.Tables) *dialect {
 	s := &dialect{pool: pool, t: t}
 	s.q.open = t.Expand(pgOpenSession)
 	s.q.keepAlive = t.Expand(pgKeepAlive)
+	s.q.keepAliveListing = t.Expand(pgKeepAliveListing)
 	s.q.acquire = t.Expand(pgAcquire)
-	s.q.bump = t.Expand(pgBump)
 	s.q.release = t.Expand(pgRelease)
 	s.q.join = t.Expand(pgJoinGroup)
 	s.q.leave = t.Expand(pgLeaveGroup)
@@ -348,63 +315,53 @@ func retry(ctx context.Context, f func() error) error {
 	}
 }
 
-func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64, check []sqlcore.Check) (simba.KeepAliveReply, int64, []sqlcore.Check, bool, error) {
-	names, tokens := make([]string, len(check)), make([]int64, len(check))
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, list bool, check []sqlcore.Check) (simba.KeepAliveReply, []sqlcore.Check, bool, error) {
+	// Always CheckedLeases pairs, NULL past the checked ones: with fewer,
+	// PostgreSQL estimates the check cheaper than its generic plan and
+	// plans the statement again on every call, which costs more than
+	// running it (450 against 150 µs here).
+	names, tokens := make([]*string, sqlcore.CheckedLeases), make([]*int64, sqlcore.CheckedLeases)
 	for i, c := range check {
-		names[i], tokens[i] = c.Name, int64(c.Token)
+		tok := int64(c.Token)
+		names[i], tokens[i] = &c.Name, &tok
+	}
+	q := s.q.keepAlive
+	if list {
+		q = s.q.keepAliveListing
 	}
 	var reply simba.KeepAliveReply
-	var gen int64
 	var lost []sqlcore.Check
 	var live bool
 	err := retry(ctx, func() error {
-		rows, err := s.pool.Query(ctx, s.q.keepAlive, id, sqlcore.Micros(lease), known, lag, names, tokens)
+		rows, err := s.pool.Query(ctx, q, id, sqlcore.Micros(lease), names, tokens)
 		if err != nil {
 			return err
 		}
-		reply, gen, lost, live, err = sqlcore.ReadKeepAlive(rows)
+		reply, lost, live, err = sqlcore.ReadKeepAlive(rows)
 		return err
 	})
-	return reply, gen, lost, live, err
+	return reply, lost, live, err
 }
 
-func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, int64, bool, bool, error) {
+func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
 	var live bool
 	var token *int64
 	if err := retry(ctx, func() error {
 		return s.pool.QueryRow(ctx, s.q.acquire, id, name).Scan(&live, &token)
 	}); err != nil {
-		return 0, 0, false, false, err
+		return 0, false, false, err
 	}
 	if token == nil || *token <= 0 {
-		return 0, 0, false, live, nil
+		return 0, false, live, nil
 	}
-	gen, err := s.bump(ctx, id)
-	if err != nil {
-		return 0, 0, false, false, err
-	}
-	return uint64(*token), gen, true, live, nil
+	return uint64(*token), true, live, nil
 }
 
-// bump adds one to the lease generation of session id and returns it; 0
-// when the session row is gone (closed or cleaned up).
-func (s *dialect) bump(ctx context.Context, id string) (int64, error) {
-	var gen int64
-	err := retry(ctx, func() error { return s.pool.QueryRow(ctx, s.q.bump, id).Scan(&gen) })
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
-	return gen, err
-}
-
-func (s *dialect) Release(ctx context.Context, id, name string, token uint64) (int64, error) {
-	var gen *int64
-	if err := retry(ctx, func() error {
-		return s.pool.QueryRow(ctx, s.q.release, name, id, int64(token)).Scan(&gen)
-	}); err != nil || gen == nil {
-		return 0, err
-	}
-	return *gen, nil
+func (s *dialect) Release(ctx context.Context, id, name string, token uint64) error {
+	return retry(ctx, func() error {
+		_, err := s.pool.Exec(ctx, s.q.release, name, id, int64(token))
+		return err
+	})
 }
 
 func (s *dialect) JoinGroup(ctx context.Context, id, group string) (int, bool, error) {

@@ -48,17 +48,17 @@ type Dialect interface {
 	// OpenSession inserts the session row; identity is empty when the
 	// session carries none.
 	OpenSession(ctx context.Context, id string, lease time.Duration, identity string) error
-	// KeepAlive returns live == false when the session is expired or gone,
-	// and the session's lease generation, gen. It lists the session's
-	// leases (reply.Leases, all of them at gen) only when gen is below
-	// known or above known + lag, and returns the leases of check that the
-	// session no longer holds with that token (lost).
-	KeepAlive(ctx context.Context, id string, lease time.Duration, known, lag int64, check []Check) (reply simba.KeepAliveReply, gen int64, lost []Check, live bool, err error)
-	// Acquire returns, with a win, the lease generation the win made.
-	Acquire(ctx context.Context, id, name string) (token uint64, gen int64, won, live bool, err error)
-	// Release returns the lease generation the release made, 0 when it
-	// freed nothing.
-	Release(ctx context.Context, id, name string, token uint64) (gen int64, err error)
+	// KeepAlive returns live == false when the session is expired or gone.
+	// With list, it lists the session's leases (reply.Leases, all of them
+	// as of one snapshot); otherwise reply.Leases is empty. It returns the
+	// leases of check that the session no longer holds with that token
+	// (lost).
+	KeepAlive(ctx context.Context, id string, lease time.Duration, list bool, check []Check) (reply simba.KeepAliveReply, lost []Check, live bool, err error)
+	// Acquire returns won when the session owns the lease with token
+	// after the call.
+	Acquire(ctx context.Context, id, name string) (token uint64, won, live bool, err error)
+	// Release frees name if the session owns it with token.
+	Release(ctx context.Context, id, name string, token uint64) error
 	JoinGroup(ctx context.Context, id, group string) (members int, live bool, err error)
 	LeaveGroup(ctx context.Context, id, group string) error
 	CloseSession(ctx context.Context, id string) error
@@ -459,24 +459,23 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 	if err := b.ready(ctx); err != nil {
 		return simba.KeepAliveReply{}, err
 	}
-	known, lag, check := b.views.known(s)
-	reply, gen, lost, live, err := b.d.KeepAlive(ctx, string(s), lease, known, lag, check)
+	list, l, check := b.views.keepAlive(s)
+	reply, lost, live, err := b.d.KeepAlive(ctx, string(s), lease, list, check)
 	if err != nil {
+		if list {
+			b.views.abandon(s)
+		}
 		return simba.KeepAliveReply{}, b.wrap("keep-alive", err)
 	}
 	if !live {
 		b.views.drop(s)
 		return simba.KeepAliveReply{}, simba.ErrSessionExpired
 	}
-	b.views.gone(s, lost)
-	var listed map[string]uint64
-	if wasListed(known, lag, gen) {
-		listed = reply.Leases
-		if listed == nil {
-			listed = map[string]uint64{}
-		}
+	if list {
+		reply.Leases = b.views.reply(s, reply.Leases, &l, nil)
+	} else {
+		reply.Leases = b.views.reply(s, nil, nil, lost)
 	}
-	reply.Leases = b.views.reply(s, gen, listed)
 	return reply, nil
 }
 
@@ -497,15 +496,13 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	if err := b.ready(ctx); err != nil {
 		return simba.AcquireResult{}, err
 	}
-	b.views.begin(s)
-	defer b.views.end(s)
-	token, gen, won, live, err := b.d.Acquire(ctx, string(s), name)
+	token, won, live, err := b.d.Acquire(ctx, string(s), name)
 	if err != nil {
 		b.views.unsure(s) // it may have won
 		return simba.AcquireResult{}, b.wrap(fmt.Sprintf("acquire %q", name), err)
 	}
 	if won && live {
-		b.views.change(s, gen, leaseOp{name: name, token: token, acquire: true})
+		b.views.change(s, leaseOp{name: name, token: token, acquire: true})
 	}
 	if !live {
 		return simba.AcquireResult{}, simba.ErrSessionExpired
@@ -532,14 +529,12 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	if err := b.ready(ctx); err != nil {
 		return err
 	}
-	b.views.begin(s)
-	defer b.views.end(s)
-	gen, err := b.d.Release(ctx, string(s), name, token)
-	if err != nil {
+	if err := b.d.Release(ctx, string(s), name, token); err != nil {
 		b.views.unsure(s) // it may have freed the lease
 		return b.wrap(fmt.Sprintf("release %q", name), err)
 	}
-	b.views.change(s, gen, leaseOp{name: name, token: token})
+	// Freed now, or not held with token before: either way not held.
+	b.views.change(s, leaseOp{name: name, token: token})
 	return nil
 }
 

@@ -25,13 +25,12 @@ func (r SQLRows) Close() { _ = r.Rows.Close() }
 // ReadKeepAlive turns the (kind, name, value) rows of a keep-alive query
 // into a reply: kind 0 is the session's remaining time in microseconds
 // (absent when the session is not live), 1 a lease and its token, 2 a group
-// and its live member count, 3 the session's lease generation, 4 the number
-// of leases the query listed, 5 a checked lease (name, token) that the
-// session no longer holds with that token: a reply with fewer kind-1 rows
-// is an error,
+// and its live member count, 4 the number of leases the query listed, 5 a
+// checked lease (name, token) that the session no longer holds with that
+// token. A reply with fewer kind-1 rows than kind 4 counts is an error,
 // never a shorter list (a client whose context ended mid-read may see the
 // rows end early without an error). It closes rows.
-func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, gen int64, lost []Check, live bool, err error) {
+func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, lost []Check, live bool, err error) {
 	defer rows.Close()
 	reply = simba.KeepAliveReply{Leases: map[string]uint64{}, Groups: map[string]int{}}
 	var want int64 // leases listed, by the query's own count
@@ -40,7 +39,7 @@ func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, gen int64, lost 
 		var name sql.NullString
 		var val int64
 		if err := rows.Scan(&kind, &name, &val); err != nil {
-			return simba.KeepAliveReply{}, 0, nil, false, err
+			return simba.KeepAliveReply{}, nil, false, err
 		}
 		switch {
 		case kind == 0:
@@ -50,8 +49,6 @@ func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, gen int64, lost 
 			reply.Leases[name.String] = uint64(val)
 		case kind == 2 && name.Valid:
 			reply.Groups[name.String] = int(val)
-		case kind == 3:
-			gen = val
 		case kind == 4:
 			want = val
 		case kind == 5 && name.Valid:
@@ -59,12 +56,12 @@ func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, gen int64, lost 
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return simba.KeepAliveReply{}, 0, nil, false, err
+		return simba.KeepAliveReply{}, nil, false, err
 	}
 	if int64(len(reply.Leases)) != want {
-		return simba.KeepAliveReply{}, 0, nil, false, fmt.Errorf("keep-alive reply incomplete: %d of %d leases read", len(reply.Leases), want)
+		return simba.KeepAliveReply{}, nil, false, fmt.Errorf("keep-alive reply incomplete: %d of %d leases read", len(reply.Leases), want)
 	}
-	return reply, gen, lost, live, nil
+	return reply, lost, live, nil
 }
 
 // Micros returns d in whole microseconds, the unit of every lease sent to

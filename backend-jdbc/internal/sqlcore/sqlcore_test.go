@@ -315,13 +315,13 @@ func (d fakeDialect) Holder(_ context.Context, name string) (simba.Holder, bool,
 	return simba.Holder{Session: "s", Identity: "i", Token: 7}, true, nil
 }
 
-func (d fakeDialect) KeepAlive(ctx context.Context, _ string, _ time.Duration, _, _ int64, _ []Check) (simba.KeepAliveReply, int64, []Check, bool, error) {
-	return simba.KeepAliveReply{}, 0, nil, false, d.block(ctx)
+func (d fakeDialect) KeepAlive(ctx context.Context, _ string, _ time.Duration, _ bool, _ []Check) (simba.KeepAliveReply, []Check, bool, error) {
+	return simba.KeepAliveReply{}, nil, false, d.block(ctx)
 }
-func (fakeDialect) Acquire(context.Context, string, string) (uint64, int64, bool, bool, error) {
-	return 1, 1, true, true, nil
+func (fakeDialect) Acquire(context.Context, string, string) (uint64, bool, bool, error) {
+	return 1, true, true, nil
 }
-func (fakeDialect) Release(context.Context, string, string, uint64) (int64, error) { return 0, nil }
+func (fakeDialect) Release(context.Context, string, string, uint64) error { return nil }
 func (fakeDialect) JoinGroup(context.Context, string, string) (int, bool, error) {
 	return 1, true, nil
 }

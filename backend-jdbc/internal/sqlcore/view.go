@@ -2,34 +2,27 @@ package sqlcore
 
 import (
 	"maps"
-	"slices"
 	"sync"
 
 	simba "github.com/simba-go/simba/core"
 )
 
-// The session row's lease_gen counts the changes to the leases the session
-// owns: every acquire it wins and every release that frees one of its
-// leases adds one, in the statement that changes the lease (PostgreSQL) or
-// right after it, before the call returns (MySQL's acquire). The Backend
-// keeps, per session it serves, the leases its own calls won and released
-// and the generation they add up to. A keep-alive sends that generation;
-// the database lists the session's leases only when its own differs, so a
-// keep-alive reads one session row (and the group counts) whatever the
-// number of leases held, unless something changed that this Backend did
-// not see: a call whose reply was lost, a call through another Backend.
+// A live session's leases change only through its own calls: a take-over
+// needs the owner expired, and an expired session is never renewed. The
+// Backend keeps, per session it serves, the leases its own Acquire and
+// Release replies won and freed, and a keep-alive replies with that view
+// instead of listing the session's leases, so it reads the session row,
+// a few leases and the group counts whatever the number of leases held.
 //
-// Calls of the session still in flight, and replies that wait for an
-// earlier one, account for a server generation ahead of the view: the
-// keep-alive sends that count (lag) and the database lists the leases
-// only when its generation is behind the view or ahead by more. The reply
-// then lists the view with the changes already replied: every term the
-// engine won before it sent the keep-alive is in it, and a term won after
-// is one the engine does not check against this reply.
-
-// unknownGen is the generation of a view that must be read again in full:
-// no session row has it.
-const unknownGen = -1
+// The view is unknown, and the next keep-alive lists the leases, when the
+// Backend cannot know what the session owns: a call whose outcome is
+// unknown (an error, a context that ended), a session this Backend did
+// not open, or a check that found a lease of the view changed (see
+// CheckedLeases). A listing is read from one snapshot while calls of the
+// session may be in flight: the changes replied after the keep-alive was
+// sent are applied on top of it. A change is applied by token (an acquire
+// only raises a token, a release frees only its own), so a change that the
+// snapshot already holds changes nothing.
 
 // leaseOp is one change reported by an Acquire or Release reply.
 type leaseOp struct {
@@ -40,11 +33,17 @@ type leaseOp struct {
 
 // leaseView is what one session owns, as far as the replies say.
 type leaseView struct {
-	gen    int64             // generation leases reflect, unknownGen when unsure
+	known  bool              // false: the next keep-alive lists the leases
 	leases map[string]uint64 // never nil
 	shared bool              // leases was handed out in a reply: copy before changing
-	ahead  map[int64]leaseOp // changes past gen waiting for the ones before them
-	flight int               // Acquire and Release calls in flight
+	// forgets counts the times the view became unknown: a listing sent
+	// before the last one cannot make it known again.
+	forgets uint64
+	// listings counts the listing keep-alives in flight; while there is
+	// one, every change replied is also appended to log, for them to apply
+	// on top of their list.
+	listings int
+	log      []leaseOp
 }
 
 // views holds the leaseView of every session a Backend serves.
@@ -53,14 +52,14 @@ type views struct {
 	m  map[simba.SessionID]*leaseView
 }
 
-// open starts the view of a new session, which owns nothing (generation 0).
+// open starts the view of a new session, which owns nothing.
 func (v *views) open(s simba.SessionID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.m == nil {
 		v.m = map[simba.SessionID]*leaseView{}
 	}
-	v.m[s] = &leaseView{leases: map[string]uint64{}}
+	v.m[s] = &leaseView{known: true, leases: map[string]uint64{}}
 }
 
 // drop forgets s: closed or expired.
@@ -70,10 +69,11 @@ func (v *views) drop(s simba.SessionID) {
 	delete(v.m, s)
 }
 
-// CheckedLeases is how many leases of its view a keep-alive checks
-// against their rows, whatever the generation says: a row changed by hand
-// (or by anything but this backend's statements) is noticed after about
-// n/CheckedLeases keep-alives for a session holding n leases.
+// CheckedLeases is how many leases of its view a keep-alive that does not
+// list checks against their rows: a lease freed or taken over by anything
+// but this Backend's replies (another Backend on the session, a row
+// changed by hand) is noticed after about n/CheckedLeases keep-alives for
+// a session holding n leases, at the next one for n <= CheckedLeases.
 const CheckedLeases = 5
 
 // Check is a lease a keep-alive checks: the view says the session holds
@@ -83,16 +83,33 @@ type Check struct {
 	Token uint64
 }
 
-// known returns the generation to send with a keep-alive of s, by how
-// much the server's may exceed it without listing the leases, and up to
-// CheckedLeases leases of the view to check (the first ones of a map
-// iteration, whose order Go varies).
-func (v *views) known(s simba.SessionID) (gen, lag int64, check []Check) {
+// listing is what a keep-alive that lists the leases hands back to
+// views.reply or views.abandon: where the view stood when it was sent.
+type listing struct {
+	forgets uint64 // leaseView.forgets
+	from    int    // the index in leaseView.log of the first change replied after it
+}
+
+// keepAlive returns what a keep-alive of s sends: list when the view is
+// unknown (then pass l to reply), otherwise up to CheckedLeases leases of
+// the view to check (the first ones of a map iteration, whose order Go
+// varies).
+func (v *views) keepAlive(s simba.SessionID) (list bool, l listing, check []Check) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	lv := v.m[s]
-	if lv == nil || lv.gen == unknownGen {
-		return unknownGen, 0, nil
+	if lv == nil {
+		// A session this Backend did not open: its view starts unknown,
+		// and records the changes replied from now on.
+		if v.m == nil {
+			v.m = map[simba.SessionID]*leaseView{}
+		}
+		lv = &leaseView{leases: map[string]uint64{}}
+		v.m[s] = lv
+	}
+	if !lv.known {
+		lv.listings++
+		return true, listing{forgets: lv.forgets, from: len(lv.log)}, nil
 	}
 	for name, tok := range lv.leases {
 		if len(check) == CheckedLeases {
@@ -100,116 +117,100 @@ func (v *views) known(s simba.SessionID) (gen, lag int64, check []Check) {
 		}
 		check = append(check, Check{Name: name, Token: tok})
 	}
-	return lv.gen, int64(lv.flight + len(lv.ahead)), check
+	return false, listing{}, check
 }
 
-// gone drops from the view of s the leases a keep-alive found no longer
-// held with the token the view has, and makes the next keep-alive list
-// them all.
-func (v *views) gone(s simba.SessionID, lost []Check) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	lv := v.m[s]
-	if lv == nil || len(lost) == 0 {
-		return
-	}
-	if lv.shared {
-		lv.leases, lv.shared = maps.Clone(lv.leases), false
-	}
-	for _, c := range lost {
-		if lv.leases[c.Name] == c.Token {
-			delete(lv.leases, c.Name)
-		}
-	}
-	lv.gen = unknownGen
-	clear(lv.ahead)
-}
-
-// wasListed reports whether a keep-alive that sent known and lag and read
-// gen was sent the leases.
-func wasListed(known, lag, gen int64) bool { return gen < known || gen > known+lag }
-
-// begin and end bracket an Acquire or Release call of s.
-func (v *views) begin(s simba.SessionID) { v.inFlight(s, 1) }
-func (v *views) end(s simba.SessionID)   { v.inFlight(s, -1) }
-
-func (v *views) inFlight(s simba.SessionID, d int) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if lv := v.m[s]; lv != nil {
-		lv.flight += d
-	}
-}
-
-// unsure marks the view of s to be read in full by the next keep-alive:
-// a call's outcome is unknown.
+// unsure makes the next keep-alive of s list the leases: a call's outcome
+// is unknown.
 func (v *views) unsure(s simba.SessionID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if lv := v.m[s]; lv != nil {
-		lv.gen = unknownGen
-		clear(lv.ahead)
+		lv.forget()
 	}
 }
 
-// change records a change of generation gen (gen <= 0: none was reported).
-func (v *views) change(s simba.SessionID, gen int64, op leaseOp) {
-	if gen <= 0 {
-		return
-	}
+func (lv *leaseView) forget() {
+	lv.known = false
+	lv.forgets++
+}
+
+// change applies the change a reply of s reported.
+func (v *views) change(s simba.SessionID, op leaseOp) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	lv := v.m[s]
-	if lv == nil || (lv.gen != unknownGen && gen <= lv.gen) {
-		return
+	if lv == nil {
+		return // closed, expired, or never seen: a listing will tell
 	}
-	if lv.ahead == nil {
-		lv.ahead = map[int64]leaseOp{}
+	if lv.shared {
+		lv.leases, lv.shared = maps.Clone(lv.leases), false
 	}
-	lv.ahead[gen] = op
-	lv.fold()
+	apply(lv.leases, op)
+	if lv.listings > 0 {
+		lv.log = append(lv.log, op)
+	}
 }
 
-// reply returns the leases of s after a keep-alive that read generation
-// gen and, when it differed from the one sent, listed (all the session's
-// leases at gen). The map returned is shared and must not be changed.
-func (v *views) reply(s simba.SessionID, gen int64, listed map[string]uint64) map[string]uint64 {
+// reply returns the leases of s after a keep-alive: the view, with lost
+// (the checked leases the session no longer holds with that token)
+// removed, which makes the view unknown. A keep-alive that listed passes
+// listed (every lease of the session, as of its snapshot) and the l that
+// keepAlive gave it: the list, with the changes replied since the
+// keep-alive was sent, becomes the view. The map returned is shared and
+// must not be changed.
+func (v *views) reply(s simba.SessionID, listed map[string]uint64, l *listing, lost []Check) map[string]uint64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	lv := v.m[s]
 	if lv == nil {
 		if listed == nil {
-			return map[string]uint64{} // not reached: a view is never dropped while in use
+			return map[string]uint64{} // closed meanwhile: nothing to keep
 		}
-		lv = &leaseView{gen: unknownGen, leases: map[string]uint64{}}
-		if v.m == nil {
-			v.m = map[simba.SessionID]*leaseView{}
-		}
-		v.m[s] = lv
+		return listed
 	}
-	if listed != nil && (lv.gen == unknownGen || gen > lv.gen) {
-		// The list is newer than the view: it becomes the view, and the
-		// changes replied since it was read are applied on top of it.
-		lv.gen, lv.leases, lv.shared = gen, listed, false
-		for g := range lv.ahead {
-			if g <= gen {
-				delete(lv.ahead, g)
-			}
+	if l != nil && lv.listings > 0 {
+		leases := listed
+		if leases == nil {
+			leases = map[string]uint64{}
 		}
-		lv.fold()
+		for _, op := range lv.log[min(l.from, len(lv.log)):] {
+			apply(leases, op)
+		}
+		lv.leases, lv.shared = leases, false
+		lv.known = lv.forgets == l.forgets
+		lv.endListing()
+	}
+	for _, c := range lost {
+		// A lease the view no longer has with that token was changed by a
+		// reply: nothing this Backend did not see.
+		if lv.leases[c.Name] != c.Token {
+			continue
+		}
+		if lv.shared {
+			lv.leases, lv.shared = maps.Clone(lv.leases), false
+		}
+		delete(lv.leases, c.Name)
+		lv.forget()
 	}
 	lv.shared = true
-	if len(lv.ahead) == 0 {
-		return lv.leases
+	return lv.leases
+}
+
+// abandon ends a listing keep-alive of s that failed: the view stays
+// unknown.
+func (v *views) abandon(s simba.SessionID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if lv := v.m[s]; lv != nil && lv.listings > 0 {
+		lv.endListing()
 	}
-	// Changes replied but waiting for an earlier one: the engine may have
-	// adopted them already.
-	out := maps.Clone(lv.leases)
-	gens := slices.Sorted(maps.Keys(lv.ahead))
-	for _, g := range gens {
-		apply(out, lv.ahead[g])
+}
+
+func (lv *leaseView) endListing() {
+	if lv.listings--; lv.listings == 0 {
+		lv.log = lv.log[:0]
 	}
-	return out
 }
 
 // apply makes op's change to leases: an acquire only raises a token, a
@@ -220,24 +221,5 @@ func apply(leases map[string]uint64, op leaseOp) {
 		leases[op.name] = op.token
 	case !op.acquire && held && cur == op.token:
 		delete(leases, op.name)
-	}
-}
-
-// fold applies the changes that follow gen, in order.
-func (lv *leaseView) fold() {
-	if lv.gen == unknownGen {
-		return
-	}
-	for {
-		op, ok := lv.ahead[lv.gen+1]
-		if !ok {
-			return
-		}
-		delete(lv.ahead, lv.gen+1)
-		lv.gen++
-		if lv.shared {
-			lv.leases, lv.shared = maps.Clone(lv.leases), false
-		}
-		apply(lv.leases, op)
 	}
 }

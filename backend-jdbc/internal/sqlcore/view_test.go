@@ -9,52 +9,119 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
-func TestViewFoldsChangesInGenerationOrder(t *testing.T) {
+// keepAliveOf runs the view's side of a keep-alive of s that finds lost
+// and, when the view asks for a listing, lists listed.
+func keepAliveOf(v *views, s simba.SessionID, listed map[string]uint64, lost ...Check) (leases map[string]uint64, listedToo bool) {
+	list, l, _ := v.keepAlive(s)
+	if list {
+		return v.reply(s, maps.Clone(listed), &l, nil), true
+	}
+	return v.reply(s, nil, nil, lost), false
+}
+
+// won opens s in v and applies the wins of tokens, name by name.
+func won(v *views, s simba.SessionID, tokens map[string]uint64) {
+	v.open(s)
+	for name, tok := range tokens {
+		v.change(s, leaseOp{name: name, token: tok, acquire: true})
+	}
+}
+
+func TestViewAppliesRepliesByToken(t *testing.T) {
 	var v views
 	const s = simba.SessionID("s")
-	v.open(s)
-	// Replies arrive out of order: 2 waits for 1.
-	v.change(s, 2, leaseOp{name: "b", token: 4, acquire: true})
-	if got, lag, _ := v.known(s); got != 0 || lag != 1 {
-		t.Fatalf("known = %d, lag %d after a change that skips one, want 0, 1", got, lag)
+	won(&v, s, map[string]uint64{"a": 7, "b": 4})
+	v.change(s, leaseOp{name: "a", token: 6, acquire: true}) // an older term replied late
+	list, _, check := v.keepAlive(s)
+	if list || len(check) != 2 {
+		t.Fatalf("keepAlive = list %v, check %v; want no listing and both leases checked", list, check)
 	}
-	// A keep-alive meanwhile lists the change already replied.
-	if got, want := v.reply(s, 0, nil), map[string]uint64{"b": 4}; !maps.Equal(got, want) {
-		t.Fatalf("leases with a change waiting = %v, want %v", got, want)
-	}
-	v.change(s, 1, leaseOp{name: "a", token: 7, acquire: true})
-	if got, _, _ := v.known(s); got != 2 {
-		t.Fatalf("known = %d, want 2", got)
-	}
-	first := v.reply(s, 2, nil)
+	first := v.reply(s, nil, nil, nil)
 	if want := map[string]uint64{"a": 7, "b": 4}; !maps.Equal(first, want) {
 		t.Fatalf("leases = %v, want %v", first, want)
 	}
 	// A release of another token changes nothing; of the held one, frees it.
-	v.change(s, 3, leaseOp{name: "a", token: 6})
-	v.change(s, 4, leaseOp{name: "b", token: 4})
+	v.change(s, leaseOp{name: "a", token: 6})
+	v.change(s, leaseOp{name: "b", token: 4})
 	if want := map[string]uint64{"a": 7, "b": 4}; !maps.Equal(first, want) {
 		t.Fatalf("a reply's map changed afterwards: %v", first)
 	}
-	if got, want := v.reply(s, 4, nil), map[string]uint64{"a": 7}; !maps.Equal(got, want) {
-		t.Fatalf("leases = %v, want %v", got, want)
+	if got, listed := keepAliveOf(&v, s, nil); listed || !maps.Equal(got, map[string]uint64{"a": 7}) {
+		t.Fatalf("leases = %v (listed %v), want a at 7 from the view", got, listed)
 	}
-	// A listing newer than the view replaces it; changes past it stay.
-	v.change(s, 6, leaseOp{name: "c", token: 1, acquire: true})
-	if got, want := v.reply(s, 5, map[string]uint64{"z": 9}), map[string]uint64{"z": 9, "c": 1}; !maps.Equal(got, want) {
+}
+
+func TestViewListsWhenUnknown(t *testing.T) {
+	var v views
+	const s = simba.SessionID("s")
+	won(&v, s, map[string]uint64{"z": 9})
+	// An outcome unknown: the next keep-alive lists, and the replies that
+	// come while it is on its way are applied on top of its list.
+	v.unsure(s)
+	list, l, check := v.keepAlive(s)
+	if !list || check != nil {
+		t.Fatalf("keepAlive after unsure = list %v, check %v; want a listing", list, check)
+	}
+	v.change(s, leaseOp{name: "c", token: 1, acquire: true}) // after the snapshot
+	v.change(s, leaseOp{name: "z", token: 9})                // after the snapshot
+	v.change(s, leaseOp{name: "y", token: 2, acquire: true}) // before it: listed too
+	got := v.reply(s, map[string]uint64{"z": 9, "y": 2, "late": 3}, &l, nil)
+	if want := map[string]uint64{"y": 2, "c": 1, "late": 3}; !maps.Equal(got, want) {
 		t.Fatalf("leases after a listing = %v, want %v", got, want)
 	}
-	// An outcome unknown: the next keep-alive asks for the list.
+	if got, listed := keepAliveOf(&v, s, nil); listed || len(got) != 3 {
+		t.Fatalf("keep-alive after a listing: %v (listed %v), want the view", got, listed)
+	}
+
+	// A call that fails while a listing is on its way: the list may
+	// predate its outcome, so the view stays unknown.
 	v.unsure(s)
-	if got, _, _ := v.known(s); got != unknownGen {
-		t.Fatalf("known = %d after unsure, want %d", got, unknownGen)
+	_, l, _ = v.keepAlive(s)
+	v.unsure(s)
+	v.reply(s, map[string]uint64{}, &l, nil)
+	if got, listed := keepAliveOf(&v, s, map[string]uint64{"y": 2}); !listed || !maps.Equal(got, map[string]uint64{"y": 2}) {
+		t.Fatalf("keep-alive after an unsure listing: %v (listed %v), want a listing", got, listed)
 	}
-	if got, want := v.reply(s, 6, map[string]uint64{"c": 1}), map[string]uint64{"c": 1}; !maps.Equal(got, want) {
-		t.Fatalf("leases = %v, want %v", got, want)
+
+	// A listing that failed leaves the view unknown.
+	v.unsure(s)
+	if list, _, _ := v.keepAlive(s); !list {
+		t.Fatal("no listing after unsure")
 	}
+	v.abandon(s)
+	if _, listed := keepAliveOf(&v, s, nil); !listed {
+		t.Fatal("no listing after a listing failed")
+	}
+}
+
+func TestViewCheckFindsChangesItDidNotSee(t *testing.T) {
+	var v views
+	const s = simba.SessionID("s")
+	won(&v, s, map[string]uint64{"a": 7, "b": 3})
+	// The check found b at 2 gone: the view has b at 3, won since.
+	if got, listed := keepAliveOf(&v, s, nil, Check{Name: "b", Token: 2}); listed || len(got) != 2 {
+		t.Fatalf("leases = %v (listed %v), want both from the view", got, listed)
+	}
+	if list, _, _ := v.keepAlive(s); list {
+		t.Fatal("a loss the replies explain made the view unknown")
+	}
+	v.reply(s, nil, nil, nil)
+	// a at 7 gone, which no reply said: dropped, and the next keep-alive
+	// lists every lease.
+	if got, _ := keepAliveOf(&v, s, nil, Check{Name: "a", Token: 7}); !maps.Equal(got, map[string]uint64{"b": 3}) {
+		t.Fatalf("leases = %v, want b at 3", got)
+	}
+	if got, listed := keepAliveOf(&v, s, map[string]uint64{"b": 3, "other": 1}); !listed || len(got) != 2 {
+		t.Fatalf("keep-alive after a loss = %v (listed %v), want a listing", got, listed)
+	}
+
+	// A session this view did not open, or dropped, is listed.
 	v.drop(s)
-	if got, _, _ := v.known(s); got != unknownGen {
-		t.Fatalf("known = %d after drop, want %d", got, unknownGen)
+	if _, listed := keepAliveOf(&v, s, nil); !listed {
+		t.Fatal("a dropped session was not listed")
+	}
+	if _, listed := keepAliveOf(&v, "never-opened", nil); !listed {
+		t.Fatal("a session never opened was not listed")
 	}
 }
 
@@ -78,12 +145,12 @@ func (r *fakeRows) Err() error { return nil }
 func (r *fakeRows) Close()     {}
 
 func TestReadKeepAliveRefusesAShortList(t *testing.T) {
-	rows := [][3]any{{int32(0), nil, int64(1000)}, {int32(3), nil, int64(5)}, {int32(1), "a", int64(2)}, {int32(1), "b", int64(3)}}
-	reply, gen, _, live, err := ReadKeepAlive(&fakeRows{rows: append(slices.Clone(rows), [3]any{int32(4), nil, int64(2)})})
-	if err != nil || !live || gen != 5 || len(reply.Leases) != 2 {
-		t.Fatalf("complete reply: %+v, gen %d, live %v, %v", reply, gen, live, err)
+	rows := [][3]any{{int32(0), nil, int64(1000)}, {int32(1), "a", int64(2)}, {int32(1), "b", int64(3)}}
+	reply, _, live, err := ReadKeepAlive(&fakeRows{rows: append(slices.Clone(rows), [3]any{int32(4), nil, int64(2)})})
+	if err != nil || !live || len(reply.Leases) != 2 {
+		t.Fatalf("complete reply: %+v, live %v, %v", reply, live, err)
 	}
-	if _, _, _, _, err := ReadKeepAlive(&fakeRows{rows: append(slices.Clone(rows), [3]any{int32(4), nil, int64(3)})}); err == nil {
+	if _, _, _, err := ReadKeepAlive(&fakeRows{rows: append(slices.Clone(rows), [3]any{int32(4), nil, int64(3)})}); err == nil {
 		t.Fatal("a reply with 2 of 3 leases was accepted")
 	}
 }

@@ -54,11 +54,13 @@ func testKeepAliveCostFlat(t *testing.T, f *fixture) {
 	}
 }
 
-// testKeepAliveSeesOtherChanges: a keep-alive lists the leases again when
-// they changed through calls its Backend did not make (another Backend on
-// the same session), and an Acquire whose outcome is unknown to the
-// Backend (its context ended) makes the next keep-alive read them all, and
-// a row changed by hand is noticed by the check of a few leases.
+// testKeepAliveSeesOtherChanges: a keep-alive replies with what its
+// Backend's own replies said; it checks up to sqlcore.CheckedLeases leases
+// of that view against their rows (every one here), so a lease freed
+// through another Backend on the same session, or by hand, is gone from
+// the next reply, and the keep-alive after it lists the session's leases,
+// a lease won through another Backend included. An Acquire whose outcome
+// is unknown (its context ended) makes the next keep-alive list them too.
 func testKeepAliveSeesOtherChanges(t *testing.T, f *fixture) {
 	b, other := f.backend(), f.backend()
 	const lease = time.Minute
@@ -78,19 +80,20 @@ func testKeepAliveSeesOtherChanges(t *testing.T, f *fixture) {
 	}
 	want("own acquire", map[string]uint64{"mine": tok})
 	ot := acquire(t, other, s, "theirs").Token
-	want("acquire through another Backend", map[string]uint64{"mine": tok, "theirs": ot})
+	want("acquire through another Backend, which no reply of this one said", map[string]uint64{"mine": tok})
 	if err := other.Release(ctxT(t), s, "mine", tok); err != nil {
 		t.Fatal(err)
 	}
-	want("release through another Backend", map[string]uint64{"theirs": ot})
+	want("release through another Backend, found by the check", map[string]uint64{})
+	want("the keep-alive after the check found a change lists", map[string]uint64{"theirs": ot})
 	if err := b.Release(ctxT(t), s, "theirs", ot); err != nil {
 		t.Fatal(err)
 	}
 	want("own release", map[string]uint64{})
 
 	// An acquire cut short: the Backend cannot know whether it won, so
-	// the next keep-alive lists the leases even though the generation did
-	// not move (the row below is written by hand, as a win would be).
+	// the next keep-alive lists the leases (the row below is written by
+	// hand, as a win would be).
 	ctx, cancel := context.WithCancel(ctxT(t))
 	cancel()
 	if _, err := b.Acquire(ctx, s, "late"); err == nil {
@@ -102,9 +105,7 @@ func testKeepAliveSeesOtherChanges(t *testing.T, f *fixture) {
 	}
 	want("after an acquire cut short", map[string]uint64{"late": 7})
 
-	// A lease freed by hand, the generation untouched: the keep-alive
-	// checks a few leases of its view against their rows (all of them
-	// here), so the next reply no longer lists it.
+	// A lease freed by hand: the check finds it.
 	if err := f.admin.Exec(ctxT(t), "UPDATE "+f.prefix+"lease SET session_id = NULL WHERE name = 'late'"); err != nil {
 		t.Fatal(err)
 	}
