@@ -169,11 +169,9 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 	run := e.run
 	e.abandon()
 	// An acquire in flight may still win: it is not kept, and the stop
-	// returns once it was given back, so the name is free when it does.
-	var settled <-chan struct{}
-	if e.attempt != nil {
-		settled = e.attempt.awaitSettled()
-	}
+	// returns once it was given back, as it does for an earlier win that
+	// was not kept, so the name is free when it returns.
+	quiet := e.awaitQuiet()
 	if reason == Stopped {
 		e.endRun()
 	} else {
@@ -225,7 +223,7 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 	if callbackDispatcher(ctx) == run.d || workTerm(ctx) == t && t != nil {
 		return nil // called from this election's callback: do not wait for it
 	}
-	for _, ch := range []<-chan struct{}{done, settled} {
+	for _, ch := range []<-chan struct{}{done, quiet} {
 		if ch == nil {
 			continue
 		}

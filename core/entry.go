@@ -33,8 +33,14 @@ type entry struct {
 
 	term    *Term
 	attempt *attempt
-	retry   *time.Timer
-	watch   *watch
+	// unkept counts the releases in flight of leases an attempt won but
+	// the entry did not keep. quiet, made by a Stop or StepDown that waits
+	// for them, is closed once neither an attempt nor such a release is in
+	// flight.
+	unkept int
+	quiet  chan struct{}
+	retry  *time.Timer
+	watch  *watch
 	// watchFired is when a release watch last started an attempt.
 	watchFired time.Time
 
@@ -64,19 +70,6 @@ type attempt struct {
 	// is parent bounded by the renew period.
 	parent context.Context
 	ctx    *callContext
-	// settled is made by a Stop or StepDown that abandoned the attempt and
-	// waits for it: it is closed once the reply was handled and a lease
-	// the attempt won but was not kept was released.
-	settled chan struct{}
-}
-
-// awaitSettled returns a channel closed once attempt a has settled. Call
-// with the lock held.
-func (a *attempt) awaitSettled() <-chan struct{} {
-	if a.settled == nil {
-		a.settled = make(chan struct{})
-	}
-	return a.settled
 }
 
 // entryFor returns the entry of name for kind, creating it if needed. Call
@@ -120,7 +113,29 @@ func (e *entry) inUse() bool {
 
 // idle reports whether nothing uses the entry any more.
 func (e *entry) idle() bool {
-	return !e.inUse() && e.attempt == nil
+	return !e.inUse() && e.attempt == nil && e.unkept == 0
+}
+
+// awaitQuiet returns a channel closed once no attempt and no release of
+// an unkept win is in flight, or nil when none is now. Call with the lock
+// held.
+func (e *entry) awaitQuiet() <-chan struct{} {
+	if e.attempt == nil && e.unkept == 0 {
+		return nil
+	}
+	if e.quiet == nil {
+		e.quiet = make(chan struct{})
+	}
+	return e.quiet
+}
+
+// noteQuiet wakes the waiters of awaitQuiet once the entry is quiet. Call
+// with the lock held.
+func (e *entry) noteQuiet() {
+	if e.quiet != nil && e.attempt == nil && e.unkept == 0 {
+		close(e.quiet)
+		e.quiet = nil
+	}
 }
 
 // forget drops the entry when idle, and with it the released tokens of its
@@ -190,11 +205,7 @@ func (e *entry) runAttempt(a *attempt) {
 func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time) {
 	c := e.c
 	e.attempt = nil
-	defer func() {
-		if a.settled != nil {
-			close(a.settled)
-		}
-	}()
+	defer e.noteQuiet()
 	if !a.cut {
 		e.noteAttempt(err)
 	}
@@ -341,8 +352,8 @@ func (e *entry) abandon() {
 func (e *entry) release(s *session, token uint64) { e.c.releaseAsync(s, e.name, token) }
 
 // releaseUnkept gives back, in the background, the lease at token that
-// attempt a won but the entry does not keep. A waiter for a's settling is
-// woken once the release was answered. Call with the lock held.
+// attempt a won but the entry does not keep; a Stop waits for it (see
+// awaitQuiet). Call with the lock held.
 func (e *entry) releaseUnkept(a *attempt, token uint64) {
 	c := e.c
 	s := a.sess
@@ -350,13 +361,14 @@ func (e *entry) releaseUnkept(a *attempt, token uint64) {
 		return
 	}
 	s.noteReleased(e.name, token)
-	settled := a.settled
-	a.settled = nil // closed by the release below, not by acquired
+	e.unkept++
 	c.goBackground(func(ctx context.Context) {
 		_ = c.callRelease(ctx, s, e.name, token)
-		if settled != nil {
-			close(settled)
-		}
+		c.lock()
+		defer c.unlock()
+		e.unkept--
+		e.noteQuiet()
+		e.forget()
 	})
 }
 

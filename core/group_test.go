@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -203,4 +204,78 @@ func BenchmarkGroupSettle(b *testing.B) {
 	}
 	b.ReportMetric(float64(join.Milliseconds())/float64(b.N), "settle_join_ms")
 	b.ReportMetric(float64(leave.Milliseconds())/float64(b.N), "settle_leave_ms")
+}
+
+// slowFirstRelease is a memory connection whose first release waits d on
+// its way to the server.
+type slowFirstRelease struct {
+	*memory.Conn
+	n atomic.Int32
+	d time.Duration
+}
+
+func (b *slowFirstRelease) Release(ctx context.Context, id simba.SessionID, name string, token uint64) error {
+	if b.n.Add(1) == 1 {
+		select {
+		case <-time.After(b.d):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return b.Conn.Release(ctx, id, name, token)
+}
+
+// A partition won while the node already had its share is given back in
+// the background; Group.Run waits for that release before it returns, so
+// no partition is held once it did.
+func TestGroupRunWaitsForUnkeptWins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		ctx := context.Background()
+		// A second member that holds nothing: this node's share is one
+		// partition of two.
+		other := s.Connect()
+		g, err := other.OpenSession(ctx, 3*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.JoinGroup(ctx, g.ID, "g"); err != nil {
+			t.Fatal(err)
+		}
+		stopKA := make(chan struct{})
+		kaDone := make(chan struct{})
+		go func() {
+			defer close(kaDone)
+			for {
+				select {
+				case <-stopKA:
+					return
+				case <-time.After(time.Second):
+					_, _ = other.KeepAlive(ctx, g.ID, 3*time.Second)
+				}
+			}
+		}()
+		defer func() { close(stopKA); <-kaDone }()
+
+		c := newClient(t, &slowFirstRelease{Conn: s.Connect(), d: 400 * time.Millisecond})
+		runCtx, cancel := context.WithCancel(ctx)
+		ran := make(chan error, 1)
+		go func() {
+			ran <- c.Group("g", 2).Run(runCtx, func(ctx context.Context, _ int, _ *simba.Term) error {
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait() // both won; the one past the share is on its way back
+		cancel()
+		if err := <-ran; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		for p := range 2 {
+			if id, tok, ok := s.Owner(fmt.Sprintf("g.%d", p)); ok {
+				t.Errorf("Run returned with g.%d held by %s (token %d)", p, id, tok)
+			}
+		}
+	})
 }
