@@ -235,6 +235,7 @@ if #token < 15 then
   token = string.format('%d', tonumber(token) + 1)
   redis.call('HSET', l, 'session', sid, 'token', token, 'since', since)
 else
+  if not cur[2] then redis.call('HSET', l, 'token', token) end
   redis.call('HINCRBY', l, 'token', 1)
   token = redis.call('HGET', l, 'token')
   redis.call('HSET', l, 'session', sid, 'since', since)

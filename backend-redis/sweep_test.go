@@ -89,6 +89,33 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// TestSweepWideFloor: a name without a lease hash starts above a floor
+// too wide for a Lua number (15 digits or more), as above a narrow one.
+func TestSweepWideFloor(t *testing.T) {
+	url := serverURL(t)
+	raw := rawClient(t, url)
+	b := openBackend(t, url, Options{})
+	p := b.KeyPrefix()
+	ctx := callCtx(t)
+	g, err := b.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wide = "1000000000000000"
+	raw.HSet(ctx, p+"lease:wide", "session", "gone", "token", wide, "since", 1)
+	if n, err := b.Sweep(ctx, time.Hour); err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v; want the idle lease removed", n, err)
+	}
+	if f, _ := raw.Get(ctx, p+"floor").Result(); f != wide {
+		t.Fatalf("floor = %q, want %s", f, wide)
+	}
+	for _, name := range []string{"wide", "fresh"} {
+		if r := mustWin(t, b, g.ID, name); r.Token != 1000000000000001 {
+			t.Errorf("%s starts at token %d, want 1000000000000001 (above the floor)", name, r.Token)
+		}
+	}
+}
+
 // TestCloseManyLeases: closing a session with more leases than one script
 // clears frees them all, tidies every lease hash and wakes the watchers of
 // a lease nodes wait for.
