@@ -125,20 +125,29 @@ func (s *session) claim(name string) (send func()) {
 			return // no claim: the engine's Acquire tries itself
 		}
 		s.mu.Lock()
-		c.timer = time.AfterFunc(claimHold, func() { s.b.spawn(func() { s.dropClaim(name, c) }) })
 		s.claims[name] = c
+		s.holdClaim(name, c)
 		s.mu.Unlock()
 	}
 }
 
+// holdClaim gives claim c of name back after claimHold unless an Acquire
+// took it by then. Call with s.mu held.
+func (s *session) holdClaim(name string, c *claim) {
+	c.timer = time.AfterFunc(claimHold, func() { s.b.spawn(func() { s.dropClaim(name, c) }) })
+}
+
 // dropClaim gives back claim c of name if no Acquire took it: a won node
 // is deleted, so that the lease does not stay held by a session whose
-// engine does not know it.
+// engine does not know it. When the name's lock or the delete cannot be
+// had (the connection is down), the claim stays staged and the give-back
+// is tried again a claimHold later, until the session ends.
 func (s *session) dropClaim(name string, c *claim) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.responseTimeout())
 	defer cancel()
 	unlock, err := s.lockName(ctx, name)
 	if err != nil {
+		s.retryDrop(name, c)
 		return
 	}
 	defer unlock()
@@ -151,5 +160,32 @@ func (s *session) dropClaim(name string, c *claim) {
 	if !mine || c.stat == nil || c.stat.EphemeralOwner != s.zid.Load() {
 		return
 	}
-	_ = s.conn.Delete(s.b.leasePath(name), c.stat.Version)
+	err = s.conn.Delete(s.b.leasePath(name), c.stat.Version)
+	if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+		return // gone, or no longer the claim's node
+	}
+	s.mu.Lock()
+	if s.claims[name] == nil {
+		s.claims[name] = c
+	}
+	s.mu.Unlock()
+	s.retryDrop(name, c)
+}
+
+// retryDrop tries the give-back of claim c again a claimHold from now,
+// while c is still staged and the session lives (its nodes go with it).
+func (s *session) retryDrop(name string, c *claim) {
+	if s.expired.Load() {
+		return
+	}
+	select {
+	case <-s.done:
+		return
+	default:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.claims[name] == c {
+		s.holdClaim(name, c)
+	}
 }

@@ -185,6 +185,69 @@ func TestUnclaimedCreateGivenBack(t *testing.T) {
 	}
 }
 
+// TestClaimGivenBackAfterConnectionLoss: a staged claim whose give-back
+// fails because the connection is down is given back once it is up again,
+// so the name does not stay held by a session whose keep-alive does not
+// list it.
+func TestClaimGivenBackAfterConnectionLoss(t *testing.T) {
+	wb, direct, p := newProxiedBackend(t)
+	a := dialAdmin(t, testServers(t, "SIMBA_TEST_ZK_SERVERS"))
+	defer a.close()
+	holder := mustOpen(t, direct, 10*time.Second)
+	const name = "given-back-late"
+	held := mustAcquire(t, direct, holder, name)
+	w := mustOpen(t, wb, 10*time.Second)
+	if r := mustAcquire(t, wb, w, name); r.Won {
+		t.Fatal("the waiter won a held lease")
+	}
+	fired, err := wb.WatchRelease(ctx(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.Release(ctx(t), holder, name, held.Token); err != nil {
+		t.Fatal(err)
+	}
+	<-fired
+	s, err := wb.session(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := s.lockName(ctx(t), name) // the claim was answered
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if ok, owner, _ := a.node(wb, name); !ok || owner != s.zid.Load() {
+		t.Fatal("no staged claim: the waiter did not create the node")
+	}
+	p.Cut() // down when the claim is given back
+	time.Sleep(claimHold + time.Second)
+	p.Restore()
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		if _, err := wb.KeepAlive(ctx(t), w, 10*time.Second); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the waiter's session did not come back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	other := mustOpen(t, direct, 10*time.Second)
+	deadline = time.Now().Add(3 * claimHold)
+	for {
+		r := mustAcquire(t, direct, other, name)
+		if r.Won {
+			return
+		}
+		if time.Now().After(deadline) {
+			ok, owner, _ := a.node(wb, name)
+			t.Fatalf("the unclaimed create was not given back %v after the connection came back: node exists %v, owner %x (the waiter's session %x)",
+				3*claimHold, ok, owner, s.zid.Load())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestWaitingBounded: the names a session lost stay in its waiting map
 // only while they count (one session timeout), once the map grew.
 func TestWaitingBounded(t *testing.T) {
