@@ -1,6 +1,7 @@
 package simbazk
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -386,6 +387,41 @@ func TestWatchRelease(t *testing.T) {
 	case <-w4:
 	default:
 		t.Fatal("pending watch not fired by Close")
+	}
+}
+
+// TestWatchKeepsOnlyWaitingCallers: callers that come and go while a lease
+// stays held leave nothing behind in the shared watch.
+func TestWatchKeepsOnlyWaitingCallers(t *testing.T) {
+	b, _ := newTestBackend(t, Options{})
+	holder := mustOpen(t, b, 10*time.Second)
+	const name = "held-long"
+	mustAcquire(t, b, holder, name)
+	keep, stop := context.WithCancel(ctx(t))
+	defer stop()
+	if _, err := b.WatchRelease(keep, name); err != nil {
+		t.Fatal(err)
+	}
+	for range 1000 {
+		c, cancel := context.WithCancel(ctx(t))
+		if _, err := b.WatchRelease(c, name); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b.mu.Lock()
+		w := b.watches[name]
+		callers, stops := w.callers, len(w.stops)
+		b.mu.Unlock()
+		if callers == 1 && stops == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the watch counts %d callers and keeps %d stop functions, want 1 and 1", callers, stops)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

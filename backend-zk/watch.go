@@ -47,19 +47,28 @@ type releaseWatch struct {
 	name  string
 	fired chan struct{}
 	quit  chan struct{} // closed when the last caller left before it fired
-	// callers still waiting (their ctx not done) and the functions that
-	// stop counting them; guarded by Backend.mu.
+	// callers still waiting (their ctx not done) and, by caller, the
+	// function that stops counting it; guarded by Backend.mu. A caller
+	// whose ctx ended leaves both, so a watch on a lease held for long
+	// while callers come and go keeps only those still waiting.
 	callers int
-	stops   []func() bool
+	stops   map[uint64]func() bool
+	joined  uint64 // callers ever counted: the key of the next one
 }
 
 // join counts a caller of WatchRelease until ctx is done or w fires.
 // b.mu must be held.
 func (b *Backend) join(ctx context.Context, w *releaseWatch) {
 	w.callers++
-	w.stops = append(w.stops, context.AfterFunc(ctx, func() {
+	if w.stops == nil {
+		w.stops = make(map[uint64]func() bool)
+	}
+	id := w.joined
+	w.joined++
+	w.stops[id] = context.AfterFunc(ctx, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
+		delete(w.stops, id)
 		w.callers--
 		if w.callers == 0 && b.watches[w.name] == w {
 			// Nobody waits any more: the watch leaves the queue, and the
@@ -67,7 +76,7 @@ func (b *Backend) join(ctx context.Context, w *releaseWatch) {
 			delete(b.watches, w.name)
 			close(w.quit)
 		}
-	}))
+	})
 }
 
 // waited reports whether a caller still waits for w.
