@@ -270,3 +270,21 @@ func TestWaitingBounded(t *testing.T) {
 		t.Fatalf("waiting holds %d names, want 210 (all recent)", len(s.waiting))
 	}
 }
+
+// TestStagedLossKeepsWaiting: an Acquire answered from a claim that lost
+// (another session created the node first) counts as a new loss, so the
+// session keeps claiming on later releases instead of dropping out of
+// the waiters a session timeout after its last regular loss.
+func TestStagedLossKeepsWaiting(t *testing.T) {
+	s := &session{waiting: make(map[string]time.Time), claims: make(map[string]*claim), names: make(map[string]*nameLock)}
+	s.timeout.Store(int64(time.Second))
+	long := time.Now().Add(-time.Hour)
+	s.waiting["n"] = long
+	s.claims["n"] = &claim{timer: time.AfterFunc(time.Hour, func() {})}
+	if r, ok, err := s.acquireStaged("n"); !ok || err != nil || r.Won {
+		t.Fatalf("acquireStaged = %+v, %v, %v; want a staged loss", r, ok, err)
+	}
+	if at := s.waiting["n"]; !at.After(long) {
+		t.Errorf("the staged loss left the session's last loss at %v", at)
+	}
+}

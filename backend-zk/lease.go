@@ -65,6 +65,7 @@ func (s *session) acquireStaged(name string) (_ simba.AcquireResult, ok bool, _ 
 		return simba.AcquireResult{}, false, nil
 	}
 	if c.stat == nil {
+		s.noteLost(name) // lost again: still a waiter for the next release
 		return simba.AcquireResult{}, true, nil
 	}
 	r, err := s.won("acquire "+name, name, s.b.leasePath(name), c.stat)
@@ -83,6 +84,7 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 		if c.stat != nil {
 			return s.won(op, name, path, c.stat)
 		}
+		s.noteLost(name)
 		return simba.AcquireResult{}, nil // created by another session since the deletion
 	}
 	created := false
