@@ -197,8 +197,19 @@ func (e *entry) runAttempt(a *attempt) {
 	now := time.Now()
 	c.lock()
 	defer c.unlock()
-	a.cut = err != nil && (a.parent.Err() != nil || c.closed)
+	a.cut = err != nil && (ended(a.parent, now) || c.closed)
 	e.acquired(a, res, err, now)
+}
+
+// ended reports whether ctx is done or its deadline is not after now:
+// the timer of a deadline may fire a moment after a call bounded by the
+// same instant returned.
+func ended(ctx context.Context, now time.Time) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !d.After(now)
 }
 
 // acquired handles the reply to attempt a, received at now (R-CAND-4,5).
@@ -211,11 +222,11 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 	}
 	current := !a.abandoned && a.sess == c.sess && !a.sess.ended && c.entries[e.name] == e
 	if err != nil || !res.Won {
-		if err != nil && !errors.Is(err, ErrSessionExpired) {
+		if err != nil && !a.cut && !errors.Is(err, ErrSessionExpired) {
 			c.emit(Event{Kind: EventBackendError, Name: e.name, Err: err})
 		}
 		if current {
-			e.lostAttempt(err == nil)
+			e.lostAttempt(err == nil, a.cut)
 		} else {
 			e.contend()
 		}
@@ -226,7 +237,7 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 	if !adopt {
 		e.releaseUnkept(a, res.Token)
 		if current {
-			e.lostAttempt(false)
+			e.lostAttempt(false, false)
 		} else {
 			e.contend()
 		}
@@ -253,8 +264,10 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 
 // lostAttempt schedules the next attempt after one that did not win:
 // jittered (R-CAND-1), or at once when the backend reports a release
-// (R-CAND-2). answered is false when the attempt failed.
-func (e *entry) lostAttempt(answered bool) {
+// (R-CAND-2). answered is false when the attempt failed; cut is set when
+// it failed because its caller gave up (a lock waiter behind it still
+// waits for the release it watched before the attempt started).
+func (e *entry) lostAttempt(answered, cut bool) {
 	if e.kind == kindLock && answered {
 		e.refuseTries("another session")
 	}
@@ -262,7 +275,7 @@ func (e *entry) lostAttempt(answered bool) {
 		return
 	}
 	e.scheduleRetry(e.c.jitteredRetry())
-	if answered && e.c.notifier != nil && e.watch == nil {
+	if (answered || cut) && e.c.notifier != nil && e.watch == nil {
 		e.startWatch()
 	}
 }

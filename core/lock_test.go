@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -315,5 +316,72 @@ func TestLockReleaseAsync(t *testing.T) {
 			t.Fatalf("release answer %v, want one wrapping the backend's error", err)
 		}
 		conn.Fail(nil)
+	})
+}
+
+// cutNext is a memory connection whose Acquire, while cut is set, waits
+// for its ctx to end and fails with its error.
+type cutNext struct {
+	*memory.Conn
+	cut atomic.Bool
+}
+
+func (b *cutNext) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
+	if b.cut.Load() {
+		<-ctx.Done()
+		return simba.AcquireResult{}, ctx.Err()
+	}
+	return b.Conn.Acquire(ctx, s, name)
+}
+
+// R-CAND-2: a waiter that gives up while its attempt is in flight leaves
+// the waiters behind it watching for the release, so they take the lock
+// as soon as it is released rather than at their next regular attempt.
+// The attempt it gave up is not a backend error.
+func TestGivenUpAttemptKeepsReleaseWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		ctx := context.Background()
+		held, err := newClient(t, s.Connect()).Lock("l").Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &cutNext{Conn: s.Connect()}
+		var backendErrors atomic.Int32
+		l := newClient(t, b, simba.WithEventListener(func(_ context.Context, e simba.Event) {
+			if e.Kind == simba.EventBackendError {
+				backendErrors.Add(1)
+			}
+		})).Lock("l")
+		won := make(chan time.Time, 1)
+		go func() {
+			lt, err := l.Acquire(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			won <- time.Now()
+			_ = lt.Release(ctx)
+		}()
+		synctest.Wait() // the first waiter lost and watches for the release
+		b.cut.Store(true)
+		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		if _, err := l.Acquire(short); err == nil {
+			t.Fatal("the second waiter won a held lock")
+		}
+		b.cut.Store(false)
+		synctest.Wait()
+		released := time.Now()
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := (<-won).Sub(released); d > 0 {
+			t.Fatalf("the first waiter won %v after the release, want at once", d)
+		}
+		time.Sleep(time.Second)
+		if n := backendErrors.Load(); n != 0 {
+			t.Fatalf("%d backend errors reported for an attempt its caller gave up", n)
+		}
 	})
 }
