@@ -71,6 +71,7 @@ type node struct {
 	backend   simba.OpenedBackend
 	where     string // the backend URL, password redacted
 	inProcess bool   // memory://: no other process shares the store
+	closed    bool
 }
 
 // warnInProcess warns, for lock and leader, that a memory:// store
@@ -154,7 +155,14 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 
 // close closes the client, which frees every lease of the node at once,
 // then the backend. It waits at most one lease duration for the client.
+// Only the first call closes: a command closes the node before its last
+// word, so that no log line of the client follows it, and defers a close
+// for the other paths.
 func (n *node) close(a *app, cmd string) {
+	if n.closed {
+		return
+	}
+	n.closed = true
 	ctx, cancel := context.WithTimeout(context.Background(), n.client.Config().LeaseDuration)
 	defer cancel()
 	if err := n.client.Close(ctx); err != nil {

@@ -94,6 +94,9 @@ func runLock(ctx context.Context, a *app, args []string) int {
 	}
 	lt, err := n.client.Lock(name).Acquire(actx)
 	cancel()
+	if err != nil && ctx.Err() == nil {
+		n.close(a, cmd) // the report below is the last line
+	}
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:

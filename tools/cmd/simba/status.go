@@ -116,6 +116,7 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 		return exitFailure
 	}
 	if code != exitOK {
+		n.close(a, cmd) // no warning of the client after the report
 		a.report(cmd, "no session opened on %s within %v", n.where, *timeout)
 	}
 	for _, h := range holders {
