@@ -8,9 +8,10 @@
 // forward by every keep-alive, and which stores the identity of the client
 // that opened it; a lease is one row of <prefix>lease holding the owning
 // session, a fencing token and when the current term began. Backend.Holder
-// reads both in one statement to tell who holds a lease. Lease rows are never deleted, and
-// the token grows by one with every term, so tokens never go back while the
-// database keeps its committed data. A lease is free when it has no owner,
+// reads both in one statement to tell who holds a lease. The token grows
+// by one with every term; Backend.Sweep deletes the rows of idle names and
+// raises a floor that a name inserted again starts above, so tokens never
+// go back while the database keeps its committed data. A lease is free when it has no owner,
 // when its owner's session has expired, or when that session no longer
 // exists. Group membership is a row of <prefix>group_member per (group,
 // session) and dies with the session.

@@ -131,6 +131,8 @@ func ExampleSchema() {
 	//     'ALTER TABLE simba_session ADD COLUMN identity VARCHAR(256) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL DEFAULT ''''',
 	// -- Migration 3: session lease generation. Adds simba_session.lease_gen.
 	//     'ALTER TABLE simba_session ADD COLUMN lease_gen BIGINT NOT NULL DEFAULT 0',
+	// -- Migration 4: lease floor. Creates simba_lease_floor.
+	// CREATE TABLE IF NOT EXISTS simba_lease_floor (
 }
 
 // A fence on a table of the application: writes carry the token of the

@@ -112,18 +112,42 @@ LEFT JOIN {session} o ON o.id = l.session_id AND o.id <> me.id AND o.expires_at 
 SET l.token = LAST_INSERT_ID(l.token + 1), l.session_id = me.id, l.acquired_at = UTC_TIMESTAMP(6)
 WHERE o.id IS NULL`
 
-	// Why myTakeOver changed nothing: caller not live, or row held. Also
-	// run after a win, to confirm that the caller is still live (see
-	// above): a plain read, whose snapshot starts after the win was
-	// written and holds the session row's latest committed version.
+	// Why myTakeOver changed nothing: caller not live, or row held (its
+	// token, NULL without a row). Also run after a win, to confirm that the
+	// caller is still live (see above) and, after a first insert, to read
+	// its token: a plain read, whose snapshot starts after the win was
+	// written and holds the latest committed versions.
 	myAcquireState = `SELECT
     EXISTS (SELECT 1 FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)),
-    EXISTS (SELECT 1 FROM {lease} WHERE name = ?)`
+    (SELECT token FROM {lease} WHERE name = ?)`
 
-	// First term of a name never seen: a concurrent first insert wins and
-	// this one is ignored (0 rows).
+	// First term of a name without a row, one above the floor: a
+	// concurrent first insert wins and this one is ignored (0 rows). It
+	// runs only after myAcquireState found no row, so a sweep that deleted
+	// the name's row had committed, and raised the floor, before.
 	myInsertLease = `INSERT IGNORE INTO {lease} (name, session_id, token, acquired_at)
-SELECT ?, id, 1, UTC_TIMESTAMP(6) FROM {session} FORCE INDEX (PRIMARY) WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
+SELECT ?, id, COALESCE((SELECT token FROM {floor} WHERE id = 1), 0) + 1, UTC_TIMESTAMP(6)
+FROM {session} FORCE INDEX (PRIMARY) WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
+
+	// A sweep, in a READ COMMITTED transaction: mySweepLock locks the
+	// floor row first, so that sweeps queue and a first insert, which
+	// reads the floor, waits for the sweep's commit rather than
+	// interleaving with it; mySweepRead reads the next rows in name order
+	// and whether each is idle (no live owner, term begun at least the
+	// given µs ago); mySweepDelete (completed with one (name, token) pair
+	// per idle row) deletes those still idle with the token read, and
+	// mySweepRaise raises the floor to the highest token among them.
+	mySweepLock = `SELECT token FROM {floor} WHERE id = 1 FOR UPDATE`
+
+	mySweepRead = `SELECT l.name, l.token, l.acquired_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+    AND NOT EXISTS (SELECT 1 FROM {session} s WHERE s.id = l.session_id AND s.expires_at > UTC_TIMESTAMP(6))
+FROM {lease} l WHERE l.name > ? ORDER BY l.name LIMIT ?`
+
+	mySweepDelete = `DELETE FROM {lease} WHERE (name, token) IN (%s)
+AND acquired_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+AND NOT EXISTS (SELECT 1 FROM {session} s WHERE s.id = {lease}.session_id AND s.expires_at > UTC_TIMESTAMP(6))`
+
+	mySweepRaise = `UPDATE {floor} SET token = GREATEST(token, ?) WHERE id = 1`
 
 	// Frees the lease if the session owns it with the token: it locks the
 	// lease row alone.
@@ -472,11 +496,11 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 		}
 		return s.confirm(ctx, id, name, uint64(token))
 	}
-	live, exists, err := s.acquireState(ctx, id, name)
+	live, token, err := s.acquireState(ctx, id, name)
 	if err != nil {
 		return 0, false, false, err
 	}
-	if !live || exists {
+	if !live || token != nil {
 		return 0, false, live, nil
 	}
 	res, err = s.exec(ctx, stInsertLease, name, id)
@@ -488,21 +512,30 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 	} else if n == 0 {
 		return 0, false, true, nil
 	}
-	return s.confirm(ctx, id, name, 1)
+	return s.confirm(ctx, id, name, 0)
 }
 
-// confirm reports the win of token unless the caller is no longer live.
+// confirm reports the win of token (0: the token of the row, which the
+// caller inserted) unless the caller is no longer live.
 func (s *dialect) confirm(ctx context.Context, id, name string, token uint64) (uint64, bool, bool, error) {
-	live, _, err := s.acquireState(ctx, id, name)
+	live, cur, err := s.acquireState(ctx, id, name)
 	if err != nil || !live {
 		return 0, false, false, err
+	}
+	if token == 0 {
+		if cur == nil || *cur <= 0 {
+			return 0, false, false, errors.New("inserted lease row not found")
+		}
+		token = uint64(*cur)
 	}
 	return token, true, true, nil
 }
 
-func (s *dialect) acquireState(ctx context.Context, id, name string) (live, exists bool, err error) {
-	err = s.scanRow(ctx, stAcquireState, []any{&live, &exists}, id, name)
-	return live, exists, err
+// acquireState reads whether session id is live and the token of name's
+// row, nil without one.
+func (s *dialect) acquireState(ctx context.Context, id, name string) (live bool, token *int64, err error) {
+	err = s.scanRow(ctx, stAcquireState, []any{&live, &token}, id, name)
+	return live, token, err
 }
 
 func (s *dialect) Release(ctx context.Context, id, name string, token uint64) error {
@@ -570,6 +603,79 @@ func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
 		return 0, err
 	}
 	return len(ids), nil
+}
+
+// Sweep runs one batch in a READ COMMITTED transaction (see mySweepLock),
+// again if InnoDB rolled it back to break a deadlock.
+func (s *dialect) Sweep(ctx context.Context, idle time.Duration, after string, limit int) (string, int, error) {
+	for i := 1; ; i++ {
+		last, n, err := s.sweep(ctx, idle, after, limit)
+		if i < deadlockRetries && deadlock(err) && ctx.Err() == nil {
+			continue
+		}
+		return last, n, err
+	}
+}
+
+func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, limit int) (string, int, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return "", 0, err
+	}
+	defer tx.Rollback() // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, s.t.Expand(mySweepLock)); err != nil {
+		return "", 0, err
+	}
+	rows, err := tx.QueryContext(ctx, s.t.Expand(mySweepRead), sqlcore.Micros(idle), after, limit)
+	if err != nil {
+		return "", 0, err
+	}
+	var last string
+	var looked int
+	var pairs []any
+	var highest int64
+	for rows.Next() {
+		var name string
+		var token int64
+		var free bool
+		if err := rows.Scan(&name, &token, &free); err != nil {
+			rows.Close()
+			return "", 0, err
+		}
+		last, looked = name, looked+1
+		if free {
+			pairs = append(pairs, name, token)
+			highest = max(highest, token)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return "", 0, err
+	}
+	removed := 0
+	if len(pairs) > 0 {
+		marks := strings.TrimSuffix(strings.Repeat("(?,?),", len(pairs)/2), ",")
+		res, err := tx.ExecContext(ctx, s.t.Expand(fmt.Sprintf(mySweepDelete, marks)), append(pairs, sqlcore.Micros(idle))...)
+		if err != nil {
+			return "", 0, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return "", 0, err
+		}
+		if removed = int(n); removed > 0 {
+			if _, err := tx.ExecContext(ctx, s.t.Expand(mySweepRaise), highest); err != nil {
+				return "", 0, err
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return "", 0, err
+	}
+	if looked < limit {
+		last = ""
+	}
+	return last, removed, nil
 }
 
 // UndefinedTable recognises ER_NO_SUCH_TABLE (1146).
@@ -640,6 +746,19 @@ var migrations = []sqlcore.Migration{{
 	Name:    "session lease generation",
 	Adds:    []sqlcore.Column{{Table: "{session}", Name: "lease_gen"}},
 	Stmts:   addSessionColumn("lease_gen", "BIGINT NOT NULL DEFAULT 0"),
+}, {
+	// The highest token a sweep deleted, in one row: a name without a
+	// lease row starts its next term above it.
+	Version: 4,
+	Name:    "lease floor",
+	Creates: []string{"{floor}"},
+	Stmts: []string{`CREATE TABLE IF NOT EXISTS {floor} (
+    id    TINYINT NOT NULL,
+    token BIGINT NOT NULL,
+    PRIMARY KEY (id)
+) ENGINE=InnoDB`,
+		`INSERT IGNORE INTO {floor} (id, token) VALUES (1, 0)`,
+	},
 }}
 
 // addSessionColumn returns the statements of a migration step that adds

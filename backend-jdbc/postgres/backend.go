@@ -69,13 +69,14 @@ type OptionsError = sqlcore.OptionsError
 type MissingTableError = sqlcore.MissingTableError
 
 // OutdatedSchemaError reports tables made by an earlier version of this
-// package that lack the columns of a later migration step, which happens
-// when Options.Migrate is off and the step was never applied. Migration is
-// the first step they lack (2: "session identity", the identity column of
-// the session table), Columns the missing columns as table.column; Err is
-// the driver's error when one revealed the problem. It matches
-// ErrSchemaMissing. Backend.Migrate, Options.Migrate or the script of
-// Schema, applied by hand, add the columns without touching the rows.
+// package that lack the columns or tables of a later migration step, which
+// happens when Options.Migrate is off and the step was never applied.
+// Migration is the first step they lack (2: "session identity", the
+// identity column of the session table; 4: "lease floor", the floor
+// table), Columns the missing columns as table.column and Tables the
+// missing tables; Err is the driver's error when one revealed the problem.
+// It matches ErrSchemaMissing. Backend.Migrate, Options.Migrate or the
+// script of Schema, applied by hand, add them without touching the rows.
 type OutdatedSchemaError = sqlcore.OutdatedSchemaError
 
 // Options configure a Backend. The zero value is usable: prefix "simba_",
@@ -100,8 +101,8 @@ type Options struct {
 
 	// CleanupInterval is how often a background goroutine deletes expired
 	// session rows and their group memberships, in batches of 500. Leases
-	// of deleted sessions are free anyway (lease rows themselves are never
-	// deleted), so cleanup only bounds table growth. Default one minute; a
+	// of deleted sessions are free anyway (lease rows are deleted only by
+	// Sweep), so cleanup only bounds table growth. Default one minute; a
 	// negative value disables it. The goroutine stops on Close.
 	CleanupInterval time.Duration
 
@@ -141,6 +142,7 @@ var (
 	_ simba.Backend        = (*Backend)(nil)
 	_ simba.HolderReader   = (*Backend)(nil)
 	_ simba.IdentityOpener = (*Backend)(nil)
+	_ simba.Sweeper        = (*Backend)(nil)
 )
 
 // New returns a backend on the database reached through pool. The caller
@@ -178,7 +180,8 @@ func newBackend(pool *pgxpool.Pool, opts Options, closeClient func()) (*Backend,
 // prefix (DefaultTablePrefix when empty), for a DBA to review and apply by
 // hand. It is the script Options.Migrate runs, its numbered migration steps
 // in order: 1 creates the tables, 2 adds the session table's identity
-// column. Every statement is CREATE ... IF NOT EXISTS or ALTER TABLE ...
+// column, 3 its lease_gen column (no longer used), 4 creates the lease
+// floor table and its row. Every statement is CREATE ... IF NOT EXISTS or ALTER TABLE ...
 // ADD COLUMN IF NOT EXISTS, so applying it twice is harmless, and applying
 // it to tables of an earlier version adds what they lack and keeps their
 // rows. It fails with an *OptionsError for a prefix that is not an
@@ -266,6 +269,28 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 // row and its token stay. One round trip.
 func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, token uint64) error {
 	return b.e.Release(ctx, s, name, token)
+}
+
+// MinSweepIdle is the shortest idle time Sweep accepts: one second.
+const MinSweepIdle = sqlcore.MinSweepIdle
+
+// Sweep deletes the lease rows of names that no live session owns (no
+// owner, or an owner whose session expired, was closed or cleaned up) and
+// whose last term began at least idle ago by the database clock, so that
+// the lease table stays bounded by the names in use rather than every
+// name ever used (docs/adr/0012-bounded-lease-state.md). It returns how
+// many rows it deleted. It walks the lease table in name order, 500 rows
+// per transaction; each transaction raises the floor table's token to the
+// highest token it deleted, and a name without a row starts its next term
+// one above the floor (or above the token the acquire last saw for it),
+// so the tokens of a name keep increasing, though no longer one by one.
+// Run it from one node at a time, as often as the names in use call for;
+// two sweeps at once are safe. An idle below MinSweepIdle fails with an
+// error matching simba.ErrInvalidArgument. Cancelling ctx abandons it; the
+// batches committed stay committed. It is the backend's simba.Sweeper,
+// which Client.Sweep calls.
+func (b *Backend) Sweep(ctx context.Context, idle time.Duration) (int, error) {
+	return b.e.Sweep(ctx, idle)
 }
 
 // JoinGroup records s as a member of group and returns the number of live

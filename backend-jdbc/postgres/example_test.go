@@ -129,6 +129,8 @@ func ExampleSchema() {
 	// ALTER TABLE simba_session ADD COLUMN IF NOT EXISTS identity varchar(256) NOT NULL DEFAULT '';
 	// -- Migration 3: session lease generation. Adds simba_session.lease_gen.
 	// ALTER TABLE simba_session ADD COLUMN IF NOT EXISTS lease_gen bigint NOT NULL DEFAULT 0;
+	// -- Migration 4: lease floor. Creates simba_lease_floor.
+	// CREATE TABLE IF NOT EXISTS simba_lease_floor (
 }
 
 // Any node can ask who holds a lease: the identity its holder's client

@@ -79,29 +79,33 @@ SELECT 4, NULL::text, count(*) FROM s JOIN {lease} l ON l.session_id = s.id`
 	//           clock_timestamp() both before inserting and after waiting
 	//           for the lease row (ON CONFLICT ... WHERE), so a caller that
 	//           expired while waiting never wins.
-	//   cur:    the lease's owner as of the statement's snapshot.
+	//   cur:    the lease's owner and token as of the statement's snapshot.
 	//   holder: that owner's session row, locked FOR SHARE. The lock waits
 	//           for a keep-alive of the owner in flight and then reads the
 	//           renewed row, and a keep-alive arriving later waits for this
 	//           statement and then finds the session expired: the two are
 	//           serialised, so an owner is never renewed and taken over at
 	//           once.
-	//   won:    insert the row (token 1) or, on conflict, take it over
-	//           (token + 1) only if the row's current owner is still the one
-	//           judged above (or is the caller): a concurrent winner makes
-	//           the others lose rather than all win.
+	//   won:    insert the row or, on conflict, take it over (token + 1)
+	//           only if the row's current owner is still the one judged
+	//           above (or is the caller): a concurrent winner makes the
+	//           others lose rather than all win. An inserted row's token is
+	//           one above the floor, and above the token cur read: a sweep
+	//           that deleted the row after the snapshot (the insert waited
+	//           for it) raised the floor past that token only after the
+	//           snapshot, so the snapshot's floor may be lower.
 	// It returns whether the caller is live and the new token, NULL if lost.
 	pgAcquire = `WITH me AS MATERIALIZED (
     SELECT id, expires_at FROM {session} WHERE id = $1 FOR SHARE
 ), cur AS (
-    SELECT session_id FROM {lease} WHERE name = $2
+    SELECT session_id, token FROM {lease} WHERE name = $2
 ), holder AS MATERIALIZED (
     SELECT o.expires_at FROM {session} o
     WHERE o.id = (SELECT session_id FROM cur) AND o.id <> $1
     FOR SHARE
 ), won AS (
     INSERT INTO {lease} AS l (name, session_id, token, acquired_at)
-    SELECT $2, me.id, 1, now() FROM me
+    SELECT $2, me.id, GREATEST((SELECT token FROM {floor} WHERE id = 1), (SELECT token FROM cur), 0) + 1, now() FROM me
     WHERE me.expires_at > clock_timestamp()
       AND NOT EXISTS (SELECT 1 FROM holder WHERE expires_at > clock_timestamp())
     ON CONFLICT (name) DO UPDATE
@@ -143,6 +147,28 @@ DELETE FROM {session} WHERE id = $1`
 	pgHolder = `SELECT s.id, s.identity, l.token, l.acquired_at
 FROM {lease} l JOIN {session} s ON s.id = l.session_id
 WHERE l.name = $1 AND s.expires_at > now()`
+
+	// Sweep: b is the batch, the next $2 lease rows in name order after
+	// $1; d deletes those that no live session owns and whose term began
+	// $3 µs or more ago, and f raises the floor to the highest token d
+	// deleted, in the same statement and transaction. A row changed since
+	// the snapshot (a take-over, which sets acquired_at) is checked again
+	// in its new version and kept; now(), the statement's start, is only
+	// earlier than the time of a check after a lock wait, which keeps more.
+	// It returns the last name of the batch, how many rows it holds and how
+	// many were deleted.
+	pgSweep = `WITH b AS MATERIALIZED (
+    SELECT name FROM {lease} WHERE name > $1 ORDER BY name LIMIT $2
+), d AS (
+    DELETE FROM {lease} l USING b
+    WHERE l.name = b.name AND l.acquired_at <= now() - $3 * interval '1 microsecond'
+      AND NOT EXISTS (SELECT 1 FROM {session} s WHERE s.id = l.session_id AND s.expires_at > now())
+    RETURNING l.token
+), f AS (
+    UPDATE {floor} SET token = GREATEST(token, (SELECT max(token) FROM d))
+    WHERE id = 1 AND EXISTS (SELECT 1 FROM d)
+)
+SELECT (SELECT max(name) FROM b)::text, (SELECT count(*) FROM b), (SELECT count(*) FROM d)`
 
 	// Tables that do not exist ($1), and columns ($2 table, $3 column)
 	// missing from tables that do. to_regclass folds an unquoted name to
@@ -218,6 +244,18 @@ var migrations = []sqlcore.Migration{{
 	Stmts: []string{
 		`ALTER TABLE {session} ADD COLUMN IF NOT EXISTS lease_gen bigint NOT NULL DEFAULT 0`,
 	},
+}, {
+	// The highest token a sweep deleted, in one row: a name without a
+	// lease row starts its next term above it.
+	Version: 4,
+	Name:    "lease floor",
+	Creates: []string{"{floor}"},
+	Stmts: []string{`CREATE TABLE IF NOT EXISTS {floor} (
+    id    smallint PRIMARY KEY CHECK (id = 1),
+    token bigint NOT NULL CHECK (token >= 0)
+)`,
+		`INSERT INTO {floor} (id, token) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`,
+	},
 }}
 
 // dialect runs the statements above on a pgx pool.
@@ -225,7 +263,7 @@ type dialect struct {
 	pool *pgxpool.Pool
 	t    sqlcore.Tables
 	q    struct {
-		open, keepAlive, keepAliveListing, acquire, release, join, leave, closeSession, holder, cleanup string
+		open, keepAlive, keepAliveListing, acquire, release, join, leave, closeSession, holder, cleanup, sweep string
 	}
 }
 
@@ -241,6 +279,7 @@ func newDialect(pool *pgxpool.Pool, t sqlcore.Tables) *dialect {
 	s.q.closeSession = t.Expand(pgCloseSession)
 	s.q.holder = t.Expand(pgHolder)
 	s.q.cleanup = t.Expand(pgCleanup)
+	s.q.sweep = t.Expand(pgSweep)
 	return s
 }
 
@@ -402,6 +441,20 @@ func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
 		return 0, err
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+func (s *dialect) Sweep(ctx context.Context, idle time.Duration, after string, limit int) (string, int, error) {
+	var last *string
+	var looked, removed int64
+	if err := retry(ctx, func() error {
+		return s.pool.QueryRow(ctx, s.q.sweep, after, limit, sqlcore.Micros(idle)).Scan(&last, &looked, &removed)
+	}); err != nil {
+		return "", 0, err
+	}
+	if last == nil || looked < int64(limit) {
+		return "", int(removed), nil
+	}
+	return *last, int(removed), nil
 }
 
 // UndefinedTable recognises undefined_table (42P01).

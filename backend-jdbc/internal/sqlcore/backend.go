@@ -31,7 +31,11 @@ var closeTimeout = CloseTimeout
 const (
 	cleanupBatch      = 500 // sessions deleted per statement
 	cleanupMaxBatches = 20  // statements per cleanup round, so a round stays short
+	sweepBatch        = 500 // lease rows a sweep looks at per transaction
 )
+
+// MinSweepIdle is the shortest idle time Sweep accepts.
+const MinSweepIdle = time.Second
 
 // Dialect runs one database's statements. Session ids reaching it are well
 // formed, names are valid and, past Prepare, the schema has been checked.
@@ -67,6 +71,12 @@ type Dialect interface {
 	Holder(ctx context.Context, name string) (h simba.Holder, ok bool, err error)
 	// Cleanup deletes up to limit expired sessions and their memberships.
 	Cleanup(ctx context.Context, limit int) (int, error)
+	// Sweep looks at up to limit lease rows, in name order after after,
+	// and deletes those that no live session owns and whose term began
+	// at least idle ago, raising the floor to the highest token deleted
+	// in the same transaction. It returns the last name looked at, ""
+	// when fewer than limit were left, and the number deleted.
+	Sweep(ctx context.Context, idle time.Duration, after string, limit int) (last string, removed int, err error)
 	// UndefinedTable returns the server's message when err says that a
 	// table does not exist.
 	UndefinedTable(err error) (message string, ok bool)
@@ -96,8 +106,9 @@ type Backend struct {
 	pkg      *Pkg
 	database string
 	steps    []Migration
-	cols     []Column     // the columns the steps add, expanded
-	colStep  []*Migration // the step adding each of cols
+	cols     []Column              // the columns the steps add, expanded
+	colStep  []*Migration          // the step adding each of cols
+	late     map[string]*Migration // the tables later steps create, expanded
 	tables   Tables
 	opts     Options
 	d        Dialect
@@ -121,6 +132,7 @@ var (
 	_ simba.Backend        = (*Backend)(nil)
 	_ simba.HolderReader   = (*Backend)(nil)
 	_ simba.IdentityOpener = (*Backend)(nil)
+	_ simba.Sweeper        = (*Backend)(nil)
 )
 
 // New resolves cfg.Options and returns the backend; it sends nothing to
@@ -139,6 +151,7 @@ func New(cfg Config) (*Backend, error) {
 		steps:       cfg.Migrations,
 		cols:        cols,
 		colStep:     colStep,
+		late:        lateTables(cfg.Migrations, t),
 		tables:      t,
 		opts:        opts,
 		d:           cfg.Dialect(t),
@@ -195,6 +208,19 @@ func (b *Backend) begin(ctx context.Context) (context.Context, context.CancelFun
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(b.life, cancel)
 	return ctx, func() { stop(); cancel() }, nil
+}
+
+// enter is begin, then ready: the context of a call that needs the schema.
+func (b *Backend) enter(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	ctx, done, err := b.begin(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := b.ready(ctx); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return ctx, done, nil
 }
 
 // Migrate creates the missing tables and adds the missing columns with the
@@ -256,6 +282,12 @@ func (b *Backend) ready(ctx context.Context) error {
 		return nil
 	}
 	missing, cols, err := b.d.Missing(ctx, b.cols)
+	var first []string // missing tables of the first step
+	for _, t := range missing {
+		if b.late[t] == nil {
+			first = append(first, t)
+		}
+	}
 	switch {
 	case err != nil:
 		return b.wrap("schema check", err)
@@ -263,10 +295,17 @@ func (b *Backend) ready(ctx context.Context) error {
 		if err := b.migrate(ctx); err != nil {
 			return err
 		}
-	case len(missing) > 0:
+	case len(first) > 0:
 		return &MissingTableError{Tables: missing, pkg: b.pkg}
-	case len(cols) > 0:
-		return b.outdated(cols, nil)
+	case len(missing) > 0 || len(cols) > 0:
+		e := b.outdated(cols, nil)
+		e.Tables = missing
+		for _, t := range missing {
+			if m := b.late[t]; e.Migration == 0 || m.Version < e.Migration {
+				e.Migration, e.Name = m.Version, m.Name
+			}
+		}
+		return e
 	}
 	if err := b.d.Prepare(ctx); err != nil {
 		return b.wrap("prepare", err)
@@ -421,14 +460,11 @@ func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identi
 	if err := b.checkIdentity(identity); err != nil {
 		return simba.SessionGrant{}, err
 	}
-	ctx, done, err := b.begin(ctx)
+	ctx, done, err := b.enter(ctx)
 	if err != nil {
 		return simba.SessionGrant{}, err
 	}
 	defer done()
-	if err := b.ready(ctx); err != nil {
-		return simba.SessionGrant{}, err
-	}
 	id, err := b.newSessionID()
 	if err != nil {
 		return simba.SessionGrant{}, err
@@ -451,14 +487,11 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 	if !wellFormed(s) {
 		return simba.KeepAliveReply{}, simba.ErrSessionExpired
 	}
-	ctx, done, err := b.begin(ctx)
+	ctx, done, err := b.enter(ctx)
 	if err != nil {
 		return simba.KeepAliveReply{}, err
 	}
 	defer done()
-	if err := b.ready(ctx); err != nil {
-		return simba.KeepAliveReply{}, err
-	}
 	list, l, check := b.views.keepAlive(s)
 	reply, lost, live, err := b.d.KeepAlive(ctx, string(s), lease, list, check)
 	if err != nil {
@@ -488,14 +521,11 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	if !wellFormed(s) {
 		return simba.AcquireResult{}, simba.ErrSessionExpired
 	}
-	ctx, done, err := b.begin(ctx)
+	ctx, done, err := b.enter(ctx)
 	if err != nil {
 		return simba.AcquireResult{}, err
 	}
 	defer done()
-	if err := b.ready(ctx); err != nil {
-		return simba.AcquireResult{}, err
-	}
 	token, won, live, err := b.d.Acquire(ctx, string(s), name)
 	if err != nil {
 		b.views.unsure(s) // it may have won
@@ -521,14 +551,11 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	if !wellFormed(s) || token == 0 || token > 1<<63-1 {
 		return nil
 	}
-	ctx, done, err := b.begin(ctx)
+	ctx, done, err := b.enter(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if err := b.ready(ctx); err != nil {
-		return err
-	}
 	if err := b.d.Release(ctx, string(s), name, token); err != nil {
 		b.views.unsure(s) // it may have freed the lease
 		return b.wrap(fmt.Sprintf("release %q", name), err)
@@ -546,14 +573,11 @@ func (b *Backend) JoinGroup(ctx context.Context, s simba.SessionID, group string
 	if !wellFormed(s) {
 		return 0, simba.ErrSessionExpired
 	}
-	ctx, done, err := b.begin(ctx)
+	ctx, done, err := b.enter(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer done()
-	if err := b.ready(ctx); err != nil {
-		return 0, err
-	}
 	n, live, err := b.d.JoinGroup(ctx, string(s), group)
 	if err != nil {
 		return 0, b.wrap(fmt.Sprintf("join group %q", group), err)
@@ -572,14 +596,11 @@ func (b *Backend) LeaveGroup(ctx context.Context, s simba.SessionID, group strin
 	if !wellFormed(s) {
 		return nil
 	}
-	ctx, done, err := b.begin(ctx)
+	ctx, done, err := b.enter(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if err := b.ready(ctx); err != nil {
-		return err
-	}
 	if err := b.d.LeaveGroup(ctx, string(s), group); err != nil {
 		return b.wrap(fmt.Sprintf("leave group %q", group), err)
 	}
@@ -592,14 +613,11 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	if !wellFormed(s) {
 		return nil
 	}
-	ctx, done, err := b.begin(ctx)
+	ctx, done, err := b.enter(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if err := b.ready(ctx); err != nil {
-		return err
-	}
 	if err := b.d.CloseSession(ctx, string(s)); err != nil {
 		return b.wrap("close session", err)
 	}
@@ -615,19 +633,50 @@ func (b *Backend) Holder(ctx context.Context, name string) (simba.Holder, bool, 
 	if err := simba.ValidateName(name); err != nil {
 		return simba.Holder{}, false, err
 	}
-	ctx, done, err := b.begin(ctx)
+	ctx, done, err := b.enter(ctx)
 	if err != nil {
 		return simba.Holder{}, false, err
 	}
 	defer done()
-	if err := b.ready(ctx); err != nil {
-		return simba.Holder{}, false, err
-	}
 	h, ok, err := b.d.Holder(ctx, name)
 	if err != nil {
 		return simba.Holder{}, false, b.wrap(fmt.Sprintf("holder of %q", name), err)
 	}
 	return h, ok, nil
+}
+
+// Sweep deletes the lease rows of names that no live session owns and
+// whose last term began at least idle ago (by the database clock), and
+// returns how many it deleted. It walks the lease table in name order,
+// sweepBatch rows per transaction, each of which raises the floor to the
+// highest token it deleted; a name without a row starts its next term
+// above the floor, so its tokens keep increasing. An idle below
+// MinSweepIdle fails with an error matching simba.ErrInvalidArgument.
+// When ctx ends, the batches committed stay committed.
+func (b *Backend) Sweep(ctx context.Context, idle time.Duration) (int, error) {
+	if idle < MinSweepIdle {
+		return 0, b.pkg.Errorf("%w: sweep idle %v: must be at least %v", simba.ErrInvalidArgument, idle, MinSweepIdle)
+	}
+	ctx, done, err := b.enter(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	removed, after := 0, ""
+	for {
+		last, n, err := b.d.Sweep(ctx, idle, after, sweepBatch)
+		removed += n
+		if err != nil {
+			return removed, b.wrap("sweep", err)
+		}
+		if last == "" {
+			if removed > 0 {
+				b.log.Debug(b.pkg.Name+": swept idle leases", "count", removed)
+			}
+			return removed, nil
+		}
+		after = last
+	}
 }
 
 // cleanupLoop deletes expired sessions every interval until Close.

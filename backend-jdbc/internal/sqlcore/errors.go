@@ -100,27 +100,36 @@ func (e *MissingTableError) Is(target error) bool {
 func (e *MissingTableError) Unwrap() error { return e.Err }
 
 // OutdatedSchemaError reports tables made by an earlier version: they
-// exist but lack the columns of a later migration step.
+// exist but lack the columns or the tables of a later migration step.
 type OutdatedSchemaError struct {
 	Migration int      // the first step the tables lack
 	Name      string   // what that step does
 	Columns   []string // the missing columns, as table.column
+	Tables    []string // the missing tables of later steps
 	Err       error    // the driver's error, when one revealed the problem
 
 	pkg *Pkg
 }
 
 func (e *OutdatedSchemaError) Error() string {
-	noun := "column"
-	if len(e.Columns) > 1 {
-		noun = "columns"
+	var what []string
+	for _, part := range []struct {
+		noun  string
+		names []string
+	}{{"column", e.Columns}, {"table", e.Tables}} {
+		switch len(part.names) {
+		case 0:
+		case 1:
+			what = append(what, part.noun+" "+part.names[0])
+		default:
+			what = append(what, part.noun+"s "+strings.Join(part.names, ", "))
+		}
 	}
-	cols := strings.Join(e.Columns, ", ")
-	if cols == "" {
-		cols = "(unknown)"
+	if len(what) == 0 {
+		what = []string{"column (unknown)"}
 	}
-	return fmt.Sprintf("%s: tables predate migration %d (%s): %s %s missing: run the migration (Options.Migrate or Backend.Migrate) or apply %s.Schema",
-		e.pkg.name(), e.Migration, e.Name, noun, cols, e.pkg.name())
+	return fmt.Sprintf("%s: tables predate migration %d (%s): %s missing: run the migration (Options.Migrate or Backend.Migrate) or apply %s.Schema",
+		e.pkg.name(), e.Migration, e.Name, strings.Join(what, " and "), e.pkg.name())
 }
 
 // Is makes errors.Is(err, ErrSchemaMissing) true for the package's

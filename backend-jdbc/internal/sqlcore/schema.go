@@ -54,27 +54,29 @@ func (p *Pkg) validatePrefix(prefix string) error {
 	return nil
 }
 
-// Tables holds the three table names of one prefix.
+// Tables holds the table names of one prefix.
 type Tables struct {
 	Session, Lease, Member string
+	Floor                  string // one row: the highest token a sweep removed
 }
 
 // NewTables returns the tables of prefix.
 func NewTables(prefix string) Tables {
-	return Tables{Session: prefix + "session", Lease: prefix + "lease", Member: prefix + "group_member"}
+	return Tables{Session: prefix + "session", Lease: prefix + "lease", Member: prefix + "group_member", Floor: prefix + "lease_floor"}
 }
 
-// All returns the three names.
-func (t Tables) All() []string { return []string{t.Session, t.Lease, t.Member} }
+// All returns the names, the tables of the first migration step first.
+func (t Tables) All() []string { return []string{t.Session, t.Lease, t.Member, t.Floor} }
 
-// Expand replaces {session}, {lease}, {member} and {p} (the prefix, for
-// index names) in a statement template.
+// Expand replaces {session}, {lease}, {member}, {floor} and {p} (the
+// prefix, for index names) in a statement template.
 func (t Tables) Expand(q string) string {
 	prefix := strings.TrimSuffix(t.Session, "session")
 	return strings.NewReplacer(
 		"{session}", t.Session,
 		"{lease}", t.Lease,
 		"{member}", t.Member,
+		"{floor}", t.Floor,
 		"{p}", prefix,
 	).Replace(q)
 }
@@ -90,6 +92,10 @@ type Migration struct {
 	// that lack one of them predate the step. The first step, which
 	// creates the tables, has none.
 	Adds []Column
+	// Creates are the tables (templates, "{floor}") a later step adds
+	// beside those of the first: tables of the first step without them
+	// predate the step.
+	Creates []string
 	// Stmts are the step's statement templates (see Tables.Expand).
 	Stmts []string
 }
@@ -133,7 +139,7 @@ func (p *Pkg) Script(database string, steps []Migration, prefix string) (string,
 	var b strings.Builder
 	fmt.Fprintf(&b, "-- Simba tables for %s, prefix %q. Idempotent: safe to apply again,\n", database, prefix)
 	b.WriteString("-- and to tables made by an earlier version, which it brings up to date.\n")
-	b.WriteString("-- Lease rows are never deleted: their token must never go back.\n\n")
+	b.WriteString("-- Lease rows are deleted only by Sweep, which raises the floor: a token never goes back.\n\n")
 	for _, m := range steps {
 		fmt.Fprintf(&b, "-- Migration %d: %s.", m.Version, m.Name)
 		if len(m.Adds) > 0 {
@@ -143,6 +149,9 @@ func (p *Pkg) Script(database string, steps []Migration, prefix string) (string,
 			}
 			fmt.Fprintf(&b, " Adds %s.", strings.Join(cols, ", "))
 		}
+		if len(m.Creates) > 0 {
+			fmt.Fprintf(&b, " Creates %s.", t.Expand(strings.Join(m.Creates, ", ")))
+		}
 		b.WriteString("\n\n")
 		for _, q := range m.Stmts {
 			b.WriteString(t.Expand(q))
@@ -150,6 +159,18 @@ func (p *Pkg) Script(database string, steps []Migration, prefix string) (string,
 		}
 	}
 	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+// lateTables returns the tables that steps after the first create,
+// expanded for t, with the step creating each.
+func lateTables(steps []Migration, t Tables) map[string]*Migration {
+	late := map[string]*Migration{}
+	for i := range steps {
+		for _, tbl := range steps[i].Creates {
+			late[t.Expand(tbl)] = &steps[i]
+		}
+	}
+	return late
 }
 
 // columns returns the columns that the steps add, expanded for t, with the

@@ -70,7 +70,7 @@ func TestScript(t *testing.T) {
 	}
 	want := `-- Simba tables for test, prefix "simba_". Idempotent: safe to apply again,
 -- and to tables made by an earlier version, which it brings up to date.
--- Lease rows are never deleted: their token must never go back.
+-- Lease rows are deleted only by Sweep, which raises the floor: a token never goes back.
 
 -- Migration 1: tables.
 
@@ -328,7 +328,10 @@ func (fakeDialect) JoinGroup(context.Context, string, string) (int, bool, error)
 func (fakeDialect) LeaveGroup(context.Context, string, string) error { return nil }
 func (fakeDialect) CloseSession(context.Context, string) error       { return nil }
 func (fakeDialect) Cleanup(context.Context, int) (int, error)        { return 0, nil }
-func (fakeDialect) UndefinedTable(error) (string, bool)              { return "", false }
+func (fakeDialect) Sweep(context.Context, time.Duration, string, int) (string, int, error) {
+	return "", 0, nil
+}
+func (fakeDialect) UndefinedTable(error) (string, bool) { return "", false }
 
 // UndefinedColumn recognises the errors of undefinedColumn.
 func (fakeDialect) UndefinedColumn(err error) (string, bool) {

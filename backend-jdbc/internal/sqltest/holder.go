@@ -228,7 +228,7 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	pkg := f.h.Pkg.Name
 	wantMigration := 2
 	want := pkg + ": tables predate migration 2 (session identity): columns " + f.prefix + "session.identity, " + f.prefix +
-		"session.lease_gen missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
+		"session.lease_gen and table " + f.prefix + "lease_floor missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
 	// outdated checks the error of what on the old tables; fromServer: it
 	// wraps the server's error about the column.
 	outdated := func(what string, err error, fromServer bool) {
@@ -345,5 +345,20 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	}
 	if ka := keepAlive(t, late, s2, 10*time.Second); ka.Leases["again"] != 1 {
 		t.Fatalf("keep-alive after migration 3 = %+v, want again at 1", ka)
+	}
+
+	// Tables of migration 3 lack the floor table of migration 4: a new
+	// backend names the step, and the migration creates the table.
+	if err := f.admin.Exec(ctxT(t), "DROP TABLE "+f.prefix+"lease_floor"); err != nil {
+		t.Fatal(err)
+	}
+	wantMigration = 4
+	want = pkg + ": tables predate migration 4 (lease floor): table " + f.prefix +
+		"lease_floor missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
+	_, err = f.backendWith(sqlcore.Options{TablePrefix: f.prefix}).KeepAlive(ctxT(t), s2, 10*time.Second)
+	outdated("KeepAlive of a new backend after the floor table was dropped", err, false)
+	migrated := f.backendWith(sqlcore.Options{TablePrefix: f.prefix, Migrate: true})
+	if ka := keepAlive(t, migrated, s2, 10*time.Second); ka.Leases["again"] != 1 {
+		t.Fatalf("keep-alive after migration 4 = %+v, want again at 1", ka)
 	}
 }

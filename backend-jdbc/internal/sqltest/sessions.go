@@ -203,8 +203,8 @@ func testMissingTables(t *testing.T, f *fixture) {
 		t.Fatalf("OpenSession without tables: %v, want a *MissingTableError", err)
 	}
 	pkg := f.h.Pkg.Name
-	want := pkg + ": tables " + f.prefix + "session, " + f.prefix + "lease, " + f.prefix +
-		"group_member missing: run the migration (Options.Migrate) or apply " + pkg + ".Schema"
+	want := pkg + ": tables " + f.prefix + "session, " + f.prefix + "lease, " + f.prefix + "group_member, " + f.prefix +
+		"lease_floor missing: run the migration (Options.Migrate) or apply " + pkg + ".Schema"
 	if err.Error() != want {
 		t.Fatalf("error = %q\nwant    %q", err, want)
 	}
@@ -318,7 +318,7 @@ func testCleanupDeletesExpiredSessions(t *testing.T, f *fixture) {
 		t.Fatalf("%d memberships after cleanup, want the live one only", n)
 	}
 	if n := count("SELECT COUNT(*) FROM " + f.prefix + "lease"); n != 3 {
-		t.Fatalf("%d lease rows after cleanup, want 3: lease rows are never deleted", n)
+		t.Fatalf("%d lease rows after cleanup, want 3: cleanup deletes no lease row", n)
 	}
 	// A lease of a deleted session is free and its counter continues.
 	if r := acquire(t, b, live, "own-"+string(dead[0])[:6]); !r.Won || r.Token != 2 {

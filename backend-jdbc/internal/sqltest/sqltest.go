@@ -156,6 +156,8 @@ var tests = []struct {
 	{"KeepAliveCostFlat", testKeepAliveCostFlat},
 	{"KeepAliveSeesOtherChanges", testKeepAliveSeesOtherChanges},
 	{"ConcurrentCallsOfOneSession", testConcurrentCallsOfOneSession},
+	{"SweepBoundsLeaseRows", testSweepBoundsLeaseRows},
+	{"SweepRacesAcquire", testSweepRacesAcquire},
 	{"KilledConnection", testKilledConnection},
 	{"WrongCredentials", testWrongCredentials},
 	{"OpenFailsOnSilentServer", testOpenFailsOnSilentServer},
