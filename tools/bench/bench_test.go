@@ -32,6 +32,7 @@ func tinySettings(backends ...string) (settings, *bytes.Buffer, *bytes.Buffer) {
 	s.handovers = 1
 	s.waiters = []int{1, 3}
 	s.names = 50
+	s.sqlNames = 40
 	s.settle = 30 * time.Millisecond
 	s.out, s.log = &out, &log
 	return s, &out, &log
@@ -299,8 +300,10 @@ func TestServers(t *testing.T) {
 		{"redis", slices.Concat(lines("redis", []string{"simba", "simba_async", "spi", "redislock", "redsync", "floor"}, true),
 			[]lineID{{"redis", "simba", "handover"}, {"redis", "simba", opHandoverW(1)}, {"redis", "simba", opHandoverW(3)}, {"redis", "simba", opStateNames(50)}},
 			ka("redis", "simba", "redislock"))},
-		{"postgres", slices.Concat(lines("postgres", []string{"simba", "advisory", "floor"}, false), ka("postgres", "simba"))},
-		{"mysql", slices.Concat(lines("mysql", []string{"simba", "getlock", "floor"}, false), ka("mysql", "simba"))},
+		{"postgres", slices.Concat(lines("postgres", []string{"simba", "advisory", "floor"}, false),
+			[]lineID{{"postgres", "simba", opStateNames(40)}}, ka("postgres", "simba"))},
+		{"mysql", slices.Concat(lines("mysql", []string{"simba", "getlock", "floor"}, false),
+			[]lineID{{"mysql", "simba", opStateNames(40)}}, ka("mysql", "simba"))},
 		{"zk", slices.Concat(lines("zk", []string{"simba", "spi", "zklock", "floor"}, false),
 			[]lineID{{"zk", "simba", "handover"}, {"zk", "zklock", "handover"}, {"zk", "simba", opHandoverW(1)}, {"zk", "simba", opHandoverW(3)}})},
 	} {

@@ -47,7 +47,8 @@ type settings struct {
 	kaTimings int           // KeepAlive calls timed per keep-alive round
 	handovers int           // handovers timed per round
 	waiters   []int         // nodes waiting on one lock in the handover_w<n> cases
-	names     int           // distinct names of the state_names<n> case (Redis)
+	names     int           // distinct names of the state_names<n> case on Redis
+	sqlNames  int           // distinct names of the state_names<n> case on SQL (a commit per name)
 	settle    time.Duration // wait before a release, for the waiter to set its watch
 	svg       string        // file the ratio chart is written to, or ""
 	cpuprof   string        // file the CPU profile of the run is written to, or ""
@@ -72,6 +73,7 @@ func defaultSettings(quick bool) settings {
 		handovers: 10,
 		waiters:   []int{1, 10, 100},
 		names:     1_000_000,
+		sqlNames:  100_000,
 		settle:    200 * time.Millisecond,
 		out:       os.Stdout,
 		log:       os.Stderr,
@@ -85,6 +87,7 @@ func defaultSettings(quick bool) settings {
 		s.kaTimings = 10
 		s.handovers = 3
 		s.names = 100_000
+		s.sqlNames = 10_000
 		s.settle = 150 * time.Millisecond
 	}
 	return s

@@ -167,10 +167,10 @@ func sqlSuite(ctx context.Context, s *settings, su *suite, d sqlDialect) error {
 	if err != nil {
 		return err
 	}
-	if st := newStateCase(lineID{d.backend, implSimba, opStateNames(s.names)}, s.names, b, "rows", d.leaseRows); st != nil {
+	if st := newStateCase(lineID{d.backend, implSimba, opStateNames(s.sqlNames)}, s.sqlNames, b, "rows", d.leaseRows); st != nil {
 		su.groups = append(su.groups, group{cases: []benchCase{st}, rounds: 1})
 	} else {
-		fmt.Fprintf(s.log, "bench: %s: no Sweep, no %s line\n", d.backend, opStateNames(s.names))
+		fmt.Fprintf(s.log, "bench: %s: no Sweep, no %s line\n", d.backend, opStateNames(s.sqlNames))
 	}
 
 	var ka []benchCase
