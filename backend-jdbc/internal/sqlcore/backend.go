@@ -472,7 +472,7 @@ func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identi
 	if err := b.d.OpenSession(ctx, id, lease, identity); err != nil {
 		return simba.SessionGrant{}, b.wrap("open session", err)
 	}
-	b.views.open(simba.SessionID(id))
+	b.views.open(simba.SessionID(id), lease)
 	// The row expires lease after the statement ran, which is after the
 	// caller sent it: reporting lease can only err on the safe side.
 	return simba.SessionGrant{ID: simba.SessionID(id), Remaining: lease}, nil
@@ -492,7 +492,7 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 		return simba.KeepAliveReply{}, err
 	}
 	defer done()
-	list, l, check := b.views.keepAlive(s)
+	list, l, check := b.views.keepAlive(s, lease)
 	reply, lost, live, err := b.d.KeepAlive(ctx, string(s), lease, list, check)
 	if err != nil {
 		if list {

@@ -3,6 +3,7 @@ package sqlcore
 import (
 	"maps"
 	"sync"
+	"time"
 
 	simba "github.com/simba-go/simba/core"
 )
@@ -23,6 +24,11 @@ import (
 // sent are applied on top of it. A change is applied by token (an acquire
 // only raises a token, a release frees only its own), so a change that the
 // snapshot already holds changes nothing.
+//
+// A call whose outcome is unknown may still be running on the server (its
+// cancel request lost, or waiting for a row lock) and commit after a
+// listing's snapshot: the view then stays unknown, and keep-alives list,
+// until one is sent a lease duration after that call gave up.
 
 // leaseOp is one change reported by an Acquire or Release reply.
 type leaseOp struct {
@@ -39,6 +45,11 @@ type leaseView struct {
 	// forgets counts the times the view became unknown: a listing sent
 	// before the last one cannot make it known again.
 	forgets uint64
+	// lease is the session's lease duration as last asked; a listing sent
+	// before unsureUntil, a lease after the last call whose outcome is
+	// unknown, leaves the view unknown.
+	lease       time.Duration
+	unsureUntil time.Time
 	// listings counts the listing keep-alives in flight; while there is
 	// one, every change replied is also appended to log, for them to apply
 	// on top of their list.
@@ -53,13 +64,13 @@ type views struct {
 }
 
 // open starts the view of a new session, which owns nothing.
-func (v *views) open(s simba.SessionID) {
+func (v *views) open(s simba.SessionID, lease time.Duration) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.m == nil {
 		v.m = map[simba.SessionID]*leaseView{}
 	}
-	v.m[s] = &leaseView{known: true, leases: map[string]uint64{}}
+	v.m[s] = &leaseView{known: true, leases: map[string]uint64{}, lease: lease}
 }
 
 // drop forgets s: closed or expired.
@@ -86,15 +97,16 @@ type Check struct {
 // listing is what a keep-alive that lists the leases hands back to
 // views.reply or views.abandon: where the view stood when it was sent.
 type listing struct {
-	forgets uint64 // leaseView.forgets
-	from    int    // the index in leaseView.log of the first change replied after it
+	forgets uint64    // leaseView.forgets
+	from    int       // the index in leaseView.log of the first change replied after it
+	sent    time.Time // when the keep-alive was sent
 }
 
 // keepAlive returns what a keep-alive of s sends: list when the view is
 // unknown (then pass l to reply), otherwise up to CheckedLeases leases of
 // the view to check (the first ones of a map iteration, whose order Go
 // varies).
-func (v *views) keepAlive(s simba.SessionID) (list bool, l listing, check []Check) {
+func (v *views) keepAlive(s simba.SessionID, lease time.Duration) (list bool, l listing, check []Check) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	lv := v.m[s]
@@ -107,9 +119,10 @@ func (v *views) keepAlive(s simba.SessionID) (list bool, l listing, check []Chec
 		lv = &leaseView{leases: map[string]uint64{}}
 		v.m[s] = lv
 	}
+	lv.lease = lease
 	if !lv.known {
 		lv.listings++
-		return true, listing{forgets: lv.forgets, from: len(lv.log)}, nil
+		return true, listing{forgets: lv.forgets, from: len(lv.log), sent: time.Now()}, nil
 	}
 	for name, tok := range lv.leases {
 		if len(check) == CheckedLeases {
@@ -120,13 +133,14 @@ func (v *views) keepAlive(s simba.SessionID) (list bool, l listing, check []Chec
 	return false, listing{}, check
 }
 
-// unsure makes the next keep-alive of s list the leases: a call's outcome
-// is unknown.
+// unsure makes the keep-alives of s list the leases: a call's outcome is
+// unknown, and stays so for a lease duration (see above).
 func (v *views) unsure(s simba.SessionID) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if lv := v.m[s]; lv != nil {
 		lv.forget()
+		lv.unsureUntil = time.Now().Add(lv.lease)
 	}
 }
 
@@ -178,7 +192,7 @@ func (v *views) reply(s simba.SessionID, listed map[string]uint64, l *listing, l
 			apply(leases, op)
 		}
 		lv.leases, lv.shared = leases, false
-		lv.known = lv.forgets == l.forgets
+		lv.known = lv.forgets == l.forgets && !l.sent.Before(lv.unsureUntil)
 		lv.endListing()
 	}
 	for _, c := range lost {

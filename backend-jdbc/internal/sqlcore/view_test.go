@@ -5,14 +5,21 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	simba "github.com/simba-go/simba/core"
 )
 
+// testLease is the lease the views of these tests are opened with: none,
+// so that a call of unknown outcome makes only the next listing count
+// (TestViewUnsureForALease covers the window a real lease gives).
+const testLease time.Duration = 0
+
 // keepAliveOf runs the view's side of a keep-alive of s that finds lost
 // and, when the view asks for a listing, lists listed.
 func keepAliveOf(v *views, s simba.SessionID, listed map[string]uint64, lost ...Check) (leases map[string]uint64, listedToo bool) {
-	list, l, _ := v.keepAlive(s)
+	list, l, _ := v.keepAlive(s, testLease)
 	if list {
 		return v.reply(s, maps.Clone(listed), &l, nil), true
 	}
@@ -21,7 +28,7 @@ func keepAliveOf(v *views, s simba.SessionID, listed map[string]uint64, lost ...
 
 // won opens s in v and applies the wins of tokens, name by name.
 func won(v *views, s simba.SessionID, tokens map[string]uint64) {
-	v.open(s)
+	v.open(s, testLease)
 	for name, tok := range tokens {
 		v.change(s, leaseOp{name: name, token: tok, acquire: true})
 	}
@@ -32,7 +39,7 @@ func TestViewAppliesRepliesByToken(t *testing.T) {
 	const s = simba.SessionID("s")
 	won(&v, s, map[string]uint64{"a": 7, "b": 4})
 	v.change(s, leaseOp{name: "a", token: 6, acquire: true}) // an older term replied late
-	list, _, check := v.keepAlive(s)
+	list, _, check := v.keepAlive(s, testLease)
 	if list || len(check) != 2 {
 		t.Fatalf("keepAlive = list %v, check %v; want no listing and both leases checked", list, check)
 	}
@@ -58,7 +65,7 @@ func TestViewListsWhenUnknown(t *testing.T) {
 	// An outcome unknown: the next keep-alive lists, and the replies that
 	// come while it is on its way are applied on top of its list.
 	v.unsure(s)
-	list, l, check := v.keepAlive(s)
+	list, l, check := v.keepAlive(s, testLease)
 	if !list || check != nil {
 		t.Fatalf("keepAlive after unsure = list %v, check %v; want a listing", list, check)
 	}
@@ -76,7 +83,7 @@ func TestViewListsWhenUnknown(t *testing.T) {
 	// A call that fails while a listing is on its way: the list may
 	// predate its outcome, so the view stays unknown.
 	v.unsure(s)
-	_, l, _ = v.keepAlive(s)
+	_, l, _ = v.keepAlive(s, testLease)
 	v.unsure(s)
 	v.reply(s, map[string]uint64{}, &l, nil)
 	if got, listed := keepAliveOf(&v, s, map[string]uint64{"y": 2}); !listed || !maps.Equal(got, map[string]uint64{"y": 2}) {
@@ -85,13 +92,39 @@ func TestViewListsWhenUnknown(t *testing.T) {
 
 	// A listing that failed leaves the view unknown.
 	v.unsure(s)
-	if list, _, _ := v.keepAlive(s); !list {
+	if list, _, _ := v.keepAlive(s, testLease); !list {
 		t.Fatal("no listing after unsure")
 	}
 	v.abandon(s)
 	if _, listed := keepAliveOf(&v, s, nil); !listed {
 		t.Fatal("no listing after a listing failed")
 	}
+}
+
+// A call of unknown outcome may commit after a listing's snapshot: the
+// keep-alives sent within a lease of it list, and only one sent later
+// makes the view known again.
+func TestViewUnsureForALease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var v views
+		const s = simba.SessionID("s")
+		v.open(s, 3*time.Second)
+		v.unsure(s) // an acquire gave up; it may still win on the server
+		for range 3 {
+			time.Sleep(time.Second - time.Millisecond)
+			if _, listed := keepAliveOf(&v, s, nil); !listed {
+				t.Fatal("a keep-alive within a lease of the unknown outcome did not list")
+			}
+		}
+		time.Sleep(time.Second)
+		// The acquire committed after the listings above read.
+		if got, listed := keepAliveOf(&v, s, map[string]uint64{"x": 1}); !listed || !maps.Equal(got, map[string]uint64{"x": 1}) {
+			t.Fatalf("keep-alive a lease after: %v (listed %v), want the late win listed", got, listed)
+		}
+		if _, listed := keepAliveOf(&v, s, nil); listed {
+			t.Fatal("still listing after a listing sent a lease after the unknown outcome")
+		}
+	})
 }
 
 func TestViewCheckFindsChangesItDidNotSee(t *testing.T) {
@@ -102,7 +135,7 @@ func TestViewCheckFindsChangesItDidNotSee(t *testing.T) {
 	if got, listed := keepAliveOf(&v, s, nil, Check{Name: "b", Token: 2}); listed || len(got) != 2 {
 		t.Fatalf("leases = %v (listed %v), want both from the view", got, listed)
 	}
-	if list, _, _ := v.keepAlive(s); list {
+	if list, _, _ := v.keepAlive(s, testLease); list {
 		t.Fatal("a loss the replies explain made the view unknown")
 	}
 	v.reply(s, nil, nil, nil)
