@@ -90,10 +90,14 @@ SELECT 4, NULL::text, count(*) FROM s JOIN {lease} l ON l.session_id = s.id`
 	//           only if the row's current owner is still the one judged
 	//           above (or is the caller): a concurrent winner makes the
 	//           others lose rather than all win. An inserted row's token is
-	//           one above the floor, and above the token cur read: a sweep
-	//           that deleted the row after the snapshot (the insert waited
-	//           for it) raised the floor past that token only after the
-	//           snapshot, so the snapshot's floor may be lower.
+	//           one above the floor, read with a share lock when the row is
+	//           made (after the waits for me and holder): a locking read
+	//           returns the floor's latest version, not the snapshot's, so
+	//           a row inserted, taken over and swept while this statement
+	//           waited (its tokens all below the raised floor) is never
+	//           given a token again. A sweep locks the floor before it
+	//           deletes anything, so the insert waits for a sweep under
+	//           way and a sweep for the inserts that read the floor.
 	// It returns whether the caller is live and the new token, NULL if lost.
 	pgAcquire = `WITH me AS MATERIALIZED (
     SELECT id, expires_at FROM {session} WHERE id = $1 FOR SHARE
@@ -105,7 +109,7 @@ SELECT 4, NULL::text, count(*) FROM s JOIN {lease} l ON l.session_id = s.id`
     FOR SHARE
 ), won AS (
     INSERT INTO {lease} AS l (name, session_id, token, acquired_at)
-    SELECT $2, me.id, GREATEST((SELECT token FROM {floor} WHERE id = 1), (SELECT token FROM cur), 0) + 1, now() FROM me
+    SELECT $2, me.id, GREATEST((SELECT token FROM {floor} WHERE id = 1 FOR SHARE), (SELECT token FROM cur), 0) + 1, now() FROM me
     WHERE me.expires_at > clock_timestamp()
       AND NOT EXISTS (SELECT 1 FROM holder WHERE expires_at > clock_timestamp())
     ON CONFLICT (name) DO UPDATE
@@ -148,8 +152,9 @@ DELETE FROM {session} WHERE id = $1`
 FROM {lease} l JOIN {session} s ON s.id = l.session_id
 WHERE l.name = $1 AND s.expires_at > now()`
 
-	// Sweep: b is the batch, the next $2 lease rows in name order after
-	// $1; d deletes those that no live session owns and whose term began
+	// Sweep: fl locks the floor first (see the acquire's won); b is the
+	// batch, the next $2 lease rows in name order after $1 (none when the
+	// floor row is missing, so nothing is deleted without it); d deletes those that no live session owns and whose term began
 	// $3 µs or more ago, and f raises the floor to the highest token d
 	// deleted, in the same statement and transaction. A row changed since
 	// the snapshot (a take-over, which sets acquired_at) is checked again
@@ -157,8 +162,10 @@ WHERE l.name = $1 AND s.expires_at > now()`
 	// earlier than the time of a check after a lock wait, which keeps more.
 	// It returns the last name of the batch, how many rows it holds and how
 	// many were deleted.
-	pgSweep = `WITH b AS MATERIALIZED (
-    SELECT name FROM {lease} WHERE name > $1 ORDER BY name LIMIT $2
+	pgSweep = `WITH fl AS MATERIALIZED (
+    SELECT token FROM {floor} WHERE id = 1 FOR UPDATE
+), b AS MATERIALIZED (
+    SELECT l.name FROM {lease} l, fl WHERE l.name > $1 ORDER BY l.name LIMIT $2
 ), d AS (
     DELETE FROM {lease} l USING b
     WHERE l.name = b.name AND l.acquired_at <= now() - $3 * interval '1 microsecond'

@@ -158,6 +158,7 @@ var tests = []struct {
 	{"ConcurrentCallsOfOneSession", testConcurrentCallsOfOneSession},
 	{"SweepBoundsLeaseRows", testSweepBoundsLeaseRows},
 	{"SweepRacesAcquire", testSweepRacesAcquire},
+	{"SweepAfterSnapshot", testSweepAfterSnapshot},
 	{"KilledConnection", testKilledConnection},
 	{"WrongCredentials", testWrongCredentials},
 	{"OpenFailsOnSilentServer", testOpenFailsOnSilentServer},

@@ -51,7 +51,7 @@ func (f *fixture) leaseRows(t *testing.T) int64 {
 // idle, and a swept name starts again above every token it had.
 func testSweepBoundsLeaseRows(t *testing.T, f *fixture) {
 	b := f.backend()
-	s := open(t, b, time.Minute)
+	s := open(t, b, time.Hour) // outlives the inserts and the sweep on a loaded machine
 	held := acquire(t, b, s, "held").Token
 	recent := acquire(t, b, s, "recent").Token
 	if err := b.Release(ctxT(t), s, "recent", recent); err != nil {
@@ -67,7 +67,9 @@ func testSweepBoundsLeaseRows(t *testing.T, f *fixture) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	n, err := b.Sweep(ctx, time.Minute)
+	// Idle for half an hour: the inserted rows began an hour ago, recent
+	// within this test, however long the inserts took.
+	n, err := b.Sweep(ctx, 30*time.Minute)
 	took := time.Since(start)
 	if err != nil {
 		t.Fatalf("Sweep: %v", err)
@@ -77,7 +79,7 @@ func testSweepBoundsLeaseRows(t *testing.T, f *fixture) {
 	if n != sweptNames || after != 2 {
 		t.Fatalf("Sweep removed %d of %d rows, %d left; want the %d idle ones removed and 2 left (held, recent)", n, before, after, sweptNames)
 	}
-	if got := keepAlive(t, b, s, time.Minute).Leases; len(got) != 1 || got["held"] != held {
+	if got := keepAlive(t, b, s, time.Hour).Leases; len(got) != 1 || got["held"] != held {
 		t.Fatalf("keep-alive after the sweep lists %v, want held at %d", got, held)
 	}
 	if tok := acquire(t, b, s, names[6]).Token; tok <= 7 {
@@ -140,5 +142,69 @@ func testSweepRacesAcquire(t *testing.T, f *fixture) {
 		if t.Failed() {
 			return
 		}
+	}
+}
+
+// testSweepAfterSnapshot: an acquire that read the name and the floor,
+// then waited for its session row (a keep-alive of the session in flight),
+// while another session took the name, gave it back and a sweep removed
+// the row, still gets a token above the one the removed row had.
+func testSweepAfterSnapshot(t *testing.T, f *fixture) {
+	b := f.backend()
+	slow, other := open(t, b, time.Minute), open(t, b, time.Minute)
+	commit, err := f.admin.ExecInTx(ctxT(t), f.renewSQL(), string(slow))
+	if err != nil {
+		t.Fatalf("renewal in a transaction: %v", err)
+	}
+	type result struct {
+		r   simba.AcquireResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := b.Acquire(ctxT(t), slow, "x")
+		done <- result{r, err}
+	}()
+	time.Sleep(300 * time.Millisecond) // the acquire waits for its session row
+	var last uint64
+	for range 3 {
+		r := acquire(t, b, other, "x")
+		if !r.Won {
+			_ = commit()
+			t.Fatal("the other session lost a free name")
+		}
+		last = r.Token
+		if err := b.Release(ctxT(t), other, "x", r.Token); err != nil {
+			_ = commit()
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond) // idle for the shortest sweep
+	sweepDone := make(chan error, 1)
+	go func() {
+		n, err := b.Sweep(ctxT(t), time.Second)
+		if err == nil && n < 1 {
+			err = fmt.Errorf("the sweep removed %d rows, want x's", n)
+		}
+		sweepDone <- err
+	}()
+	select {
+	case err := <-sweepDone:
+		sweepDone <- err
+	case <-time.After(500 * time.Millisecond):
+		// The sweep waits for the acquire that read the floor: fine too.
+	}
+	if err := commit(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	res := <-done
+	if err := <-sweepDone; err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if res.err != nil {
+		t.Fatalf("Acquire: %v", res.err)
+	}
+	if res.r.Won && res.r.Token <= last {
+		t.Fatalf("x got token %d after a term with token %d (R-TERM-2)", res.r.Token, last)
 	}
 }
