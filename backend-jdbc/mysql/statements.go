@@ -143,6 +143,16 @@ FROM {session} FORCE INDEX (PRIMARY) WHERE id = ? AND expires_at > UTC_TIMESTAMP
     AND NOT EXISTS (SELECT 1 FROM {session} s WHERE s.id = l.session_id AND s.expires_at > UTC_TIMESTAMP(6))
 FROM {lease} l WHERE l.name > ? ORDER BY l.name LIMIT ?`
 
+	// mySweepOwners locks, before the delete, the sessions owning the rows
+	// about to go (LOCK IN SHARE MODE, as a take-over locks the holder):
+	// the lock waits for a keep-alive in flight, and the delete's own read
+	// of the session (a new read view under READ COMMITTED) then sees the
+	// renewal, instead of the expiry before it, and keeps the lease.
+	// Whether the delete's subquery would lock by itself depends on the
+	// server's settings (MariaDB's did on the test server); this does not.
+	mySweepOwners = `SELECT s.id FROM {session} s JOIN {lease} l ON l.session_id = s.id
+WHERE (l.name, l.token) IN (%s) LOCK IN SHARE MODE`
+
 	mySweepDelete = `DELETE FROM {lease} WHERE (name, token) IN (%s)
 AND acquired_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
 AND NOT EXISTS (SELECT 1 FROM {session} s WHERE s.id = {lease}.session_id AND s.expires_at > UTC_TIMESTAMP(6))`
@@ -655,6 +665,13 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 	removed := 0
 	if len(pairs) > 0 {
 		marks := strings.TrimSuffix(strings.Repeat("(?,?),", len(pairs)/2), ",")
+		owners, err := tx.QueryContext(ctx, s.t.Expand(fmt.Sprintf(mySweepOwners, marks)), pairs...)
+		if err != nil {
+			return "", 0, err
+		}
+		if err := owners.Close(); err != nil {
+			return "", 0, err
+		}
 		res, err := tx.ExecContext(ctx, s.t.Expand(fmt.Sprintf(mySweepDelete, marks)), append(pairs, sqlcore.Micros(idle))...)
 		if err != nil {
 			return "", 0, err

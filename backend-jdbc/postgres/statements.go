@@ -154,9 +154,15 @@ WHERE l.name = $1 AND s.expires_at > now()`
 
 	// Sweep: fl locks the floor first (see the acquire's won); b is the
 	// batch, the next $2 lease rows in name order after $1 (none when the
-	// floor row is missing, so nothing is deleted without it); d deletes those that no live session owns and whose term began
-	// $3 µs or more ago, and f raises the floor to the highest token d
-	// deleted, in the same statement and transaction. A row changed since
+	// floor row is missing, so nothing is deleted without it); own locks
+	// the sessions owning the batch's old rows FOR SHARE, as a take-over
+	// locks the holder: the lock waits for a keep-alive in flight and
+	// returns the row's latest version, so an owner renewed meanwhile is
+	// seen live (a plain read would show the expiry before the renewal and
+	// free a lease its renewed owner still holds); d deletes those that
+	// no live session owns and whose term began $3 µs or more ago, and f
+	// raises the floor to the highest token d deleted, in the same
+	// statement and transaction. A row changed since
 	// the snapshot (a take-over, which sets acquired_at) is checked again
 	// in its new version and kept; now(), the statement's start, is only
 	// earlier than the time of a check after a lock wait, which keeps more.
@@ -166,10 +172,15 @@ WHERE l.name = $1 AND s.expires_at > now()`
     SELECT token FROM {floor} WHERE id = 1 FOR UPDATE
 ), b AS MATERIALIZED (
     SELECT l.name FROM {lease} l, fl WHERE l.name > $1 ORDER BY l.name LIMIT $2
+), own AS MATERIALIZED (
+    SELECT s.id, s.expires_at FROM {session} s
+    WHERE s.id IN (SELECT l.session_id FROM {lease} l JOIN b ON b.name = l.name
+                   WHERE l.acquired_at <= now() - $3 * interval '1 microsecond')
+    FOR SHARE
 ), d AS (
     DELETE FROM {lease} l USING b
     WHERE l.name = b.name AND l.acquired_at <= now() - $3 * interval '1 microsecond'
-      AND NOT EXISTS (SELECT 1 FROM {session} s WHERE s.id = l.session_id AND s.expires_at > now())
+      AND NOT EXISTS (SELECT 1 FROM own WHERE own.id = l.session_id AND own.expires_at > clock_timestamp())
     RETURNING l.token
 ), f AS (
     UPDATE {floor} SET token = GREATEST(token, (SELECT max(token) FROM d))

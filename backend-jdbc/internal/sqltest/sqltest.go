@@ -159,6 +159,7 @@ var tests = []struct {
 	{"SweepBoundsLeaseRows", testSweepBoundsLeaseRows},
 	{"SweepRacesAcquire", testSweepRacesAcquire},
 	{"SweepAfterSnapshot", testSweepAfterSnapshot},
+	{"SweepWaitsForRenewalInFlight", testSweepWaitsForRenewalInFlight},
 	{"KilledConnection", testKilledConnection},
 	{"WrongCredentials", testWrongCredentials},
 	{"OpenFailsOnSilentServer", testOpenFailsOnSilentServer},

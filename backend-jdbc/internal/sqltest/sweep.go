@@ -208,3 +208,44 @@ func testSweepAfterSnapshot(t *testing.T, f *fixture) {
 		t.Fatalf("x got token %d after a term with token %d (R-TERM-2)", res.r.Token, last)
 	}
 }
+
+// testSweepWaitsForRenewalInFlight: a sweep that finds an owner expired
+// while the owner's keep-alive is committing its renewal waits for it and
+// keeps the lease, as a take-over does (testTakeOverWaitsForRenewalInFlight):
+// freeing it would let another session win a name whose renewed owner
+// still holds a valid term.
+func testSweepWaitsForRenewalInFlight(t *testing.T, f *fixture) {
+	b := f.backend()
+	owner := open(t, b, time.Minute)
+	tok := acquire(t, b, owner, "kept").Token
+	time.Sleep(1100 * time.Millisecond) // the term is older than the shortest idle
+	f.expire(owner)
+	commit, err := f.admin.ExecInTx(ctxT(t), f.renewSQL(), string(owner))
+	if err != nil {
+		t.Fatalf("renewal in a transaction: %v", err)
+	}
+	swept := make(chan error, 1)
+	go func() {
+		_, err := b.Sweep(ctxT(t), time.Second)
+		swept <- err
+	}()
+	select {
+	case err := <-swept:
+		_ = commit()
+		t.Fatalf("Sweep returned (%v) while the owner's renewal was in flight: it did not wait for it", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := commit(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if err := <-swept; err != nil {
+		t.Fatalf("Sweep: %v", err)
+	}
+	if got := keepAlive(t, b, owner, time.Minute).Leases; got["kept"] != tok {
+		t.Fatalf("the renewed owner's leases = %v, want kept:%d", got, tok)
+	}
+	other := open(t, b, time.Minute)
+	if r := acquire(t, b, other, "kept"); r.Won {
+		t.Fatalf("another session won the renewed owner's lease (token %d)", r.Token)
+	}
+}
