@@ -50,6 +50,10 @@ type leaseView struct {
 	// unknown, leaves the view unknown.
 	lease       time.Duration
 	unsureUntil time.Time
+	// seen is when a call of the session last came: a view not seen for
+	// two leases belongs to a session the server has expired, and goes
+	// when another session opens.
+	seen time.Time
 	// listings counts the listing keep-alives in flight; while there is
 	// one, every change replied is also appended to log, for them to apply
 	// on top of their list.
@@ -70,7 +74,13 @@ func (v *views) open(s simba.SessionID, lease time.Duration) {
 	if v.m == nil {
 		v.m = map[simba.SessionID]*leaseView{}
 	}
-	v.m[s] = &leaseView{known: true, leases: map[string]uint64{}, lease: lease}
+	now := time.Now()
+	for id, lv := range v.m {
+		if now.Sub(lv.seen) > 2*lv.lease {
+			delete(v.m, id) // expired without a last keep-alive
+		}
+	}
+	v.m[s] = &leaseView{known: true, leases: map[string]uint64{}, lease: lease, seen: now}
 }
 
 // drop forgets s: closed or expired.
@@ -119,7 +129,7 @@ func (v *views) keepAlive(s simba.SessionID, lease time.Duration) (list bool, l 
 		lv = &leaseView{leases: map[string]uint64{}}
 		v.m[s] = lv
 	}
-	lv.lease = lease
+	lv.lease, lv.seen = lease, time.Now()
 	if !lv.known {
 		lv.listings++
 		return true, listing{forgets: lv.forgets, from: len(lv.log), sent: time.Now()}, nil

@@ -187,3 +187,27 @@ func TestReadKeepAliveRefusesAShortList(t *testing.T) {
 		t.Fatal("a reply with 2 of 3 leases was accepted")
 	}
 }
+
+// A view whose session saw no call for two leases (expired on the server
+// without a last keep-alive) goes when another session opens; a session
+// kept alive keeps its view.
+func TestViewsOfDeadSessionsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var v views
+		v.open("dead", time.Second)
+		v.open("live", time.Second)
+		for range 3 {
+			time.Sleep(time.Second)
+			v.keepAlive("live", time.Second)
+		}
+		v.open("new", time.Second)
+		if _, ok := v.m["dead"]; ok {
+			t.Fatal("the view of a session silent for three leases is still kept")
+		}
+		for _, s := range []simba.SessionID{"live", "new"} {
+			if _, ok := v.m[s]; !ok {
+				t.Fatalf("the view of %s was dropped", s)
+			}
+		}
+	})
+}
