@@ -1,6 +1,7 @@
 package simbaredis
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -8,21 +9,30 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	simba "github.com/simba-go/simba/core"
 )
+
+// sweepSession opens a backend on the test server, a plain client, and a
+// session of the backend; p is the backend's key prefix.
+func sweepSession(t *testing.T) (url string, raw *redis.Client, b *Backend, p string, ctx context.Context, g simba.SessionGrant) {
+	t.Helper()
+	url = serverURL(t)
+	raw = rawClient(t, url)
+	b = openBackend(t, url, Options{})
+	ctx = callCtx(t)
+	g, err := b.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url, raw, b, b.KeyPrefix(), ctx, g
+}
 
 // TestSweep: Sweep removes the lease hashes nobody holds or waits for and
 // that were idle long enough, raises the floor to the highest token
 // removed, and a name used again starts above it.
 func TestSweep(t *testing.T) {
-	url := serverURL(t)
-	raw := rawClient(t, url)
-	b := openBackend(t, url, Options{})
-	p := b.KeyPrefix()
-	ctx := callCtx(t)
-	g, err := b.OpenSession(ctx, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, raw, b, p, ctx, g := sweepSession(t)
 	if _, err := b.Sweep(ctx, time.Millisecond); !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("Sweep(1ms) = %v, want ErrInvalidOptions", err)
 	}
@@ -92,15 +102,7 @@ func TestSweep(t *testing.T) {
 // TestSweepWideFloor: a name without a lease hash starts above a floor
 // too wide for a Lua number (15 digits or more), as above a narrow one.
 func TestSweepWideFloor(t *testing.T) {
-	url := serverURL(t)
-	raw := rawClient(t, url)
-	b := openBackend(t, url, Options{})
-	p := b.KeyPrefix()
-	ctx := callCtx(t)
-	g, err := b.OpenSession(ctx, 10*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, raw, b, p, ctx, g := sweepSession(t)
 	const wide = "1000000000000000"
 	raw.HSet(ctx, p+"lease:wide", "session", "gone", "token", wide, "since", 1)
 	if n, err := b.Sweep(ctx, time.Hour); err != nil || n != 1 {

@@ -669,7 +669,9 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 		if err != nil {
 			return "", 0, err
 		}
-		if err := owners.Close(); err != nil {
+		for owners.Next() { // locks taken as the rows are read
+		}
+		if err := errors.Join(owners.Err(), owners.Close()); err != nil {
 			return "", 0, err
 		}
 		res, err := tx.ExecContext(ctx, s.t.Expand(fmt.Sprintf(mySweepDelete, marks)), append(pairs, sqlcore.Micros(idle))...)
