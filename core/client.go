@@ -665,7 +665,7 @@ func (c *Client) renewed(s *session, sentAt time.Time, reply KeepAliveReply) boo
 	}
 	for name, tok := range reply.Leases {
 		if _, ok := c.entries[name]; !ok && !c.closed {
-			c.releaseAsync(s, name, tok)
+			c.releaseAsync(s, name, tok, nil)
 		}
 	}
 	c.groupCounts(reply.Groups)
@@ -674,14 +674,23 @@ func (c *Client) renewed(s *session, sentAt time.Time, reply KeepAliveReply) boo
 
 // releaseAsync gives the lease name back at token in the background,
 // recording the token first so no later reply of this session adopts it
-// (R-CAND-4, R-TERM-7). Nothing is sent for an ended session. Call with the
-// lock held.
-func (c *Client) releaseAsync(s *session, name string, token uint64) {
+// (R-CAND-4, R-TERM-7), then runs after, if not nil, with the lock held.
+// Nothing is sent for an ended session: it reports whether the release
+// started. Call with the lock held.
+func (c *Client) releaseAsync(s *session, name string, token uint64, after func()) bool {
 	if s.ended {
-		return
+		return false
 	}
 	s.noteReleased(name, token)
-	c.goBackground(func(ctx context.Context) { _ = c.callRelease(ctx, s, name, token) })
+	c.goBackground(func(ctx context.Context) {
+		_ = c.callRelease(ctx, s, name, token)
+		if after != nil {
+			c.lock()
+			defer c.unlock()
+			after()
+		}
+	})
+	return true
 }
 
 // noteReleased records that the session released name at token.

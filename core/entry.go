@@ -33,8 +33,8 @@ type entry struct {
 
 	term    *Term
 	attempt *attempt
-	// unkept counts the releases in flight of leases an attempt won but
-	// the entry did not keep. quiet, made by a Stop or StepDown that waits
+	// unkept counts the releases in flight of leases the entry gave back
+	// without a term (see release). quiet, made by a Stop or StepDown that waits
 	// for them, is closed once neither an attempt nor such a release is in
 	// flight.
 	unkept int
@@ -235,7 +235,7 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 	}
 	adopt := current && e.wants() && a.sess.clock.remaining() > 0 && res.Token > a.sess.released[e.name]
 	if !adopt {
-		e.releaseUnkept(a, res.Token)
+		e.release(a.sess, res.Token)
 		if current {
 			e.lostAttempt(false, false)
 		} else {
@@ -360,29 +360,21 @@ func (e *entry) abandon() {
 	}
 }
 
-// release gives the entry's lease back at token in the background. Call
-// with the lock held.
-func (e *entry) release(s *session, token uint64) { e.c.releaseAsync(s, e.name, token) }
-
-// releaseUnkept gives back, in the background, the lease at token that
-// attempt a won but the entry does not keep; a Stop waits for it (see
-// awaitQuiet). Call with the lock held.
-func (e *entry) releaseUnkept(a *attempt, token uint64) {
-	c := e.c
-	s := a.sess
-	if s.ended {
-		return
+// release gives the entry's lease back at token in the background: a win
+// the entry does not keep, or an orphan a keep-alive reported. A Stop
+// waits for it (see awaitQuiet). Call with the lock held.
+func (e *entry) release(s *session, token uint64) {
+	if e.c.releaseAsync(s, e.name, token, e.released) {
+		e.unkept++
 	}
-	s.noteReleased(e.name, token)
-	e.unkept++
-	c.goBackground(func(ctx context.Context) {
-		_ = c.callRelease(ctx, s, e.name, token)
-		c.lock()
-		defer c.unlock()
-		e.unkept--
-		e.noteQuiet()
-		e.forget()
-	})
+}
+
+// released runs once a release started by release was answered. Call
+// with the lock held.
+func (e *entry) released() {
+	e.unkept--
+	e.noteQuiet()
+	e.forget()
 }
 
 // releaseNow records the release of t and returns a function that makes
