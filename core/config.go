@@ -14,6 +14,16 @@ const (
 	DefaultMinBackoff    = 100 * time.Millisecond
 )
 
+// The shortest timing a Config accepts. A millisecond is the finest unit
+// every backend stores a lease in and the shortest renew period the engine
+// ever uses; below it a keep-alive loop would spin. MinLeaseDuration fits
+// three keep-alives of MinRenewInterval, so the default renew interval of
+// the shortest lease is the shortest allowed.
+const (
+	MinRenewInterval = time.Millisecond
+	MinLeaseDuration = 3 * MinRenewInterval
+)
+
 // ErrInvalidConfig is matched (with errors.Is) by every *ConfigError.
 var ErrInvalidConfig = errors.New("simba: invalid config")
 
@@ -34,11 +44,13 @@ func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig 
 // (R-CFG-5); the original is never touched.
 type Config struct {
 	// LeaseDuration is how long the backend keeps the session after its
-	// last keep-alive. It bounds failover after a crash. Default 15s.
+	// last keep-alive. It bounds failover after a crash. Default 15s; at
+	// least MinLeaseDuration (3ms).
 	LeaseDuration time.Duration
 
 	// RenewInterval is the keep-alive period. Two keep-alives must fit in
-	// LeaseDuration. Default LeaseDuration/3.
+	// LeaseDuration. Default LeaseDuration/3; at least MinRenewInterval
+	// (1ms).
 	RenewInterval time.Duration
 
 	// Drift is the upper bound of the clock rate difference between this
@@ -92,7 +104,8 @@ func (c Config) withDefaults() Config {
 }
 
 // Validate fills the defaults in a copy of c and checks the bounds of
-// R-CFG-2..4. The error is a *ConfigError naming the field and the bound.
+// R-CFG-2..4 and the minimums MinLeaseDuration and MinRenewInterval. The
+// error is a *ConfigError naming the field and the bound.
 func (c Config) Validate() error {
 	_, err := c.resolve()
 	return err
@@ -118,6 +131,14 @@ func (c Config) resolve() (Config, error) {
 		return c, &ConfigError{Field: "Drift", Reason: fmt.Sprintf("%v must lie in [0, 0.5)", c.Drift)}
 	}
 	c = c.withDefaults()
+	if c.LeaseDuration < MinLeaseDuration {
+		return c, &ConfigError{Field: "LeaseDuration", Reason: fmt.Sprintf(
+			"%v: must be at least %v", c.LeaseDuration, MinLeaseDuration)}
+	}
+	if c.RenewInterval < MinRenewInterval {
+		return c, &ConfigError{Field: "RenewInterval", Reason: fmt.Sprintf(
+			"%v: must be at least %v", c.RenewInterval, MinRenewInterval)}
+	}
 	if c.RenewInterval*2 > c.LeaseDuration {
 		return c, &ConfigError{Field: "RenewInterval", Reason: fmt.Sprintf(
 			"%v: two keep-alives must fit in LeaseDuration %v", c.RenewInterval, c.LeaseDuration)}

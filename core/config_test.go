@@ -44,6 +44,11 @@ func TestConfigValidate(t *testing.T) {
 		{"negative jitter", simba.Config{RetryJitter: -time.Second}, "RetryJitter", "negative"},
 		{"negative backoff", simba.Config{MinBackoff: -time.Second}, "MinBackoff", "negative"},
 		{"zero drift and margin", simba.Config{NoDrift: true, NoMargin: true}, "", ""},
+		{"tiny lease", simba.Config{LeaseDuration: 2 * time.Nanosecond, NoDrift: true, NoMargin: true}, "LeaseDuration", "at least 3ms"},
+		{"lease below the minimum", simba.Config{LeaseDuration: 2999 * time.Microsecond, RenewInterval: time.Millisecond, NoDrift: true, NoMargin: true}, "LeaseDuration", "at least 3ms"},
+		{"smallest lease", simba.Config{LeaseDuration: simba.MinLeaseDuration, NoDrift: true, NoMargin: true}, "", ""},
+		{"renew below the minimum", simba.Config{LeaseDuration: time.Second, RenewInterval: 999 * time.Microsecond}, "RenewInterval", "at least 1ms"},
+		{"smallest renew", simba.Config{LeaseDuration: time.Second, RenewInterval: simba.MinRenewInterval}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,6 +96,9 @@ func FuzzConfig(f *testing.F) {
 		}
 		if lease < 0 || renew < 0 || margin < 0 || jitter < 0 || backoff < 0 || !(drift >= 0 && drift < 0.5) {
 			t.Fatalf("accepted %+v", c)
+		}
+		if r := c.Resolved(); r.LeaseDuration < simba.MinLeaseDuration || r.RenewInterval < simba.MinRenewInterval {
+			t.Fatalf("accepted %+v, which resolves to a lease of %v renewed every %v", c, r.LeaseDuration, r.RenewInterval)
 		}
 	})
 }

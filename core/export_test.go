@@ -7,3 +7,9 @@ func SetKeepAliveReplyHook(f func()) (restore func()) {
 	prev := testHookKeepAliveReply.Swap(&f)
 	return func() { testHookKeepAliveReply.Store(prev) }
 }
+
+// Resolved returns c with its defaults filled in, as New uses it.
+func (c Config) Resolved() Config {
+	r, _ := c.resolve()
+	return r
+}
