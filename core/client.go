@@ -46,7 +46,8 @@ type options struct {
 }
 
 // WithConfig sets the session timing; the zero fields take their defaults.
-// New fails with a *ConfigError when the result breaks a bound.
+// New fails with a *ConfigError when the result breaks a bound, or when
+// its LeaseDuration exceeds the backend's bound (LeaseLimiter).
 func WithConfig(cfg Config) Option {
 	return func(o *options) error { o.cfg = cfg; return nil }
 }
@@ -173,6 +174,9 @@ func New(b Backend, opts ...Option) (*Client, error) {
 	}
 	cfg, err := o.cfg.resolve()
 	if err != nil {
+		return nil, err
+	}
+	if err := checkLeaseLimit(b, cfg); err != nil {
 		return nil, err
 	}
 	if o.logger == nil {
