@@ -37,24 +37,34 @@ func withEnv(base []string, kv ...string) []string {
 }
 
 // runIn runs name with args in dir with env (nil: the process's) and
-// returns its combined output. The error carries that output.
+// returns its standard output. What it prints on its standard error, such
+// as the go command's "go: downloading ..." lines on a machine with empty
+// caches, is not part of it; the error carries both.
 func runIn(ctx context.Context, dir string, env []string, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
 	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	err := cmd.Run()
-	if err != nil {
-		return out.String(), &cmdError{cmd: strings.Join(append([]string{filepath.Base(name)}, args...), " "), dir: dir, err: err, out: out.String()}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), &cmdError{cmd: strings.Join(append([]string{filepath.Base(name)}, args...), " "), dir: dir, err: err, out: stderr.String() + stdout.String()}
 	}
-	return out.String(), nil
+	return stdout.String(), nil
 }
 
 // runGo runs the go command with args in dir with env.
 func runGo(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	return runIn(ctx, dir, env, goBin(), args...)
+}
+
+// goVersion returns the release that the go command runs in dir with env,
+// as "go env GOVERSION" prints it. The first time a toolchain named by
+// GOTOOLCHAIN is fetched, go says "go: downloading go1.25.14
+// (linux/amd64)" on its standard error, which is not part of it.
+func goVersion(ctx context.Context, dir string, env []string) (string, error) {
+	out, err := runGo(ctx, dir, env, "env", "GOVERSION")
+	return strings.TrimSpace(out), err
 }
 
 // cmdError is a command that failed, with what it printed.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -81,14 +82,14 @@ func minGoCheck(ctx context.Context, ws *workspace, mods []*gomod, toolchain, la
 	}
 	defer os.RemoveAll(tmp)
 	env := withEnv(os.Environ(), "GOTOOLCHAIN="+toolchain, "GOWORK=off")
-	if got, err := runGo(ctx, tmp, env, "env", "GOVERSION"); err != nil {
-		reason := strings.Join(strings.Fields(got), " ")
-		if reason == "" {
-			reason = err.Error()
+	if v, err := goVersion(ctx, tmp, env); err != nil {
+		reason := err.Error()
+		if ce, ok := errors.AsType[*cmdError](err); ok && strings.TrimSpace(ce.out) != "" {
+			reason = strings.Join(strings.Fields(ce.out), " ") // go's own words, on one line
 		}
 		fmt.Fprintf(out, "skipped: min-go: cannot get the %s toolchain: %s\n", toolchain, reason)
 		return nil
-	} else if v := strings.TrimSpace(got); v != toolchain {
+	} else if v != toolchain {
 		return fmt.Errorf("min-go: GOTOOLCHAIN=%s runs %s", toolchain, v)
 	}
 
