@@ -61,6 +61,12 @@ type waitSeen struct {
 // second Acquire of a name this client holds waits for the first to be
 // released (R-LOCK-5).
 //
+// A deadline that has passed before the call, a timeout of zero, makes one
+// attempt as TryAcquire does, waiting for its answer at most one lease
+// duration: the term when the lock is won, else the timeout error (which
+// then also matches ErrLockHeld when the lease is held). A ctx cancelled
+// before the call makes no attempt.
+//
 // An outage is not contention: when the deadline passes while the client
 // has no live session (none could be opened, or its last keep-alive
 // failed), or after every attempt made during the wait failed with a
@@ -70,7 +76,25 @@ type waitSeen struct {
 // holds the lease and the session is still live, times out with
 // ErrLockTimeout alone.
 func (l *Lock) Acquire(ctx context.Context) (*LockTerm, error) {
+	if ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return l.acquireOnce(ctx)
+	}
 	return l.acquire(ctx, false)
+}
+
+// acquireOnce is Acquire with a deadline already passed: one attempt, as
+// TryAcquire, whose failure is the timeout of ctx (R-LOCK-1, R-LOCK-3).
+func (l *Lock) acquireOnce(ctx context.Context) (*LockTerm, error) {
+	lt, err := l.TryAcquire(context.WithoutCancel(ctx))
+	switch {
+	case err == nil:
+		return lt, nil
+	case errors.Is(err, ErrLockTimeout):
+		return nil, err // the attempt's own bound passed: it matches DeadlineExceeded
+	case errors.Is(err, ErrLockHeld):
+		return nil, fmt.Errorf("%w: %w: %w", ErrLockTimeout, err, ctx.Err())
+	}
+	return nil, err
 }
 
 // TryAcquire makes one attempt, waiting for its answer at most one lease

@@ -385,3 +385,78 @@ func TestGivenUpAttemptKeepsReleaseWatch(t *testing.T) {
 		}
 	})
 }
+
+// R-LOCK-1, R-LOCK-3: a timeout of zero, or one that passed before the
+// call, makes one attempt, as TryAcquire does: the lock is won when it is
+// free, and the call times out when it is held. A cancelled ctx makes none.
+func TestAcquireWithAPassedDeadlineMakesOneAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		conn1, conn2 := s.Connect(), s.Connect()
+		c1, c2 := newClient(t, conn1), newClient(t, conn2)
+		synctest.Wait() // both sessions open
+
+		zero, cancel := context.WithTimeout(context.Background(), 0)
+		defer cancel()
+		lt, err := c1.Lock("zero").Acquire(zero)
+		if err != nil {
+			t.Fatalf("Acquire of a free lock with a zero timeout: %v, want the term", err)
+		}
+		if !lt.Valid() || lt.Token() == 0 {
+			t.Fatalf("term %v, want a valid one", lt.Term)
+		}
+
+		before := conn2.Calls()[memory.OpAcquire]
+		start := time.Now()
+		_, err = c2.Lock("zero").Acquire(zero)
+		if !errors.Is(err, simba.ErrLockTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Acquire of a held lock with a zero timeout: %v, want ErrLockTimeout and DeadlineExceeded", err)
+		}
+		if n := conn2.Calls()[memory.OpAcquire] - before; n != 1 {
+			t.Fatalf("%d backend attempts, want 1", n)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("the attempt took %v of fake time, want 0", d)
+		}
+		if _, err := c1.Lock("zero").Acquire(zero); !errors.Is(err, simba.ErrLockTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Acquire with a zero timeout of a lock this client holds: %v, want ErrLockTimeout", err)
+		}
+		if err := lt.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+
+		cancelled, cancelNow := context.WithCancel(context.Background())
+		cancelNow()
+		before = conn2.Calls()[memory.OpAcquire]
+		if _, err := c2.Lock("zero").Acquire(cancelled); !errors.Is(err, simba.ErrLockTimeout) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Acquire with a cancelled ctx: %v, want ErrLockTimeout and Canceled", err)
+		}
+		if n := conn2.Calls()[memory.OpAcquire] - before; n != 0 {
+			t.Fatalf("a cancelled Acquire made %d backend attempts, want none", n)
+		}
+		synctest.Wait()
+		if id, _, ok := s.Owner("zero"); ok && id != "" {
+			t.Fatal("the lock is held after the cancelled Acquire")
+		}
+	})
+}
+
+// A zero timeout on an unreachable backend waits for the answer to its one
+// attempt as TryAcquire does, one lease duration, and reports an outage.
+func TestAcquireWithAPassedDeadlineOnAnUnreachableBackend(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn := memory.New().Connect()
+		conn.Stall()
+		c := newClient(t, conn)
+		zero, cancel := context.WithTimeout(context.Background(), 0)
+		defer cancel()
+		start := time.Now()
+		_, err := c.Lock("zero").Acquire(zero)
+		if !errors.Is(err, simba.ErrLockTimeout) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, simba.ErrBackendUnavailable) {
+			t.Fatalf("Acquire with a zero timeout, backend stalled: %v, want ErrLockTimeout, DeadlineExceeded and ErrBackendUnavailable", err)
+		}
+		if d := time.Since(start); d != 3*time.Second {
+			t.Fatalf("gave up after %v, want one lease duration", d)
+		}
+	})
+}
