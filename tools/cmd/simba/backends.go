@@ -23,8 +23,9 @@ import (
 // backends only: the registry's openers of the other schemes take none,
 // and log to slog.Default, which connect sets to simba's logger.
 type backendOptions struct {
-	migrate bool         // SQL: create the tables when missing
-	logger  *slog.Logger // SQL: the backend's own records; nil for none
+	migrate     bool         // SQL: create the tables when missing
+	tablePrefix string       // SQL: the tables' prefix; "" for the default
+	logger      *slog.Logger // SQL: the backend's own records; nil for none
 }
 
 // urlForms are the URL forms of the schemes simba links, for the hint of
@@ -72,6 +73,9 @@ func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.Op
 	if err := checkURL(u); err != nil {
 		return nil, err
 	}
+	if o.tablePrefix != "" && !sqlScheme(u.scheme) {
+		return nil, badURL("--table-prefix: %s:// has no tables (postgres://, postgresql:// and mysql:// only)", strings.ToLower(u.scheme))
+	}
 	if err := checkAddresses(u); err != nil {
 		return nil, err
 	}
@@ -79,7 +83,7 @@ func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.Op
 	switch {
 	case isBadURL(err):
 		return nil, &badURLError{err}
-	case errors.Is(err, simbapg.ErrSchemaMissing), errors.Is(err, simbamysql.ErrSchemaMissing):
+	case isSchemaMissing(err):
 		return nil, fmt.Errorf("%w (run simba with --migrate once to create them)", err)
 	case err != nil:
 		return nil, err
@@ -93,19 +97,36 @@ func dial(ctx context.Context, rawURL, scheme string, o backendOptions) (simba.O
 	case "postgres", "postgresql":
 		// pgx recognises a URL by its lower-case scheme only.
 		_, rest, _ := strings.Cut(rawURL, "://")
-		b, err := simbapg.Open(ctx, scheme+"://"+rest, simbapg.Options{Migrate: o.migrate, Logger: o.logger})
+		b, err := simbapg.Open(ctx, scheme+"://"+rest, simbapg.Options{Migrate: o.migrate, TablePrefix: o.tablePrefix, Logger: o.logger})
 		if err != nil {
 			return nil, err
 		}
 		return b, nil
 	case "mysql":
-		b, err := simbamysql.Open(ctx, rawURL, simbamysql.Options{Migrate: o.migrate, Logger: o.logger})
+		b, err := simbamysql.Open(ctx, rawURL, simbamysql.Options{Migrate: o.migrate, TablePrefix: o.tablePrefix, Logger: o.logger})
 		if err != nil {
 			return nil, err
 		}
 		return b, nil
 	}
 	return simba.OpenBackend(ctx, rawURL)
+}
+
+// isSchemaMissing reports whether err says that the SQL tables are
+// missing or outdated: a configuration error (exitConfig), not an
+// unavailable backend.
+func isSchemaMissing(err error) bool {
+	return errors.Is(err, simbapg.ErrSchemaMissing) || errors.Is(err, simbamysql.ErrSchemaMissing)
+}
+
+// sqlScheme reports whether the lower-case form of scheme names a backend
+// with tables.
+func sqlScheme(scheme string) bool {
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql", "mysql":
+		return true
+	}
+	return false
 }
 
 // isBadURL reports whether err is about the URL or the options it holds:

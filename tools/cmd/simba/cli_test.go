@@ -140,7 +140,7 @@ func TestHelpOfEveryCommand(t *testing.T) {
 func TestHelpListsFlagsAndExitCodes(t *testing.T) {
 	r := runSimba(t, "lock", "--help")
 	for _, want := range []string{"--backend URL", "--timeout duration", "--grace duration", "(default: the safety gap", "SIMBA_TOKEN",
-		"69               the backend cannot be reached", "75               the lock is held elsewhere", "76", "127", "memory:// the lock lives in this simba process only"} {
+		"69               the backend cannot be reached", "75               the lock is held elsewhere", "76", "78               the backend is not set up", "127", "memory:// the lock lives in this simba process only"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("lock --help does not mention %q:\n%s", want, r.stdout)
 		}

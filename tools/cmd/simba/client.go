@@ -23,6 +23,7 @@ type clientFlags struct {
 	lease          time.Duration
 	connectTimeout time.Duration
 	migrate        bool
+	tablePrefix    string // SQL: "" for the backends' default, simba_
 	verbose        bool
 	identity       string // "" for the client's default, HOST:PID
 }
@@ -33,6 +34,8 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 		"session lease: how long the backend keeps this node's leases after its last keep-alive")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long connecting to the backend may take")
 	fs.BoolVar(&c.migrate, "migrate", false, "PostgreSQL and MySQL: create the tables when they are missing")
+	fs.StringVar(&c.tablePrefix, "table-prefix", "", "PostgreSQL and MySQL: `PREFIX` of the table names, "+
+		"the TablePrefix of the applications sharing them (default simba_)")
 	fs.BoolVar(&c.verbose, "verbose", false, "log the client's debug records on stderr")
 	fs.Func("identity", "identity `ID` of this node's session, which other nodes see as the holder of its leases "+
 		"(simba status --holder): 1 to "+fmt.Sprint(simba.MaxIdentity)+" bytes of printable UTF-8 (default: HOST:PID)",
@@ -85,8 +88,10 @@ func (n *node) warnInProcess(a *app, cmd, name string) {
 }
 
 // connect opens the backend and a client on it. On failure it has printed
-// the error and returns the exit code: exitUsage for a missing or bad URL
-// or lease, exitUnavailable for a backend that cannot be reached.
+// the error and returns the exit code: exitUsage for a missing or bad URL,
+// lease or table prefix (a lease above the backend's maximum included),
+// exitConfig for tables that are missing or outdated, exitUnavailable for
+// a backend that cannot be reached.
 func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...simba.Option) (*node, int) {
 	rawURL := c.backend
 	if rawURL == "" {
@@ -124,7 +129,7 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 
 	where := u.redactedString()
 	octx, cancel := context.WithTimeout(ctx, c.connectTimeout)
-	b, err := openBackend(octx, rawURL, backendOptions{migrate: c.migrate, logger: logger})
+	b, err := openBackend(octx, rawURL, backendOptions{migrate: c.migrate, tablePrefix: c.tablePrefix, logger: logger})
 	cancel()
 	var bad *badURLError
 	switch {
@@ -132,6 +137,9 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 		return nil, a.usageError(cmd, err)
 	case err != nil && ctx.Err() != nil:
 		return nil, interruptedCode(ctx)
+	case isSchemaMissing(err):
+		a.report(cmd, "backend %s is not set up: %v", where, err)
+		return nil, exitConfig
 	case err != nil:
 		a.report(cmd, "backend %s unavailable: %v", where, err)
 		return nil, exitUnavailable
@@ -143,7 +151,11 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 	client, err := simba.New(b, append(base, opts...)...)
 	if err != nil {
 		_ = b.Close()
-		if errors.Is(err, simba.ErrInvalidArgument) {
+		switch {
+		case errors.Is(err, simba.ErrInvalidConfig):
+			// A lease above the backend's maximum: known once it is open.
+			return nil, a.usageError(cmd, fmt.Errorf("--lease %v: %w", c.lease, err))
+		case errors.Is(err, simba.ErrInvalidArgument):
 			return nil, a.usageError(cmd, err)
 		}
 		a.report(cmd, "%v", err)

@@ -58,11 +58,15 @@ too. simba warns about it on stderr; use memory:// for trials only.
 Exit codes:
   the command's    when it exits on its own (128+N when signal N ended it)
   2                bad usage: unknown flag, missing NAME or COMMAND, invalid
-                   name, bad backend URL (scheme, host or port)
+                   name, bad backend URL (scheme, host or port), --lease above
+                   the backend's maximum (24h on PostgreSQL and MySQL)
   69               the backend cannot be reached: at start, or while waiting
                    for the lock until --timeout
   75               the lock is held elsewhere: not acquired within --timeout
   76               the lock was lost while the command ran
+  78               the backend is not set up: PostgreSQL or MySQL tables of
+                   --table-prefix missing or outdated (create them with
+                   --migrate, or apply the schema script)
   126              the command is not executable
   127              the command was not found
 `

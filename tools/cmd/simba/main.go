@@ -18,11 +18,13 @@
 // node that holds NAME. Every command has --help.
 //
 // Exit codes: 0 success; 1 failure of simba itself; 2 bad usage (unknown
-// command or flag, missing argument, bad URL, name or identity; status
-// --holder on a backend that cannot tell who holds a lease); 69 backend
-// unavailable, at start or until --timeout; 75 lock held elsewhere until
-// --timeout; 76 lock or leadership lost while the command ran; 126 command not executable; 127 command not
-// found; 128+N the command died of signal N, or simba was stopped by
+// command or flag, missing argument, bad URL, name or identity, --lease
+// above the backend's maximum, --table-prefix on a backend without tables;
+// status --holder on a backend that cannot tell who holds a lease); 69
+// backend unavailable, at start or until --timeout; 75 lock held elsewhere
+// until --timeout; 76 lock or leadership lost while the command ran; 78
+// backend not set up (SQL tables missing or outdated: --migrate creates
+// them); 126 command not executable; 127 command not found; 128+N the command died of signal N, or simba was stopped by
 // signal N (SIGINT, SIGTERM, SIGHUP, SIGQUIT) while no command ran.
 // Otherwise simba lock and simba leader exit with the command's own code.
 package main
@@ -46,6 +48,7 @@ const (
 	exitUnavailable = 69 // sysexits EX_UNAVAILABLE: the backend could not be asked
 	exitLockTimeout = 75 // sysexits EX_TEMPFAIL: held elsewhere, try again later
 	exitLockLost    = 76
+	exitConfig      = 78  // sysexits EX_CONFIG: the backend is not set up for simba (tables missing)
 	exitCannotRun   = 126 // as shells report it
 	exitNotFound    = 127 // as shells report it
 	exitSignalBase  = 128 // 128+N: ended by signal N, as shells report it

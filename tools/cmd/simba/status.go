@@ -42,11 +42,15 @@ backend does not record them.
 Exit codes:
   0    the session is live (and every holder asked for was read)
   2    bad usage: unknown flag or format, invalid lease name or identity, bad
-       backend URL; or --holder on a backend that cannot tell who holds a
+       backend URL, --lease above the backend's maximum (24h on PostgreSQL
+       and MySQL); or --holder on a backend that cannot tell who holds a
        lease (nothing is printed then)
   69   the backend cannot be reached, no session opened within --timeout, or
        a holder could not be read within --timeout (the rest is printed
        anyway)
+  78   the backend is not set up: PostgreSQL or MySQL tables of --table-prefix
+       missing or outdated (create them with --migrate, or apply the schema
+       script)
 `
 
 // runStatus is "simba status".
