@@ -160,6 +160,7 @@ var tests = []struct {
 	{"SweepRacesAcquire", testSweepRacesAcquire},
 	{"SweepAfterSnapshot", testSweepAfterSnapshot},
 	{"SweepWaitsForRenewalInFlight", testSweepWaitsForRenewalInFlight},
+	{"SweepRaceTakeOverAhead", testSweepRaceTakeOverAhead},
 	{"KilledConnection", testKilledConnection},
 	{"WrongCredentials", testWrongCredentials},
 	{"OpenFailsOnSilentServer", testOpenFailsOnSilentServer},
