@@ -42,6 +42,7 @@ type options struct {
 	cfg       Config
 	logger    *slog.Logger
 	listeners []func(context.Context, Event)
+	evBuffer  int
 	exec      Executor
 }
 
@@ -66,10 +67,18 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithEventListener registers fn to receive every Event of the client
 // (R-OBS-2), one at a time and in order, on the callback executor. It may
-// be given several times: every listener gets every event, in the order
-// they were given; a listener that panics is logged and the next one still
-// runs. The ctx it gets marks the call as a callback: pass it to
-// Client.Close from there, and Close will not wait for the listener itself.
+// be given several times: each listener has a queue of its own and gets
+// every event in order, so a slow listener delays itself only; a listener
+// that panics is logged and goes on getting the next events. The ctx it
+// gets marks the call as a callback: pass it to Client.Close from there,
+// and Close will not wait for the listener itself.
+//
+// A listener's queue holds at most the events of WithEventBuffer
+// (DefaultEventBuffer). When a listener is that far behind, the oldest
+// event waiting is dropped for each new one, and once the listener has
+// caught up (its queue is empty) it gets an EventDropped whose Dropped
+// field counts the events it missed since the last one. Client.EventsDropped
+// counts them for every listener. The engine never waits for a listener.
 //
 // Events are handed over in batches: at once while they are few, and past
 // eight deliveries in a millisecond, at the end of that millisecond, so
@@ -84,6 +93,24 @@ func WithEventListener(fn func(ctx context.Context, e Event)) Option {
 			return fmt.Errorf("%w: nil event listener", ErrInvalidArgument)
 		}
 		o.listeners = append(o.listeners, fn)
+		return nil
+	}
+}
+
+// DefaultEventBuffer is the number of events that may wait for a listener
+// by default (WithEventBuffer).
+const DefaultEventBuffer = 1024
+
+// WithEventBuffer sets how many events may wait for each event listener
+// before the oldest are dropped (see WithEventListener); n must be at
+// least 1. Default DefaultEventBuffer. The queue grows to n events only
+// while a listener falls behind.
+func WithEventBuffer(n int) Option {
+	return func(o *options) error {
+		if n < 1 {
+			return fmt.Errorf("%w: event buffer %d: must be at least 1", ErrInvalidArgument, n)
+		}
+		o.evBuffer = n
 		return nil
 	}
 }
@@ -112,16 +139,13 @@ type Client struct {
 	cfg      Config
 	log      *slog.Logger
 	exec     Executor
-	events   *dispatcher // nil without an event listener
-	onEvent  []func(context.Context, Event)
-	deliver  task // the events dispatcher's one task: deliverEvents
 
-	// The events not yet delivered, in order; evSpare is the batch last
-	// delivered, kept for reuse. Guarded by evMu, taken after mu.
+	// The event listeners and their queues (events.go). evMu guards the
+	// queues and the timing of deliveries; it is taken after mu.
+	listeners []*listener
+	evBuffer  int           // the bound of each listener's queue
+	evDropped atomic.Uint64 // events dropped, every listener counted
 	evMu      sync.Mutex
-	evPending []Event
-	evSpare   []Event
-	evQueued  bool        // a delivery is arranged (task queued or timer armed) and has not taken evPending yet
 	evTimer   *time.Timer // arranges a delayed delivery; nil until the first burst
 	evArmed   bool        // evTimer is armed
 	evWindow  time.Time   // start of the window of eventBurst deliveries
@@ -129,7 +153,7 @@ type Client struct {
 
 	mu         sync.Mutex
 	effects    []func() // run by unlock, after the lock is released
-	kickEvents bool     // unlock kicks the events dispatcher
+	kickEvents bool     // unlock kicks the listeners' dispatchers
 	closed     bool
 	done       chan struct{} // closed by Close
 	status     Status
@@ -163,7 +187,7 @@ func New(b Backend, opts ...Option) (*Client, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalidArgument)
 	}
-	o := options{exec: goExecutor{}}
+	o := options{exec: goExecutor{}, evBuffer: DefaultEventBuffer}
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("%w: nil option", ErrInvalidArgument)
@@ -191,16 +215,15 @@ func New(b Backend, opts ...Option) (*Client, error) {
 		cfg:      cfg,
 		log:      o.logger,
 		exec:     o.exec,
-		onEvent:  o.listeners,
+		evBuffer: o.evBuffer,
 		entries:  make(map[string]*entry),
 		groups:   make(map[string]*groupState),
 		loopDone: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
 	c.notifier, _ = b.(ReleaseNotifier)
-	if len(c.onEvent) > 0 {
-		c.events = newDispatcher(c.exec)
-		c.deliver = task{run: c.deliverEvents}
+	for _, fn := range o.listeners {
+		c.listeners = append(c.listeners, c.newListener(fn))
 	}
 	c.loopCtx, c.loopStop = context.WithCancel(context.Background())
 	go c.run()
@@ -225,7 +248,7 @@ func (c *Client) unlock() {
 		f()
 	}
 	if kick {
-		c.events.kick()
+		c.kickListeners()
 	}
 }
 
@@ -242,104 +265,15 @@ func (c *Client) goBackground(f func(ctx context.Context)) {
 	}()
 }
 
-// Events are handed to the events dispatcher at once, up to eventBurst
-// deliveries in an eventLinger window; past that, the events of the window
-// wait for its end and go as one batch. A client acquiring and releasing
-// at a high rate then pays for a few dispatcher tasks per eventLinger, not
-// one per event, and an event is never more than eventLinger late.
-const (
-	eventLinger = time.Millisecond
-	eventBurst  = 8
-)
-
-// emit publishes an event to the listeners. Call with the lock held.
-// Events wait in evPending, in order, for a deliver task on the events
-// dispatcher that hands every event pending to the listeners. No event
-// allocates once the buffers have grown to the size of a burst.
-func (c *Client) emit(e Event) {
-	if c.events == nil {
-		return
-	}
-	if e.Time.IsZero() {
-		e.Time = time.Now()
-	}
-	c.evMu.Lock()
-	defer c.evMu.Unlock()
-	c.evPending = append(c.evPending, e)
-	if c.evQueued {
-		return
-	}
-	c.evQueued = true
-	if e.Time.Sub(c.evWindow) >= eventLinger {
-		c.evWindow, c.evBurst = e.Time, 0
-	}
-	if c.evBurst < eventBurst {
-		c.evBurst++
-		c.events.enqueue(c.deliver)
-		c.kickEvents = true
-		return
-	}
-	wait := eventLinger - e.Time.Sub(c.evWindow)
-	c.evArmed = true
-	if c.evTimer == nil {
-		c.evTimer = time.AfterFunc(wait, c.lingerEnded)
-		return
-	}
-	c.evTimer.Reset(wait)
-}
-
-// lingerEnded hands the events pending to the events dispatcher: the end
-// of a burst's wait, or Close.
-func (c *Client) lingerEnded() {
-	c.evMu.Lock()
-	if !c.evArmed {
-		c.evMu.Unlock()
-		return
-	}
-	c.evArmed = false
-	c.evTimer.Stop()
-	c.evWindow, c.evBurst = time.Now(), 1
-	c.evMu.Unlock()
-	c.events.push(c.deliver)
-}
-
-// deliverEvents is the events dispatcher's task: it hands the events
-// pending to every listener, in order. Tasks of the dispatcher run one at
-// a time, so batches are delivered in the order they were taken.
-func (c *Client) deliverEvents(ctx context.Context) {
-	c.evMu.Lock()
-	batch := c.evPending
-	c.evPending = c.evSpare
-	c.evSpare = nil
-	c.evQueued = false
-	c.evMu.Unlock()
-	for i := range batch {
-		for _, fn := range c.onEvent {
-			c.callListener(ctx, fn, batch[i])
-		}
-	}
-	clear(batch) // drop the errors the events refer to
-	c.evMu.Lock()
-	if c.evSpare == nil {
-		c.evSpare = batch[:0]
-	}
-	c.evMu.Unlock()
-}
-
-// callListener runs one event listener, recovering a panic so that the
-// next listeners still get the event.
-func (c *Client) callListener(ctx context.Context, fn func(context.Context, Event), e Event) {
-	defer func() {
-		if r := recover(); r != nil {
-			c.log.Error("simba: event listener panicked", "event", e.Kind.String(), "err", fmt.Errorf("panic: %v", r))
-		}
-	}()
-	fn(ctx, e)
-}
-
 // Close stops every election and lock of the client, closes the session so
 // that the backend frees every lease at once (R-SES-4), and waits for the
-// last callbacks, bounded by ctx. Terms end with Stopped. Called from a
+// last callbacks, bounded by ctx. The backend call that closes the session
+// is bounded by ctx and the renew interval; when it fails, Close returns
+// its error, and the backend frees the leases when the session expires,
+// one lease duration after its last keep-alive. Each event
+// listener may still have up to WithEventBuffer events to get; when ctx
+// ends first, Close returns an error matching ctx's and the listeners get
+// the rest in the background. Terms end with Stopped. Called from a
 // callback or leader work with the ctx it got, Close does not wait for that
 // callback itself (R-CB-5). Close is idempotent; later calls return nil.
 func (c *Client) Close(ctx context.Context) error {
@@ -391,7 +325,13 @@ func (c *Client) Close(ctx context.Context) error {
 	<-c.loopDone
 	var err error
 	if sess != nil {
-		cctx, cancel := context.WithTimeout(context.Background(), sess.renewPeriod())
+		// Bounded by ctx too, but not by the ctx of a callback or leader
+		// work: the latter ends with the term Close just ended.
+		base := ctx
+		if self != nil || workTerm(ctx) != nil {
+			base = context.WithoutCancel(ctx)
+		}
+		cctx, cancel := context.WithTimeout(base, sess.renewPeriod())
 		if cerr := c.b.CloseSession(cctx, sess.id); cerr != nil {
 			err = fmt.Errorf("simba: close session %s: %w", sess.id, cerr)
 		}
@@ -405,9 +345,9 @@ func (c *Client) Close(ctx context.Context) error {
 		// could wait for a callback that waits for this one (R-CB-5).
 		return err
 	}
-	if c.events != nil {
-		c.lingerEnded()
-		dispatchers = append(dispatchers, c.events)
+	c.lingerEnded()
+	for _, l := range c.listeners {
+		dispatchers = append(dispatchers, l.d)
 	}
 	for _, d := range dispatchers {
 		select {
@@ -586,7 +526,7 @@ func (c *Client) keepAlive(s *session) bool {
 		if c.loopCtx.Err() != nil {
 			return false
 		}
-		if c.events != nil {
+		if len(c.listeners) > 0 {
 			c.lock()
 			c.emit(Event{Kind: EventKeepAlive, Session: s.id, Latency: now.Sub(sentAt), Err: err})
 			c.unlock()

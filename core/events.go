@@ -1,6 +1,7 @@
 package simba
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -23,11 +24,12 @@ const (
 	EventWorkFailed                                 // leader work returned an error or panicked; Name, Token, Err (a *WorkError)
 	EventListenerPanicked                           // a listener callback panicked; Name, Token, Err
 	EventKeepAlive                                  // a keep-alive was answered or failed; Latency, Err (nil on success)
+	EventDropped                                    // this listener fell behind and missed Dropped events, the oldest first; sent once it caught up
 )
 
 var eventNames = [...]string{"", "SessionOpened", "SessionSuspended", "SessionRestored", "SessionDeadlinePassed",
 	"SessionExpired", "SessionLeaseShortened", "SessionClosed", "Elected", "Revoked", "BackendError", "WorkFailed",
-	"ListenerPanicked", "KeepAlive"}
+	"ListenerPanicked", "KeepAlive", "Dropped"}
 
 func (k EventKind) String() string {
 	if k <= 0 || int(k) >= len(eventNames) {
@@ -52,6 +54,7 @@ type Event struct {
 	Latency time.Duration // for KeepAlive: the round trip of the call
 	Waited  time.Duration // for Elected of a lock: how long the winning Acquire or TryAcquire waited
 	Lock    bool          // for Elected and Revoked: the term is a lock's, not an election's
+	Dropped int           // for Dropped: the events this listener missed since its last Dropped
 }
 
 func (e Event) String() string {
@@ -77,8 +80,200 @@ func (e Event) String() string {
 	if e.Waited != 0 {
 		s += " waited=" + e.Waited.String()
 	}
+	if e.Dropped != 0 {
+		s += fmt.Sprintf(" dropped=%d", e.Dropped)
+	}
 	if e.Err != nil {
 		s += " err=" + e.Err.Error()
 	}
 	return s
 }
+
+// Events are handed to the listeners' dispatchers at once, up to
+// eventBurst deliveries in an eventLinger window; past that, the events of
+// the window wait for its end. A client acquiring and releasing at a high
+// rate then pays for a few dispatcher tasks per eventLinger, not one per
+// event, and an event is never more than eventLinger late.
+const (
+	eventLinger = time.Millisecond
+	eventBurst  = 8
+)
+
+// listener is one event listener and the queue of the events it has not
+// got yet. The queue is a ring that grows to the client's evBuffer events;
+// past that a new event takes the place of the oldest. Its fields but fn,
+// d and deliver are guarded by the client's evMu.
+type listener struct {
+	fn      func(context.Context, Event)
+	d       *dispatcher // runs deliver, one at a time, in order
+	deliver task        // d's one task: drain
+
+	ring      []Event // ring[head:] then ring[:head], n of them, wait
+	head, n   int
+	dropped   int       // events dropped since the last EventDropped
+	droppedAt time.Time // the Time of the last event dropped
+	queued    bool      // deliver is queued or running and will look at the ring again
+}
+
+func (c *Client) newListener(fn func(context.Context, Event)) *listener {
+	l := &listener{fn: fn, d: newDispatcher(c.exec)}
+	l.deliver = task{run: func(ctx context.Context) { c.drain(ctx, l) }}
+	return l
+}
+
+// add queues e, dropping the oldest event waiting when the queue holds
+// bound events already; it reports whether one was dropped.
+func (l *listener) add(e Event, bound int) bool {
+	if l.n == len(l.ring) && l.n < bound {
+		grown := make([]Event, min(max(2*l.n, 16), bound))
+		copy(grown, l.ring[l.head:])
+		copy(grown[len(l.ring)-l.head:], l.ring[:l.head])
+		l.ring, l.head = grown, 0
+	}
+	if l.n < len(l.ring) {
+		l.ring[(l.head+l.n)%len(l.ring)] = e
+		l.n++
+		return false
+	}
+	l.ring[l.head] = e
+	l.head = (l.head + 1) % len(l.ring)
+	l.dropped++
+	l.droppedAt = e.Time
+	return true
+}
+
+// take removes the oldest event waiting; the queue must not be empty.
+func (l *listener) take() Event {
+	e := l.ring[l.head]
+	l.ring[l.head] = Event{} // drop the error it refers to
+	l.head = (l.head + 1) % len(l.ring)
+	l.n--
+	return e
+}
+
+// emit publishes an event to the listeners. Call with the lock held. The
+// event waits in each listener's queue for its deliver task, which hands
+// the listener every event waiting. No event allocates once the queues
+// have grown to the size of a burst.
+func (c *Client) emit(e Event) {
+	if len(c.listeners) == 0 {
+		return
+	}
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	idle := false
+	for _, l := range c.listeners {
+		if l.add(e, c.evBuffer) {
+			c.evDropped.Add(1)
+		}
+		if l.queued {
+			continue
+		}
+		idle = true
+		if c.evArmed && 2*l.n >= c.evBuffer {
+			// Half its queue waits for the linger: deliver now, so that a
+			// listener that keeps up loses nothing to a burst.
+			l.queued = true
+			l.d.enqueue(l.deliver)
+			c.kickEvents = true
+		}
+	}
+	if !idle || c.evArmed {
+		return // a delivery is arranged for every listener
+	}
+	if e.Time.Sub(c.evWindow) >= eventLinger {
+		c.evWindow, c.evBurst = e.Time, 0
+	}
+	if c.evBurst < eventBurst {
+		c.evBurst++
+		c.queueDeliveries()
+		c.kickEvents = true
+		return
+	}
+	wait := eventLinger - e.Time.Sub(c.evWindow)
+	c.evArmed = true
+	if c.evTimer == nil {
+		c.evTimer = time.AfterFunc(wait, c.lingerEnded)
+		return
+	}
+	c.evTimer.Reset(wait)
+}
+
+// queueDeliveries queues the deliver task of every listener that has none.
+// Call with evMu held; kick the dispatchers after.
+func (c *Client) queueDeliveries() {
+	for _, l := range c.listeners {
+		if !l.queued && l.n > 0 {
+			l.queued = true
+			l.d.enqueue(l.deliver)
+		}
+	}
+}
+
+// kickListeners starts the deliveries queued.
+func (c *Client) kickListeners() {
+	for _, l := range c.listeners {
+		l.d.kick()
+	}
+}
+
+// lingerEnded hands the events waiting to the listeners: the end of a
+// burst's wait, or Close.
+func (c *Client) lingerEnded() {
+	c.evMu.Lock()
+	if !c.evArmed {
+		c.evMu.Unlock()
+		return
+	}
+	c.evArmed = false
+	c.evTimer.Stop()
+	c.evWindow, c.evBurst = time.Now(), 1
+	c.queueDeliveries()
+	c.evMu.Unlock()
+	c.kickListeners()
+}
+
+// drain is a listener's deliver task: it hands the listener the events
+// waiting, one at a time and oldest first, until its queue is empty, then
+// the EventDropped of the events it missed, if any. A new event queued
+// meanwhile is taken by the same run, so a listener has at most one
+// deliver task at a time.
+func (c *Client) drain(ctx context.Context, l *listener) {
+	for {
+		c.evMu.Lock()
+		if l.n == 0 {
+			l.queued = false
+			dropped, at := l.dropped, l.droppedAt
+			l.dropped = 0
+			c.evMu.Unlock()
+			if dropped > 0 {
+				c.log.Warn("simba: an event listener fell behind; its oldest events were dropped",
+					"dropped", dropped, "buffer", c.evBuffer)
+				c.callListener(ctx, l.fn, Event{Kind: EventDropped, Time: at, Dropped: dropped})
+			}
+			return
+		}
+		e := l.take()
+		c.evMu.Unlock()
+		c.callListener(ctx, l.fn, e)
+	}
+}
+
+// callListener runs one event listener, recovering a panic so that the
+// listener still gets the next events.
+func (c *Client) callListener(ctx context.Context, fn func(context.Context, Event), e Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("simba: event listener panicked", "event", e.Kind.String(), "err", fmt.Errorf("panic: %v", r))
+		}
+	}()
+	fn(ctx, e)
+}
+
+// EventsDropped returns how many events the client dropped because a
+// listener had fallen WithEventBuffer events behind, every listener
+// counted, since New.
+func (c *Client) EventsDropped() uint64 { return c.evDropped.Load() }

@@ -2,6 +2,7 @@ package simba_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -161,4 +162,155 @@ func TestEventsAddNoAllocationToAcquireRelease(t *testing.T) {
 	if on > off {
 		t.Fatalf("acquire+release: %.1f allocations with an event listener, %.1f without", on, off)
 	}
+}
+
+// blockedListener blocks on its first event until unblock is called, then
+// records every event it gets.
+type blockedListener struct {
+	eventLog
+	gate    chan struct{}
+	first   sync.Once
+	release sync.Once
+}
+
+func newBlockedListener() *blockedListener { return &blockedListener{gate: make(chan struct{})} }
+
+func (l *blockedListener) listen(ctx context.Context, e simba.Event) {
+	l.first.Do(func() { <-l.gate })
+	l.eventLog.listen(ctx, e)
+}
+
+func (l *blockedListener) unblock() { l.release.Do(func() { close(l.gate) }) }
+
+// cycles acquires and releases the lock n times.
+func cycles(t *testing.T, c *simba.Client, n int) {
+	t.Helper()
+	l := c.Lock("cycles")
+	for range n {
+		lt, err := l.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lt.Release(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A listener that does not keep up keeps at most the bound of events
+// waiting: past it the oldest are dropped.
+func TestBlockedListenerKeepsAtMostTheBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newBlockedListener()
+		c := newClient(t, memory.New().Connect(), simba.WithEventListener(l.listen))
+		defer l.unblock()
+		synctest.Wait() // SessionOpened reached the listener, which blocks on it
+		const n = 20000
+		cycles(t, c, n)
+		synctest.Wait()
+		l.unblock()
+		time.Sleep(time.Millisecond) // past any linger
+		synctest.Wait()
+
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		// The first event was in the listener's hands; the rest waited, at
+		// most the bound of them, the newest. Then came the count of the
+		// others.
+		const emitted = 1 + 2*n // SessionOpened, then an Elected and a Revoked per cycle
+		evs := l.events
+		last := evs[len(evs)-1]
+		if last.Kind != simba.EventDropped {
+			t.Fatalf("last event %v, want Dropped", last)
+		}
+		waited := evs[1 : len(evs)-1]
+		if len(waited) != simba.DefaultEventBuffer {
+			t.Fatalf("%d events waited for the blocked listener, want the bound, %d", len(waited), simba.DefaultEventBuffer)
+		}
+		if want := emitted - 1 - simba.DefaultEventBuffer; last.Dropped != want {
+			t.Fatalf("Dropped = %d, want %d", last.Dropped, want)
+		}
+		if got := c.EventsDropped(); got != uint64(last.Dropped) {
+			t.Fatalf("EventsDropped() = %d, want %d", got, last.Dropped)
+		}
+		// The oldest were dropped: what waited is the last of the cycles,
+		// in order.
+		for i, e := range waited {
+			if !e.Lock || e.Token != waited[0].Token+uint64(i/2) {
+				t.Fatalf("event %d waiting: %v, want the lock's newest events in order", i, e)
+			}
+		}
+		if e := waited[len(waited)-1]; e.Kind != simba.EventRevoked || e.Token != n {
+			t.Fatalf("newest event %v, want the Revoked of token %d", e, n)
+		}
+		for _, e := range evs[:len(evs)-1] {
+			if e.Kind == simba.EventDropped {
+				t.Fatalf("%v before the listener caught up", e)
+			}
+		}
+	})
+}
+
+// A listener that falls behind delays itself only: another listener of
+// the client gets every event.
+func TestBlockedListenerDelaysNoOtherListener(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		blocked := newBlockedListener()
+		var log eventLog
+		c := newClient(t, memory.New().Connect(), simba.WithEventListener(blocked.listen),
+			simba.WithEventListener(log.listen), simba.WithEventBuffer(16))
+		defer blocked.unblock()
+		synctest.Wait()
+		const n = 100
+		burst(t, c, n)
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		evs, _ := log.lockEvents()
+		checkBurst(t, evs, n)
+		if got := c.EventsDropped(); got != 2*n-16 {
+			t.Fatalf("EventsDropped() = %d, want %d", got, 2*n-16)
+		}
+	})
+}
+
+// Close with a listener that never returns gives up when its ctx ends.
+func TestCloseWithABlockedListenerIsBoundedByItsCtx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newBlockedListener()
+		c := newClient(t, memory.New().Connect(), simba.WithEventListener(l.listen))
+		defer l.unblock()
+		synctest.Wait()
+		cycles(t, c, 100)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		start := time.Now()
+		err := c.Close(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close = %v, want an error matching context.DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d != 2*time.Second {
+			t.Fatalf("Close returned after %v, want 2s", d)
+		}
+	})
+}
+
+// Close on a backend that does not answer gives up closing the session
+// when its ctx ends, not a renew interval later.
+func TestCloseOnAFrozenBackendIsBoundedByItsCtx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn := memory.New().Connect()
+		c := newClient(t, conn)
+		synctest.Wait() // the session is open
+		conn.Stall()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err := c.Close(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close = %v, want an error matching context.DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d != 100*time.Millisecond {
+			t.Fatalf("Close returned after %v, want the 100ms of its ctx", d)
+		}
+	})
 }
