@@ -122,12 +122,22 @@ WHERE o.id IS NULL`
     (SELECT token FROM {lease} WHERE name = ?)`
 
 	// First term of a name without a row, one above the floor: a
-	// concurrent first insert wins and this one is ignored (0 rows). It
-	// runs only after myAcquireState found no row, so a sweep that deleted
-	// the name's row had committed, and raised the floor, before.
+	// concurrent first insert wins and this one is ignored (0 rows). The
+	// floor is read with an explicit LOCK IN SHARE MODE, a locking read at
+	// every isolation level, which waits for a sweep holding the floor and
+	// returns its latest committed version. Left to the isolation level,
+	// the read would lock only at REPEATABLE READ: at READ COMMITTED an
+	// INSERT ... SELECT reads its sources from the statement's snapshot,
+	// and a sweep that removed the name's row (a term begun and given back
+	// since myAcquireState) and committed while the insert waited for that
+	// row would leave the insert the floor from before, and that term's
+	// token. The caller's session row is not read: at REPEATABLE READ that
+	// read would share-lock it for as long as the insert waits, and the
+	// caller's keep-alive would wait behind it. confirm checks afterwards
+	// that the caller is live; a row inserted for a caller that is not
+	// names an expired session, which leaves the lease free.
 	myInsertLease = `INSERT IGNORE INTO {lease} (name, session_id, token, acquired_at)
-SELECT ?, id, COALESCE((SELECT token FROM {floor} WHERE id = 1), 0) + 1, UTC_TIMESTAMP(6)
-FROM {session} FORCE INDEX (PRIMARY) WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
+VALUES (?, ?, COALESCE((SELECT token FROM {floor} WHERE id = 1 LOCK IN SHARE MODE), 0) + 1, UTC_TIMESTAMP(6))`
 
 	// A sweep, in a READ COMMITTED transaction: mySweepLock locks the
 	// floor row first, so that sweeps queue and a first insert, which
@@ -513,6 +523,9 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 	if !live || token != nil {
 		return 0, false, live, nil
 	}
+	if beforeInsert != nil {
+		beforeInsert()
+	}
 	res, err = s.exec(ctx, stInsertLease, name, id)
 	if err != nil {
 		return 0, false, false, err
@@ -524,6 +537,10 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 	}
 	return s.confirm(ctx, id, name, 0)
 }
+
+// beforeInsert, set by a test only, runs between an acquire's read that
+// found no row and its insert.
+var beforeInsert func()
 
 // confirm reports the win of token (0: the token of the row, which the
 // caller inserted) unless the caller is no longer live.

@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,6 +73,17 @@ type Harness struct {
 	// Secrets describes URLs of the server for the tests of errors that
 	// must not show a password.
 	Secrets func(t testing.TB, raw string) Secrets
+
+	// Server, when set, turns the variable's value into the one the tests
+	// use (a DSN with session settings of its own, say); Only, when set,
+	// names the tests Run runs, the others being skipped.
+	Server func(t testing.TB, raw string) string
+	Only   []string
+
+	// BeforeFirstInsert, where an acquire reads a name and inserts its
+	// first row in statements of their own, has hook called between the
+	// two until the test ends.
+	BeforeFirstInsert func(t testing.TB, hook func())
 }
 
 // OpenOptions are the settings Open takes.
@@ -161,6 +173,7 @@ var tests = []struct {
 	{"SweepAfterSnapshot", testSweepAfterSnapshot},
 	{"SweepWaitsForRenewalInFlight", testSweepWaitsForRenewalInFlight},
 	{"SweepRaceTakeOverAhead", testSweepRaceTakeOverAhead},
+	{"FirstInsertAfterSweep", testFirstInsertAfterSweep},
 	{"KilledConnection", testKilledConnection},
 	{"WrongCredentials", testWrongCredentials},
 	{"OpenFailsOnSilentServer", testOpenFailsOnSilentServer},
@@ -179,7 +192,13 @@ var tests = []struct {
 // that are dropped when it ends.
 func Run(t *testing.T, h Harness) {
 	raw := ServerEnv(t, h.EnvVar)
+	if h.Server != nil {
+		raw = h.Server(t, raw)
+	}
 	for _, tt := range tests {
+		if h.Only != nil && !slices.Contains(h.Only, tt.name) {
+			continue
+		}
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newFixture(t, &h, raw)) })
 	}
 }
