@@ -63,6 +63,7 @@ type Collector struct {
 	leaseDesc         *prometheus.Desc
 	termRemainingDesc *prometheus.Desc
 	partitionsDesc    *prometheus.Desc
+	droppedDesc       *prometheus.Desc
 
 	mu          sync.Mutex
 	status      simba.Status
@@ -165,6 +166,9 @@ func New(opts ...Option) (*Collector, error) {
 		partitionsDesc: prometheus.NewDesc("simba_group_partitions_held",
 			"Partitions of each group this client holds; groups are read from election names \"group.i\".",
 			[]string{"group"}, nil),
+		droppedDesc: prometheus.NewDesc("simba_events_dropped_total",
+			"Events the client dropped, the oldest first, for event listeners that fell behind by their buffer (simba.WithEventBuffer), every listener counted; read from the attached client.",
+			nil, nil),
 	}
 	c.fromEvents = []prometheus.Collector{
 		c.sessionsOpened, c.sessionsEnded, c.suspensions, c.keepAlive, c.keepAliveFailures, c.backendErrors,
@@ -287,7 +291,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		m.Describe(ch)
 	}
 	for _, d := range []*prometheus.Desc{c.statusDesc, c.statusChangeDesc, c.remainingDesc, c.renewDesc,
-		c.leaseDesc, c.termRemainingDesc, c.partitionsDesc} {
+		c.leaseDesc, c.termRemainingDesc, c.partitionsDesc, c.droppedDesc} {
 		ch <- d
 	}
 }
@@ -323,6 +327,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.remainingDesc, prometheus.GaugeValue, snap.Session.Remaining.Seconds())
 	ch <- prometheus.MustNewConstMetric(c.renewDesc, prometheus.GaugeValue, renew.Seconds())
 	ch <- prometheus.MustNewConstMetric(c.leaseDesc, prometheus.GaugeValue, cfg.LeaseDuration.Seconds())
+	ch <- prometheus.MustNewConstMetric(c.droppedDesc, prometheus.CounterValue, float64(client.EventsDropped()))
 
 	type termKey struct{ kind, lease string }
 	var keys []termKey

@@ -3,8 +3,10 @@ package simbametrics_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -563,4 +565,48 @@ func TestPartitionOf(t *testing.T) {
 			t.Errorf("PartitionOf(%q) = %q, %d, %v; want %q, %d, %v", tt.give, g, p, ok, tt.wantGroup, tt.wantPart, tt.wantOK)
 		}
 	}
+}
+
+// simba_events_dropped_total counts the events the client dropped for a
+// listener that fell behind, whichever listener it was.
+func TestEventsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		col, err := simbametrics.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(col)
+		gate := make(chan struct{})
+		var blocked sync.Once
+		client, err := simba.New(memory.New().Connect(),
+			simba.WithConfig(testConfig()),
+			simba.WithLogger(slog.New(slog.DiscardHandler)),
+			simba.WithEventListener(col.Observe),
+			simba.WithEventListener(func(context.Context, simba.Event) { blocked.Do(func() { <-gate }) }),
+			simba.WithEventBuffer(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = client.Close(context.Background()) }()
+		defer close(gate)
+		col.Attach(client)
+		synctest.Wait() // the session opened; the second listener blocks on it
+		l := client.Lock("dropped")
+		for range 20 {
+			lt, err := l.Acquire(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lt.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait() // the collector keeps up
+		}
+		// SessionOpened was taken; 40 lock events followed into a queue of 10.
+		want(t, reg, map[string]float64{"simba_events_dropped_total": 30})
+		if got := client.EventsDropped(); got != 30 {
+			t.Fatalf("EventsDropped() = %d, want 30", got)
+		}
+	})
 }
