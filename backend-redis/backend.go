@@ -134,8 +134,11 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 // password with an error matching ErrAuth. Without a deadline in ctx,
 // go-redis's own timeouts bound the check: dial_timeout and read_timeout
 // in the URL's query, 5s each by default. Errors never contain the
-// password, nor any part of a URL that could not be parsed; those about
-// the URL itself match ErrInvalidOptions and simba.ErrInvalidURL.
+// password, nor the value of a query parameter that may hold a
+// credential (password=, sentinel_password=, ...: go-redis refuses them
+// for a redis:// URL), nor any part of a URL that could not be parsed, in
+// any error of their chain and in any fmt verb; those about the URL itself
+// match ErrInvalidOptions and simba.ErrInvalidURL.
 //
 // Importing this package registers Open, with zero Options, for the
 // schemes redis and rediss with simba.OpenBackend.
@@ -200,7 +203,7 @@ func parseURL(rawURL string) (*redis.Options, string, []string, error) {
 	if err != nil {
 		return nil, "", nil, err
 	}
-	where, secrets := u.Redacted(), urlSecrets(u)
+	where, secrets := redactedURL(u), urlSecrets(u)
 	copts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, "", secrets, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err))

@@ -113,3 +113,32 @@ func hasHashTag(p string) bool {
 	end := strings.IndexByte(p[open+1:], '}')
 	return end > 0
 }
+
+// String describes o with Password shown as "redacted" when set.
+func (o Options) String() string {
+	return fmt.Sprintf("simbaredis.Options{KeyPrefix:%q Logger:%t KeepDriverLogger:%t OnWarning:%t TLSConfig:%t Username:%q Password:%s}",
+		o.KeyPrefix, o.Logger != nil, o.KeepDriverLogger, o.OnWarning != nil, o.TLSConfig != nil, o.Username, redactedField(o.Password))
+}
+
+// GoString is String, so that %#v does not print the password either.
+func (o Options) GoString() string { return o.String() }
+
+// LogValue makes slog print o with Password redacted.
+func (o Options) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("key_prefix", o.KeyPrefix),
+		slog.Bool("keep_driver_logger", o.KeepDriverLogger),
+		slog.Bool("tls", o.TLSConfig != nil),
+		slog.String("username", o.Username),
+		slog.String("password", redactedField(o.Password)),
+	)
+}
+
+// redactedField stands for a password in a description: "redacted", or
+// `""` when there is none.
+func redactedField(p string) string {
+	if p == "" {
+		return `""`
+	}
+	return "redacted"
+}

@@ -1,0 +1,186 @@
+package simbaredis
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+)
+
+// formSecret is the credential of TestOpenHidesCredentialsInEveryForm:
+// letters and digits only, so that no form of a URL changes it.
+const formSecret = "Zq7SecretVw3Ky"
+
+// errorTexts returns every text err shows: Error, %v, %+v and %#v of err
+// and of each error its chain holds (Unwrap, single or multiple).
+func errorTexts(err error) string {
+	var b strings.Builder
+	seen := 0
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil || seen > 100 {
+			return
+		}
+		seen++
+		fmt.Fprintf(&b, "%s\n%v\n%+v\n%#v\n", e.Error(), e, e, e)
+		switch u := e.(type) { //nolint:errorlint // every level of the chain, one at a time
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				walk(x)
+			}
+		}
+	}
+	walk(err)
+	return b.String()
+}
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestOpenHidesCredentialsInEveryForm: a credential go-redis or a Redis
+// deployment may carry, in the user information, in a query parameter
+// (password, pass, sentinel_password, sentinelPassword, ... in any case)
+// or in Options.Password, shows nowhere: not in the error of Open or of
+// simba.OpenBackend, nor in any error of its chain, in any fmt verb, nor in
+// the backend's log, whether the URL is unusable, the server unreachable
+// or the server refuses the connection.
+func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
+	const s = formSecret
+	forms := []struct {
+		name     string
+		scheme   string
+		userinfo string // with its '@'
+		query    string
+		pass     bool // the secret is in Options.Password
+	}{
+		{"userinfo password", "redis", ":" + s + "@", "", false},
+		{"userinfo user and password", "redis", "simba:" + s + "@", "", false},
+		{"password parameter", "redis", "", "password=" + s, false},
+		{"password and protocol", "redis", "", "password=" + s + "&protocol=9", false},
+		{"protocol and password", "redis", "", "protocol=9&password=" + s, false},
+		{"Password parameter", "redis", "", "Password=" + s, false},
+		{"pass parameter", "redis", "", "pass=" + s, false},
+		{"sentinel_password parameter", "redis", "", "sentinel_password=" + s, false},
+		{"sentinelPassword parameter", "redis", "", "sentinelPassword=" + s, false},
+		{"requirepass parameter", "redis", "", "requirepass=" + s, false},
+		{"encoded password parameter", "redis", "", "password=" + url.QueryEscape(s+"&x=1"), false},
+		{"username and password parameters", "redis", "", "username=simba&password=" + s, false},
+		{"Options.Password", "redis", "simba@", "", true},
+		{"rediss password parameter", "rediss", "", "password=" + s, false},
+	}
+	realHost, _, _ := strings.Cut(strings.TrimPrefix(serverURL(t), "redis://"), "/")
+	cases := []struct {
+		name, host, path, query string
+		within                  time.Duration
+	}{
+		{"bad database", realHost, "/notanumber", "", time.Second},
+		{"bad option", realHost, "/0", "dial_timeout=bogus", time.Second},
+		{"unreachable", "127.0.0.1:1", "/0", "", 200 * time.Millisecond},
+		// The server answers and refuses the connection's HELLO.
+		{"reachable", realHost, "/0", "protocol=9", 2 * time.Second},
+	}
+	for _, c := range cases {
+		for _, f := range forms {
+			t.Run(c.name+"/"+f.name, func(t *testing.T) {
+				raw := f.scheme + "://" + f.userinfo + c.host + c.path
+				if q := strings.Trim(c.query+"&"+f.query, "&"); q != "" {
+					raw += "?" + q
+				}
+				var logs syncBuffer
+				opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+				if f.pass {
+					opts.Password = s
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), c.within)
+				b, err := Open(ctx, raw, opts)
+				cancel()
+				if err == nil {
+					_ = b.Close()
+					t.Fatalf("Open(%q) succeeded", raw)
+				}
+				if text := errorTexts(err); strings.Contains(text, s) {
+					t.Errorf("Open(%q): the error chain shows the secret:\n%s", raw, text)
+				}
+				if !f.pass {
+					ctx, cancel := context.WithTimeout(context.Background(), c.within)
+					ob, err := simba.OpenBackend(ctx, raw)
+					cancel()
+					if err == nil {
+						_ = ob.Close()
+						t.Fatalf("simba.OpenBackend(%q) succeeded", raw)
+					}
+					if text := errorTexts(err); strings.Contains(text, s) {
+						t.Errorf("simba.OpenBackend(%q): the error chain shows the secret:\n%s", raw, text)
+					}
+				}
+				// go-redis reports some dial failures after Open returned.
+				time.Sleep(20 * time.Millisecond)
+				if strings.Contains(logs.String(), s) {
+					t.Errorf("Open(%q): the log shows the secret:\n%s", raw, logs.String())
+				}
+			})
+		}
+	}
+}
+
+// TestMaskedErrorsKeepTheirSentinels: masking keeps errors.Is and
+// errors.As working on what the chain held.
+func TestMaskedErrorsKeepTheirSentinels(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := Open(ctx, "redis://:"+formSecret+"@127.0.0.1:1/0", Options{Logger: quiet})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("unreachable: %v, want it to match context.DeadlineExceeded", err)
+	}
+	_, err = Open(context.Background(), "redis://127.0.0.1:1/0?password="+formSecret, Options{Logger: quiet})
+	if !errors.Is(err, ErrInvalidOptions) || !errors.Is(err, simba.ErrInvalidURL) {
+		t.Errorf("bad URL: %v, want it to match ErrInvalidOptions and simba.ErrInvalidURL", err)
+	}
+}
+
+// TestOptionsPrintWithoutPassword: Options printed with any fmt verb, as a
+// value or a pointer, or logged with slog, never shows Password.
+func TestOptionsPrintWithoutPassword(t *testing.T) {
+	o := Options{KeyPrefix: "app:", Username: "simba", Password: formSecret}
+	var logs syncBuffer
+	l := slog.New(slog.NewTextHandler(&logs, nil))
+	l.Info("options", "opts", o, "ptr", &o)
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("options", "opts", o)
+	var b strings.Builder
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
+		fmt.Fprintf(&b, verb+"\n"+verb+"\n", o, &o)
+	}
+	for _, text := range []string{b.String(), logs.String()} {
+		if strings.Contains(text, formSecret) {
+			t.Errorf("Options printed show the password:\n%s", text)
+		}
+		if !strings.Contains(text, "app:") || !strings.Contains(text, "simba") {
+			t.Errorf("Options printed hide what is not secret:\n%s", text)
+		}
+	}
+}
