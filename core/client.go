@@ -44,6 +44,7 @@ type options struct {
 	listeners []func(context.Context, Event)
 	evBuffer  int
 	exec      Executor
+	deferred  bool
 }
 
 // WithConfig sets the session timing; the zero fields take their defaults.
@@ -95,6 +96,17 @@ func WithEventListener(fn func(ctx context.Context, e Event)) Option {
 		o.listeners = append(o.listeners, fn)
 		return nil
 	}
+}
+
+// WithDeferredStart makes New leave the session closed until Start: the
+// client makes no backend call and runs no goroutine before it. Elections
+// and locks may be used in between; they wait for the session as they do
+// while it opens. Closing a client that never started makes no backend
+// call either. It suits a framework that builds its components before
+// starting them, and must leave nothing running when the start never
+// comes.
+func WithDeferredStart() Option {
+	return func(o *options) error { o.deferred = true; return nil }
 }
 
 // DefaultEventBuffer is the number of events that may wait for a listener
@@ -155,6 +167,7 @@ type Client struct {
 	effects    []func() // run by unlock, after the lock is released
 	kickEvents bool     // unlock kicks the listeners' dispatchers
 	closed     bool
+	started    bool // the session loop was started (New, or Start)
 	done       chan struct{} // closed by Close
 	status     Status
 	sess       *session // nil while opening
@@ -180,9 +193,10 @@ type session struct {
 func (s *session) renewPeriod() time.Duration { return time.Duration(s.renew.Load()) }
 
 // New returns a client of backend b and starts opening its session in the
-// background: New itself makes no backend call and never blocks. Elections
-// and locks may be used at once; they contend as soon as the session is
-// open. It fails on a nil backend or an invalid option or config.
+// background (with WithDeferredStart, Start does): New itself makes no
+// backend call and never blocks. Elections and locks may be used at once;
+// they contend as soon as the session is open. It fails on a nil backend or
+// an invalid option or config.
 func New(b Backend, opts ...Option) (*Client, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalidArgument)
@@ -226,8 +240,28 @@ func New(b Backend, opts ...Option) (*Client, error) {
 		c.listeners = append(c.listeners, c.newListener(fn))
 	}
 	c.loopCtx, c.loopStop = context.WithCancel(context.Background())
-	go c.run()
+	if !o.deferred {
+		c.started = true
+		go c.run()
+	}
 	return c, nil
+}
+
+// Start starts opening the session of a client built WithDeferredStart, in
+// the background, as New does without that option: it makes no backend
+// call and never blocks. It is idempotent, a no-op on a client built
+// without the option, and fails with ErrClosed after Close.
+func (c *Client) Start() error {
+	c.lock()
+	defer c.unlock()
+	if c.closed {
+		return fmt.Errorf("simba: start: %w", ErrClosed)
+	}
+	if !c.started {
+		c.started = true
+		go c.run()
+	}
+	return nil
 }
 
 // Config returns the client's timing with every default filled in.
@@ -288,6 +322,7 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closed = true
 	close(c.done)
 	c.status = StatusClosed
+	started := c.started
 	var dispatchers []*dispatcher
 	var working []*Term
 	var attempts []*callContext
@@ -322,7 +357,9 @@ func (c *Client) Close(ctx context.Context) error {
 	for _, a := range attempts {
 		a.stop() // the attempts made on callers' goroutines end with the loop's
 	}
-	<-c.loopDone
+	if started {
+		<-c.loopDone
+	}
 	var err error
 	if sess != nil {
 		// Bounded by ctx too, but not by the ctx of a callback or leader

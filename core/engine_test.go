@@ -324,3 +324,73 @@ func TestShortenedLease(t *testing.T) {
 		}
 	})
 }
+
+// A client built WithDeferredStart makes no backend call and runs nothing
+// before Start; a lock taken meanwhile waits for the session Start opens.
+func TestDeferredStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		conn := s.Connect()
+		c := newClient(t, conn, simba.WithDeferredStart())
+		got := make(chan *simba.LockTerm, 1)
+		go func() {
+			lt, err := c.Lock("deferred").Acquire(context.Background())
+			if err != nil {
+				t.Error(err)
+			}
+			got <- lt
+		}()
+		time.Sleep(time.Minute)
+		if calls := conn.Calls(); len(calls) != 0 {
+			t.Fatalf("backend calls before Start: %v", calls)
+		}
+		if st := c.Snapshot().Session.Status; st != simba.StatusOpening {
+			t.Fatalf("status %v before Start, want OPENING", st)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatalf("second Start: %v", err)
+		}
+		lt := <-got
+		if !lt.Valid() {
+			t.Fatal("the lock taken before Start is not valid")
+		}
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if ids := s.Sessions(); len(ids) != 0 {
+			t.Fatalf("sessions after Close: %v", ids)
+		}
+		if err := c.Start(); !errors.Is(err, simba.ErrClosed) {
+			t.Fatalf("Start after Close: %v, want ErrClosed", err)
+		}
+	})
+}
+
+// Closing a client that never started makes no backend call and returns
+// at once.
+func TestCloseOfAClientNeverStarted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn := memory.New().Connect()
+		var log eventLog
+		c, err := simba.New(conn, simba.WithDeferredStart(), simba.WithEventListener(log.listen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Fatalf("Close took %v", d)
+		}
+		if calls := conn.Calls(); len(calls) != 0 {
+			t.Fatalf("backend calls: %v", calls)
+		}
+		if err := c.Start(); !errors.Is(err, simba.ErrClosed) {
+			t.Fatalf("Start after Close: %v, want ErrClosed", err)
+		}
+	})
+}
