@@ -19,6 +19,7 @@ import (
 	"github.com/simba-go/simba/fxsimba"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
+	"go.uber.org/goleak"
 )
 
 // testConfig is the timing of every test node: short, so that real-time
@@ -581,4 +582,94 @@ func TestBadGraphFailsAtNew(t *testing.T) {
 			}
 		})
 	}
+}
+
+// noSessionFor fails the test when store has a session at any point
+// within d of real time (the client's loop would open one within a
+// millisecond of the memory store).
+func noSessionFor(t *testing.T, store *memory.Server, d time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if ids := store.Sessions(); len(ids) != 0 {
+			t.Fatalf("sessions of an app that never started: %v", ids)
+		}
+	}
+}
+
+// A session lives only between a successful start and the stop: an app
+// that fails before Simba's start hook ran (at fx.New, or in a start hook
+// that runs before Simba's) opens none and leaves nothing running.
+func TestAppThatNeverStartsOpensNoSession(t *testing.T) {
+	failing := errors.New("a component fails")
+	tests := []struct {
+		name  string
+		give  func(store *memory.Server) fx.Option
+		start bool // fx.New succeeds, Start fails
+	}{
+		{name: "a later invocation fails at fx.New", give: func(*memory.Server) fx.Option {
+			return fx.Invoke(func(*simba.Client) error { return failing })
+		}},
+		{name: "a later constructor fails at fx.New", give: func(*memory.Server) fx.Option {
+			type later struct{}
+			return fx.Options(
+				fx.Provide(func(*simba.Client) (later, error) { return later{}, failing }),
+				fx.Invoke(func(later) {}))
+		}},
+		{name: "the backend's start hook fails", start: true, give: func(store *memory.Server) fx.Option {
+			// The backend's constructor registers its hook before Module does,
+			// so that hook runs first and Simba's never does.
+			return fx.Decorate(func(lc fx.Lifecycle, b simba.Backend) simba.Backend {
+				lc.Append(fx.Hook{OnStart: func(context.Context) error { return failing }})
+				return b
+			})
+		}},
+		{name: "a later start hook fails", start: true, give: func(*memory.Server) fx.Option {
+			return fx.Invoke(func(lc fx.Lifecycle, _ *simba.Client) {
+				lc.Append(fx.Hook{OnStart: func(context.Context) error { return failing }})
+			})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := memory.New()
+			var c *simba.Client
+			app := fx.New(node(store), fxsimba.Options, fx.Populate(&c), tt.give(store), fx.NopLogger)
+			if c != nil {
+				t.Cleanup(func() { _ = c.Close(context.Background()) }) // so that a leak fails this test only
+			}
+			err := app.Err()
+			if tt.start {
+				if err != nil {
+					t.Fatalf("fx.New: %v", err)
+				}
+				err = app.Start(context.Background())
+			}
+			if !errors.Is(err, failing) {
+				t.Fatalf("the app failed with %v, want %v", err, failing)
+			}
+			noSessionFor(t, store, 200*time.Millisecond)
+			goleak.VerifyNone(t) // nothing of the client runs
+		})
+	}
+}
+
+// Each listener of the group has a queue of its own: one that blocks
+// delays no other.
+func TestBlockedEventListenerDelaysNoOther(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		var opened atomic.Int32
+		app := fxtest.New(t, node(memory.New()), fxsimba.Options,
+			fxsimba.AsEventListener(func(context.Context, simba.Event) { <-gate }),
+			fxsimba.AsEventListener(func(_ context.Context, e simba.Event) {
+				if e.Kind == simba.EventSessionOpened {
+					opened.Add(1)
+				}
+			}),
+		)
+		app.RequireStart()
+		eventually(t, testConfig.LeaseDuration, "the free listener hears of the session", func() bool { return opened.Load() == 1 })
+		close(gate)
+		app.RequireStop()
+	})
 }

@@ -3,16 +3,18 @@ package fxsimba
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	simba "github.com/simba-go/simba/core"
 	"go.uber.org/fx"
 )
 
-// EventListener receives the client's events (R-OBS-2). Module calls every
-// listener of the ListenerGroup value group for each event, one after the
-// other, on the client's callback executor: a slow listener delays the
-// others and the next events, never the engine.
+// EventListener receives the client's events (R-OBS-2). Module registers
+// every listener of the ListenerGroup value group with the client: each
+// gets every event in order on the client's callback executor, from a
+// queue of its own, so a slow listener delays only itself, never the
+// engine; one that falls more than the client's event buffer behind loses
+// the oldest events and then gets a simba.EventDropped with their count. A
+// listener that panics is logged and gets the next events.
 type EventListener func(ctx context.Context, e simba.Event)
 
 // AsEventListener provides fn to the ListenerGroup value group. A nil fn
@@ -22,29 +24,4 @@ func AsEventListener(fn func(ctx context.Context, e simba.Event)) fx.Option {
 		return fx.Error(fmt.Errorf("fxsimba: nil event listener: %w", simba.ErrInvalidArgument))
 	}
 	return fx.Supply(fx.Annotated{Group: ListenerGroup, Target: EventListener(fn)})
-}
-
-// fanOut returns one listener that calls each of ls in turn, so that the
-// client, which takes one listener, feeds them all. A listener that panics
-// is logged, and the next one still gets the event.
-func fanOut(ls []EventListener, log *slog.Logger) func(context.Context, simba.Event) {
-	if len(ls) == 1 {
-		return ls[0] // core recovers and logs a panic of its one listener
-	}
-	return func(ctx context.Context, e simba.Event) {
-		for i, l := range ls {
-			callListener(ctx, l, e, func(r any) {
-				log.Error("fxsimba: event listener panicked", "listener", i, "event", e.Kind.String(), "panic", r)
-			})
-		}
-	}
-}
-
-func callListener(ctx context.Context, l EventListener, e simba.Event, panicked func(any)) {
-	defer func() {
-		if r := recover(); r != nil {
-			panicked(r)
-		}
-	}()
-	l(ctx, e)
 }

@@ -40,10 +40,9 @@ type Params struct {
 	Config simba.Config `optional:"true"`
 	Logger *slog.Logger `optional:"true"`
 
-	// Listeners and ListenerFuncs receive every event of the client, one
-	// listener after the other for each event, in the group's order (which
-	// fx does not specify). A listener that panics is logged and the next
-	// one still runs.
+	// Listeners and ListenerFuncs receive every event of the client, each
+	// listener from a queue of its own (see EventListener). A listener that
+	// panics is logged by the client and gets the next events.
 	Listeners     []EventListener                      `group:"simba.listeners"`
 	ListenerFuncs []func(context.Context, simba.Event) `group:"simba.listeners"`
 
@@ -62,15 +61,20 @@ type Result struct {
 //
 // It checks the listeners and the work of the graph (a nil listener, an
 // invalid work, or two works that would use one lease name are errors) and
-// builds the client with simba.New, which makes no backend call: the
-// session opens in the background, so neither building the graph nor
-// starting the app waits for the backend. A config out of bounds fails here
-// with a *simba.ConfigError. Every error is returned before the client
-// exists, so a failed graph leaves nothing running.
+// builds the client with simba.New and simba.WithDeferredStart: the client
+// makes no backend call and runs nothing until the app starts, so an app
+// that fails before it starts (a later constructor, invocation or earlier
+// start hook fails) leaves no session behind. A config out of bounds fails
+// here with a *simba.ConfigError. Each listener is a listener of its own
+// of the client, with its own bounded queue (simba.WithEventListener).
 //
-// Module registers one lifecycle hook. On start it runs each work's
-// blocking call (RunWhileLeader, Schedule or Group.Run) on a goroutine of
-// its own, with a context cancelled on stop; it returns at once. On stop it
+// Module registers one lifecycle hook. On start it starts the client,
+// whose session opens in the background (starting the app does not wait
+// for the backend), and runs each work's blocking call (RunWhileLeader,
+// Schedule or Group.Run) on a goroutine of its own, with a context
+// cancelled on stop; it returns at once. A call made on the client before
+// the start (in a constructor) waits for the session as it does while one
+// opens. On stop it
 // cancels that context, waits for every call to return (each call returns
 // after the ordered handover of its terms: the work exited, or its term's
 // deadline passed, and the lease was released), then closes the client,
@@ -105,12 +109,14 @@ func Module(p Params) (Result, error) {
 		return Result{}, err
 	}
 
-	opts := []simba.Option{simba.WithConfig(p.Config)}
+	// The session opens at start, not while fx builds the graph: a graph or
+	// a start that fails before Simba's hook leaves no session behind.
+	opts := []simba.Option{simba.WithConfig(p.Config), simba.WithDeferredStart()}
 	if p.Logger != nil {
 		opts = append(opts, simba.WithLogger(p.Logger))
 	}
-	if len(listeners) > 0 {
-		opts = append(opts, simba.WithEventListener(fanOut(listeners, log)))
+	for _, l := range listeners {
+		opts = append(opts, simba.WithEventListener(l))
 	}
 	c, err := simba.New(p.Backend, opts...)
 	if err != nil {
@@ -144,8 +150,11 @@ type runner struct {
 	wg     sync.WaitGroup     // one per work call
 }
 
-// start starts every work call and returns at once.
+// start starts the client and every work call, and returns at once.
 func (r *runner) start(context.Context) error {
+	if err := r.client.Start(); err != nil {
+		return fmt.Errorf("fxsimba: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	for _, w := range r.work {
