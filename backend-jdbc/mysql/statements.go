@@ -94,23 +94,24 @@ SELECT 2, g.group_name, (
     WHERE m.group_name = g.group_name AND o.expires_at > UTC_TIMESTAMP(6)
 ) FROM {member} g WHERE g.session_id = ?`
 
-	// Take over an existing row in one statement: the caller must be live
-	// and the current owner absent, expired or the caller itself. The lease
-	// row is locked exclusively and both session rows in share mode, so a
+	// Take over an existing row in one statement: the current owner must
+	// be absent, expired or the caller itself. The lease row is locked
+	// exclusively first, then the owner's session row in share mode, so a
 	// keep-alive of the owner in flight is waited for and one arriving
 	// later waits and then finds the session expired. LAST_INSERT_ID(expr)
-	// hands the new token back in the OK packet: no second read.
-	// STRAIGHT_JOIN reads (and share-locks) the caller's row before the
-	// lease row: the other way round, an attempt on a name not yet inserted
-	// would hold a gap lock of the lease index while queued for the
-	// caller's row behind the keep-alive's exclusive lock, and a first
-	// insert of the caller (share lock on its row, waiting for that gap)
-	// would close a cycle that InnoDB breaks by failing the keep-alive.
-	myTakeOver = `UPDATE {session} me FORCE INDEX (PRIMARY)
-STRAIGHT_JOIN {lease} l ON me.id = ? AND me.expires_at > UTC_TIMESTAMP(6) AND l.name = ?
-LEFT JOIN {session} o ON o.id = l.session_id AND o.id <> me.id AND o.expires_at > UTC_TIMESTAMP(6)
-SET l.token = LAST_INSERT_ID(l.token + 1), l.session_id = me.id, l.acquired_at = UTC_TIMESTAMP(6)
-WHERE o.id IS NULL`
+	// hands the new token back in the OK packet: no second read. The
+	// caller's own session row is neither read nor locked: the statement
+	// may wait for the lease row (another take-over, a release, a user's
+	// transaction holding it), and a share lock on the caller's row held
+	// meanwhile would make the caller's keep-alive wait behind it, and
+	// behind it again after the caller gave up (the server goes on with a
+	// statement whose client left). Whether the caller is live is decided
+	// by confirm, afterwards: a take-over by a caller that is not leaves
+	// the row naming an expired session, a free lease, and uses a token up.
+	myTakeOver = `UPDATE {lease} l
+LEFT JOIN {session} o ON o.id = l.session_id AND o.id <> ? AND o.expires_at > UTC_TIMESTAMP(6)
+SET l.token = LAST_INSERT_ID(l.token + 1), l.session_id = ?, l.acquired_at = UTC_TIMESTAMP(6)
+WHERE l.name = ? AND o.id IS NULL`
 
 	// Why myTakeOver changed nothing: caller not live, or row held (its
 	// token, NULL without a row). Also run after a win, to confirm that the
@@ -500,7 +501,7 @@ func (s *dialect) renew(ctx context.Context, id string, lease time.Duration) err
 // lease free for everyone else; its token was used up, which a later
 // term's larger token makes harmless.
 func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
-	res, err := s.exec(ctx, stTakeOver, id, name)
+	res, err := s.exec(ctx, stTakeOver, id, id, name)
 	if err != nil {
 		return 0, false, false, err
 	}
