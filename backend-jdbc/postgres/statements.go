@@ -98,6 +98,12 @@ SELECT 4, NULL::text, count(*) FROM s JOIN {lease} l ON l.session_id = s.id`
 	//           given a token again. A sweep locks the floor before it
 	//           deletes anything, so the insert waits for a sweep under
 	//           way and a sweep for the inserts that read the floor.
+	//           acquired_at, the start of the term, is clock_timestamp()
+	//           where the row is written (after every lock wait; for a
+	//           take-over, after the lease row is locked), not now(): after
+	//           a wait the statement's start can lie more than a sweep's
+	//           idle in the past, and a term stamped with it looked idle to
+	//           a sweep begun meanwhile, which deleted the row just won.
 	// It returns whether the caller is live and the new token, NULL if lost.
 	pgAcquire = `WITH me AS MATERIALIZED (
     SELECT id, expires_at FROM {session} WHERE id = $1 FOR SHARE
@@ -109,11 +115,11 @@ SELECT 4, NULL::text, count(*) FROM s JOIN {lease} l ON l.session_id = s.id`
     FOR SHARE
 ), won AS (
     INSERT INTO {lease} AS l (name, session_id, token, acquired_at)
-    SELECT $2, me.id, GREATEST((SELECT token FROM {floor} WHERE id = 1 FOR SHARE), (SELECT token FROM cur), 0) + 1, now() FROM me
+    SELECT $2, me.id, GREATEST((SELECT token FROM {floor} WHERE id = 1 FOR SHARE), (SELECT token FROM cur), 0) + 1, clock_timestamp() FROM me
     WHERE me.expires_at > clock_timestamp()
       AND NOT EXISTS (SELECT 1 FROM holder WHERE expires_at > clock_timestamp())
     ON CONFLICT (name) DO UPDATE
-        SET session_id = excluded.session_id, token = l.token + 1, acquired_at = excluded.acquired_at
+        SET session_id = excluded.session_id, token = l.token + 1, acquired_at = clock_timestamp()
         WHERE (l.session_id IS NOT DISTINCT FROM (SELECT session_id FROM cur)
                OR l.session_id = excluded.session_id)
           AND EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp())
@@ -153,25 +159,33 @@ FROM {lease} l JOIN {session} s ON s.id = l.session_id
 WHERE l.name = $1 AND s.expires_at > now()`
 
 	// Sweep: fl locks the floor first (see the acquire's won); b is the
-	// batch, the next $2 lease rows in name order after $1 (none when the
-	// floor row is missing, so nothing is deleted without it); own locks
-	// the sessions owning the batch's old rows FOR SHARE, as a take-over
-	// locks the holder: the lock waits for a keep-alive in flight and
-	// returns the row's latest version, so an owner renewed meanwhile is
-	// seen live (a plain read would show the expiry before the renewal and
-	// free a lease its renewed owner still holds); d deletes those that
-	// no live session owns and whose term began $3 µs or more ago, and f
-	// raises the floor to the highest token d deleted, in the same
-	// statement and transaction. A row changed since
-	// the snapshot (a take-over, which sets acquired_at) is checked again
-	// in its new version and kept; now(), the statement's start, is only
-	// earlier than the time of a check after a lock wait, which keeps more.
-	// It returns the last name of the batch, how many rows it holds and how
-	// many were deleted.
+	// batch, the next $2 lease rows in name order after $1, with their
+	// tokens (none when the floor row is missing, so nothing is deleted
+	// without it); own locks the sessions owning the batch's rows FOR
+	// SHARE, as a take-over locks the holder: the lock waits for a
+	// keep-alive in flight and returns the row's latest version, so an
+	// owner renewed meanwhile is seen live (a plain read would show the
+	// expiry before the renewal and free a lease its renewed owner still
+	// holds); d deletes those that no live session owns and whose term
+	// began $3 µs or more ago, and f raises the floor to the highest token
+	// d deleted, in the same statement and transaction.
+	//
+	// b and own are read from the statement's snapshot. A row changed
+	// after it (a take-over or a release committed while the sweep waited
+	// for the floor or for the row) is checked again by the DELETE in its
+	// new version (READ COMMITTED's recheck of an updated row), but
+	// against own as built from the old one, which lacks a new owner. So
+	// d deletes a row only at the token b read: a take-over raises the
+	// token, so a row won since the snapshot is kept whoever won it, and a
+	// release, which keeps the token and only frees the row, leaves it
+	// deletable. The term's start is checked again too; now(), the
+	// statement's start, is only earlier than the time of a check after a
+	// lock wait, which keeps more. It returns the last name of the batch,
+	// how many rows it holds and how many were deleted.
 	pgSweep = `WITH fl AS MATERIALIZED (
     SELECT token FROM {floor} WHERE id = 1 FOR UPDATE
 ), b AS MATERIALIZED (
-    SELECT l.name FROM {lease} l, fl WHERE l.name > $1 ORDER BY l.name LIMIT $2
+    SELECT l.name, l.token FROM {lease} l, fl WHERE l.name > $1 ORDER BY l.name LIMIT $2
 ), own AS MATERIALIZED (
     SELECT s.id, s.expires_at FROM {session} s
     WHERE s.id IN (SELECT l.session_id FROM {lease} l JOIN b ON b.name = l.name
@@ -179,7 +193,7 @@ WHERE l.name = $1 AND s.expires_at > now()`
     FOR SHARE
 ), d AS (
     DELETE FROM {lease} l USING b
-    WHERE l.name = b.name AND l.acquired_at <= now() - $3 * interval '1 microsecond'
+    WHERE l.name = b.name AND l.token = b.token AND l.acquired_at <= now() - $3 * interval '1 microsecond'
       AND NOT EXISTS (SELECT 1 FROM own WHERE own.id = l.session_id AND own.expires_at > clock_timestamp())
     RETURNING l.token
 ), f AS (
