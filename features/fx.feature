@@ -39,6 +39,13 @@ Feature: Simba in an fx application
     And A's work for "report" ran exactly once in each of its 1 terms, and each run's context ended when its term ended
     And B's work for "report" ran exactly once in each of its 1 terms, and each run's context ended when its term ended
 
+  @R-WORK-1
+  Scenario: An app that is built but never started opens no session
+    Given A's fx app runs leader work for "report" that takes no time to exit once interrupted
+    And the fx app of A is built
+    When 2 lease durations pass
+    Then A made no backend call
+
   @R-WORK-2
   Scenario: A schedule runs in the app that leads it only, and moves when that app stops
     Given A's fx app schedules "tick" every 200ms
