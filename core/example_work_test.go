@@ -158,3 +158,53 @@ func ExampleWithEventListener() {
 	// Revoked job STOPPED
 	// SessionClosed  NOT_REVOKED
 }
+
+func ExampleWithDeferredStart() {
+	store := memory.New()
+	client, err := simba.New(store.Connect(), simba.WithDeferredStart())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("sessions before Start:", len(store.Sessions()))
+	if err := client.Start(); err != nil { // the session opens in the background from here
+		panic(err)
+	}
+	term, err := client.Lock("job").Acquire(context.Background())
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("sessions after Start:", len(store.Sessions()))
+	_ = term.Close()
+	_ = client.Close(context.Background())
+	// Output:
+	// sessions before Start: 0
+	// sessions after Start: 1
+}
+
+func ExampleWithEventBuffer() {
+	stuck, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	dropped := make(chan int, 1)
+	client, err := simba.New(memory.New(), simba.WithEventBuffer(4),
+		simba.WithEventListener(func(_ context.Context, e simba.Event) {
+			once.Do(func() { close(stuck); <-gate }) // a listener stuck on its first event
+			if e.Kind == simba.EventDropped {
+				dropped <- e.Dropped
+			}
+		}))
+	if err != nil {
+		panic(err)
+	}
+	<-stuck // on SessionOpened
+	for range 10 { // 20 events: 4 wait, the oldest 16 are dropped
+		term, err := client.Lock("job").Acquire(context.Background())
+		if err != nil {
+			panic(err)
+		}
+		_ = term.Close()
+	}
+	close(gate)
+	fmt.Println("dropped:", <-dropped)
+	_ = client.Close(context.Background())
+	// Output: dropped: 16
+}
