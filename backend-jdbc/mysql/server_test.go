@@ -35,7 +35,7 @@ func TestServerReadCommitted(t *testing.T) {
 		"TakeOverWaitsForRenewalInFlight", "KeepAliveSeesOtherChanges", "ConcurrentCallsOfOneSession",
 		"SweepRacesAcquire", "SweepAfterSnapshot", "SweepWaitsForRenewalInFlight",
 		"KeepAliveAfterLockWaitDoesNotReviveExpiredSession", "AcquireAfterLockWaitRefusesExpiredSession",
-		"RaceOneWinnerPerRound", "FirstInsertAfterSweep",
+		"RaceOneWinnerPerRound", "FirstInsertAfterSweep", "ContendedRowKeepsSession",
 	}
 	sqltest.Run(t, h)
 }

@@ -258,8 +258,10 @@ type dialect struct {
 	db *sql.DB
 	t  sqlcore.Tables
 
-	mu    sync.Mutex
-	stmts []*sql.Stmt // nil until Prepare succeeded
+	mu         sync.Mutex
+	stmts      []*sql.Stmt // nil until Prepare succeeded
+	boundStmts map[boundKey]*sql.Stmt
+	mariadb    bool // the server takes SET STATEMENT (see bound.go)
 }
 
 func newDialect(db *sql.DB, t sqlcore.Tables) *dialect { return &dialect{db: db, t: t} }
@@ -292,11 +294,11 @@ func deadlock(err error) bool {
 // form a cycle with a waiting exclusive lock (a keep-alive, a release),
 // which InnoDB detects at once.
 func (s *dialect) exec(ctx context.Context, k myStmt, args ...any) (sql.Result, error) {
-	st, err := s.stmt(k)
-	if err != nil {
-		return nil, err
-	}
 	for i := 1; ; i++ {
+		st, err := s.bounded(ctx, k)
+		if err != nil {
+			return nil, err
+		}
 		res, err := st.ExecContext(ctx, args...)
 		if i < deadlockRetries && deadlock(err) && ctx.Err() == nil {
 			continue
@@ -392,6 +394,10 @@ func (s *dialect) Migrate(ctx context.Context, stmts []string) error {
 }
 
 func (s *dialect) Prepare(ctx context.Context) error {
+	var version string
+	if err := s.db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return err
+	}
 	stmts := make([]*sql.Stmt, stCount)
 	for k, q := range myStatements {
 		st, err := s.db.PrepareContext(ctx, s.t.Expand(q))
@@ -404,10 +410,14 @@ func (s *dialect) Prepare(ctx context.Context) error {
 		stmts[k] = st
 	}
 	s.mu.Lock()
-	old := s.stmts
-	s.stmts = stmts
+	old, oldBound := s.stmts, s.boundStmts
+	s.stmts, s.boundStmts = stmts, map[boundKey]*sql.Stmt{}
+	s.mariadb = strings.Contains(version, "MariaDB")
 	s.mu.Unlock()
 	for _, p := range old {
+		p.Close()
+	}
+	for _, p := range oldBound {
 		p.Close()
 	}
 	return nil
@@ -417,9 +427,13 @@ func (s *dialect) Prepare(ctx context.Context) error {
 // an error, never a panic.
 func (s *dialect) Close() {
 	s.mu.Lock()
-	old := s.stmts
+	old, oldBound := s.stmts, s.boundStmts
+	s.boundStmts = map[boundKey]*sql.Stmt{}
 	s.mu.Unlock()
 	for _, p := range old {
+		p.Close()
+	}
+	for _, p := range oldBound {
 		p.Close()
 	}
 }
@@ -467,11 +481,11 @@ func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration,
 
 // renew locks the session row, then renews it if it is still live.
 func (s *dialect) renew(ctx context.Context, id string, lease time.Duration) error {
-	lock, err := s.stmt(stLockSession)
+	lock, err := s.bounded(ctx, stLockSession)
 	if err != nil {
 		return err
 	}
-	renew, err := s.stmt(stRenew)
+	renew, err := s.bounded(ctx, stRenew)
 	if err != nil {
 		return err
 	}
@@ -502,6 +516,9 @@ func (s *dialect) renew(ctx context.Context, id string, lease time.Duration) err
 // term's larger token makes harmless.
 func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
 	res, err := s.exec(ctx, stTakeOver, id, id, name)
+	if waited(err) {
+		return s.lost(ctx, id, name) // the row is held by a transaction that outlasts the call
+	}
 	if err != nil {
 		return 0, false, false, err
 	}
@@ -528,6 +545,9 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 		beforeInsert()
 	}
 	res, err = s.exec(ctx, stInsertLease, name, id)
+	if waited(err) {
+		return s.lost(ctx, id, name)
+	}
 	if err != nil {
 		return 0, false, false, err
 	}
@@ -537,6 +557,14 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 		return 0, false, true, nil
 	}
 	return s.confirm(ctx, id, name, 0)
+}
+
+// lost answers an acquire whose statement the server ended at its bound
+// (see bound.go), changing nothing: not won, and whether the caller is
+// live.
+func (s *dialect) lost(ctx context.Context, id, name string) (uint64, bool, bool, error) {
+	live, _, err := s.acquireState(ctx, id, name)
+	return 0, false, live, err
 }
 
 // beforeInsert, set by a test only, runs between an acquire's read that

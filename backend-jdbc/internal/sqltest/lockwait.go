@@ -179,3 +179,95 @@ func testAcquireAfterLockWait(t *testing.T, f *fixture) {
 		})
 	}
 }
+
+// testContendedRowKeepsSession: a transaction holds a lease row for three
+// lease durations while a node keeps trying to take that name, each call
+// giving up at a short deadline. The node's keep-alives must go on
+// succeeding, and its other term stay, the whole time: an acquire must
+// never hold, while it waits, a lock that the keep-alive of its caller
+// needs, and the server must stop waiting by the call's deadline, not
+// whenever its own lock wait timeout ends it.
+func testContendedRowKeepsSession(t *testing.T, f *fixture) {
+	b := f.backend()
+	const (
+		lease    = time.Second
+		attempt  = 200 * time.Millisecond // an acquire's deadline
+		renewing = lease / 3              // a keep-alive's deadline and period, as the engine's
+	)
+	other := open(t, b, time.Minute)
+	if tok := acquire(t, b, other, "stuck").Token; b.Release(ctxT(t), other, "stuck", tok) != nil {
+		t.Fatal("release of stuck")
+	}
+	s := open(t, b, lease)
+	kept := acquire(t, b, s, "kept").Token
+	commit := f.lockRow(t, "lease", "name", "stuck")
+
+	stop := make(chan struct{})
+	attempts := make(chan error, 1)
+	go func() {
+		n, longest := 0, time.Duration(0)
+		defer func() { t.Logf("%d acquires of the locked name, the longest %v", n, longest) }()
+		for {
+			select {
+			case <-stop:
+				attempts <- nil
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), attempt)
+			start := time.Now()
+			r, err := b.Acquire(ctx, s, "stuck")
+			took := time.Since(start)
+			cancel()
+			n, longest = n+1, max(longest, took)
+			switch {
+			case r.Won:
+				attempts <- fmt.Errorf("acquire of a row another transaction holds won token %d", r.Token)
+				return
+			case errors.Is(err, simba.ErrSessionExpired):
+				attempts <- fmt.Errorf("acquire %d: %w", n, err)
+				return
+			case took > attempt+attempt/2:
+				attempts <- fmt.Errorf("acquire %d took %v, with a deadline of %v", n, took, attempt)
+				return
+			}
+		}
+	}()
+	end := time.Now().Add(3 * lease)
+	for i := 1; time.Now().Before(end); i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), renewing)
+		start := time.Now()
+		r, err := b.KeepAlive(ctx, s, lease)
+		cancel()
+		if err != nil {
+			close(stop)
+			<-attempts
+			t.Fatalf("keep-alive %d, %v after the row was locked, failed after %v: %v", i, time.Since(end.Add(-3*lease)).Round(time.Millisecond), time.Since(start).Round(time.Millisecond), err)
+		}
+		if r.Leases["kept"] != kept {
+			close(stop)
+			<-attempts
+			t.Fatalf("keep-alive %d lists %v, want kept:%d", i, r.Leases, kept)
+		}
+		time.Sleep(renewing / 2)
+	}
+	close(stop)
+	if err := <-attempts; err != nil {
+		t.Fatal(err)
+	}
+	// The row is still held: no statement of the calls given up may still
+	// be waiting for it.
+	deadline := time.Now().Add(time.Second)
+	for n := f.lockWaits(t); n > 0; n = f.lockWaits(t) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d statements still wait for the locked row a second after the last acquire gave up", n)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+	if err := commit(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if got := keepAlive(t, b, s, lease).Leases; got["kept"] != kept {
+		t.Fatalf("keep-alive after the row was let go lists %v, want kept:%d", got, kept)
+	}
+}

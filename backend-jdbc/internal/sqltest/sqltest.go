@@ -180,6 +180,7 @@ var tests = []struct {
 	{"CloseReturnsWhenServerGoesSilent", testCloseReturnsWhenServerGoesSilent},
 	{"KeepAliveAfterLockWaitDoesNotReviveExpiredSession", testKeepAliveAfterLockWait},
 	{"AcquireAfterLockWaitRefusesExpiredSession", testAcquireAfterLockWait},
+	{"ContendedRowKeepsSession", testContendedRowKeepsSession},
 	{"RaceOneWinnerPerRound", testRaceOneWinnerPerRound},
 	{"StaleWriterRejected", testStaleWriterRejected},
 	{"FencePassesKit", testFencePassesKit},
