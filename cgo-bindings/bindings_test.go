@@ -105,6 +105,11 @@ func TestHeader(t *testing.T) {
 			t.Errorf("simba.h declares %s, the library does not export it", name)
 		}
 	}
+	for _, s := range syms {
+		if strings.HasPrefix(s.Name, "simbago_") && s.Section != elf.SHN_UNDEF {
+			t.Errorf("the library exports %s: the Go side must stay local (libsimba.map)", s.Name)
+		}
+	}
 	for name := range exported {
 		if !declared[name] {
 			t.Errorf("the library exports %s, simba.h does not declare it", name)
@@ -120,8 +125,8 @@ func TestHeader(t *testing.T) {
 		t.Errorf("SIMBA_ABI_VERSION of simba.h is not %d", capi.ABIVersion)
 	}
 	codes := regexp.MustCompile(`(SIMBA_(?:OK|ERR_[A-Z_]+)) = (\d+),?`).FindAllSubmatch(header, -1)
-	if len(codes) != int(capi.Internal)+1 {
-		t.Errorf("simba.h has %d status codes, the library %d", len(codes), capi.Internal+1)
+	if len(codes) != int(capi.LastStatus)+1 {
+		t.Errorf("simba.h has %d status codes, the library %d", len(codes), capi.LastStatus+1)
 	}
 	for _, m := range codes {
 		n, _ := strconv.Atoi(string(m[2]))
@@ -264,4 +269,135 @@ func BenchmarkCABIAcquireRelease(b *testing.B) {
 	}
 	ns, _ := strconv.ParseFloat(string(m[1]), 64)
 	b.ReportMetric(ns, "c-ns/op")
+}
+
+// abiCheck compiles testdata/abi_check.c against the built library.
+func abiCheck(t *testing.T) string {
+	t.Helper()
+	dir := library(t)
+	exe := filepath.Join(t.TempDir(), "abi_check")
+	cmd := exec.Command("cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-I", dir,
+		"-o", exe, "testdata/abi_check.c", "-L", dir, "-Wl,-rpath,"+dir, "-lsimba", "-lpthread")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// TestLastErrorFreedAtThreadExit: each thread that made a failing call
+// keeps its message until it exits, not for the life of the process.
+func TestLastErrorFreedAtThreadExit(t *testing.T) {
+	out := run(t, 3*time.Minute, exec.Command(abiCheck(t), "threads", "40000"))
+	t.Log(out)
+}
+
+// TestStopTimeoutReleasesUserData: after a stop or close that timed out,
+// the release function of the election runs once its last callback
+// returned, and no callback comes after it.
+func TestStopTimeoutReleasesUserData(t *testing.T) {
+	exe := abiCheck(t)
+	for backend, url := range backends(t) {
+		t.Run(backend, func(t *testing.T) {
+			t.Log(run(t, time.Minute, exec.Command(exe, "stop-timeout", url)))
+		})
+	}
+}
+
+// TestStopFromCallback: a stop called from a callback of its own election
+// returns at once, and no callback comes after it (simba.h).
+func TestStopFromCallback(t *testing.T) {
+	exe := abiCheck(t)
+	for backend, url := range backends(t) {
+		t.Run(backend, func(t *testing.T) {
+			t.Log(run(t, time.Minute, exec.Command(exe, "stop-in-callback", url)))
+		})
+	}
+}
+
+// TestTimeoutBounds: a timeout of 0 makes one attempt, like a
+// try-acquire; INT64_MAX ms waits the maximum instead of being refused.
+func TestTimeoutBounds(t *testing.T) {
+	exe := abiCheck(t)
+	for backend, url := range backends(t) {
+		t.Run(backend, func(t *testing.T) {
+			t.Log(run(t, time.Minute, exec.Command(exe, "timeouts", url)))
+		})
+	}
+}
+
+// TestForkedChild: a child forked from a process that loaded the library
+// sees no valid term, and every call fails at once with a message that
+// says what to do instead of hanging.
+func TestForkedChild(t *testing.T) {
+	exe := abiCheck(t)
+	for backend, url := range backends(t) {
+		t.Run(backend, func(t *testing.T) {
+			out := run(t, time.Minute, exec.Command(exe, "fork", url))
+			t.Log(out)
+			if !strings.Contains(out, "SIMBA_ERR_FORKED") {
+				t.Error("the child's calls did not fail with SIMBA_ERR_FORKED")
+			}
+		})
+	}
+}
+
+// TestNoCredentialInMessages opens URLs that carry a password, in every
+// form the backends accept, on servers that refuse or do not answer: no
+// message of the C API may quote the password.
+func TestNoCredentialInMessages(t *testing.T) {
+	const secret = "S3CRETpw"
+	urls := []string{
+		"redis://user:" + secret + "@127.0.0.1:1/0",
+		"redis://127.0.0.1:1/0?password=" + secret + "&protocol=9",
+		"redis://127.0.0.1:1/0?password=" + secret,
+		"rediss://:" + secret + "@127.0.0.1:1/0?protocol=9",
+		"redis://127.0.0.1:1/0?sentinel_password=" + secret + "&master_name=m&addr=127.0.0.1:2",
+		"redis://127.0.0.1:1/0?username=u&password=" + secret + "&db=x",
+		"postgres://u:" + secret + "@127.0.0.1:1/db?sslmode=disable",
+		"postgres://u@127.0.0.1:1/db?password=" + secret + "&sslmode=disable",
+		"postgresql://127.0.0.1:1/db?password=" + secret + "&sslmode=bogus",
+		"postgres://u:" + secret + "@127.0.0.1:1/db?pool_max_conns=x",
+		"mysql://u:" + secret + "@tcp(127.0.0.1:1)/db",
+		"mysql://u:" + secret + "@tcp(127.0.0.1:1)/db?parseTime=maybe",
+		"mysql://u:" + secret + "@127.0.0.1:1/db",
+		"zk://u:" + secret + "@127.0.0.1:1",
+		"nosuchscheme://u:" + secret + "@host/db?password=" + secret,
+	}
+	if u := os.Getenv("SIMBA_TEST_REDIS_URL"); u != "" {
+		// The server answers, and refuses the password.
+		if i := strings.Index(u, "://"); i >= 0 {
+			urls = append(urls, u[:i+3]+"nobody:"+secret+"@"+u[i+3:])
+		}
+	}
+	out := run(t, 2*time.Minute, exec.Command(abiCheck(t), append([]string{"credentials"}, urls...)...))
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		_, msg, ok := strings.Cut(line, " => ")
+		if !ok {
+			t.Errorf("unexpected line %q", line)
+			continue
+		}
+		if strings.Contains(msg, secret) {
+			t.Errorf("the message quotes the password: %s", line)
+		}
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+}
+
+// TestStatusNamesInC: simba_status_name, answered by the C side of the
+// library, names every status as simba.h and internal/capi do.
+func TestStatusNamesInC(t *testing.T) {
+	out := run(t, time.Minute, exec.Command(abiCheck(t), "names"))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != int(capi.LastStatus)+1 {
+		t.Errorf("simba_status_name names %d statuses, the library has %d", len(lines), capi.LastStatus+1)
+	}
+	for _, line := range lines {
+		n, name, _ := strings.Cut(line, " ")
+		i, _ := strconv.Atoi(n)
+		if want := capi.Status(i).String(); name != want {
+			t.Errorf("simba_status_name(%d) = %s, want %s", i, name, want)
+		}
+	}
 }

@@ -5,7 +5,10 @@
 // (make libsimba at the root of the repository, which also installs
 // build/simba.h and build/simba.pc). include/simba.h is the contract: one
 // documented header with stable names, integer handles, one status enum and
-// a thread-local last error. This package converts C values and calls
+// a thread-local last error. The functions of simba.h are defined in
+// bridge.c, which refuses every call in a forked child (the Go runtime does
+// not survive a fork) and calls the exports of this package, simbago_*,
+// local to the library (libsimba.map). They convert C values and call
 // internal/capi, which holds the handles and the logic; every export
 // recovers from panics, so none crosses the boundary.
 //
@@ -39,7 +42,7 @@ func main() {} // a c-shared library has no main
 // fail records err as the calling thread's last error and returns its
 // status.
 func fail(err error) C.simba_status {
-	msg := err.Error()
+	msg := capi.Redact(err.Error())
 	p := C.CString(msg)
 	C.simba_bridge_set_error(p, C.size_t(len(msg)))
 	C.free(unsafe.Pointer(p))
@@ -68,31 +71,8 @@ func nullArg(name string) C.simba_status {
 // callback is the id of the callback running on this thread, 0 if none.
 func callback() uint64 { return uint64(C.simba_bridge_current_callback()) }
 
-var statusNames = func() map[capi.Status]*C.char {
-	m := make(map[capi.Status]*C.char)
-	for s := capi.OK; s <= capi.Internal; s++ {
-		m[s] = C.CString(s.String()) // static for the life of the process
-	}
-	return m
-}()
-
-var unknownStatus = C.CString("SIMBA_STATUS_UNKNOWN")
-
-//export simba_status_name
-func simba_status_name(status C.simba_status) (name *C.char) {
-	defer func() {
-		if recover() != nil {
-			name = unknownStatus
-		}
-	}()
-	if p, ok := statusNames[capi.Status(status)]; ok {
-		return p
-	}
-	return unknownStatus
-}
-
-//export simba_stats_get
-func simba_stats_get(out *C.simba_stats) (st C.simba_status) {
+//export simbago_stats_get
+func simbago_stats_get(out *C.simba_stats) (st C.simba_status) {
 	defer guard(&st)
 	if out == nil {
 		return nullArg("out")
@@ -132,8 +112,8 @@ func options(o *C.simba_options) (capi.Options, error) {
 	return opts, nil
 }
 
-//export simba_client_open
-func simba_client_open(url *C.char, o *C.simba_options, out *C.simba_handle) (st C.simba_status) {
+//export simbago_client_open
+func simbago_client_open(url *C.char, o *C.simba_options, out *C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
 	switch {
 	case url == nil:
@@ -153,14 +133,14 @@ func simba_client_open(url *C.char, o *C.simba_options, out *C.simba_handle) (st
 	return C.SIMBA_OK
 }
 
-//export simba_client_close
-func simba_client_close(client C.simba_handle, timeoutMS C.int64_t) (st C.simba_status) {
+//export simbago_client_close
+func simbago_client_close(client C.simba_handle, timeoutMS C.int64_t) (st C.simba_status) {
 	defer guard(&st)
 	return result(capi.CloseClient(uint64(client), int64(timeoutMS), callback()))
 }
 
-//export simba_client_snapshot
-func simba_client_snapshot(client C.simba_handle, out **C.char) (st C.simba_status) {
+//export simbago_client_snapshot
+func simbago_client_snapshot(client C.simba_handle, out **C.char) (st C.simba_status) {
 	defer guard(&st)
 	if out == nil {
 		return nullArg("out_json")
@@ -188,32 +168,32 @@ func acquire(client C.simba_handle, name *C.char, timeoutMS C.int64_t, cancel C.
 	return C.SIMBA_OK
 }
 
-//export simba_lock_acquire
-func simba_lock_acquire(client C.simba_handle, name *C.char, timeoutMS C.int64_t, cancel C.simba_handle, out *C.simba_handle) (st C.simba_status) {
+//export simbago_lock_acquire
+func simbago_lock_acquire(client C.simba_handle, name *C.char, timeoutMS C.int64_t, cancel C.simba_handle, out *C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
 	return acquire(client, name, timeoutMS, cancel, out, false)
 }
 
-//export simba_lock_try_acquire
-func simba_lock_try_acquire(client C.simba_handle, name *C.char, timeoutMS C.int64_t, cancel C.simba_handle, out *C.simba_handle) (st C.simba_status) {
+//export simbago_lock_try_acquire
+func simbago_lock_try_acquire(client C.simba_handle, name *C.char, timeoutMS C.int64_t, cancel C.simba_handle, out *C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
 	return acquire(client, name, timeoutMS, cancel, out, true)
 }
 
-//export simba_lock_release
-func simba_lock_release(term C.simba_handle, timeoutMS C.int64_t) (st C.simba_status) {
+//export simbago_lock_release
+func simbago_lock_release(term C.simba_handle, timeoutMS C.int64_t) (st C.simba_status) {
 	defer guard(&st)
 	return result(capi.Release(uint64(term), int64(timeoutMS)))
 }
 
-//export simba_term_free
-func simba_term_free(term C.simba_handle) (st C.simba_status) {
+//export simbago_term_free
+func simbago_term_free(term C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
 	return result(capi.FreeTerm(uint64(term)))
 }
 
-//export simba_term_token
-func simba_term_token(term C.simba_handle, out *C.uint64_t) (st C.simba_status) {
+//export simbago_term_token
+func simbago_term_token(term C.simba_handle, out *C.uint64_t) (st C.simba_status) {
 	defer guard(&st)
 	if out == nil {
 		return nullArg("out_token")
@@ -226,8 +206,8 @@ func simba_term_token(term C.simba_handle, out *C.uint64_t) (st C.simba_status) 
 	return C.SIMBA_OK
 }
 
-//export simba_term_valid
-func simba_term_valid(term C.simba_handle, out *C.int) (st C.simba_status) {
+//export simbago_term_valid
+func simbago_term_valid(term C.simba_handle, out *C.int) (st C.simba_status) {
 	defer guard(&st)
 	if out == nil {
 		return nullArg("out_valid")
@@ -243,8 +223,8 @@ func simba_term_valid(term C.simba_handle, out *C.int) (st C.simba_status) {
 	return C.SIMBA_OK
 }
 
-//export simba_term_remaining_ms
-func simba_term_remaining_ms(term C.simba_handle, out *C.int64_t) (st C.simba_status) {
+//export simbago_term_remaining_ms
+func simbago_term_remaining_ms(term C.simba_handle, out *C.int64_t) (st C.simba_status) {
 	defer guard(&st)
 	if out == nil {
 		return nullArg("out_ms")
@@ -257,14 +237,14 @@ func simba_term_remaining_ms(term C.simba_handle, out *C.int64_t) (st C.simba_st
 	return C.SIMBA_OK
 }
 
-//export simba_term_ensure_valid
-func simba_term_ensure_valid(term C.simba_handle, minMS C.int64_t) (st C.simba_status) {
+//export simbago_term_ensure_valid
+func simbago_term_ensure_valid(term C.simba_handle, minMS C.int64_t) (st C.simba_status) {
 	defer guard(&st)
 	return result(capi.EnsureValid(uint64(term), int64(minMS)))
 }
 
-//export simba_term_reason
-func simba_term_reason(term C.simba_handle, out *C.simba_reason) (st C.simba_status) {
+//export simbago_term_reason
+func simbago_term_reason(term C.simba_handle, out *C.simba_reason) (st C.simba_status) {
 	defer guard(&st)
 	if out == nil {
 		return nullArg("out_reason")
@@ -277,11 +257,19 @@ func simba_term_reason(term C.simba_handle, out *C.simba_reason) (st C.simba_sta
 	return C.SIMBA_OK
 }
 
-// listener calls the C callbacks of a simba_listener.
+// listener calls the C callbacks of a simba_listener, and its release
+// function.
 type listener struct {
 	elected  C.simba_elected_fn
 	revoked  C.simba_revoked_fn
+	release  C.simba_release_fn
 	userData unsafe.Pointer // the caller's, never a Go pointer
+}
+
+func (l *listener) Released() {
+	if l.release != nil {
+		C.simba_bridge_call_release(l.release, l.userData)
+	}
 }
 
 func (l *listener) Elected(election, term, token, cb uint64) {
@@ -296,8 +284,8 @@ func (l *listener) Revoked(election, term, token uint64, reason int32, cb uint64
 	}
 }
 
-//export simba_election_start
-func simba_election_start(client C.simba_handle, name *C.char, l *C.simba_listener, out *C.simba_handle) (st C.simba_status) {
+//export simbago_election_start
+func simbago_election_start(client C.simba_handle, name *C.char, l *C.simba_listener, release C.simba_release_fn, out *C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
 	switch {
 	case name == nil:
@@ -307,7 +295,7 @@ func simba_election_start(client C.simba_handle, name *C.char, l *C.simba_listen
 	case out == nil:
 		return nullArg("out_election")
 	}
-	h, err := capi.StartElection(uint64(client), C.GoString(name), &listener{elected: l.on_elected, revoked: l.on_revoked, userData: l.user_data})
+	h, err := capi.StartElection(uint64(client), C.GoString(name), &listener{elected: l.on_elected, revoked: l.on_revoked, release: release, userData: l.user_data})
 	if err != nil {
 		return fail(err)
 	}
@@ -315,20 +303,20 @@ func simba_election_start(client C.simba_handle, name *C.char, l *C.simba_listen
 	return C.SIMBA_OK
 }
 
-//export simba_election_step_down
-func simba_election_step_down(election C.simba_handle, cooldownMS, timeoutMS C.int64_t) (st C.simba_status) {
+//export simbago_election_step_down
+func simbago_election_step_down(election C.simba_handle, cooldownMS, timeoutMS C.int64_t) (st C.simba_status) {
 	defer guard(&st)
 	return result(capi.StepDown(uint64(election), int64(cooldownMS), int64(timeoutMS), callback()))
 }
 
-//export simba_election_stop
-func simba_election_stop(election C.simba_handle, timeoutMS C.int64_t) (st C.simba_status) {
+//export simbago_election_stop
+func simbago_election_stop(election C.simba_handle, timeoutMS C.int64_t) (st C.simba_status) {
 	defer guard(&st)
 	return result(capi.StopElection(uint64(election), int64(timeoutMS), callback()))
 }
 
-//export simba_cancel_new
-func simba_cancel_new(out *C.simba_handle) (st C.simba_status) {
+//export simbago_cancel_new
+func simbago_cancel_new(out *C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
 	if out == nil {
 		return nullArg("out_cancel")
@@ -337,14 +325,14 @@ func simba_cancel_new(out *C.simba_handle) (st C.simba_status) {
 	return C.SIMBA_OK
 }
 
-//export simba_cancel
-func simba_cancel(cancel C.simba_handle) (st C.simba_status) {
+//export simbago_cancel
+func simbago_cancel(cancel C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
 	return result(capi.Cancel(uint64(cancel)))
 }
 
-//export simba_cancel_free
-func simba_cancel_free(cancel C.simba_handle) (st C.simba_status) {
+//export simbago_cancel_free
+func simbago_cancel_free(cancel C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
 	return result(capi.FreeCancel(uint64(cancel)))
 }

@@ -24,8 +24,10 @@
  * Errors. Every function that can fail returns a simba_status. After a
  * failure, simba_last_error copies the message of the last failed call of
  * the calling thread into a buffer of the caller; simba_last_error_message
- * returns it as a string to free with simba_string_free. Messages never
- * contain a password of a backend URL. No call lets a Go panic cross the
+ * returns it as a string to free with simba_string_free; the library frees
+ * a thread's message when the thread exits. Messages never contain a
+ * password of a backend URL (userinfo, query parameters such as password=
+ * or sentinel_password=). No call lets a Go panic cross the
  * boundary: a bug of the library is reported as SIMBA_ERR_INTERNAL.
  *
  * Threads and callbacks. The callbacks of an election run on a thread of the
@@ -37,11 +39,28 @@
  * wait for the callback itself. A callback must return: while it blocks, the
  * election's later callbacks wait, and so do the stop and step-down calls of
  * other threads (up to their timeout). It must not unwind the stack (longjmp,
- * C++ exceptions) through the library.
+ * C++ exceptions) through the library. An election started with
+ * simba_election_start_ex also calls a release function with its
+ * user_data, once, after its last callback returned: the one moment at
+ * which user_data can be freed safely even after a stop or close timed out.
+ *
+ * Fork. The library's threads do not survive fork(): in a child forked
+ * from a process that loaded the library, every function below that needs
+ * them fails at once with SIMBA_ERR_FORKED (simba_term_valid stores 0), and
+ * no client, term or election of the parent can be used there. Start a
+ * child that needs the library with exec (posix_spawn, fork + exec) and
+ * open a client in it. simba_version, simba_abi_version,
+ * simba_status_name, simba_last_error, simba_last_error_message and
+ * simba_string_free work in a forked child.
  *
  * Blocking calls take a timeout in milliseconds (SIMBA_NO_TIMEOUT: no bound)
  * and, for acquisitions, a cancel handle (0: none) that another thread can
- * cancel.
+ * cancel. A timeout larger than the library can wait (about 292 years, up
+ * to INT64_MAX) waits that maximum; other negative values are refused
+ * (SIMBA_ERR_INVALID_ARGUMENT). A timeout bounds the whole call: when it
+ * passes, the call returns SIMBA_ERR_TIMEOUT (or the acquisition's error)
+ * within a few milliseconds, whatever the backend does, and the work it
+ * started goes on in the background as its description says.
  */
 #ifndef SIMBA_H
 #define SIMBA_H
@@ -81,7 +100,8 @@ enum {
 	SIMBA_ERR_BUFFER_TOO_SMALL = 15,   /* the caller's buffer cannot hold the answer */
 	SIMBA_ERR_TIMEOUT = 16,            /* a wait (stop, step down, close, release) hit its timeout */
 	SIMBA_ERR_BACKEND = 17,            /* another error of the backend */
-	SIMBA_ERR_INTERNAL = 18            /* a bug of the library */
+	SIMBA_ERR_INTERNAL = 18,           /* a bug of the library */
+	SIMBA_ERR_FORKED = 19              /* this process was forked from the one that loaded the library */
 };
 
 /* Why a term ended (simba_term_reason, on_revoked). */
@@ -119,8 +139,11 @@ typedef void (*simba_revoked_fn)(void *user_data, simba_handle election, simba_h
 typedef struct simba_listener {
 	simba_elected_fn on_elected; /* a term was won; the term handle is valid until on_revoked returned */
 	simba_revoked_fn on_revoked; /* that term ended, with the reason; its handle is freed after the return */
-	void *user_data;             /* passed as is to both; must stay valid until the election is stopped */
+	void *user_data;             /* passed as is to both; see simba_election_start for how long it must live */
 } simba_listener;
+
+/* Called once with an election's user_data after its last callback returned (simba_election_start_ex). */
+typedef void (*simba_release_fn)(void *user_data);
 
 /* Counters of the library, for leak checks in tests. */
 typedef struct simba_stats {
@@ -175,8 +198,12 @@ simba_status simba_client_open(const char *url, const simba_options *options, si
  * Closes the client: its elections stop (their last on_revoked runs), its
  * terms end, its session closes so that the backend frees every lease at
  * once, and its backend connection closes. The handle of the client and of
- * every term and election of it are freed, whatever the status; the wait for
- * the last callbacks is bounded by timeout_ms (SIMBA_ERR_TIMEOUT).
+ * every term and election of it are freed at once, whatever the status.
+ * timeout_ms bounds the whole call, callbacks and backend alike: when it
+ * passes first, the call returns SIMBA_ERR_TIMEOUT and the close goes on in
+ * the background (callbacks of the elections may still come until it ends;
+ * their release functions tell when); a backend that cannot be reached then
+ * frees the leases when the session expires, at most one lease later.
  */
 simba_status simba_client_close(simba_handle client, int64_t timeout_ms);
 
@@ -193,7 +220,9 @@ simba_status simba_client_snapshot(simba_handle client, char **out_json);
 
 /*
  * Waits at most timeout_ms (SIMBA_NO_TIMEOUT: no bound) for the lock of
- * name, and until cancel (a cancel handle, or 0) is cancelled. On success
+ * name, and until cancel (a cancel handle, or 0) is cancelled; a timeout of
+ * 0 makes one attempt, as simba_lock_try_acquire does, and fails with
+ * SIMBA_ERR_LOCK_TIMEOUT when the lease is held. On success
  * stores the handle of the lock term in *out_term. Fails with
  * SIMBA_ERR_LOCK_TIMEOUT, SIMBA_ERR_BACKEND_UNAVAILABLE (the wait timed out
  * while the backend could not be asked) or SIMBA_ERR_CANCELLED; a failed or
@@ -244,11 +273,28 @@ simba_status simba_term_reason(simba_handle term, simba_reason *out_reason);
 
 /*
  * Starts contending for the leadership of name on the client, reporting each
- * term to listener (copied; its user_data must outlive the election), and
- * stores the election's handle in *out_election.
+ * term to listener (copied), and stores the election's handle in
+ * *out_election. user_data must stay valid until the last callback
+ * returned: after a stop or close that returned SIMBA_OK, or, after one that
+ * timed out, until the callback running then returned; prefer
+ * simba_election_start_ex, which says when.
  */
 simba_status simba_election_start(simba_handle client, const char *name, const simba_listener *listener,
                                   simba_handle *out_election);
+
+/*
+ * simba_election_start, and release (may be NULL) is called once with the
+ * listener's user_data after the election's last callback returned, so it
+ * may free user_data: before simba_election_stop or simba_client_close
+ * returns SIMBA_OK from another thread, after the calling callback returned
+ * when they are called from a callback of the election, and, after one that
+ * timed out, once the callback running then returned. It runs on the
+ * stopping thread or on a thread of the library, never while a callback of
+ * the election runs, and must not block. When the start fails it is not
+ * called: user_data stays the caller's.
+ */
+simba_status simba_election_start_ex(simba_handle client, const char *name, const simba_listener *listener,
+                                     simba_release_fn release, simba_handle *out_election);
 
 /*
  * Gives the current term up (SIMBA_STEPPED_DOWN) and contends again
@@ -261,7 +307,14 @@ simba_status simba_election_step_down(simba_handle election, int64_t cooldown_ms
  * Stops the election and frees its handle: the term is revoked
  * (SIMBA_STOPPED) and released, and the last on_revoked runs before the call
  * returns, unless timeout_ms passes first (SIMBA_ERR_TIMEOUT; the stop
- * completes anyway). After a return without timeout no callback comes.
+ * completes anyway, and callbacks may come until it has: the release
+ * function of simba_election_start_ex tells when). After a return without
+ * timeout no callback comes. Called from a callback of the election, the
+ * stop does not wait for that callback and returns at once; the one
+ * callback that still comes after it is the on_revoked (SIMBA_STOPPED) of
+ * the term whose on_elected ran, if that has not come yet, once the calling
+ * callback returned: no on_elected, nothing after that on_revoked.
+ * simba_client_close behaves the same for the elections of its client.
  */
 simba_status simba_election_stop(simba_handle election, int64_t timeout_ms);
 

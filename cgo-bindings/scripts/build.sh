@@ -10,7 +10,8 @@ out=${1:-$here/build}
 mkdir -p "$out"
 out=$(cd "$out" && pwd -P)
 cd "$here"
-${GO:-go} build -buildmode=c-shared -trimpath -o "$out/libsimba.so" .
+# Only the functions of simba.h leave the library (libsimba.map).
+${GO:-go} build -buildmode=c-shared -trimpath -ldflags="-extldflags=-Wl,--version-script=$here/libsimba.map" -o "$out/libsimba.so" .
 # cgo's generated header is replaced by the documented one.
 rm -f "$out/libsimba.h"
 cp include/simba.h "$out/simba.h"

@@ -79,6 +79,7 @@ type termRef struct {
 type electionRef struct {
 	client *clientRef
 	el     *simba.Election
+	ad     *adapter
 
 	mu    sync.Mutex
 	terms map[*simba.Term]uint64
@@ -97,24 +98,35 @@ func checkString(what, s string) error {
 	return nil
 }
 
-// duration converts a count of milliseconds; forever reports NoTimeout
-// where allowed.
-func duration(what string, ms int64, allowForever bool) (d time.Duration, forever bool, err error) {
+// duration converts a count of milliseconds of a setting (a lease, a
+// renew interval); one too large to be a time.Duration is refused.
+func duration(what string, ms int64) (time.Duration, error) {
+	switch {
+	case ms < 0:
+		return 0, fmt.Errorf("%w: %s %dms is negative", ErrInvalidArgument, what, ms)
+	case ms > maxMillis:
+		return 0, fmt.Errorf("%w: %s %dms is too large (at most %d)", ErrInvalidArgument, what, ms, maxMillis)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// waitDuration converts a count of milliseconds of a wait: NoTimeout
+// (where allowed) reports forever, and a wait longer than a time.Duration
+// holds waits the longest one (about 292 years) instead of being refused.
+func waitDuration(what string, ms int64, allowForever bool) (d time.Duration, forever bool, err error) {
 	switch {
 	case ms == NoTimeout && allowForever:
 		return 0, true, nil
 	case ms < 0:
 		return 0, false, fmt.Errorf("%w: %s %dms is negative", ErrInvalidArgument, what, ms)
-	case ms > maxMillis:
-		return 0, false, fmt.Errorf("%w: %s %dms is too large (at most %d)", ErrInvalidArgument, what, ms, maxMillis)
 	}
-	return time.Duration(ms) * time.Millisecond, false, nil
+	return time.Duration(min(ms, maxMillis)) * time.Millisecond, false, nil
 }
 
 // waitContext derives the context of a wait: from parent, ended by the
 // timeout (unless it is NoTimeout) and by the cancel handle (unless 0).
 func waitContext(parent context.Context, timeoutMS int64, cancel uint64) (context.Context, context.CancelFunc, error) {
-	d, forever, err := duration("timeout", timeoutMS, true)
+	d, forever, err := waitDuration("timeout", timeoutMS, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -151,15 +163,15 @@ func OpenClient(url string, o Options) (uint64, error) {
 	if err := checkString("identity", o.Identity); err != nil {
 		return 0, err
 	}
-	lease, _, err := duration("lease", o.LeaseMS, false)
+	lease, err := duration("lease", o.LeaseMS)
 	if err != nil {
 		return 0, err
 	}
-	renew, _, err := duration("renew", o.RenewMS, false)
+	renew, err := duration("renew", o.RenewMS)
 	if err != nil {
 		return 0, err
 	}
-	openTimeout, _, err := duration("open timeout", o.OpenTimeoutMS, false)
+	openTimeout, _, err := waitDuration("open timeout", o.OpenTimeoutMS, false)
 	if err != nil {
 		return 0, err
 	}
@@ -174,6 +186,7 @@ func OpenClient(url string, o Options) (uint64, error) {
 	if o.Identity != "" {
 		opts = append(opts, simba.WithIdentity(o.Identity))
 	}
+	rememberSecrets(url)
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	b, err := simba.OpenBackend(ctx, url)
@@ -193,16 +206,18 @@ func OpenClient(url string, o Options) (uint64, error) {
 
 // CloseClient closes the client: its elections stop, its terms end, its
 // session is closed so that the backend frees every lease at once, and its
-// backend is closed. The client's handle and every term and election
-// handle of it are freed, whatever the outcome. The wait for the last
-// callbacks is bounded by timeoutMS; called from a callback (cb non-zero),
-// it does not wait for that callback.
+// backend is closed. The client's handle is freed at once; the handles of
+// its terms and elections when the close ends, whatever the outcome.
+// timeoutMS bounds the whole call: past it, the call returns a Timeout
+// error and the close goes on in the background. Once the close ended, no
+// callback of the client's elections starts. Called from a callback (cb
+// non-zero), it does not wait for that callback.
 func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 	cr, err := clientOf(client)
 	if err != nil {
 		return err
 	}
-	ctx, stop, err := waitContext(callbackContext(cb), timeoutMS, 0)
+	wait, stop, err := waitContext(context.Background(), timeoutMS, 0)
 	if err != nil {
 		return err
 	}
@@ -215,22 +230,43 @@ func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 	owned := cr.owned
 	cr.owned = nil
 	cr.mu.Unlock()
-	err = cr.c.Close(ctx)
-	for h := range owned {
-		handles.remove(h)
+	done := make(chan error, 1)
+	go func() {
+		err := cr.c.Close(callbackContext(cb))
+		for h := range owned {
+			if v, ok := handles.take(h); ok {
+				if er, ok := v.(*electionRef); ok {
+					er.ad.mute()
+				}
+			}
+		}
+		if berr := cr.b.Close(); berr != nil && err == nil {
+			err = fmt.Errorf("close backend: %w", berr)
+		}
+		done <- err
+	}()
+	return awaitEnd(wait, done, "close client", timeoutMS)
+}
+
+// awaitEnd waits for the outcome of a close or stop that runs in the
+// background, until wait ends.
+func awaitEnd(wait context.Context, done <-chan error, what string, timeoutMS int64) error {
+	select {
+	case err := <-done:
+		return err
+	case <-wait.Done():
+		return fmt.Errorf("%s: not done within %dms, it goes on in the background: %w", what, timeoutMS, wait.Err())
 	}
-	if berr := cr.b.Close(); berr != nil && err == nil {
-		err = fmt.Errorf("close backend: %w", berr)
-	}
-	return err
 }
 
 // Acquire waits for the lock of name on the client, at most timeoutMS
 // (NoTimeout: no bound) and until the cancel handle, if not 0, is
 // cancelled; with try, it makes one attempt (simba's TryAcquire) within
 // the same bounds, a timeout of 0 meaning the attempt's own bound of one
-// lease duration. It returns the handle of the lock term. A cancelled or
-// timed-out acquisition never leaves the lock held (R-LOCK-2).
+// lease duration. Without try, a timeout of 0 makes one attempt too, and
+// fails with a LockTimeout error when the lease is held. It returns the
+// handle of the lock term. A cancelled or timed-out acquisition never
+// leaves the lock held (R-LOCK-2).
 func Acquire(client uint64, name string, timeoutMS int64, cancel uint64, try bool) (uint64, error) {
 	cr, err := clientOf(client)
 	if err != nil {
@@ -239,8 +275,11 @@ func Acquire(client uint64, name string, timeoutMS int64, cancel uint64, try boo
 	if err := simba.ValidateName(name); err != nil {
 		return 0, err
 	}
-	if try && timeoutMS == 0 {
-		timeoutMS = NoTimeout // the attempt's own bound, one lease duration, applies
+	once := !try && timeoutMS == 0 // simba's Acquire with an expired ctx would not try at all
+	if try || once {
+		if timeoutMS == 0 {
+			timeoutMS = NoTimeout // the attempt's own bound, one lease duration, applies
+		}
 	}
 	ctx, stop, err := waitContext(context.Background(), timeoutMS, cancel)
 	if err != nil {
@@ -249,10 +288,13 @@ func Acquire(client uint64, name string, timeoutMS int64, cancel uint64, try boo
 	defer stop()
 	l := cr.c.Lock(name)
 	var lt *simba.LockTerm
-	if try {
+	if try || once {
 		lt, err = l.TryAcquire(ctx)
 	} else {
 		lt, err = l.Acquire(ctx)
+	}
+	if once && errors.Is(err, simba.ErrLockHeld) {
+		return 0, fmt.Errorf("%w: %s: held, and the timeout of 0 allows one attempt (%s)", simba.ErrLockTimeout, name, err.Error())
 	}
 	if err != nil {
 		return 0, err
@@ -301,7 +343,7 @@ func EnsureValid(term uint64, minMS int64) error {
 	if err != nil {
 		return err
 	}
-	d, _, err := duration("minimum remaining", minMS, false)
+	d, _, err := waitDuration("minimum remaining", minMS, false)
 	if err != nil {
 		return err
 	}
@@ -357,16 +399,77 @@ func FreeTerm(term uint64) error {
 
 // Listener receives the callbacks of an election; package main implements
 // it with the C function pointers of simba_listener. cb identifies the
-// callback for the calls it makes back into the library.
+// callback for the calls it makes back into the library. Released is
+// called once, after the last callback returned.
 type Listener interface {
 	Elected(election, term, token, cb uint64)
 	Revoked(election, term, token uint64, reason int32, cb uint64)
+	Released()
 }
 
+// adapter passes the engine's callbacks of one election to its Listener.
+// Once the election's stop or its client's close ended (mute), no
+// OnElected reaches the Listener any more, and an OnRevoked only for a
+// term whose OnElected did (a stop called from a callback ends before the
+// engine delivers that term's OnRevoked), so callbacks stay paired
+// (R-CB-1). Released follows the last of them.
 type adapter struct {
 	ref *electionRef
 	h   uint64
 	l   Listener
+
+	mu       sync.Mutex
+	shown    map[*simba.Term]bool // terms whose OnElected reached the Listener, until their OnRevoked did
+	running  int                  // callbacks in the Listener now
+	muted    bool                 // the stop ended: no OnElected starts
+	released bool                 // Released was called
+}
+
+// enter reports whether the callback of t may start, and counts it.
+func (a *adapter) enter(t *simba.Term, elected bool) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch {
+	case elected && a.muted:
+		return false
+	case elected:
+		a.shown[t] = true
+	case !a.shown[t]:
+		return false
+	default:
+		delete(a.shown, t)
+	}
+	a.running++
+	return true
+}
+
+// leave counts a callback's return; the last one after mute releases.
+func (a *adapter) leave() {
+	a.mu.Lock()
+	a.running--
+	a.mu.Unlock()
+	a.releaseIfDone()
+}
+
+// mute lets no callback start any more; Released follows once the
+// running one, if any, returned.
+func (a *adapter) mute() {
+	a.mu.Lock()
+	a.muted = true
+	a.mu.Unlock()
+	a.releaseIfDone()
+}
+
+func (a *adapter) releaseIfDone() {
+	a.mu.Lock()
+	release := a.muted && a.running == 0 && len(a.shown) == 0 && !a.released
+	if release {
+		a.released = true
+	}
+	a.mu.Unlock()
+	if release {
+		a.l.Released()
+	}
 }
 
 func (a *adapter) OnElected(ctx context.Context, t *simba.Term) {
@@ -375,6 +478,10 @@ func (a *adapter) OnElected(ctx context.Context, t *simba.Term) {
 	a.ref.terms[t] = th
 	a.ref.mu.Unlock()
 	a.ref.client.own(th) // freed with the client, should the revoked callback never come
+	if !a.enter(t, true) {
+		return
+	}
+	defer a.leave()
 	cb := enterCallback(ctx)
 	defer leaveCallback(cb)
 	a.l.Elected(a.h, th, t.Token(), cb)
@@ -389,6 +496,10 @@ func (a *adapter) OnRevoked(ctx context.Context, t *simba.Term, reason simba.Rev
 		a.ref.client.disown(th)
 		handles.remove(th)
 	}()
+	if !a.enter(t, false) {
+		return
+	}
+	defer a.leave()
 	cb := enterCallback(ctx)
 	defer leaveCallback(cb)
 	a.l.Revoked(a.h, th, t.Token(), int32(reason), cb)
@@ -410,11 +521,12 @@ func StartElection(client uint64, name string, l Listener) (uint64, error) {
 	}
 	ref := &electionRef{client: cr, el: cr.c.Election(name), terms: make(map[*simba.Term]uint64)}
 	h := handles.add(ref)
+	ref.ad = &adapter{ref: ref, h: h, l: l, shown: make(map[*simba.Term]bool)}
 	if !cr.own(h) {
 		handles.remove(h)
 		return 0, fmt.Errorf("start %s: %w", name, simba.ErrClosed)
 	}
-	if err := ref.el.Start(&adapter{ref: ref, h: h, l: l}); err != nil {
+	if err := ref.el.Start(ref.ad); err != nil {
 		cr.disown(h)
 		handles.remove(h)
 		return 0, err
@@ -424,15 +536,18 @@ func StartElection(client uint64, name string, l Listener) (uint64, error) {
 
 // StopElection stops the election and frees its handle: the current term
 // is revoked and released and its revoked callback runs before the call
-// returns, unless the wait exceeds timeoutMS (the stop completes anyway).
-// Called from a callback of the election (cb non-zero), it does not wait
-// for that callback (R-CB-5).
+// returns, unless the wait exceeds timeoutMS (the stop completes anyway,
+// in the background). Called from a callback of the election (cb
+// non-zero), it does not wait for that callback (R-CB-5), and the only
+// callback still to come is the OnRevoked of the term whose OnElected ran.
+// Otherwise, after a return without timeout no callback comes. The
+// Listener's Released follows the last one.
 func StopElection(election uint64, timeoutMS int64, cb uint64) error {
 	er, err := electionOf(election)
 	if err != nil {
 		return err
 	}
-	ctx, stop, err := waitContext(callbackContext(cb), timeoutMS, 0)
+	wait, stop, err := waitContext(context.Background(), timeoutMS, 0)
 	if err != nil {
 		return err
 	}
@@ -441,7 +556,13 @@ func StopElection(election uint64, timeoutMS int64, cb uint64) error {
 		return fmt.Errorf("%w: election %d is being stopped", ErrBadHandle, election)
 	}
 	er.client.disown(election)
-	return er.el.Stop(ctx)
+	done := make(chan error, 1)
+	go func() {
+		err := er.el.Stop(callbackContext(cb))
+		er.ad.mute()
+		done <- err
+	}()
+	return awaitEnd(wait, done, "stop election", timeoutMS)
 }
 
 // StepDown gives the current term of the election up and keeps it
@@ -452,7 +573,7 @@ func StepDown(election uint64, cooldownMS, timeoutMS int64, cb uint64) error {
 	if err != nil {
 		return err
 	}
-	cooldown, _, err := duration("cooldown", cooldownMS, false)
+	cooldown, _, err := waitDuration("cooldown", cooldownMS, false)
 	if err != nil {
 		return err
 	}

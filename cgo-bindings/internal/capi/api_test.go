@@ -146,6 +146,8 @@ func (r *recorder) Revoked(election, term, token uint64, reason int32, cb uint64
 	}
 }
 
+func (r *recorder) Released() { r.events <- "released" }
+
 func next(t *testing.T, events chan string, want string) {
 	t.Helper()
 	select {
@@ -174,26 +176,44 @@ func TestElection(t *testing.T) {
 	next(t, r.events, "elected 2")
 	wantStatus(t, "stop", StopElection(el, 5000, 0), OK)
 	next(t, r.events, "revoked 2 STOPPED")
+	next(t, r.events, "released")
 	wantStatus(t, "stop again", StopElection(el, 5000, 0), BadHandle)
 	wantStatus(t, "close", CloseClient(c, 5000, 0), OK)
 	noHandles(t)
 }
 
 // TestStopFromCallback stops the election and then closes the client from
-// its own callbacks: neither waits for the callback it is called from.
+// its own callbacks: neither waits for the callback it is called from, and
+// only the revoked callback of the term whose elected callback ran follows,
+// then the release.
 func TestStopFromCallback(t *testing.T) {
 	c, err := OpenClient(storeURL(), Options{LeaseMS: 3000})
 	wantStatus(t, "open", err, OK)
 	errs := make(chan error, 2)
 	r := &recorder{events: make(chan string, 16)}
 	r.onElect = func(election, _, cb uint64) { errs <- StopElection(election, 5000, cb) }
-	r.revokeCB = func(_, _, cb uint64) { errs <- CloseClient(c, 5000, cb) }
 	_, err = StartElection(c, "leader", r)
 	wantStatus(t, "start", err, OK)
 	next(t, r.events, "elected 1")
 	wantStatus(t, "stop from on_elected", <-errs, OK)
 	next(t, r.events, "revoked 1 STOPPED")
+	next(t, r.events, "released")
+
+	r2 := &recorder{events: make(chan string, 16)}
+	r2.onElect = func(election, _, cb uint64) { errs <- StepDown(election, 0, 5000, cb) }
+	r2.revokeCB = func(_, _, cb uint64) { errs <- CloseClient(c, 5000, cb) }
+	_, err = StartElection(c, "leader", r2)
+	wantStatus(t, "start again", err, OK)
+	next(t, r2.events, "elected 2")
+	wantStatus(t, "step down from on_elected", <-errs, OK)
+	next(t, r2.events, "revoked 2 STEPPED_DOWN")
 	wantStatus(t, "close from on_revoked", <-errs, OK)
+	next(t, r2.events, "released")
+	select {
+	case e := <-r2.events:
+		t.Errorf("a callback after the close returned: %s", e)
+	case <-time.After(300 * time.Millisecond):
+	}
 	noHandles(t)
 }
 
@@ -285,7 +305,7 @@ func TestElectionTermsAreNotReleasedByHand(t *testing.T) {
 }
 
 func TestStatusNames(t *testing.T) {
-	for s := OK; s <= Internal; s++ {
+	for s := OK; s <= LastStatus; s++ {
 		if !strings.HasPrefix(s.String(), "SIMBA_") || strings.HasPrefix(s.String(), "SIMBA_STATUS(") {
 			t.Errorf("status %d has no name", s)
 		}

@@ -68,6 +68,15 @@ func (t *table) get(h uint64, k kind) (any, error) {
 	return v, nil
 }
 
+// take forgets h and returns its value, if it was there.
+func (t *table) take(h uint64) (any, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	v, ok := t.m[h]
+	delete(t.m, h)
+	return v, ok
+}
+
 // remove forgets h and reports whether it was there.
 func (t *table) remove(h uint64) bool {
 	t.mu.Lock()

@@ -43,6 +43,10 @@ const (
 	Timeout            Status = 16 // SIMBA_ERR_TIMEOUT: a wait (stop, close) ended before its end
 	Backend            Status = 17 // SIMBA_ERR_BACKEND: another error of the backend
 	Internal           Status = 18 // SIMBA_ERR_INTERNAL: a bug of the library (a recovered panic)
+	Forked             Status = 19 // SIMBA_ERR_FORKED: a call in a forked child (answered by bridge.c, never by Go)
+
+	// LastStatus is the highest status code.
+	LastStatus = Forked
 )
 
 var statusNames = [...]string{
@@ -51,6 +55,7 @@ var statusNames = [...]string{
 	"SIMBA_ERR_BACKEND_UNAVAILABLE", "SIMBA_ERR_CLOSED", "SIMBA_ERR_CANCELLED", "SIMBA_ERR_TERM_EXPIRED",
 	"SIMBA_ERR_ALREADY_STARTED", "SIMBA_ERR_NOT_STARTED", "SIMBA_ERR_NAME_IN_USE",
 	"SIMBA_ERR_BUFFER_TOO_SMALL", "SIMBA_ERR_TIMEOUT", "SIMBA_ERR_BACKEND", "SIMBA_ERR_INTERNAL",
+	"SIMBA_ERR_FORKED",
 }
 
 // String returns the name of the code in simba.h.

@@ -1,0 +1,540 @@
+/*
+ * Checks of the C ABI that need a process of their own: a crash, a hang or
+ * a leak fails the mode (exit status other than 0) instead of the test
+ * runner. bindings_test.go compiles it against the built library and runs
+ *
+ *   abi_check threads N             the last error of a thread is freed when it exits
+ *   abi_check stop-timeout URL      a timed-out stop: release(user_data) after the last callback
+ *   abi_check stop-in-callback URL  a stop from a callback: nothing after it but its term's on_revoked
+ *   abi_check timeouts URL          a timeout of 0 makes one attempt, INT64_MAX waits the maximum
+ *   abi_check credentials URL...    no password of a URL in any message of the library
+ *   abi_check fork URL              a forked child sees no valid term, and fails every call
+ *   abi_check names                 the status names of the library
+ */
+#define _DEFAULT_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <simba.h>
+
+static void check(simba_status st, const char *what) {
+	if (st == SIMBA_OK) {
+		return;
+	}
+	char msg[1024];
+	simba_last_error(msg, sizeof msg, NULL);
+	fprintf(stderr, "%s: %s: %s\n", what, simba_status_name(st), msg);
+	exit(1);
+}
+
+static void sleep_ms(long ms) {
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static double now_ms(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static simba_handle open_client(const char *url) {
+	simba_options opts = {0};
+	opts.size = sizeof opts;
+	opts.lease_ms = 3000;
+	simba_handle client;
+	check(simba_client_open(url, &opts, &client), "open");
+	return client;
+}
+
+static void no_leaks(void) {
+	simba_stats s;
+	check(simba_stats_get(&s), "stats");
+	if (s.clients + s.terms + s.elections + s.cancels != 0) {
+		fprintf(stderr, "leaked handles: %lld clients, %lld terms, %lld elections, %lld cancels\n",
+		        (long long)s.clients, (long long)s.terms, (long long)s.elections, (long long)s.cancels);
+		exit(1);
+	}
+	printf("no handle left open\n");
+}
+
+/* ------------------------------------------------------------ threads */
+
+static long rss_kb(void) {
+	FILE *f = fopen("/proc/self/statm", "r");
+	long pages = 0, resident = 0;
+	if (f == NULL || fscanf(f, "%ld %ld", &pages, &resident) != 2) {
+		fprintf(stderr, "cannot read /proc/self/statm\n");
+		exit(1);
+	}
+	fclose(f);
+	return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static char long_url[8192];
+
+/* One failing call with a long message, then the thread exits. */
+static void *fail_once(void *arg) {
+	(void)arg;
+	simba_handle h;
+	if (simba_client_open(long_url, NULL, &h) == SIMBA_OK) {
+		fprintf(stderr, "opened %s\n", long_url);
+		exit(1);
+	}
+	return NULL;
+}
+
+static void run_threads(int n) {
+	strcpy(long_url, "nosuchscheme://");
+	memset(long_url + strlen(long_url), 'x', 200);
+	size_t len = 0;
+	pthread_t t;
+	pthread_create(&t, NULL, fail_once, NULL);
+	pthread_join(t, NULL);
+	fail_once(NULL);
+	simba_last_error(NULL, 0, &len);
+	if (len < 100) {
+		fprintf(stderr, "the message is %zu bytes, the check needs a long one\n", len);
+		exit(1);
+	}
+	/* Warm up: the Go heap grows to its first collections (about 3 MB), and
+	 * the runtime's per-thread state settles. */
+	for (int i = 0; i < 100000; i++) {
+		fail_once(NULL);
+	}
+	for (int i = 0; i < 2000; i++) {
+		pthread_create(&t, NULL, fail_once, NULL);
+		pthread_join(t, NULL);
+	}
+	long before = rss_kb();
+	for (int i = 0; i < n; i += 8) {
+		pthread_t ts[8];
+		for (int j = 0; j < 8; j++) {
+			pthread_create(&ts[j], NULL, fail_once, NULL);
+		}
+		for (int j = 0; j < 8; j++) {
+			pthread_join(ts[j], NULL);
+		}
+	}
+	long after = rss_kb();
+	printf("threads=%d message=%zu rss_before_kb=%ld rss_after_kb=%ld growth_kb=%ld\n", n, len, before, after,
+	       after - before);
+	/* A leak of each thread's message is more than n * len bytes (7 MB for
+	 * 40,000 threads): allow 3 MB of noise. */
+	if (after - before > 3072) {
+		fprintf(stderr, "RSS grew by %ld KB over %d threads\n", after - before, n);
+		exit(1);
+	}
+}
+
+/* ------------------------------------------------------------ stop-timeout */
+
+struct watched {
+	atomic_int in_callback; /* a callback runs */
+	atomic_int released;    /* release(user_data) ran */
+	atomic_int elected, revoked, late;
+	long block_ms; /* how long on_elected blocks */
+};
+
+static void watched_elected(void *ud, simba_handle el, simba_handle term, uint64_t token) {
+	(void)el, (void)term, (void)token;
+	struct watched *w = ud;
+	if (atomic_load(&w->released)) {
+		atomic_fetch_add(&w->late, 1);
+	}
+	atomic_store(&w->in_callback, 1);
+	atomic_fetch_add(&w->elected, 1);
+	sleep_ms(w->block_ms);
+	atomic_store(&w->in_callback, 0);
+}
+
+static void watched_revoked(void *ud, simba_handle el, simba_handle term, uint64_t token, simba_reason reason) {
+	(void)el, (void)term, (void)token, (void)reason;
+	struct watched *w = ud;
+	if (atomic_load(&w->released)) {
+		atomic_fetch_add(&w->late, 1);
+	}
+	atomic_store(&w->in_callback, 1);
+	atomic_fetch_add(&w->revoked, 1);
+	sleep_ms(50);
+	atomic_store(&w->in_callback, 0);
+}
+
+static void watched_release(void *ud) {
+	struct watched *w = ud;
+	if (atomic_load(&w->in_callback)) {
+		atomic_fetch_add(&w->late, 1); /* released while a callback runs */
+	}
+	if (atomic_fetch_add(&w->released, 1) != 0) {
+		fprintf(stderr, "release ran twice\n");
+		exit(1);
+	}
+}
+
+static int run_stop_timeout(const char *url) {
+	simba_handle client = open_client(url);
+	struct watched *w = calloc(1, sizeof *w);
+	w->block_ms = 600;
+	simba_listener l = {watched_elected, watched_revoked, w};
+	simba_handle el;
+	check(simba_election_start_ex(client, "abi-stop-timeout", &l, watched_release, &el), "start");
+	while (atomic_load(&w->elected) == 0) {
+		sleep_ms(5);
+	}
+	double t0 = now_ms();
+	simba_status st = simba_election_stop(el, 100);
+	double took = now_ms() - t0;
+	if (st != SIMBA_ERR_TIMEOUT) {
+		fprintf(stderr, "stop while on_elected blocks: %s, want SIMBA_ERR_TIMEOUT\n", simba_status_name(st));
+		return 1;
+	}
+	if (took > 400) {
+		fprintf(stderr, "stop(100ms) took %.0f ms\n", took);
+		return 1;
+	}
+	if (atomic_load(&w->released)) {
+		fprintf(stderr, "released while on_elected still runs\n");
+		return 1;
+	}
+	for (int i = 0; i < 400 && !atomic_load(&w->released); i++) {
+		sleep_ms(10);
+	}
+	if (!atomic_load(&w->released)) {
+		fprintf(stderr, "release never ran\n");
+		return 1;
+	}
+	/* The callbacks had their chance to come late: none may. */
+	sleep_ms(300);
+	printf("elected=%d revoked=%d late=%d\n", atomic_load(&w->elected), atomic_load(&w->revoked),
+	       atomic_load(&w->late));
+	if (atomic_load(&w->late) != 0) {
+		return 1;
+	}
+	memset(w, 0xdd, sizeof *w); /* what a caller does once released: nothing may read it now */
+	free(w);
+
+	/* A stop without timeout has released user_data before it returns. */
+	struct watched *w2 = calloc(1, sizeof *w2);
+	simba_listener l2 = {watched_elected, watched_revoked, w2};
+	check(simba_election_start_ex(client, "abi-stop-timeout", &l2, watched_release, &el), "start again");
+	while (atomic_load(&w2->elected) == 0) {
+		sleep_ms(5);
+	}
+	check(simba_election_stop(el, 5000), "stop");
+	if (!atomic_load(&w2->released) || atomic_load(&w2->revoked) != 1) {
+		fprintf(stderr, "after a stop: released=%d revoked=%d\n", atomic_load(&w2->released),
+		        atomic_load(&w2->revoked));
+		return 1;
+	}
+	free(w2);
+
+	/* A close that times out releases user_data after the last callback, too. */
+	struct watched *w3 = calloc(1, sizeof *w3);
+	w3->block_ms = 600;
+	simba_listener l3 = {watched_elected, watched_revoked, w3};
+	check(simba_election_start_ex(client, "abi-stop-timeout", &l3, watched_release, &el), "start a third");
+	while (atomic_load(&w3->elected) == 0) {
+		sleep_ms(5);
+	}
+	st = simba_client_close(client, 100);
+	if (st != SIMBA_ERR_TIMEOUT) {
+		fprintf(stderr, "close while on_elected blocks: %s, want SIMBA_ERR_TIMEOUT\n", simba_status_name(st));
+		return 1;
+	}
+	for (int i = 0; i < 400 && !atomic_load(&w3->released); i++) {
+		sleep_ms(10);
+	}
+	sleep_ms(300);
+	if (!atomic_load(&w3->released) || atomic_load(&w3->late) != 0) {
+		fprintf(stderr, "after a timed-out close: released=%d late=%d\n", atomic_load(&w3->released),
+		        atomic_load(&w3->late));
+		return 1;
+	}
+	free(w3);
+	for (int i = 0; i < 200; i++) {
+		simba_stats s;
+		check(simba_stats_get(&s), "stats");
+		if (s.clients + s.terms + s.elections == 0) {
+			break;
+		}
+		sleep_ms(10);
+	}
+	no_leaks();
+	return 0;
+}
+
+/* ------------------------------------------------------------ stop-in-callback */
+
+struct selfstop {
+	simba_handle el;
+	atomic_int stopped; /* the stop returned */
+	atomic_int after;   /* callbacks after it, but the on_revoked of the term it was called for */
+	atomic_int closing; /* that on_revoked (SIMBA_STOPPED) */
+	uint64_t token;     /* the term of the callback that stopped */
+	atomic_int elected, stepped;
+	atomic_int released;
+	int via_step_down; /* step down in on_elected, stop in that on_revoked */
+};
+
+static void selfstop_elected(void *ud, simba_handle el, simba_handle term, uint64_t token) {
+	(void)term, (void)token;
+	struct selfstop *s = ud;
+	if (atomic_load(&s->stopped) || atomic_load(&s->released)) {
+		atomic_fetch_add(&s->after, 1);
+		return;
+	}
+	atomic_fetch_add(&s->elected, 1);
+	if (s->via_step_down) {
+		check(simba_election_step_down(el, 0, 5000), "step down from on_elected");
+		return;
+	}
+	s->token = token;
+	check(simba_election_stop(el, 5000), "stop from on_elected");
+	atomic_store(&s->stopped, 1);
+}
+
+static void selfstop_revoked(void *ud, simba_handle el, simba_handle term, uint64_t token, simba_reason reason) {
+	(void)term;
+	struct selfstop *s = ud;
+	if (atomic_load(&s->stopped)) {
+		/* Stopped from on_elected: that term's on_revoked still comes, once. */
+		if (!s->via_step_down && token == s->token && reason == SIMBA_STOPPED && !atomic_load(&s->released) &&
+		    atomic_fetch_add(&s->closing, 1) == 0) {
+			return;
+		}
+		atomic_fetch_add(&s->after, 1);
+		return;
+	}
+	if (reason == SIMBA_STEPPED_DOWN) {
+		atomic_fetch_add(&s->stepped, 1);
+		sleep_ms(100); /* meanwhile the election contends again and wins */
+		check(simba_election_stop(el, 5000), "stop from on_revoked");
+		atomic_store(&s->stopped, 1);
+	}
+}
+
+static void selfstop_release(void *ud) {
+	struct selfstop *s = ud;
+	atomic_fetch_add(&s->released, 1);
+}
+
+static int run_stop_in_callback(const char *url) {
+	int failed = 0;
+	for (int variant = 0; variant < 2; variant++) {
+		simba_handle client = open_client(url);
+		struct selfstop *s = calloc(1, sizeof *s);
+		s->via_step_down = variant;
+		simba_listener l = {selfstop_elected, selfstop_revoked, s};
+		check(simba_election_start_ex(client, variant ? "abi-selfstop-b" : "abi-selfstop-a", &l, selfstop_release,
+		                              &s->el),
+		      "start");
+		for (int i = 0; i < 500 && !atomic_load(&s->stopped); i++) {
+			sleep_ms(10);
+		}
+		if (!atomic_load(&s->stopped)) {
+			fprintf(stderr, "variant %d: the callback never stopped the election\n", variant);
+			return 1;
+		}
+		sleep_ms(500);
+		printf("variant %d: elected=%d stepped=%d closing on_revoked=%d other callbacks after the stop=%d "
+		       "released=%d\n",
+		       variant, atomic_load(&s->elected), atomic_load(&s->stepped), atomic_load(&s->closing),
+		       atomic_load(&s->after), atomic_load(&s->released));
+		if (atomic_load(&s->after) != 0 || atomic_load(&s->released) != 1 ||
+		    atomic_load(&s->closing) != (variant == 0)) {
+			failed = 1;
+		}
+		check(simba_client_close(client, 5000), "close");
+		free(s);
+	}
+	no_leaks();
+	return failed;
+}
+
+/* ------------------------------------------------------------ timeouts */
+
+static int run_timeouts(const char *url) {
+	simba_handle a = open_client(url), b = open_client(url);
+	simba_handle term, other;
+	int failed = 0;
+	/* Wait for the session, so that the attempt of timeout 0 is the only variable. */
+	check(simba_lock_acquire(a, "abi-timeouts-warm", 10000, 0, &term), "warm up");
+	check(simba_term_free(term), "free");
+	check(simba_lock_acquire(b, "abi-timeouts-warm", 10000, 0, &term), "warm up b");
+	check(simba_term_free(term), "free");
+
+	simba_status st = simba_lock_acquire(a, "abi-timeouts", 0, 0, &term);
+	printf("acquire(timeout 0) of a free lock: %s\n", simba_status_name(st));
+	if (st != SIMBA_OK) {
+		failed = 1;
+	} else {
+		double t0 = now_ms();
+		st = simba_lock_acquire(b, "abi-timeouts", 0, 0, &other);
+		double took = now_ms() - t0;
+		printf("acquire(timeout 0) of a held lock: %s in %.0f ms\n", simba_status_name(st), took);
+		if (st != SIMBA_ERR_LOCK_TIMEOUT || took > 1500) {
+			failed = 1;
+		}
+		check(simba_term_free(term), "free");
+	}
+	st = simba_lock_acquire(a, "abi-timeouts", INT64_MAX, 0, &term);
+	printf("acquire(timeout INT64_MAX): %s\n", simba_status_name(st));
+	if (st != SIMBA_OK) {
+		failed = 1;
+	} else {
+		/* A waiter with the maximum timeout waits, and wins once released. */
+		check(simba_lock_release(term, INT64_MAX), "release(INT64_MAX)");
+		check(simba_term_free(term), "free");
+	}
+	st = simba_lock_try_acquire(a, "abi-timeouts", INT64_MAX, 0, &term);
+	printf("try_acquire(timeout INT64_MAX): %s\n", simba_status_name(st));
+	if (st != SIMBA_OK) {
+		failed = 1;
+	} else {
+		check(simba_term_free(term), "free");
+	}
+	st = simba_lock_acquire(a, "abi-timeouts", -2, 0, &term);
+	printf("acquire(timeout -2): %s\n", simba_status_name(st));
+	if (st != SIMBA_ERR_INVALID_ARGUMENT) {
+		failed = 1;
+	}
+	st = simba_client_close(b, INT64_MAX);
+	printf("close(INT64_MAX): %s\n", simba_status_name(st));
+	if (st != SIMBA_OK) {
+		failed = 1;
+	}
+	check(simba_client_close(a, 5000), "close");
+	no_leaks();
+	return failed;
+}
+
+/* ------------------------------------------------------------ credentials */
+
+static int run_credentials(int n, char **urls) {
+	for (int i = 0; i < n; i++) {
+		simba_options opts = {0};
+		opts.size = sizeof opts;
+		opts.open_timeout_ms = 1500;
+		simba_handle client;
+		simba_status st = simba_client_open(urls[i], &opts, &client);
+		char *msg = simba_last_error_message();
+		printf("%s => %s: %s\n", urls[i], simba_status_name(st), msg ? msg : "");
+		simba_string_free(msg);
+		if (st == SIMBA_OK) {
+			simba_client_close(client, 1000);
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ fork */
+
+static int run_fork(const char *url) {
+	simba_handle client = open_client(url);
+	simba_handle term;
+	check(simba_lock_acquire(client, "abi-fork", 10000, 0, &term), "acquire");
+	uint64_t token;
+	check(simba_term_token(term, &token), "token");
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("fork");
+		return 1;
+	}
+	if (pid == 0) {
+		alarm(10); /* a call that hangs fails the check */
+		int bad = 0;
+		int valid = -1;
+		simba_status st = simba_term_valid(term, &valid);
+		char msg[1024];
+		simba_last_error(msg, sizeof msg, NULL);
+		printf("child: term_valid: %s valid=%d: %s\n", simba_status_name(st), valid, msg);
+		if (st == SIMBA_OK || valid == 1 || strstr(msg, "fork") == NULL) {
+			bad = 1;
+		}
+		uint64_t child_token = 0;
+		st = simba_term_token(term, &child_token);
+		printf("child: term_token: %s\n", simba_status_name(st));
+		bad |= st == SIMBA_OK;
+		simba_handle t2;
+		st = simba_lock_acquire(client, "abi-fork-child", 1000, 0, &t2);
+		printf("child: acquire: %s\n", simba_status_name(st));
+		bad |= st == SIMBA_OK;
+		simba_handle c2;
+		st = simba_client_open("memory://abi-fork-child", NULL, &c2);
+		printf("child: open: %s\n", simba_status_name(st));
+		bad |= st == SIMBA_OK;
+		st = simba_client_close(client, 1000);
+		printf("child: close: %s\n", simba_status_name(st));
+		bad |= st == SIMBA_OK;
+		simba_stats stats;
+		st = simba_stats_get(&stats);
+		printf("child: stats: %s\n", simba_status_name(st));
+		bad |= st == SIMBA_OK;
+		printf("child: version %s, status name %s\n", simba_version(), simba_status_name(SIMBA_ERR_LOCK_HELD));
+		fflush(stdout);
+		_exit(bad);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	int valid;
+	check(simba_term_valid(term, &valid), "parent: valid");
+	printf("parent: child %s %d; the parent's term valid=%d\n", WIFEXITED(status) ? "exited" : "killed by signal",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), valid);
+	check(simba_term_free(term), "free");
+	check(simba_client_close(client, 5000), "close");
+	no_leaks();
+	return !(WIFEXITED(status) && WEXITSTATUS(status) == 0 && valid == 1);
+}
+
+/* ------------------------------------------------------------ names */
+
+static int run_names(void) {
+	for (int s = 0; s <= 40; s++) {
+		const char *name = simba_status_name(s);
+		if (strcmp(name, "SIMBA_STATUS_UNKNOWN") == 0) {
+			break;
+		}
+		printf("%d %s\n", s, name);
+	}
+	return 0;
+}
+
+int main(int argc, char **argv) {
+	if (argc < 2) {
+		fprintf(stderr, "usage: abi_check MODE [ARGS]\n");
+		return 2;
+	}
+	const char *mode = argv[1];
+	if (strcmp(mode, "threads") == 0 && argc == 3) {
+		run_threads(atoi(argv[2]));
+		return 0;
+	}
+	if (strcmp(mode, "stop-timeout") == 0 && argc == 3) {
+		return run_stop_timeout(argv[2]);
+	}
+	if (strcmp(mode, "stop-in-callback") == 0 && argc == 3) {
+		return run_stop_in_callback(argv[2]);
+	}
+	if (strcmp(mode, "timeouts") == 0 && argc == 3) {
+		return run_timeouts(argv[2]);
+	}
+	if (strcmp(mode, "credentials") == 0) {
+		return run_credentials(argc - 2, argv + 2);
+	}
+	if (strcmp(mode, "fork") == 0 && argc == 3) {
+		return run_fork(argv[2]);
+	}
+	if (strcmp(mode, "names") == 0) {
+		return run_names();
+	}
+	fprintf(stderr, "unknown mode %s\n", mode);
+	return 2;
+}
