@@ -39,8 +39,11 @@ import (
 // Options.Password: Open refuses, with an *OptionsError, a URL whose user
 // information cannot be told from its host, path and query, rather than
 // connect somewhere the URL did not mean (a DSN takes the password as
-// written, up to its last '@'). Errors never contain the password, nor any
-// part of a URL that could not be parsed.
+// written, up to its last '@'). A password parameter, in any case, is
+// refused with an *OptionsError: go-sql-driver/mysql has none, and would
+// send it to the server as the session variable password. Errors never
+// contain the password, nor any part of a URL that could not be parsed, in
+// any error of their chain and in any fmt verb.
 func Open(ctx context.Context, dataSource string, opts Options) (*Backend, error) {
 	core, err := pkg.Resolve(opts.core())
 	if err != nil {
@@ -110,6 +113,9 @@ func config(dataSource string, opts Options) (*mysql.Config, []string, error) {
 		if cfg.DBName == "" {
 			return nil, nil, pkg.OptionsError("dsn", "no database name after the '/'")
 		}
+		if hasPasswordParam(url.Values(nil), cfg.Params) {
+			return nil, nil, pkg.OptionsError("dsn", passwordParamReason)
+		}
 	}
 	if opts.Password != "" {
 		cfg.Passwd = opts.Password
@@ -122,6 +128,9 @@ func config(dataSource string, opts Options) (*mysql.Config, []string, error) {
 
 // urlConfig translates a mysql:// URL, already checked by ParseURL.
 func urlConfig(u *url.URL, secrets []string) (*mysql.Config, error) {
+	if hasPasswordParam(u.Query()) {
+		return nil, pkg.OptionsError("url", passwordParamReason)
+	}
 	// ParseDSN validates and applies the driver parameters; the address is
 	// filled in afterwards, so TLS is resolved again for the real host.
 	cfg, err := mysql.ParseDSN("/?" + u.RawQuery)
@@ -151,6 +160,30 @@ func urlConfig(u *url.URL, secrets []string) (*mysql.Config, error) {
 	cfg.ParseTime = true
 	cfg.TLS = nil // recomputed from TLSConfig for the real address
 	return cfg, nil
+}
+
+// passwordParamReason is why a password parameter is refused.
+const passwordParamReason = "a password parameter would be sent to the server as the session variable " +
+	"password (SET password=...): give the password in the user information or in Options.Password"
+
+// hasPasswordParam reports whether a query, or the driver's parameters of
+// a DSN, hold "password" in any case: go-sql-driver/mysql has no such
+// parameter and would set it as a session variable, which is either an
+// error quoting the password or a change of the user's password.
+func hasPasswordParam(q url.Values, params ...map[string]string) bool {
+	for k := range q {
+		if strings.EqualFold(k, "password") {
+			return true
+		}
+	}
+	for _, p := range params {
+		for k := range p {
+			if strings.EqualFold(k, "password") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // dsnPassword returns the password of a DSN the way go-sql-driver/mysql

@@ -30,7 +30,10 @@ import (
 // Open refuses, with an *OptionsError, a URL whose user information cannot
 // be told from its host, path and query, rather than connect somewhere the
 // URL did not mean. Errors never contain the password, nor any part of a
-// URL that could not be parsed, and do not wrap pgx's values that hold the
+// URL that could not be parsed, nor the value of a parameter that may hold
+// a credential (password, sslpassword, and any name holding "pass", "pwd",
+// "secret", "token" or "credential", in any case), in any error of their
+// chain and in any fmt verb, and do not wrap pgx's values that hold the
 // configuration.
 func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	if _, err := pkg.Resolve(opts.core()); err != nil {

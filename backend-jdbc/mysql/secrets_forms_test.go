@@ -1,0 +1,166 @@
+package simbamysql
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
+	simba "github.com/simba-go/simba/core"
+)
+
+// formSecret is the credential of TestOpenHidesCredentialsInEveryForm:
+// letters and digits only, so that no form of a URL changes it.
+const formSecret = "Zq7SecretVw3Ky"
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestOpenHidesCredentialsInEveryForm: a credential in a mysql:// URL (user
+// information, a password parameter in any case), in a go-sql-driver DSN
+// (user:password@tcp(...)) or in Options.Password shows nowhere: not in
+// the error of Open or of simba.OpenBackend, nor in any error of its chain,
+// in any fmt verb, nor in the backend's log, whether the data source is
+// unusable, the server unreachable or the credentials refused.
+func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
+	const s = formSecret
+	realHost := parseDSN(t, sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")).Addr
+	const user = "simba_no_such_user"
+	forms := []struct {
+		name string
+		// build returns the data source for host and the extra query.
+		build func(host, query string) string
+		pass  bool // the secret is in Options.Password
+		url   bool // a mysql:// URL, which simba.OpenBackend takes
+	}{
+		{"URL userinfo password", func(h, q string) string { return "mysql://" + user + ":" + s + "@" + h + "/simba_test" + q }, false, true},
+		{"URL encoded userinfo password", func(h, q string) string {
+			return "mysql://" + url.UserPassword(user, s+"@/:").String() + "@" + h + "/simba_test" + q
+		}, false, true},
+		{"URL password parameter", func(h, q string) string { return "mysql://" + user + "@" + h + "/simba_test" + join(q, "password="+s) }, false, true},
+		{"URL Password parameter", func(h, q string) string { return "mysql://" + user + "@" + h + "/simba_test" + join(q, "Password="+s) }, false, true},
+		{"URL Options.Password", func(h, q string) string { return "mysql://" + user + "@" + h + "/simba_test" + q }, true, true},
+		{"DSN password", func(h, q string) string { return user + ":" + s + "@tcp(" + h + ")/simba_test" + q }, false, false},
+		{"DSN password with @", func(h, q string) string { return user + ":" + s + "@x@tcp(" + h + ")/simba_test" + q }, false, false},
+		{"DSN Options.Password", func(h, q string) string { return user + "@tcp(" + h + ")/simba_test" + q }, true, false},
+	}
+	cases := []struct {
+		name, host, query string
+	}{
+		{"bad option", realHost, "?timeout=bogus"},
+		{"unreachable", "127.0.0.1:1", "?timeout=2s"},
+		{"refused", realHost, ""},
+	}
+	for _, c := range cases {
+		for _, f := range forms {
+			t.Run(c.name+"/"+f.name, func(t *testing.T) {
+				raw := f.build(c.host, c.query)
+				var logs syncBuffer
+				opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+				if f.pass {
+					opts.Password = s
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				b, err := Open(ctx, raw, opts)
+				cancel()
+				if err == nil {
+					_ = b.Close()
+					t.Fatalf("Open(%q) succeeded", raw)
+				}
+				if text := sqltest.ErrorTexts(err); strings.Contains(text, s) {
+					t.Errorf("Open(%q): the error chain shows the secret:\n%s", raw, text)
+				}
+				if f.url && !f.pass {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					ob, err := simba.OpenBackend(ctx, raw)
+					cancel()
+					if err == nil {
+						_ = ob.Close()
+						t.Fatalf("simba.OpenBackend(%q) succeeded", raw)
+					}
+					if text := sqltest.ErrorTexts(err); strings.Contains(text, s) {
+						t.Errorf("simba.OpenBackend(%q): the error chain shows the secret:\n%s", raw, text)
+					}
+				}
+				if strings.Contains(logs.String(), s) {
+					t.Errorf("Open(%q): the log shows the secret:\n%s", raw, logs.String())
+				}
+			})
+		}
+	}
+}
+
+// join appends the parameter p to the query q ("" or "?...").
+func join(q, p string) string {
+	if q == "" {
+		return "?" + p
+	}
+	return q + "&" + p
+}
+
+// TestOptionsPrintWithoutPassword: Options printed with any fmt verb, as a
+// value or a pointer, or logged with slog, never shows Password.
+func TestOptionsPrintWithoutPassword(t *testing.T) {
+	o := Options{TablePrefix: "app_", Password: formSecret}
+	var logs syncBuffer
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("options", "opts", o, "ptr", &o)
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("options", "opts", o)
+	var b strings.Builder
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
+		fmt.Fprintf(&b, verb+"\n"+verb+"\n", o, &o)
+	}
+	for _, text := range []string{b.String(), logs.String()} {
+		if strings.Contains(text, formSecret) {
+			t.Errorf("Options printed show the password:\n%s", text)
+		}
+		if !strings.Contains(text, "app_") {
+			t.Errorf("Options printed hide what is not secret:\n%s", text)
+		}
+	}
+}
+
+// TestOpenRefusesPasswordParameter: go-sql-driver/mysql has no password
+// parameter and would send one to the server as SET password=..., a
+// statement that quotes the password in its error or changes the user's
+// password: Open refuses it, in a URL and in a DSN, in any case, before
+// any connection.
+func TestOpenRefusesPasswordParameter(t *testing.T) {
+	for _, raw := range []string{
+		"mysql://simba@127.0.0.1:1/db?password=" + formSecret,
+		"mysql://simba@127.0.0.1:1/db?timeout=1s&PASSWORD=" + formSecret,
+		"simba@tcp(127.0.0.1:1)/db?password=" + formSecret,
+		"simba@tcp(127.0.0.1:1)/db?Password='" + formSecret + "'",
+	} {
+		_, err := Open(context.Background(), raw, Options{})
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Options.Password") ||
+			strings.Contains(sqltest.ErrorTexts(err), formSecret) {
+			t.Errorf("Open(%q) = %v, want ErrInvalidOptions pointing to Options.Password", raw, err)
+		}
+	}
+	// A server variable whose name holds "password" is not refused.
+	if _, _, err := config("simba@tcp(127.0.0.1:1)/db?validate_password.policy=LOW", Options{}); err != nil {
+		t.Errorf("validate_password.policy: %v", err)
+	}
+}

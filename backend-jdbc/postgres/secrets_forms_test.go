@@ -1,0 +1,142 @@
+package simbapg
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
+	simba "github.com/simba-go/simba/core"
+)
+
+// formSecret is the credential of TestOpenHidesCredentialsInEveryForm:
+// letters and digits only, so that no form of a URL changes it.
+const formSecret = "Zq7SecretVw3Ky"
+
+// syncBuffer is a log destination safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestOpenHidesCredentialsInEveryForm: a credential pgx accepts, in the
+// user information, in the password or sslpassword parameter, in a
+// keyword/value string or in Options.Password, shows nowhere: not in the
+// error of Open or of simba.OpenBackend, nor in any error of its chain, in
+// any fmt verb, nor in the backend's log, whether the URL is unusable, the
+// server unreachable, the credentials refused or the tables missing.
+func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
+	const s = formSecret
+	u := parseURL(t, sqltest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL"))
+	realHost, realUser := u.Host, u.User.Username()
+	forms := []struct {
+		name     string
+		userinfo string // USER stands for the user name
+		query    string
+		pass     bool // the secret is in Options.Password
+	}{
+		{"userinfo password", "USER:" + s, "", false},
+		{"password parameter", "USER", "password=" + s, false},
+		{"encoded password parameter", "USER", "password=" + url.QueryEscape(s+"&x= y"), false},
+		{"sslpassword parameter", "USER", "sslpassword=" + s, false},
+		{"user and password parameters", "", "user=USER&password=" + s, false},
+		{"Password parameter", "USER", "Password=" + s, false},
+		{"Options.Password", "USER", "", true},
+	}
+	cases := []struct {
+		name, host, user, query string
+		prefix                  string
+	}{
+		{"bad option", realHost, "simba_no_such_user", "sslmode=bogus", ""},
+		{"unreachable", "127.0.0.1:1", "simba_no_such_user", "sslmode=disable&connect_timeout=2", ""},
+		{"refused", realHost, "simba_no_such_user", "sslmode=disable", ""},
+		// The test server trusts its users: the password is not checked.
+		{"tables missing", realHost, realUser, "sslmode=disable", "simba_sf_missing_"},
+	}
+	for _, c := range cases {
+		for _, f := range forms {
+			t.Run(c.name+"/"+f.name, func(t *testing.T) {
+				userinfo := strings.ReplaceAll(f.userinfo, "USER", c.user)
+				if userinfo != "" {
+					userinfo += "@"
+				}
+				raw := "postgres://" + userinfo + c.host + "/postgres"
+				if q := strings.Trim(c.query+"&"+strings.ReplaceAll(f.query, "USER", c.user), "&"); q != "" {
+					raw += "?" + q
+				}
+				var logs syncBuffer
+				opts := Options{TablePrefix: c.prefix, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+				if f.pass {
+					opts.Password = s
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				b, err := Open(ctx, raw, opts)
+				cancel()
+				if err == nil {
+					_ = b.Close()
+					t.Fatalf("Open(%q) succeeded", raw)
+				}
+				if text := sqltest.ErrorTexts(err); strings.Contains(text, s) {
+					t.Errorf("Open(%q): the error chain shows the secret:\n%s", raw, text)
+				}
+				if !f.pass && c.prefix == "" {
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					ob, err := simba.OpenBackend(ctx, raw)
+					cancel()
+					if err == nil {
+						_ = ob.Close()
+					} else if text := sqltest.ErrorTexts(err); strings.Contains(text, s) {
+						t.Errorf("simba.OpenBackend(%q): the error chain shows the secret:\n%s", raw, text)
+					}
+				}
+				if strings.Contains(logs.String(), s) {
+					t.Errorf("Open(%q): the log shows the secret:\n%s", raw, logs.String())
+				}
+			})
+		}
+	}
+	// A keyword/value string is refused without being quoted.
+	_, err := Open(context.Background(), "host=127.0.0.1 port=1 user=u password="+s+" dbname=db", Options{})
+	if err == nil || strings.Contains(sqltest.ErrorTexts(err), s) {
+		t.Errorf("keyword/value string: %v", err)
+	}
+}
+
+// TestOptionsPrintWithoutPassword: Options printed with any fmt verb, as a
+// value or a pointer, or logged with slog, never shows Password.
+func TestOptionsPrintWithoutPassword(t *testing.T) {
+	o := Options{TablePrefix: "app_", Password: formSecret}
+	var logs syncBuffer
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("options", "opts", o, "ptr", &o)
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("options", "opts", o)
+	var b strings.Builder
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
+		fmt.Fprintf(&b, verb+"\n"+verb+"\n", o, &o)
+	}
+	for _, text := range []string{b.String(), logs.String()} {
+		if strings.Contains(text, formSecret) {
+			t.Errorf("Options printed show the password:\n%s", text)
+		}
+		if !strings.Contains(text, "app_") {
+			t.Errorf("Options printed hide what is not secret:\n%s", text)
+		}
+	}
+}
