@@ -1,6 +1,7 @@
 package sqltest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -18,6 +19,24 @@ import (
 
 // sweepIdle is the idle of the sweeps below, the shortest there is.
 const sweepIdle = time.Second
+
+// sweeper is a backend that sweeps.
+type sweeper interface {
+	simba.Backend
+	simba.Sweeper
+}
+
+// raceBackend returns a backend that Open made, on a connection pool of
+// its own: the calls that wait must not take the connections the test's
+// own statements need.
+func (f *fixture) raceBackend(t testing.TB) sweeper {
+	t.Helper()
+	b, ok := f.open(t).(sweeper)
+	if !ok {
+		t.Fatal("the backend does not sweep")
+	}
+	return b
+}
 
 // outcome is what a call started by goCall returned.
 type outcome[T any] struct {
@@ -170,7 +189,7 @@ func (f *fixture) wantHeld(t testing.TB, b simba.Backend, s simba.SessionID, nam
 func testSweepRaceTakeOverAhead(t *testing.T, f *fixture) {
 	for i, held := range []string{"floor", "lease"} {
 		t.Run(held+" row held", func(t *testing.T) {
-			b := f.backend()
+			b := f.raceBackend(t)
 			first, a := open(t, b, time.Minute), open(t, b, time.Minute)
 			n := fmt.Sprintf("ahead-%d", i)
 			prev := acquire(t, b, first, n).Token
@@ -212,4 +231,241 @@ func testSweepRaceTakeOverAhead(t *testing.T, f *fixture) {
 			f.wantHeld(t, b, a, n, res.v.Token, "after the sweep that waited")
 		})
 	}
+}
+
+// testSweepRaceTakeOverBehind: a sweep holds the floor (and the rows it
+// deleted so far) while it waits for a row another transaction holds; a
+// take-over of a free name of the batch, and the first acquire of a name
+// never used, wait behind it where they need what it holds. Once it
+// committed, both win, above every token their names had, and keep what
+// they won.
+func testSweepRaceTakeOverBehind(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	first, a, d := open(t, b, time.Minute), open(t, b, time.Minute), open(t, b, time.Minute)
+	const n, m, fresh = "a-taken", "b-held", "c-fresh"
+	var prev [2]uint64
+	for i, name := range []string{n, m} {
+		prev[i] = acquire(t, b, first, name).Token
+		if err := b.Release(ctxT(t), first, name, prev[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.backdate(t, n, m)
+	release := f.lockRow(t, "lease", "name", m)
+
+	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	f.awaitWaits(t, "the sweep waiting for the held row", 1)
+	waits := 1
+	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), a, n) })
+	earlyWon := awaitWaitsOr(t, f, "the take-over waiting behind the sweep", waits+1, won)
+	if earlyWon == nil {
+		waits++
+	} else {
+		t.Logf("the take-over did not wait behind the sweep: %+v, %v", earlyWon.v, earlyWon.err)
+	}
+	first0 := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), d, fresh) })
+	earlyFirst := awaitWaitsOr(t, f, "the first acquire waiting behind the sweep", waits+1, first0)
+	if earlyFirst != nil {
+		t.Logf("the first acquire of a name did not wait behind the sweep: %+v, %v", earlyFirst.v, earlyFirst.err)
+	}
+	if err := release(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if o := <-swept; o.err != nil {
+		t.Fatalf("Sweep: %v", o.err)
+	}
+	if r := result(earlyWon, won); r.err != nil || !r.v.Won || r.v.Token <= prev[0] {
+		t.Fatalf("the take-over of %q = %+v, %v; want a win above %d", n, r.v, r.err, prev[0])
+	} else {
+		f.wantHeld(t, b, a, n, r.v.Token, "the take-over behind the sweep")
+	}
+	if r := result(earlyFirst, first0); r.err != nil || !r.v.Won {
+		t.Fatalf("the first acquire of %q = %+v, %v; want a win", fresh, r.v, r.err)
+	} else {
+		f.wantHeld(t, b, d, fresh, r.v.Token, "the first acquire behind the sweep")
+	}
+	if r := acquire(t, b, first, m); !r.Won || r.Token <= prev[1] {
+		t.Fatalf("the next term of the row the sweep waited for = %+v, want a win above %d", r, prev[1])
+	}
+}
+
+// testSweepRaceReleaseAhead: a sweep waits for the row of a lease whose
+// owner expired while the owner's release of it is in flight; once the
+// release committed, the sweep removes the freed row, and the name's next
+// term starts above its last token.
+func testSweepRaceReleaseAhead(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	owner, other := open(t, b, time.Minute), open(t, b, time.Minute)
+	const n = "released"
+	tok := acquire(t, b, owner, n).Token
+	f.backdate(t, n)
+	f.expire(owner)
+	release := f.hold(t, "a release in a transaction",
+		"UPDATE "+f.prefix+"lease SET session_id = NULL WHERE name = ? AND session_id = ? AND token = ?", n, string(owner), int64(tok))
+	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	f.awaitWaits(t, "the sweep waiting for the release", 1)
+	if err := release(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if o := <-swept; o.err != nil || o.v != 1 {
+		t.Fatalf("Sweep = %d, %v; want the freed row removed", o.v, o.err)
+	}
+	if _, _, ok := f.leaseRow(t, n); ok {
+		t.Fatalf("the row of %q survived the sweep", n)
+	}
+	if r := acquire(t, b, other, n); !r.Won || r.Token <= tok {
+		t.Fatalf("the next term of %q = %+v, want a win above %d", n, r, tok)
+	}
+}
+
+// testSweepRaceReleaseBehind: an owner whose session expired gives its
+// leases back while a sweep that deleted one of them waits for another
+// row: the release waits behind the sweep and then finds nothing to free
+// (no error), and the names start again above their tokens.
+func testSweepRaceReleaseBehind(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	owner, other := open(t, b, time.Minute), open(t, b, time.Minute)
+	names := []string{"a-before", "b-held", "c-after"}
+	toks := make([]uint64, len(names))
+	for i, n := range names {
+		toks[i] = acquire(t, b, owner, n).Token
+	}
+	f.backdate(t, names...)
+	f.expire(owner)
+	unlock := f.lockRow(t, "lease", "name", names[1])
+	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	f.awaitWaits(t, "the sweep waiting for the held row", 1)
+	// The sweep goes through its batch in some order: it holds the rows
+	// on one side of the one it waits for. Both are given back; at least
+	// one release must wait behind it.
+	waits, waited := 1, 0
+	var released [2]<-chan outcome[struct{}]
+	var early [2]*outcome[struct{}]
+	for i, k := range []int{0, 2} {
+		released[i] = goCall(func() (struct{}, error) {
+			return struct{}{}, b.Release(ctxT(t), owner, names[k], toks[k])
+		})
+		if early[i] = awaitWaitsOr(t, f, "the release of "+names[k], waits+1, released[i]); early[i] == nil {
+			waits++
+			waited++
+		}
+	}
+	if waited == 0 {
+		t.Fatalf("neither release waited behind the sweep, which waits for %q: it held neither %q nor %q", names[1], names[0], names[2])
+	}
+	if err := unlock(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if o := <-swept; o.err != nil || o.v != len(names) {
+		t.Fatalf("Sweep = %d, %v; want the %d rows of the expired owner removed", o.v, o.err, len(names))
+	}
+	for i := range released {
+		if o := result(early[i], released[i]); o.err != nil {
+			t.Fatalf("a release behind the sweep: %v", o.err)
+		}
+	}
+	for i, n := range names {
+		if r := acquire(t, b, other, n); !r.Won || r.Token <= toks[i] {
+			t.Fatalf("the next term of %q = %+v, want a win above %d", n, r, toks[i])
+		}
+	}
+}
+
+// testSweepRaceKeepAliveBehind: a sweep that locked the session of an
+// expired owner waits for the owner's lease row, and the owner's
+// keep-alive waits behind the sweep: once the sweep removed the lease,
+// the keep-alive finds the session expired (it is never renewed, and its
+// lease never reported held), and the name starts above its token.
+func testSweepRaceKeepAliveBehind(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	owner, other := open(t, b, time.Minute), open(t, b, time.Minute)
+	const n = "kept-alive"
+	tok := acquire(t, b, owner, n).Token
+	f.backdate(t, n)
+	f.expire(owner)
+	unlock := f.shareLease(t, n)
+	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	f.awaitWaits(t, "the sweep waiting for the lease row", 1)
+	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxT(t), owner, time.Minute) })
+	early := awaitWaitsOr(t, f, "the keep-alive waiting behind the sweep", 2, renewed)
+	if early != nil {
+		t.Fatalf("the keep-alive of the owner did not wait behind the sweep holding its session: %+v, %v", early.v, early.err)
+	}
+	if err := unlock(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if o := <-swept; o.err != nil || o.v != 1 {
+		t.Fatalf("Sweep = %d, %v; want the expired owner's row removed", o.v, o.err)
+	}
+	if o := <-renewed; !errors.Is(o.err, simba.ErrSessionExpired) {
+		t.Fatalf("the keep-alive behind the sweep = %+v, %v; want simba.ErrSessionExpired", o.v, o.err)
+	}
+	if r := acquire(t, b, other, n); !r.Won || r.Token <= tok {
+		t.Fatalf("the next term of %q = %+v, want a win above %d", n, r, tok)
+	}
+}
+
+// testSweepRaceSweepBehind: a sweep waits for the floor behind another,
+// which waits for a row: each idle row is removed once, the floor ends at
+// the highest token removed, and every name starts again above it.
+func testSweepRaceSweepBehind(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	s := open(t, b, time.Minute)
+	names := make([]string, 10)
+	for i := range names {
+		names[i] = fmt.Sprintf("idle-%02d", i)
+	}
+	const base = 1000
+	f.insertIdle(t, names, func(i int) uint64 { return uint64(base + 10*i) })
+	unlock := f.lockRow(t, "lease", "name", names[4])
+	first := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	f.awaitWaits(t, "the first sweep waiting for the held row", 1)
+	second := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	f.awaitWaits(t, "the second sweep waiting for the floor", 2)
+	if err := unlock(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	o1, o2 := <-first, <-second
+	if o1.err != nil || o2.err != nil || o1.v+o2.v != len(names) {
+		t.Fatalf("the sweeps = (%d, %v) and (%d, %v); want the %d idle rows removed once", o1.v, o1.err, o2.v, o2.err, len(names))
+	}
+	highest := int64(base + 10*(len(names)-1))
+	if got := f.floorToken(t); got != highest {
+		t.Fatalf("the floor is %d after the sweeps, want %d", got, highest)
+	}
+	for _, n := range names {
+		if r := acquire(t, b, s, n); !r.Won || int64(r.Token) <= highest {
+			t.Fatalf("%q after the sweeps = %+v, want a win above %d", n, r, highest)
+		}
+	}
+}
+
+// testSweepRaceInsertAhead: the acquire of a name whose first row another
+// transaction is inserting waits for it, holding what it read of the floor
+// (on PostgreSQL), and a sweep waits behind that acquire: the acquire then
+// takes the new row over above its token and keeps it.
+func testSweepRaceInsertAhead(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	a := open(t, b, time.Minute)
+	const n, tok = "inserted", 70
+	unlock := f.hold(t, "a first insert in a transaction",
+		"INSERT INTO "+f.prefix+"lease (name, session_id, token, acquired_at) VALUES (?, NULL, ?, "+f.h.Later(-3600)+")", n, tok)
+	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), a, n) })
+	f.awaitWaits(t, "the acquire waiting for the insert", 1)
+	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	if early := awaitWaitsOr(t, f, "the sweep waiting behind the acquire", 2, swept); early != nil {
+		t.Logf("the sweep did not wait behind the acquire: %d, %v", early.v, early.err)
+		swept = func() <-chan outcome[int] { ch := make(chan outcome[int], 1); ch <- *early; return ch }()
+	}
+	if err := unlock(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	r := <-won
+	if r.err != nil || !r.v.Won || r.v.Token <= tok {
+		t.Fatalf("the acquire = %+v, %v; want a win above %d", r.v, r.err, tok)
+	}
+	if o := <-swept; o.err != nil {
+		t.Fatalf("Sweep: %v", o.err)
+	}
+	f.wantHeld(t, b, a, n, r.v.Token, "after the sweep behind the acquire")
 }
