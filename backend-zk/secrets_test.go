@@ -66,7 +66,7 @@ func (s *syncBuffer) String() string {
 // logged; for URLs that cannot be used, servers that cannot be reached and
 // a backend that opens and closes.
 func TestCredentialsShowNowhere(t *testing.T) {
-	real := testServers(t, "SIMBA_TEST_ZK_SERVERS")[0]
+	server := testServers(t, "SIMBA_TEST_ZK_SERVERS")[0]
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:])
 	chroot := "/simba-secrets-" + hex.EncodeToString(nonce[:])
@@ -75,14 +75,14 @@ func TestCredentialsShowNowhere(t *testing.T) {
 		name, rest string // after the user information
 		ok         bool   // Open succeeds
 	}{
-		{"query", real + "/x?auth=1", false},
-		{"fragment", real + "#x", false},
+		{"query", server + "/x?auth=1", false},
+		{"fragment", server + "#x", false},
 		{"no port", "127.0.0.1", false},
 		{"no server", "/x", false},
-		{"bad chroot", real + "/zookeeper/x", false},
-		{"bad chroot component", real + "/a/../b", false},
+		{"bad chroot", server + "/zookeeper/x", false},
+		{"bad chroot component", server + "/a/../b", false},
 		{"unreachable", "127.0.0.1:1", false},
-		{"reachable", real + chroot, true},
+		{"reachable", server + chroot, true},
 	}
 	for _, c := range cases {
 		for _, pw := range passwords {
