@@ -113,7 +113,14 @@ type listener struct {
 	dropped   int       // events dropped since the last EventDropped
 	droppedAt time.Time // the Time of the last event dropped
 	queued    bool      // deliver is queued or running and will look at the ring again
+
+	hand [drainChunk]Event // the events drain took, being delivered; drain's own
 }
+
+// drainChunk is how many events drain takes from a queue at a time: one
+// lock of the queue per chunk rather than per event, so a listener keeps
+// up with an engine that emits an event every few hundred nanoseconds.
+const drainChunk = 32
 
 func (c *Client) newListener(fn func(context.Context, Event)) *listener {
 	l := &listener{fn: fn, d: newDispatcher(c.exec)}
@@ -237,10 +244,11 @@ func (c *Client) lingerEnded() {
 }
 
 // drain is a listener's deliver task: it hands the listener the events
-// waiting, one at a time and oldest first, until its queue is empty, then
-// the EventDropped of the events it missed, if any. A new event queued
-// meanwhile is taken by the same run, so a listener has at most one
-// deliver task at a time.
+// waiting, oldest first, until its queue is empty, then the EventDropped
+// of the events it missed, if any. It takes them drainChunk at a time, so
+// at most that many more than the bound are held for a listener. A new
+// event queued meanwhile is taken by the same run, so a listener has at
+// most one deliver task at a time.
 func (c *Client) drain(ctx context.Context, l *listener) {
 	for {
 		c.evMu.Lock()
@@ -250,16 +258,40 @@ func (c *Client) drain(ctx context.Context, l *listener) {
 			l.dropped = 0
 			c.evMu.Unlock()
 			if dropped > 0 {
-				c.log.Warn("simba: an event listener fell behind; its oldest events were dropped",
-					"dropped", dropped, "buffer", c.evBuffer)
+				if c.dropWarning(at) {
+					c.log.Warn("simba: an event listener fell behind; its oldest events were dropped",
+						"dropped", dropped, "total", c.EventsDropped(), "buffer", c.evBuffer)
+				}
 				c.callListener(ctx, l.fn, Event{Kind: EventDropped, Time: at, Dropped: dropped})
 			}
 			return
 		}
-		e := l.take()
+		k := 0
+		for ; k < len(l.hand) && l.n > 0; k++ {
+			l.hand[k] = l.take()
+		}
 		c.evMu.Unlock()
-		c.callListener(ctx, l.fn, e)
+		for i := range k {
+			c.callListener(ctx, l.fn, l.hand[i])
+			l.hand[i] = Event{}
+		}
 	}
+}
+
+// dropWarnEvery is the least time between two warnings about dropped
+// events: a listener that keeps falling behind logs once a minute, not
+// each time it catches up.
+const dropWarnEvery = time.Minute
+
+// dropWarning reports whether to log the drops reported at now.
+func (c *Client) dropWarning(now time.Time) bool {
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	if !c.evWarned.IsZero() && now.Sub(c.evWarned) < dropWarnEvery {
+		return false
+	}
+	c.evWarned = now
+	return true
 }
 
 // callListener runs one event listener, recovering a panic so that the

@@ -196,7 +196,8 @@ func ExampleWithEventBuffer() {
 		panic(err)
 	}
 	<-stuck // on SessionOpened
-	for range 10 { // 20 events: 4 wait, the oldest 16 are dropped
+	// 20 events follow: the newest 4 wait, the oldest 16 are dropped.
+	for range 10 {
 		term, err := client.Lock("job").Acquire(context.Background())
 		if err != nil {
 			panic(err)
