@@ -78,7 +78,7 @@ func (s *dialect) bounded(ctx context.Context, k myStmt) (*sql.Stmt, error) {
 	}
 	key := boundKey{k, step}
 	s.mu.Lock()
-	if s.stmts == nil {
+	if s.stmts == nil || s.closed {
 		s.mu.Unlock()
 		return nil, errNotPrepared
 	}
@@ -94,7 +94,7 @@ func (s *dialect) bounded(ctx context.Context, k myStmt) (*sql.Stmt, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stmts == nil { // closed meanwhile
+	if s.closed { // meanwhile
 		st.Close()
 		return nil, errNotPrepared
 	}

@@ -262,6 +262,7 @@ type dialect struct {
 	stmts      []*sql.Stmt // nil until Prepare succeeded
 	boundStmts map[boundKey]*sql.Stmt
 	mariadb    bool // the server takes SET STATEMENT (see bound.go)
+	closed     bool // no statement is prepared any more
 }
 
 func newDialect(db *sql.DB, t sqlcore.Tables) *dialect { return &dialect{db: db, t: t} }
@@ -428,7 +429,7 @@ func (s *dialect) Prepare(ctx context.Context) error {
 func (s *dialect) Close() {
 	s.mu.Lock()
 	old, oldBound := s.stmts, s.boundStmts
-	s.boundStmts = map[boundKey]*sql.Stmt{}
+	s.boundStmts, s.closed = map[boundKey]*sql.Stmt{}, true
 	s.mu.Unlock()
 	for _, p := range old {
 		p.Close()

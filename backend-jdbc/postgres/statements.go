@@ -74,11 +74,19 @@ UNION ALL
 SELECT 4, NULL::text, count(*) FROM s JOIN {lease} l ON l.session_id = s.id`
 
 	// Acquire in one statement.
-	//   me:     the caller's session row, locked FOR SHARE: its expiry
-	//           cannot move until the statement ends, and is compared with
-	//           clock_timestamp() both before inserting and after waiting
-	//           for the lease row (ON CONFLICT ... WHERE), so a caller that
-	//           expired while waiting never wins.
+	//   me:     the caller's session row as of the snapshot, not locked:
+	//           the statement may wait for the lease row (a user's
+	//           transaction holding it), and a lock on the caller's row
+	//           held meanwhile would make the caller's keep-alive wait
+	//           behind it. Its expiry is compared with clock_timestamp()
+	//           both before inserting and after waiting for the lease row
+	//           (ON CONFLICT ... WHERE), so a caller that expired while
+	//           waiting never wins: a keep-alive renewing it meanwhile
+	//           only moves the real expiry later than the one read, which
+	//           can only refuse a win, and an expired session is never
+	//           renewed. The caller is reported live if it was when the
+	//           statement began (now()): a session renewed during a wait
+	//           is not reported expired because its old expiry passed.
 	//   cur:    the lease's owner and token as of the statement's snapshot.
 	//   holder: that owner's session row, locked FOR SHARE. The lock waits
 	//           for a keep-alive of the owner in flight and then reads the
@@ -106,7 +114,7 @@ SELECT 4, NULL::text, count(*) FROM s JOIN {lease} l ON l.session_id = s.id`
 	//           a sweep begun meanwhile, which deleted the row just won.
 	// It returns whether the caller is live and the new token, NULL if lost.
 	pgAcquire = `WITH me AS MATERIALIZED (
-    SELECT id, expires_at FROM {session} WHERE id = $1 FOR SHARE
+    SELECT id, expires_at FROM {session} WHERE id = $1
 ), cur AS (
     SELECT session_id, token FROM {lease} WHERE name = $2
 ), holder AS MATERIALIZED (
@@ -125,7 +133,7 @@ SELECT 4, NULL::text, count(*) FROM s JOIN {lease} l ON l.session_id = s.id`
           AND EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp())
     RETURNING l.token
 )
-SELECT EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp()), (SELECT token FROM won)`
+SELECT EXISTS (SELECT 1 FROM me WHERE expires_at > now()), (SELECT token FROM won)`
 
 	// Frees the lease if the session owns it with the token. It locks the
 	// lease row alone.
@@ -404,7 +412,7 @@ func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration,
 	var lost []sqlcore.Check
 	var live bool
 	err := retry(ctx, func() error {
-		rows, err := s.pool.Query(ctx, q, id, sqlcore.Micros(lease), names, tokens)
+		rows, err := s.boundedQuery(ctx, q, id, sqlcore.Micros(lease), names, tokens)
 		if err != nil {
 			return err
 		}
@@ -417,9 +425,14 @@ func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration,
 func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
 	var live bool
 	var token *int64
-	if err := retry(ctx, func() error {
-		return s.pool.QueryRow(ctx, s.q.acquire, id, name).Scan(&live, &token)
-	}); err != nil {
+	switch err := retry(ctx, func() error {
+		return s.boundedRow(ctx, s.q.acquire, []any{id, name}, &live, &token)
+	}); {
+	case lockTimedOut(err):
+		// Rolled back at its bound (see bound.go), a row lock held past
+		// it: lost, and the caller not known to be expired.
+		return 0, false, true, nil
+	case err != nil:
 		return 0, false, false, err
 	}
 	if token == nil || *token <= 0 {
@@ -430,8 +443,12 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 
 func (s *dialect) Release(ctx context.Context, id, name string, token uint64) error {
 	return retry(ctx, func() error {
-		_, err := s.pool.Exec(ctx, s.q.release, name, id, int64(token))
-		return err
+		rows, err := s.boundedQuery(ctx, s.q.release, name, id, int64(token))
+		if err != nil {
+			return err
+		}
+		rows.Close()
+		return rows.Err()
 	})
 }
 

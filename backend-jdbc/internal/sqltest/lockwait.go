@@ -181,8 +181,9 @@ func testAcquireAfterLockWait(t *testing.T, f *fixture) {
 }
 
 // testContendedRowKeepsSession: a transaction holds a lease row for three
-// lease durations while a node keeps trying to take that name, each call
-// giving up at a short deadline. The node's keep-alives must go on
+// lease durations while a node keeps trying to take that name, its calls
+// giving up at a short deadline, or at a lease duration as the engine's
+// lock attempts do, longer than a keep-alive's. The node's keep-alives must go on
 // succeeding, and its other term stay, the whole time: an acquire must
 // never hold, while it waits, a lock that the keep-alive of its caller
 // needs, and the server must stop waiting by the call's deadline, not
@@ -191,8 +192,7 @@ func testContendedRowKeepsSession(t *testing.T, f *fixture) {
 	b := f.backend()
 	const (
 		lease    = time.Second
-		attempt  = 200 * time.Millisecond // an acquire's deadline
-		renewing = lease / 3              // a keep-alive's deadline and period, as the engine's
+		renewing = lease / 3 // a keep-alive's deadline and period, as the engine's
 	)
 	other := open(t, b, time.Minute)
 	if tok := acquire(t, b, other, "stuck").Token; b.Release(ctxT(t), other, "stuck", tok) != nil {
@@ -213,6 +213,10 @@ func testContendedRowKeepsSession(t *testing.T, f *fixture) {
 				attempts <- nil
 				return
 			default:
+			}
+			attempt := 200 * time.Millisecond // the deadlines alternate
+			if n%2 == 1 {
+				attempt = lease
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), attempt)
 			start := time.Now()

@@ -1,0 +1,98 @@
+package simbapg
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Server-side bounds of the statements that may wait for a row lock: the
+// acquire, the release and the keep-alive.
+//
+// pgx abandons a statement whose ctx ends by closing the connection and
+// sending a cancel request, which stops the server's lock wait once it
+// arrives: shortly after the call's deadline, or not at all when the
+// request is lost. So each of those statements is sent in a batch after
+// set_config('lock_timeout', <bound>, true), in one round trip: a batch is
+// one implicit transaction, so the setting lasts for the statement alone.
+// The bound is three quarters of the time the ctx has left, in whole
+// milliseconds (at least 1), so that the server ends a lock wait (with
+// lock_not_available) before the client gives up. It bounds each wait; a
+// statement waits for at most a few locks in turn (the acquire: its own
+// session row, the lease row, the holder's session row, the floor), each
+// for a moment unless a transaction holds one, so the statement as a whole
+// ends by about the call's deadline. A ctx without a deadline sends the
+// statement alone, under the server's own lock_timeout.
+func lockTimeout(ctx context.Context) (string, bool) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return "", false
+	}
+	ms := (time.Until(deadline) * 3 / 4).Milliseconds()
+	return strconv.FormatInt(max(ms, 1), 10) + "ms", true
+}
+
+// boundedQuery runs q with args under the lock_timeout of ctx. The rows
+// must be closed; closing them ends the batch.
+func (s *dialect) boundedQuery(ctx context.Context, q string, args ...any) (pgx.Rows, error) {
+	bound, ok := lockTimeout(ctx)
+	if !ok {
+		return s.pool.Query(ctx, q, args...)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT set_config('lock_timeout', $1, true)`, bound)
+	b.Queue(q, args...)
+	br := s.pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+// batchRows closes its batch with its rows.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	_ = r.br.Close()
+}
+
+// boundedRow runs q under the lock_timeout of ctx and scans its one row.
+func (s *dialect) boundedRow(ctx context.Context, q string, args []any, dest ...any) error {
+	rows, err := s.boundedQuery(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// lockTimedOut reports whether err is lock_not_available (55P03): the
+// statement waited for a lock up to its bound and was rolled back.
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
