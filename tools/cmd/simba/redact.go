@@ -46,9 +46,21 @@ type backendURL struct {
 	secrets   []span // sorted, not overlapping
 }
 
-// passwordKeys are the query (or keyword/value) parameters whose value is a
-// password, in lower case.
-var passwordKeys = []string{"password", "passwd", "pass", "pwd", "sslpassword"}
+// secretKey reports whether a query (or keyword/value) parameter named
+// key may hold a credential: after lower-casing and dropping '_', '-' and
+// '.', a name that contains "pass" or "pwd" (password, sslpassword, passwd,
+// sentinel_password, sentinelPassword, requirepass ...), "secret", "token"
+// or "credential", or that is "auth". It is the rule the backends mask
+// their errors by.
+func secretKey(key string) bool {
+	k := strings.NewReplacer("_", "", "-", "", ".", "").Replace(strings.ToLower(key))
+	for _, part := range []string{"pass", "pwd", "secret", "token", "credential"} {
+		if strings.Contains(k, part) {
+			return true
+		}
+	}
+	return k == "auth"
+}
 
 // parseBackendURL finds the scheme, the user information and the password
 // parameters of raw. It never fails: what it cannot tell apart it counts
@@ -125,28 +137,22 @@ func validScheme(s string) bool {
 }
 
 // passwordValue returns the offset in s of the value of the first
-// password parameter (a key of passwordKeys after the start, '?', '&', ';'
-// or a space, and before '='), or -1.
+// parameter that may hold a credential (a name secretKey accepts, after the
+// start, '?', '&', ';' or a space, and before '='), or -1.
 func passwordValue(s string) int {
-	lower := strings.ToLower(s)
-	first := -1
-	for _, key := range passwordKeys {
-		for from := 0; ; {
-			i := strings.Index(lower[from:], key+"=")
-			if i < 0 {
-				break
-			}
-			i += from
-			if i == 0 || strings.IndexByte("?&; ", lower[i-1]) >= 0 {
-				if v := i + len(key) + 1; first < 0 || v < first {
-					first = v
-				}
-				break
-			}
-			from = i + 1
+	for i := 0; i < len(s); i++ {
+		if i > 0 && strings.IndexByte("?&; ", s[i-1]) < 0 {
+			continue
+		}
+		end := strings.IndexAny(s[i:], "=?&; /:@#")
+		if end <= 0 || s[i+end] != '=' {
+			continue
+		}
+		if secretKey(s[i : i+end]) {
+			return i + end + 1
 		}
 	}
-	return first
+	return -1
 }
 
 // mergeSpans sorts spans and joins those that overlap or touch, dropping
