@@ -7,9 +7,9 @@ import (
 	"sync"
 )
 
-// Executor runs callbacks: election listeners and the event listener. The
-// engine hands it one callback at a time per election, in order, and never
-// while holding an internal lock (R-CB-2). The default runs each callback
+// Executor runs callbacks: election listeners and event listeners. The
+// engine hands it one callback at a time per election and per event
+// listener, in order, and never while holding an internal lock (R-CB-2). The default runs each callback
 // on a new goroutine.
 type Executor interface {
 	// Execute runs task, now or later, on a goroutine of its choice. An
@@ -52,7 +52,8 @@ type task struct {
 }
 
 // dispatcher runs the tasks pushed to it one at a time, in order, over an
-// Executor: the serial dispatcher of one election, or of the events. In a
+// Executor: the serial dispatcher of one election, or of one event
+// listener. In a
 // steady state it allocates nothing per task: the queue's array is reused,
 // the executor always gets the same function, and the drained channel is
 // made only for a caller of idle.
