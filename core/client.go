@@ -84,10 +84,12 @@ func WithLogger(l *slog.Logger) Option {
 // Events are handed over in batches: at once while they are few, and past
 // eight deliveries in a millisecond, at the end of that millisecond, so
 // that a client that takes thousands of locks a second pays for a few
-// hand-overs, not one per event. An event thus reaches the listeners at
-// most a millisecond after its Time in a burst (a test on a fake clock
-// sleeps that millisecond), and Close delivers what is pending before it
-// returns. Emitting an event allocates nothing.
+// hand-overs, not one per event (a listener whose queue is half full is
+// handed its events at once). An event thus reaches a listener that keeps
+// up at most a millisecond after its Time in a burst (a test on a fake
+// clock sleeps that millisecond), and Close delivers what is pending
+// before it returns, bounded by its ctx. Once the queues have grown to the
+// size of a burst, emitting an event allocates nothing.
 func WithEventListener(fn func(ctx context.Context, e Event)) Option {
 	return func(o *options) error {
 		if fn == nil {
