@@ -99,7 +99,7 @@ func config(dataSource string, opts Options) (*mysql.Config, []string, error) {
 			return nil, nil, err
 		}
 	} else {
-		secrets = []string{dsnPassword(dataSource), opts.Password}
+		secrets = append(dsnSecrets(dataSource), dsnPassword(dataSource), opts.Password)
 		var err error
 		if cfg, err = mysql.ParseDSN(dataSource); err != nil {
 			msg := err.Error()
@@ -184,6 +184,17 @@ func hasPasswordParam(q url.Values, params ...map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// dsnSecrets returns the values of the parameters of a DSN that may hold
+// a credential (sqlcore.SecretKey), as written and unescaped.
+func dsnSecrets(dsn string) []string {
+	_, query, ok := strings.Cut(dsn[strings.LastIndexByte(dsn, '/')+1:], "?")
+	if !ok {
+		return nil
+	}
+	u := url.URL{RawQuery: query}
+	return sqlcore.URLSecrets(&u)
 }
 
 // dsnPassword returns the password of a DSN the way go-sql-driver/mysql

@@ -164,3 +164,17 @@ func TestOpenRefusesPasswordParameter(t *testing.T) {
 		t.Errorf("validate_password.policy: %v", err)
 	}
 }
+
+// TestDSNSecrets: the credential parameters of a DSN are known secrets,
+// masked wherever the driver's messages might quote them.
+func TestDSNSecrets(t *testing.T) {
+	got := strings.Join(dsnSecrets("u:p@tcp(h:1)/db?timeout=1s&auth_token="+formSecret+"&client_secret=a%20b"), " ")
+	for _, want := range []string{formSecret, "a%20b", "a b"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("dsnSecrets = %q, want %q among them", got, want)
+		}
+	}
+	if s := dsnSecrets("u:p@tcp(h:1)/db"); len(s) != 0 {
+		t.Errorf("dsnSecrets without a query = %q", s)
+	}
+}
