@@ -143,14 +143,14 @@ VALUES (?, ?, COALESCE((SELECT token FROM {floor} WHERE id = 1 LOCK IN SHARE MOD
 	// A sweep, in a READ COMMITTED transaction: mySweepLock locks the
 	// floor row first, so that sweeps queue and a first insert, which
 	// reads the floor, waits for the sweep's commit rather than
-	// interleaving with it; mySweepRead reads the next rows in name order
-	// and whether each is idle (no live owner, term begun at least the
-	// given µs ago); mySweepDelete (completed with one (name, token) pair
+	// interleaving with it; mySweepRead reads the next rows in name order,
+	// their owners and whether each is idle (no live owner, term begun at
+	// least the given µs ago); mySweepDelete (completed with one (name, token) pair
 	// per idle row) deletes those still idle with the token read, and
 	// mySweepRaise raises the floor to the highest token among them.
 	mySweepLock = `SELECT token FROM {floor} WHERE id = 1 FOR UPDATE`
 
-	mySweepRead = `SELECT l.name, l.token, l.acquired_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
+	mySweepRead = `SELECT l.name, l.token, l.session_id, l.acquired_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
     AND NOT EXISTS (SELECT 1 FROM {session} s WHERE s.id = l.session_id AND s.expires_at > UTC_TIMESTAMP(6))
 FROM {lease} l WHERE l.name > ? ORDER BY l.name LIMIT ?`
 
@@ -161,8 +161,14 @@ FROM {lease} l WHERE l.name > ? ORDER BY l.name LIMIT ?`
 	// renewal, instead of the expiry before it, and keeps the lease.
 	// Whether the delete's subquery would lock by itself depends on the
 	// server's settings (MariaDB's did on the test server); this does not.
-	mySweepOwners = `SELECT s.id FROM {session} s JOIN {lease} l ON l.session_id = s.id
-WHERE (l.name, l.token) IN (%s) LOCK IN SHARE MODE`
+	// It locks the session rows alone, named by the ids mySweepRead
+	// returned: reading them through a join with the lease rows also
+	// share-locked those, and the delete's exclusive lock on a row whose
+	// release or take-over queued meanwhile was a deadlock, which failed
+	// the release. The delete takes only rows with the token read, whose
+	// owner is the one locked here or none (a release keeps the token; a
+	// take-over raises it).
+	mySweepOwners = `SELECT id FROM {session} WHERE id IN (%s) LOCK IN SHARE MODE`
 
 	mySweepDelete = `DELETE FROM {lease} WHERE (name, token) IN (%s)
 AND acquired_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
@@ -689,13 +695,15 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 	}
 	var last string
 	var looked int
-	var pairs []any
+	var pairs, ids []any
+	seen := map[string]bool{}
 	var highest int64
 	for rows.Next() {
 		var name string
 		var token int64
+		var owner sql.NullString
 		var free bool
-		if err := rows.Scan(&name, &token, &free); err != nil {
+		if err := rows.Scan(&name, &token, &owner, &free); err != nil {
 			rows.Close()
 			return "", 0, err
 		}
@@ -703,6 +711,10 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 		if free {
 			pairs = append(pairs, name, token)
 			highest = max(highest, token)
+			if owner.Valid && !seen[owner.String] {
+				seen[owner.String] = true
+				ids = append(ids, owner.String)
+			}
 		}
 	}
 	rows.Close()
@@ -711,16 +723,18 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 	}
 	removed := 0
 	if len(pairs) > 0 {
+		if len(ids) > 0 {
+			owners, err := tx.QueryContext(ctx, s.t.Expand(fmt.Sprintf(mySweepOwners, strings.TrimSuffix(strings.Repeat("?,", len(ids)), ","))), ids...)
+			if err != nil {
+				return "", 0, err
+			}
+			for owners.Next() { // locks taken as the rows are read
+			}
+			if err := errors.Join(owners.Err(), owners.Close()); err != nil {
+				return "", 0, err
+			}
+		}
 		marks := strings.TrimSuffix(strings.Repeat("(?,?),", len(pairs)/2), ",")
-		owners, err := tx.QueryContext(ctx, s.t.Expand(fmt.Sprintf(mySweepOwners, marks)), pairs...)
-		if err != nil {
-			return "", 0, err
-		}
-		for owners.Next() { // locks taken as the rows are read
-		}
-		if err := errors.Join(owners.Err(), owners.Close()); err != nil {
-			return "", 0, err
-		}
 		res, err := tx.ExecContext(ctx, s.t.Expand(fmt.Sprintf(mySweepDelete, marks)), append(pairs, sqlcore.Micros(idle))...)
 		if err != nil {
 			return "", 0, err
