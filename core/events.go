@@ -100,8 +100,9 @@ const (
 )
 
 // listener is one event listener and the queue of the events it has not
-// got yet. The queue is a ring that grows to the client's evBuffer events;
-// past that a new event takes the place of the oldest. Its fields but fn,
+// got yet. The queue is a ring that grows, doubling, until it fits the
+// client's evBuffer events; past that many a new event takes the place of
+// the oldest. Its fields but fn,
 // d and deliver are guarded by the client's evMu.
 type listener struct {
 	fn      func(context.Context, Event)
@@ -120,7 +121,7 @@ type listener struct {
 // drainChunk is how many events drain takes from a queue at a time: one
 // lock of the queue per chunk rather than per event, so a listener keeps
 // up with an engine that emits an event every few hundred nanoseconds.
-const drainChunk = 32
+const drainChunk = 64
 
 func (c *Client) newListener(fn func(context.Context, Event)) *listener {
 	l := &listener{fn: fn, d: newDispatcher(c.exec)}
@@ -129,31 +130,30 @@ func (c *Client) newListener(fn func(context.Context, Event)) *listener {
 }
 
 // add queues e, dropping the oldest event waiting when the queue holds
-// bound events already; it reports whether one was dropped.
+// bound events already; it reports whether one was dropped. The ring's
+// length is a power of two, so that an index wraps with a mask.
 func (l *listener) add(e Event, bound int) bool {
-	if l.n == len(l.ring) && l.n < bound {
-		grown := make([]Event, min(max(2*l.n, 16), bound))
+	dropped := l.n >= bound
+	if dropped {
+		l.take()
+		l.dropped++
+		l.droppedAt = e.Time
+	} else if l.n == len(l.ring) {
+		grown := make([]Event, max(2*len(l.ring), 16))
 		copy(grown, l.ring[l.head:])
 		copy(grown[len(l.ring)-l.head:], l.ring[:l.head])
 		l.ring, l.head = grown, 0
 	}
-	if l.n < len(l.ring) {
-		l.ring[(l.head+l.n)%len(l.ring)] = e
-		l.n++
-		return false
-	}
-	l.ring[l.head] = e
-	l.head = (l.head + 1) % len(l.ring)
-	l.dropped++
-	l.droppedAt = e.Time
-	return true
+	l.ring[(l.head+l.n)&(len(l.ring)-1)] = e
+	l.n++
+	return dropped
 }
 
 // take removes the oldest event waiting; the queue must not be empty.
 func (l *listener) take() Event {
 	e := l.ring[l.head]
 	l.ring[l.head] = Event{} // drop the error it refers to
-	l.head = (l.head + 1) % len(l.ring)
+	l.head = (l.head + 1) & (len(l.ring) - 1)
 	l.n--
 	return e
 }

@@ -200,9 +200,14 @@ func cycles(t *testing.T, c *simba.Client, n int) {
 // A listener that does not keep up keeps at most the bound of events
 // waiting: past it the oldest are dropped.
 func TestBlockedListenerKeepsAtMostTheBound(t *testing.T) {
+	t.Run("default", func(t *testing.T) { testBlockedListenerBound(t, simba.DefaultEventBuffer) })
+	t.Run("1000", func(t *testing.T) { testBlockedListenerBound(t, 1000, simba.WithEventBuffer(1000)) })
+}
+
+func testBlockedListenerBound(t *testing.T, bound int, opts ...simba.Option) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newBlockedListener()
-		c := newClient(t, memory.New().Connect(), simba.WithEventListener(l.listen))
+		c := newClient(t, memory.New().Connect(), append(opts, simba.WithEventListener(l.listen))...)
 		defer l.unblock()
 		synctest.Wait() // SessionOpened reached the listener, which blocks on it
 		const n = 20000
@@ -224,10 +229,10 @@ func TestBlockedListenerKeepsAtMostTheBound(t *testing.T) {
 			t.Fatalf("last event %v, want Dropped", last)
 		}
 		waited := evs[1 : len(evs)-1]
-		if len(waited) != simba.DefaultEventBuffer {
-			t.Fatalf("%d events waited for the blocked listener, want the bound, %d", len(waited), simba.DefaultEventBuffer)
+		if len(waited) != bound {
+			t.Fatalf("%d events waited for the blocked listener, want the bound, %d", len(waited), bound)
 		}
-		if want := emitted - 1 - simba.DefaultEventBuffer; last.Dropped != want {
+		if want := emitted - 1 - bound; last.Dropped != want {
 			t.Fatalf("Dropped = %d, want %d", last.Dropped, want)
 		}
 		if got := c.EventsDropped(); got != uint64(last.Dropped) {
