@@ -156,26 +156,16 @@ func testSweepAfterSnapshot(t *testing.T, f *fixture) {
 	if err != nil {
 		t.Fatalf("renewal in a transaction: %v", err)
 	}
-	type result struct {
-		r   simba.AcquireResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := b.Acquire(ctxT(t), slow, "x")
-		done <- result{r, err}
-	}()
-	select {
-	case res := <-done:
+	done := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), slow, "x") })
+	if res := awaitWaitsOr(t, f, "the acquire waiting for its session row", 1, done); res != nil {
 		// MySQL/MariaDB's acquire does not wait for its caller's session
 		// row: it read the name and the floor after nothing.
 		_ = commit()
-		if res.err != nil || !res.r.Won {
-			t.Fatalf("Acquire without waiting for its session row = %+v, %v; want a win of a free name", res.r, res.err)
+		if res.err != nil || !res.v.Won {
+			t.Fatalf("Acquire without waiting for its session row = %+v, %v; want a win of a free name", res.v, res.err)
 		}
-		t.Logf("the acquire did not wait for its session row: %+v", res.r)
+		t.Logf("the acquire did not wait for its session row: %+v", res.v)
 		return
-	case <-time.After(300 * time.Millisecond): // the acquire waits for its session row
 	}
 	var last uint64
 	for range 3 {
@@ -190,33 +180,23 @@ func testSweepAfterSnapshot(t *testing.T, f *fixture) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(1100 * time.Millisecond) // idle for the shortest sweep
-	sweepDone := make(chan error, 1)
-	go func() {
-		n, err := b.Sweep(ctxT(t), time.Second)
-		if err == nil && n < 1 {
-			err = fmt.Errorf("the sweep removed %d rows, want x's", n)
-		}
-		sweepDone <- err
-	}()
-	select {
-	case err := <-sweepDone:
-		sweepDone <- err
-	case <-time.After(500 * time.Millisecond):
-		// The sweep waits for the acquire that read the floor: fine too.
-	}
+	f.backdate(t, "x") // idle for the shortest sweep
+	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	// The sweep runs, or waits for the acquire if that holds what it read
+	// of the floor: either is fine.
+	early := awaitWaitsOr(t, f, "the sweep done or waiting behind the acquire", 2, swept)
 	if err := commit(); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 	res := <-done
-	if err := <-sweepDone; err != nil {
-		t.Fatalf("Sweep: %v", err)
+	if o := result(early, swept); o.err != nil || o.v < 1 {
+		t.Fatalf("Sweep = %d, %v; want x's row removed", o.v, o.err)
 	}
 	if res.err != nil {
 		t.Fatalf("Acquire: %v", res.err)
 	}
-	if res.r.Won && res.r.Token <= last {
-		t.Fatalf("x got token %d after a term with token %d (R-TERM-2)", res.r.Token, last)
+	if res.v.Won && res.v.Token <= last {
+		t.Fatalf("x got token %d after a term with token %d (R-TERM-2)", res.v.Token, last)
 	}
 }
 
@@ -229,28 +209,18 @@ func testSweepWaitsForRenewalInFlight(t *testing.T, f *fixture) {
 	b := f.backend()
 	owner := open(t, b, time.Minute)
 	tok := acquire(t, b, owner, "kept").Token
-	time.Sleep(1100 * time.Millisecond) // the term is older than the shortest idle
+	f.backdate(t, "kept") // the term is older than the shortest idle
 	f.expire(owner)
-	commit, err := f.admin.ExecInTx(ctxT(t), f.renewSQL(), string(owner))
-	if err != nil {
-		t.Fatalf("renewal in a transaction: %v", err)
-	}
-	swept := make(chan error, 1)
-	go func() {
-		_, err := b.Sweep(ctxT(t), time.Second)
-		swept <- err
-	}()
-	select {
-	case err := <-swept:
-		_ = commit()
-		t.Fatalf("Sweep returned (%v) while the owner's renewal was in flight: it did not wait for it", err)
-	case <-time.After(300 * time.Millisecond):
+	commit := f.hold(t, "renewal in a transaction", f.renewSQL(), string(owner))
+	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	if o := awaitWaitsOr(t, f, "the sweep waiting for the renewal", 1, swept); o != nil {
+		t.Fatalf("Sweep returned (%d, %v) while the owner's renewal was in flight: it did not wait for it", o.v, o.err)
 	}
 	if err := commit(); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
-	if err := <-swept; err != nil {
-		t.Fatalf("Sweep: %v", err)
+	if o := <-swept; o.err != nil {
+		t.Fatalf("Sweep: %v", o.err)
 	}
 	if got := keepAlive(t, b, owner, time.Minute).Leases; got["kept"] != tok {
 		t.Fatalf("the renewed owner's leases = %v, want kept:%d", got, tok)
