@@ -67,11 +67,18 @@ Feature: Locks
       | method     | name        | context            | error              |
       | Acquire    | "invoice"   | a nil context      | ErrInvalidArgument |
       | TryAcquire | "invoice"   | a nil context      | ErrInvalidArgument |
-      | Acquire    | "invoice"   | an expired context | ErrLockTimeout     |
       | TryAcquire | "invoice"   | an expired context | ErrLockTimeout     |
       | Acquire    | "invoice"   | a cancelled context| ErrLockTimeout     |
       | Acquire    | "bad name"  | a live context     | ErrInvalidName     |
       | TryAcquire | "bad/name"  | a live context     | ErrInvalidName     |
+
+  @R-LOCK-1 @R-LOCK-3
+  Scenario: An Acquire whose deadline has already passed makes one attempt, and times out when the lock is held
+    Given node A is connected
+    And node B is connected
+    And A holds the lock "invoice"
+    When B calls Acquire on the lock "invoice" with an expired context
+    Then the call returned no term and an error matching ErrLockTimeout, without panicking
 
   @R-LOCK-4
   Scenario Outline: Acquire and TryAcquire on a closed client return ErrClosed
