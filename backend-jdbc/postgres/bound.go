@@ -59,15 +59,40 @@ func (s *dialect) boundedQuery(ctx context.Context, q string, args ...any) (pgx.
 	return &batchRows{Rows: rows, br: br}, nil
 }
 
-// batchRows closes its batch with its rows.
+// batchRows closes its batch with its rows. Err reports the batch's end
+// too: the implicit transaction commits then, and a commit that fails (a
+// serialization failure at SERIALIZABLE) undoes rows already read.
 type batchRows struct {
 	pgx.Rows
-	br pgx.BatchResults
+	br     pgx.BatchResults
+	closed bool
+	err    error
+}
+
+// Next ends the batch after the last row, so that Err, read next, knows
+// whether the transaction committed.
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
 }
 
 func (r *batchRows) Close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
 	r.Rows.Close()
-	_ = r.br.Close()
+	r.err = r.br.Close()
+}
+
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
 }
 
 // boundedRow runs q under the lock_timeout of ctx and scans its one row.
@@ -86,7 +111,9 @@ func (s *dialect) boundedRow(ctx context.Context, q string, args []any, dest ...
 	if err := rows.Scan(dest...); err != nil {
 		return err
 	}
-	rows.Close()
+	if rows.Next() {
+		return errors.New("more than one row")
+	}
 	return rows.Err()
 }
 

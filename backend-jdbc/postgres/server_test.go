@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -25,6 +26,36 @@ func TestMain(m *testing.M) {
 // TestServer runs the suite of the SQL backends on the PostgreSQL server
 // of SIMBA_TEST_POSTGRES_URL.
 func TestServer(t *testing.T) { sqltest.Run(t, harness()) }
+
+// TestServerIsolation runs the tests whose statements depend on the
+// isolation level again at the levels a user may make the default
+// (default_transaction_isolation, a run-time parameter of the URL): the
+// statements are written for READ COMMITTED, PostgreSQL's default.
+func TestServerIsolation(t *testing.T) {
+	for _, level := range []string{"repeatable read", "serializable"} {
+		t.Run(level, func(t *testing.T) {
+			h := harness()
+			h.Server = func(t testing.TB, raw string) string {
+				u, err := url.Parse(raw)
+				if err != nil {
+					t.Fatalf("SIMBA_TEST_POSTGRES_URL: %v", err)
+				}
+				q := u.Query()
+				q.Set("default_transaction_isolation", level)
+				u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20") // a space pgx reads as one
+				return u.String()
+			}
+			h.Only = []string{
+				"Conformance", "EngineLocks", "LeaseLifecycle", "TakeOverWaitsForRenewalInFlight",
+				"KeepAliveSeesOtherChanges", "ConcurrentCallsOfOneSession",
+				"SweepRacesAcquire", "SweepAfterSnapshot", "SweepWaitsForRenewalInFlight",
+				"KeepAliveAfterLockWaitDoesNotReviveExpiredSession", "AcquireAfterLockWaitRefusesExpiredSession",
+				"RaceOneWinnerPerRound", "ContendedRowKeepsSession",
+			}
+			sqltest.Run(t, h)
+		})
+	}
+}
 
 func BenchmarkServer(b *testing.B) { sqltest.Bench(b, harness()) }
 

@@ -376,18 +376,31 @@ func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duratio
 }
 
 // deadlockRetries bounds the runs of a statement that PostgreSQL aborted
-// to break a deadlock.
-const deadlockRetries = 3
+// to break a deadlock; serializationRetries those of a statement it
+// aborted with a serialization failure.
+const (
+	deadlockRetries      = 3
+	serializationRetries = 20
+)
 
 // retry runs f, again if PostgreSQL aborted it to break a deadlock
-// (deadlock_detected, 40P01): it was rolled back, so running it again is
-// safe. The statements lock rows in an order meant to rule deadlocks out;
-// this covers a cycle that order misses, at the cost of deadlock_timeout.
+// (deadlock_detected, 40P01) or with a serialization failure
+// (serialization_failure, 40001): it was rolled back, so running it again
+// is safe. The statements lock rows in an order meant to rule deadlocks
+// out; this covers a cycle that order misses, at the cost of
+// deadlock_timeout. The statements are written for READ COMMITTED, at
+// which a row locked or updated after the statement's snapshot is checked
+// again in its latest version; at REPEATABLE READ or SERIALIZABLE, a
+// default_transaction_isolation that a user may set, PostgreSQL aborts
+// such a statement with a serialization failure instead, and the run
+// again, in a transaction of its own with a new snapshot, is the check in
+// the latest version.
 func retry(ctx context.Context, f func() error) error {
 	for i := 1; ; i++ {
 		err := f()
 		var pgErr *pgconn.PgError
-		if i < deadlockRetries && errors.As(err, &pgErr) && pgErr.Code == "40P01" && ctx.Err() == nil {
+		if errors.As(err, &pgErr) && ctx.Err() == nil &&
+			(pgErr.Code == "40P01" && i < deadlockRetries || pgErr.Code == "40001" && i < serializationRetries) {
 			continue
 		}
 		return err
