@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -316,6 +317,31 @@ func TestCloseOnAFrozenBackendIsBoundedByItsCtx(t *testing.T) {
 		}
 		if d := time.Since(start); d != 100*time.Millisecond {
 			t.Fatalf("Close returned after %v, want the 100ms of its ctx", d)
+		}
+	})
+}
+
+// Close waits for a slow listener to get what its queue holds, which is at
+// most the bound, not every event since it fell behind.
+func TestCloseWaitsForAtMostTheBoundOfASlowListener(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got atomic.Int64
+		slow := func(context.Context, simba.Event) {
+			got.Add(1)
+			time.Sleep(time.Millisecond)
+		}
+		c := newClient(t, memory.New().Connect(), simba.WithEventListener(slow))
+		synctest.Wait()
+		cycles(t, c, 20000) // 40,000 events; no fake time passes, so the listener is on its first
+		start := time.Now()
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		// The bound, the chunk in the listener's hands, the first event,
+		// SessionClosed and the Dropped event.
+		if limit := time.Duration(simba.DefaultEventBuffer+64+3) * time.Millisecond; took > limit {
+			t.Fatalf("Close waited %v for a listener that takes 1ms an event (it got %d events), want at most %v", took, got.Load(), limit)
 		}
 	})
 }
