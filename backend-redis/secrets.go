@@ -68,19 +68,19 @@ func urlProblem(err error) string {
 // secretKey reports whether a query parameter named key may hold a
 // credential: after lower-casing and dropping '_', '-' and '.', a name that
 // contains "pass" or "pwd" (password, pass, passwd, sentinel_password,
-// sentinelPassword, requirepass, sslpassword ...), "secret", "token" or
-// "credential", or that is "auth". go-redis's own parser takes none of
+// sentinelPassword, requirepass, sslpassword ...), "secret", "token",
+// "credential" or "auth". go-redis's own parser takes none of
 // them for a plain URL, and refuses them by name only; a printed URL masks
 // their values anyway, since a misspelt or future parameter is written by
 // someone who meant it.
 func secretKey(key string) bool {
 	k := strings.NewReplacer("_", "", "-", "", ".", "").Replace(strings.ToLower(key))
-	for _, part := range []string{"pass", "pwd", "secret", "token", "credential"} {
+	for _, part := range []string{"pass", "pwd", "secret", "token", "credential", "auth"} {
 		if strings.Contains(k, part) {
 			return true
 		}
 	}
-	return k == "auth"
+	return false
 }
 
 // queryPairs splits a raw query into its pairs, as url.ParseQuery does,

@@ -68,18 +68,18 @@ func urlProblem(err error) string {
 // SecretKey reports whether a query parameter named key may hold a
 // credential: after lower-casing and dropping '_', '-' and '.', a name that
 // contains "pass" or "pwd" (password, sslpassword, passwd ...), "secret",
-// "token" or "credential", or that is "auth". pgx takes password and
+// "token", "credential" or "auth". pgx takes password and
 // sslpassword; the rest, which pgx would send as server settings and
 // go-sql-driver/mysql as session variables, are masked too, since whoever
 // wrote them meant a secret.
 func SecretKey(key string) bool {
 	k := strings.NewReplacer("_", "", "-", "", ".", "").Replace(strings.ToLower(key))
-	for _, part := range []string{"pass", "pwd", "secret", "token", "credential"} {
+	for _, part := range []string{"pass", "pwd", "secret", "token", "credential", "auth"} {
 		if strings.Contains(k, part) {
 			return true
 		}
 	}
-	return k == "auth"
+	return false
 }
 
 // URLSecrets returns the passwords u holds: in its user information and in

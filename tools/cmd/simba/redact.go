@@ -49,17 +49,17 @@ type backendURL struct {
 // secretKey reports whether a query (or keyword/value) parameter named
 // key may hold a credential: after lower-casing and dropping '_', '-' and
 // '.', a name that contains "pass" or "pwd" (password, sslpassword, passwd,
-// sentinel_password, sentinelPassword, requirepass ...), "secret", "token"
-// or "credential", or that is "auth". It is the rule the backends mask
+// sentinel_password, sentinelPassword, requirepass ...), "secret", "token",
+// "credential" or "auth". It is the rule the backends mask
 // their errors by.
 func secretKey(key string) bool {
 	k := strings.NewReplacer("_", "", "-", "", ".", "").Replace(strings.ToLower(key))
-	for _, part := range []string{"pass", "pwd", "secret", "token", "credential"} {
+	for _, part := range []string{"pass", "pwd", "secret", "token", "credential", "auth"} {
 		if strings.Contains(k, part) {
 			return true
 		}
 	}
-	return k == "auth"
+	return false
 }
 
 // parseBackendURL finds the scheme, the user information and the password
