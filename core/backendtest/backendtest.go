@@ -45,6 +45,22 @@ type Harness struct {
 	// bubble (memory backend only: a backend doing network I/O never lets
 	// the bubble's clock advance).
 	Synctest bool
+
+	// Hold and Waiting, when both set, let the sweep checks force the
+	// order in which a sweep and an acquire wait for each other instead
+	// of leaving it to chance. Hold holds what an acquire of name and a
+	// sweep both need, as another client's transaction would (on SQL: a
+	// lock on the name's lease row, or with name "" on the token floor),
+	// until the returned release is called; Waiting returns how many
+	// calls of the suite's sessions wait for something held. The check
+	// that needs them is skipped without them.
+	Hold    func(t testing.TB, name string) (release func())
+	Waiting func(t testing.TB) int
+
+	// Age, when set, makes the last term of name look begun d ago (on
+	// SQL: it backdates the lease row), so that the sweep checks need not
+	// wait in real time for a name to become idle.
+	Age func(t testing.TB, name string, d time.Duration)
 }
 
 // Run runs every conformance check against the backend h describes, each
@@ -94,6 +110,7 @@ var checks = []struct {
 	{"ReleaseBesideReacquireIsAtomic", "relacq", testReleaseBesideReacquire},
 	{"HolderReader", "holder", testHolder},
 	{"SweepKeepsTokensIncreasing", "sweep", testSweep},
+	{"SweepKeepsTermWonWhileItWaited", "sweeprace", testSweepRace},
 }
 
 // randomHex returns n random bytes in hex.

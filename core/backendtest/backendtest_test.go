@@ -43,7 +43,8 @@ var mutants = map[string][]string{
 	"watch-never-fires":         {"ReleaseNotifier"},
 	"release-check-then-delete": {"ReleaseBesideReacquireIsAtomic"},
 	"sweep-forgets-tokens":      {"SweepKeepsTokensIncreasing"},
-	"sweep-removes-held":        {"SweepKeepsTokensIncreasing"},
+	"sweep-removes-held":        {"SweepKeepsTokensIncreasing", "SweepKeepsTermWonWhileItWaited"},
+	"sweep-judges-before-wait":  {"SweepKeepsTermWonWhileItWaited"},
 }
 
 // TestSuiteCatchesBrokenBackends runs the suite against backends with one
@@ -89,12 +90,14 @@ func TestMutants(t *testing.T) {
 	}
 	for kind := range mutants {
 		t.Run(kind, func(t *testing.T) {
-			srv := memory.New()
+			srv, g := memory.New(), &gate{held: map[string]chan struct{}{}, names: map[string]bool{}}
 			backendtest.Run(t, backendtest.Harness{
 				New: func(testing.TB) simba.Backend {
-					return &mutant{Conn: srv.Connect(), srv: srv, kind: kind, won: make(map[simba.SessionID]map[string]uint64)}
+					return &mutant{Conn: srv.Connect(), srv: srv, kind: kind, gate: g, won: make(map[simba.SessionID]map[string]uint64)}
 				},
 				Synctest: true,
+				Hold:     g.hold,
+				Waiting:  g.waiters,
 			})
 		})
 	}
@@ -106,6 +109,8 @@ type mutant struct {
 	srv  *memory.Server
 	kind string
 
+	gate *gate
+
 	mu    sync.Mutex
 	won   map[simba.SessionID]map[string]uint64 // for lists-lost-leases
 	swept bool                                  // for sweep-forgets-tokens: a sweep ran
@@ -115,9 +120,34 @@ type mutant struct {
 // terms all get token 1 after a sweep (a counter that restarted), and sweep-removes-held, which
 // also frees every lease held (as if it ignored owners).
 func (m *mutant) Sweep(ctx context.Context, idle time.Duration) (int, error) {
+	var free []string // for sweep-judges-before-wait
+	if m.kind == "sweep-judges-before-wait" {
+		m.gate.mu.Lock()
+		for name := range m.gate.names {
+			if _, _, ok := m.srv.Owner(name); !ok {
+				free = append(free, name)
+			}
+		}
+		m.gate.mu.Unlock()
+	}
+	if err := m.gate.pass(ctx, ""); err != nil {
+		return 0, err
+	}
+	if m.kind == "sweep-judges-before-wait" {
+		// The acquires that waited ahead of it run first (in the bubble,
+		// the sleep ends once they are done).
+		time.Sleep(time.Millisecond)
+	}
 	n, err := m.Conn.Sweep(ctx, idle)
 	switch {
 	case err != nil:
+	case m.kind == "sweep-judges-before-wait":
+		// It frees what was free when it began, won meanwhile or not.
+		for _, name := range free {
+			if owner, _, ok := m.srv.Owner(name); ok {
+				m.srv.ExpireSession(owner)
+			}
+		}
 	case m.kind == "sweep-forgets-tokens":
 		m.mu.Lock()
 		m.swept = true
@@ -176,6 +206,9 @@ func (m *mutant) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Du
 func (m *mutant) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
 	if m.kind == "case-insensitive" {
 		name = strings.ToLower(name)
+	}
+	if err := m.gate.pass(ctx, name); err != nil {
+		return simba.AcquireResult{}, err
 	}
 	r, err := m.Conn.Acquire(ctx, s, name)
 	switch {
@@ -238,4 +271,71 @@ func (m *mutant) WatchRelease(ctx context.Context, name string) (<-chan struct{}
 		return make(chan struct{}), nil
 	}
 	return m.Conn.WatchRelease(ctx, name)
+}
+
+// gate is the Harness.Hold of the memory backend: an acquire of a held
+// name, or of any name while "" (the floor) is held, and a sweep while
+// anything is held wait until it is let go.
+type gate struct {
+	mu      sync.Mutex
+	held    map[string]chan struct{}
+	waiting int
+	names   map[string]bool // acquired ever, for sweep-judges-before-wait
+}
+
+func (g *gate) hold(t testing.TB, name string) func() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ch := make(chan struct{})
+	g.held[name] = ch
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			g.mu.Lock()
+			delete(g.held, name)
+			g.mu.Unlock()
+			close(ch)
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+func (g *gate) waiters(testing.TB) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.waiting
+}
+
+// pass waits while name is held (a sweep, name "": while anything is).
+func (g *gate) pass(ctx context.Context, name string) error {
+	for {
+		g.mu.Lock()
+		if name != "" {
+			g.names[name] = true
+		}
+		var ch chan struct{}
+		for held, c := range g.held {
+			if name == "" || held == name || held == "" {
+				ch = c
+				break
+			}
+		}
+		if ch == nil {
+			g.mu.Unlock()
+			return nil
+		}
+		g.waiting++
+		g.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+		g.mu.Lock()
+		g.waiting--
+		g.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
 }

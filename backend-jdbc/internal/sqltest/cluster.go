@@ -14,11 +14,28 @@ import (
 
 // testConformance runs the backend conformance suite. Every simulated node
 // opens its own connection pool through Open, on tables of a prefix unique
-// to the test.
+// to the test. The sweep checks hold the floor row or a lease row in a
+// transaction of the test's own, see the calls wait for it on the server,
+// and backdate lease rows instead of waiting for them to become idle.
 func testConformance(t *testing.T, f *fixture) {
 	backendtest.Run(t, backendtest.Harness{
 		Lease: 2 * time.Second,
 		New:   func(tb testing.TB) simba.Backend { return f.open(tb) },
+		Hold: func(tb testing.TB, name string) func() {
+			commit := f.holdFloor
+			if name != "" {
+				commit = func(tb testing.TB) func() error { return f.lockRow(tb, "lease", "name", name) }
+			}
+			release := commit(tb)
+			return func() { _ = release() }
+		},
+		Waiting: func(tb testing.TB) int { return int(f.lockWaits(tb)) },
+		Age: func(tb testing.TB, name string, d time.Duration) {
+			q := "UPDATE " + f.prefix + "lease SET acquired_at = " + f.h.Later(-int(d/time.Second)-1) + " WHERE name = ?"
+			if err := f.admin.Exec(ctxT(tb), q, name); err != nil {
+				tb.Fatalf("backdate %q: %v", name, err)
+			}
+		},
 	})
 }
 
