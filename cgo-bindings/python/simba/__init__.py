@@ -16,6 +16,11 @@ let the resource refuse lower tokens.
 Election callbacks run on a thread of the library, one at a time and in
 order for one election; they may call the library (step down, stop, close),
 and must return: while one blocks, the election's later callbacks wait.
+
+Ctrl-C interrupts a wait for a lock (acquire, try_acquire, lock) or a
+leadership (wait_elected, leading) at once, and what it had won is given
+back. After os.fork() the child cannot use the package (Forked): start
+worker processes with the "spawn" start method and open a Client in each.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import enum
+import itertools
 import json
 import threading
-from typing import Any, Callable, Dict, Iterator, Optional
+from typing import Any, Callable, Dict, Iterator, Optional, Set
 
 from . import _lib
 from .errors import (
@@ -35,6 +41,7 @@ from .errors import (
     BadHandle,
     Cancelled,
     ClientClosed,
+    Forked,
     InternalError,
     InvalidArgument,
     InvalidConfig,
@@ -73,6 +80,7 @@ __all__ = [
     "AlreadyStarted",
     "NotStarted",
     "NameInUse",
+    "Forked",
     "Timeout",
     "BackendError",
     "InternalError",
@@ -106,6 +114,7 @@ def library_path() -> str:
 
 def stats() -> Dict[str, int]:
     """Live handles of each kind and goroutines of the library (for leak checks)."""
+    _lib.check_fork()
     s = _lib.Stats()
     _lib.check(_lib.lib().simba_stats_get(ctypes.byref(s)))
     return {name: getattr(s, name) for name, _ in _lib.Stats._fields_}
@@ -116,12 +125,33 @@ class CancelToken:
     and call cancel(). A cancelled token stays cancelled."""
 
     def __init__(self) -> None:
+        _lib.check_fork()
         h = _lib.handle()
         _lib.check(_lib.lib().simba_cancel_new(ctypes.byref(h)))
         self._h = h.value
+        self._mu = threading.Lock()
+        self._cancelled = False
+        self._linked: Set[int] = set()  # cancel handles of the waits that also end with this token
 
     def cancel(self) -> None:
+        with self._mu:
+            self._cancelled = True
+            linked = list(self._linked)
         _lib.check(_lib.lib().simba_cancel(self._h))
+        for h in linked:
+            _lib.lib().simba_cancel(h)
+
+    def _link(self, h: int) -> None:
+        """Cancels the cancel handle h with this token, now if it is cancelled."""
+        with self._mu:
+            self._linked.add(h)
+            cancelled = self._cancelled
+        if cancelled:
+            _lib.lib().simba_cancel(h)
+
+    def _unlink(self, h: int) -> None:
+        with self._mu:
+            self._linked.discard(h)
 
     def close(self) -> None:
         """Frees the token (it cancels it first); idempotent."""
@@ -157,6 +187,7 @@ class Term:
         return self._h
 
     def _query(self, fn: Callable[..., int], out: Any) -> Any:
+        _lib.check_fork()
         h = self._handle()
         if h is None:
             return None
@@ -168,7 +199,9 @@ class Term:
 
     @property
     def valid(self) -> bool:
-        """True while the term lasts; once False, False for good."""
+        """True while the term lasts; once False, False for good. Raises
+        Forked in a forked child: no term is valid there."""
+        _lib.check_fork()
         v = self._query(_lib.lib().simba_term_valid, ctypes.c_int())
         return bool(v)
 
@@ -187,6 +220,7 @@ class Term:
     def ensure_valid(self, min_remaining: float = 0.0) -> None:
         """Raises TermExpired unless the term stays valid for more than min_remaining seconds."""
         ms = _lib.millis("min_remaining", min_remaining)
+        _lib.check_fork()
         h = self._handle()
         if h is None:
             raise TermExpired(11, f"term {self.token} of {self.name} has ended")
@@ -199,6 +233,7 @@ class Term:
         """Ends a lock's term and releases the lease; idempotent, from any thread."""
         if not self._lock:
             raise InvalidArgument(1, "an election's term ends by step_down() or stop() of the election")
+        _lib.check_fork()
         h = self._handle()
         if h is None:
             return
@@ -208,6 +243,7 @@ class Term:
         """Releases a lock's term if still held and frees it; idempotent."""
         if not self._lock or self._freed:
             return
+        _lib.check_fork()
         self._freed = True
         if self._client.closed:
             return  # freed with the client
@@ -228,6 +264,43 @@ ElectedFn = Callable[["Term"], None]
 RevokedFn = Callable[["Term", Reason], None]
 
 
+# Every election reaches its Python object through one set of C callbacks
+# that live as long as the module, and a key in user_data: the library
+# calls release with that key after the election's last callback returned,
+# and only then is the object let go. Nothing C calls can be freed before
+# (an Election dropped after a stop that timed out, then collected).
+_live: Dict[int, "Election"] = {}
+_live_mu = threading.Lock()
+_keys = itertools.count(1)
+
+
+def _election_of(key: Optional[int]) -> Optional["Election"]:
+    with _live_mu:
+        return _live.get(key or 0)
+
+
+@_lib.ELECTED
+def _c_elected(key: Optional[int], _el: int, term: int, token: int) -> None:
+    el = _election_of(key)
+    if el is not None:
+        el._elected(term, token)
+
+
+@_lib.REVOKED
+def _c_revoked(key: Optional[int], _el: int, term: int, token: int, reason: int) -> None:
+    el = _election_of(key)
+    if el is not None:
+        el._revoked(term, token, reason)
+
+
+@_lib.RELEASE
+def _c_release(key: Optional[int]) -> None:
+    with _live_mu:
+        el = _live.pop(key or 0, None)
+    if el is not None:
+        el._released.set()
+
+
 class Election:
     """A started election: the client contends for the leadership of name and
     reports each term to the callbacks. Use Client.election() to start one."""
@@ -240,22 +313,31 @@ class Election:
         self._cond = threading.Condition()
         self._term: Optional[Term] = None
         self._terms: Dict[int, Term] = {}
+        self._released = threading.Event()  # set after the last callback returned
         self.errors: list = []  #: exceptions raised by the callbacks (they cannot cross into C)
-        # The C callbacks must live as long as the election.
-        self._c_elected = _lib.ELECTED(self._elected)
-        self._c_revoked = _lib.REVOKED(self._revoked)
-        self._listener = _lib.Listener(self._c_elected, self._c_revoked, None)
-        h = _lib.handle()
+        self._h = 0
+        _lib.check_fork()
         client._check_open()
-        _lib.check(
-            _lib.lib().simba_election_start(
-                client._h, _lib.c_text("name", name, InvalidName), ctypes.byref(self._listener), ctypes.byref(h)
+        c_name = _lib.c_text("name", name, InvalidName)
+        key = next(_keys)
+        listener = _lib.Listener(_c_elected, _c_revoked, key)
+        h = _lib.handle()
+        with _live_mu:
+            _live[key] = self
+        try:
+            _lib.check(
+                _lib.lib().simba_election_start_ex(
+                    client._h, c_name, ctypes.byref(listener), _c_release, ctypes.byref(h)
+                )
             )
-        )
+        except BaseException:
+            with _live_mu:
+                _live.pop(key, None)
+            raise
         self._h = h.value
         client._elections.add(self)
 
-    def _elected(self, _ud: Any, _el: int, term: int, token: int) -> None:
+    def _elected(self, term: int, token: int) -> None:
         t = Term(self._client, self.name, term, token, lock=False)
         with self._cond:
             self._terms[term] = t
@@ -267,7 +349,7 @@ class Election:
             except BaseException as e:  # noqa: BLE001 - nothing may unwind into C
                 self.errors.append(e)
 
-    def _revoked(self, _ud: Any, _el: int, term: int, token: int, reason: int) -> None:
+    def _revoked(self, term: int, token: int, reason: int) -> None:
         with self._cond:
             t = self._terms.pop(term, None) or Term(self._client, self.name, term, token, lock=False)
             if self._term is t:
@@ -284,11 +366,14 @@ class Election:
     @property
     def term(self) -> Optional[Term]:
         """The current term of this node, or None."""
+        _lib.check_fork()
         with self._cond:
             return self._term
 
     def wait_elected(self, timeout: Optional[float] = None) -> Term:
-        """Waits until this node leads and returns the term; raises LockTimeout after timeout seconds."""
+        """Waits until this node leads and returns the term; raises LockTimeout after timeout seconds.
+        Ctrl-C (KeyboardInterrupt) interrupts the wait at once."""
+        _lib.check_fork()
         with self._cond:
             if not self._cond.wait_for(lambda: self._term is not None or self._h == 0, timeout):
                 raise LockTimeout(6, f"not elected for {self.name} within {timeout}s")
@@ -299,6 +384,7 @@ class Election:
     def step_down(self, cooldown: float = 0.0, timeout: Optional[float] = DEFAULT_WAIT) -> None:
         """Gives the current term up (STEPPED_DOWN); contends again after cooldown seconds.
         Returns after that term's on_revoked ran (unless timeout passes first)."""
+        _lib.check_fork()
         self._client._check_open()
         if not self._h:
             raise NotStarted(13, f"election {self.name} is stopped")
@@ -309,7 +395,13 @@ class Election:
         )
 
     def stop(self, timeout: Optional[float] = DEFAULT_WAIT) -> None:
-        """Stops the election: the last on_revoked (STOPPED) runs before it returns. Idempotent."""
+        """Stops the election: the last on_revoked (STOPPED) runs before it
+        returns, and no callback after it. Idempotent. Past timeout seconds
+        it raises Timeout and the stop goes on in the background: callbacks
+        may come until it ended (wait_released tells when). Called from a
+        callback, it returns at once, and only the on_revoked of the term of
+        that callback follows."""
+        _lib.check_fork()
         if not self._h or self._client.closed:
             return
         h = self._h
@@ -318,6 +410,11 @@ class Election:
             self._cond.notify_all()
         self._client._elections.discard(self)
         _lib.check(_lib.lib().simba_election_stop(h, _lib.millis("timeout", timeout)))
+
+    def wait_released(self, timeout: Optional[float] = None) -> bool:
+        """Waits until the election's last callback returned, after a stop or
+        the client's close; False when timeout seconds passed first."""
+        return self._released.wait(timeout)
 
     @contextlib.contextmanager
     def leading(self, timeout: Optional[float] = None) -> Iterator[Term]:
@@ -354,6 +451,7 @@ class Client:
         identity: Optional[str] = None,
         open_timeout: Optional[float] = None,
     ) -> None:
+        _lib.check_fork()
         self.closed = False
         self._h = 0
         self._terms: set = set()
@@ -361,8 +459,8 @@ class Client:
         self._mu = threading.Lock()
         opts = _lib.Options()
         opts.size = ctypes.sizeof(opts)
-        opts.lease_ms = _lib.millis("lease", lease, 0)
-        opts.renew_ms = _lib.millis("renew", renew, 0)
+        opts.lease_ms = _lib.millis("lease", lease, 0, wait=False)
+        opts.renew_ms = _lib.millis("renew", renew, 0, wait=False)
         opts.open_timeout_ms = _lib.millis("open_timeout", open_timeout, 0)
         if identity is not None:
             opts.identity = _lib.c_text("identity", identity, InvalidArgument)
@@ -371,6 +469,7 @@ class Client:
         self._h = h.value
 
     def _check_open(self) -> None:
+        _lib.check_fork()
         if self.closed:
             raise ClientClosed(9, "simba: client closed")
 
@@ -381,13 +480,91 @@ class Client:
     def _acquire(self, fn: Callable[..., int], name: str, timeout: Optional[float], cancel: Optional[CancelToken]) -> Term:
         self._check_open()
         c_name = _lib.c_text("name", name, InvalidName)
-        h = _lib.handle()
-        _lib.check(fn(self._h, c_name, _lib.millis("timeout", timeout), cancel._h if cancel else 0, ctypes.byref(h)))
-        token = ctypes.c_uint64()
-        _lib.check(_lib.lib().simba_term_token(h.value, ctypes.byref(token)))
-        t = Term(self, name, h.value, token.value, lock=True)
-        with self._mu:
-            self._terms.add(t)
+        ms = _lib.millis("timeout", timeout)
+        if threading.current_thread() is not threading.main_thread():
+            # Only the main thread gets KeyboardInterrupt: wait in C.
+            h = _lib.handle()
+            _lib.check(fn(self._h, c_name, ms, cancel._h if cancel else 0, ctypes.byref(h)))
+            return self._term_of(name, h.value)
+        return self._acquire_interruptibly(fn, name, c_name, ms, cancel)
+
+    def _acquire_interruptibly(
+        self, fn: Callable[..., int], name: str, c_name: bytes, ms: int, cancel: Optional[CancelToken]
+    ) -> Term:
+        """Waits in a thread of its own while the main thread waits for it in
+        Python, where Ctrl-C reaches it: KeyboardInterrupt cancels the wait
+        through a cancel handle of its own, and a term won meanwhile, even in
+        the same instant, is released (R-LOCK-2)."""
+        lib = _lib.lib()
+        own = _lib.handle()
+        _lib.check(lib.simba_cancel_new(ctypes.byref(own)))
+        if cancel is not None:
+            cancel._link(own.value)
+        outcome: Dict[str, Any] = {}
+        mu = threading.Lock()
+        done = threading.Event()
+
+        def give_back(h: int) -> None:
+            lib.simba_term_free(h)  # releases the lease and frees the handle
+
+        def wait() -> None:
+            h = _lib.handle()
+            st = fn(self._h, c_name, ms, own.value, ctypes.byref(h))
+            message = _lib.last_error() if st != 0 else ""
+            with mu:
+                outcome.update(st=st, h=h.value, message=message)
+                abandoned = outcome.get("abandoned", False)
+            if abandoned:
+                # The caller is gone (KeyboardInterrupt): nothing may stay held.
+                if st == 0:
+                    give_back(h.value)
+                lib.simba_cancel_free(own.value)
+            done.set()
+
+        threading.Thread(target=wait, name=f"simba-acquire-{name}", daemon=True).start()
+        handed = False
+        try:
+            try:
+                done.wait()
+            except BaseException:
+                # Interrupted: cancel the wait; what it wins is given back
+                # here if it ends soon, else by its thread when it ends.
+                lib.simba_cancel(own.value)
+                try:
+                    done.wait(0.05)
+                finally:
+                    with mu:
+                        if "st" not in outcome:
+                            outcome["abandoned"] = True
+                raise
+            if outcome["st"] != 0:
+                raise _lib.error_of(outcome["st"], outcome["message"])  # type: ignore[misc]
+            t = self._term_of(name, outcome["h"])
+            handed = True
+            return t
+        except BaseException:
+            if outcome.get("st") == 0 and not outcome.get("abandoned") and not handed:
+                give_back(outcome["h"])  # won in the instant of the interrupt
+            raise
+        finally:
+            if cancel is not None:
+                cancel._unlink(own.value)
+            with mu:
+                ours = not outcome.get("abandoned")
+            if ours:
+                lib.simba_cancel_free(own.value)
+
+    def _term_of(self, name: str, h: int) -> Term:
+        """The Term of a won lock handle; a failure frees the handle, which releases the lock."""
+        try:
+            token = ctypes.c_uint64()
+            _lib.check(_lib.lib().simba_term_token(h, ctypes.byref(token)))
+            t = Term(self, name, h, token.value, lock=True)
+            with self._mu:
+                self._terms.add(t)
+        except BaseException:
+            _lib.lib().simba_term_free(h)
+            raise
         return t
 
     def acquire(self, name: str, timeout: Optional[float] = None, cancel: Optional[CancelToken] = None) -> Term:
@@ -426,7 +603,11 @@ class Client:
 
     def close(self, timeout: Optional[float] = DEFAULT_WAIT) -> None:
         """Stops every election, ends every term and closes the session, so
-        the backend frees every lease at once. Idempotent."""
+        the backend frees every lease at once. Idempotent. timeout bounds
+        the whole call: past it, it raises Timeout and the close goes on in
+        the background (a backend that cannot be reached frees the leases
+        when the session expires, at most one lease later)."""
+        _lib.check_fork()
         if self.closed:
             return
         self.closed = True

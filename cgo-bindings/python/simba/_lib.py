@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 import os
 import threading
 from typing import Optional
@@ -11,6 +12,7 @@ from typing import Optional
 from . import errors
 
 NO_TIMEOUT = -1
+MAX_MILLIS = 2**63 - 1  # INT64_MAX: a longer wait waits this (the library caps it at about 292 years)
 
 handle = ctypes.c_uint64
 status = ctypes.c_int32
@@ -38,6 +40,7 @@ class Stats(ctypes.Structure):
 
 ELECTED = ctypes.CFUNCTYPE(None, ctypes.c_void_p, handle, handle, ctypes.c_uint64)
 REVOKED = ctypes.CFUNCTYPE(None, ctypes.c_void_p, handle, handle, ctypes.c_uint64, ctypes.c_int32)
+RELEASE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
 class Listener(ctypes.Structure):
@@ -65,6 +68,10 @@ _PROTOTYPES = {
     "simba_term_ensure_valid": (status, [handle, ctypes.c_int64]),
     "simba_term_reason": (status, [handle, ctypes.POINTER(ctypes.c_int32)]),
     "simba_election_start": (status, [handle, ctypes.c_char_p, ctypes.POINTER(Listener), ctypes.POINTER(handle)]),
+    "simba_election_start_ex": (
+        status,
+        [handle, ctypes.c_char_p, ctypes.POINTER(Listener), RELEASE, ctypes.POINTER(handle)],
+    ),
     "simba_election_step_down": (status, [handle, ctypes.c_int64, ctypes.c_int64]),
     "simba_election_stop": (status, [handle, ctypes.c_int64]),
     "simba_cancel_new": (status, [ctypes.POINTER(handle)]),
@@ -76,6 +83,34 @@ ABI_VERSION = 1
 
 _lib: Optional[ctypes.CDLL] = None
 _lock = threading.Lock()
+
+# The library's threads do not survive os.fork(): in a child forked after
+# the library was loaded, every call fails with Forked (the library itself
+# refuses them too, SIMBA_ERR_FORKED), including the ones answered here
+# without the library.
+forked = False
+
+FORKED_MESSAGE = (
+    "simba: this process was forked from one that had loaded libsimba, and the library cannot run in it: "
+    "no Client, Term or Election of the parent is usable here. Start the child with the multiprocessing "
+    'start method "spawn" (or "forkserver"), or with subprocess, and open a new Client in it.'
+)
+
+
+def _after_fork_in_child() -> None:
+    global forked
+    if _lib is not None:
+        forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def check_fork() -> None:
+    """Raises Forked in a forked child of a process that loaded the library."""
+    if forked:
+        raise errors.Forked(errors.FORKED, FORKED_MESSAGE)
 
 
 def library_path() -> str:
@@ -130,6 +165,11 @@ def check(st: int) -> None:
         raise errors.from_status(st, last_error())
 
 
+def error_of(st: int, message: str) -> Optional[errors.SimbaError]:
+    """The exception of a status and a message read on another thread."""
+    return None if st == 0 else errors.from_status(st, message)
+
+
 def take_string(p: ctypes.c_void_p) -> str:
     """Decodes and frees a string the library returned."""
     try:
@@ -150,16 +190,27 @@ def c_text(what: str, value: str, exc: type) -> bytes:
     return value.encode("utf-8", "surrogateescape")
 
 
-def millis(what: str, seconds: Optional[float], none: int = NO_TIMEOUT) -> int:
-    """Converts seconds to milliseconds for C; None gives `none`."""
+def millis(what: str, seconds: Optional[float], none: int = NO_TIMEOUT, wait: bool = True) -> int:
+    """Converts seconds to milliseconds for C; None gives `none`.
+
+    A wait (wait=True: a timeout, a cooldown) is rounded up, so that a
+    timeout of 0.0005 s waits 1 ms rather than making it 0 (one attempt),
+    and one too large (up to inf) waits the maximum. A setting (wait=False:
+    a lease, a renew interval) is rounded to the nearest millisecond and
+    refused when it is too large."""
     if seconds is None:
         return none
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         raise TypeError(f"{what} must be a number of seconds, not {type(seconds).__name__}")
-    if seconds != seconds or seconds in (float("inf"), float("-inf")):
+    if seconds != seconds or seconds == float("-inf") or (seconds == float("inf") and not wait):
         raise errors.InvalidArgument(errors.INVALID_ARGUMENT, f"{what} {seconds} is not a finite number of seconds")
     if seconds < 0:
         raise errors.InvalidArgument(errors.INVALID_ARGUMENT, f"{what} {seconds}s is negative")
+    if wait:
+        if seconds * 1000 >= MAX_MILLIS:
+            return MAX_MILLIS
+        # Round up, but not a float's noise: 0.3 s is 300 ms, not 301.
+        return min(math.ceil(round(seconds * 1000, 6)), MAX_MILLIS)
     ms = int(round(seconds * 1000))
     if ms >= 2**63 // 1_000_000:
         raise errors.InvalidArgument(errors.INVALID_ARGUMENT, f"{what} {seconds}s is too large")

@@ -21,6 +21,7 @@ BUFFER_TOO_SMALL = 15
 TIMEOUT = 16
 BACKEND = 17
 INTERNAL = 18
+FORKED = 19
 
 
 class SimbaError(Exception):
@@ -99,6 +100,13 @@ class InternalError(SimbaError):
     """A bug of the library."""
 
 
+class Forked(SimbaError):
+    """A call in a process forked from the one that loaded the library: the
+    library cannot run there. Start the child with the multiprocessing
+    start method "spawn" (or "forkserver"), or with subprocess, and open a
+    new Client in it."""
+
+
 _BY_STATUS = {
     INVALID_ARGUMENT: InvalidArgument,
     INVALID_NAME: InvalidName,
@@ -117,6 +125,7 @@ _BY_STATUS = {
     TIMEOUT: Timeout,
     BACKEND: BackendError,
     INTERNAL: InternalError,
+    FORKED: Forked,
 }
 
 

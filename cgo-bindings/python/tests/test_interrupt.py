@@ -1,0 +1,201 @@
+"""Ctrl-C during a wait for a lock or a leadership: KeyboardInterrupt comes
+within about 100 ms, even without a timeout and with a holder that never
+releases, and nothing the interrupted wait won stays held (R-LOCK-2).
+
+Each case runs in a child process that gets a real SIGINT, so that a wait
+that ignores it fails the test instead of hanging the runner."""
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+CHILD = r"""
+import os, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+import simba
+
+url, mode, name = sys.argv[2], sys.argv[3], sys.argv[4]
+holder = simba.Client(url, lease=3)
+waiter = simba.Client(url, lease=3)
+other = simba.Client(url, lease=3)
+
+def free():
+    # The name is free once the holder gave it back: the interrupted
+    # waiter must not have taken it meanwhile, now or a little later.
+    time.sleep(0.3)
+    with other.try_acquire(name):
+        pass
+    leases = [l for l in waiter.snapshot()["leases"] if l["state"] == "LEADER"]
+    assert leases == [], leases
+
+if mode == "race":
+    # The holder releases at about the instant of the interrupt, many
+    # times: whatever the waiter won then is given back.
+    for i in range(int(sys.argv[5])):
+        term = holder.acquire(name, timeout=10)
+        delay = (i % 10) / 1000.0
+        def release_and_interrupt():
+            time.sleep(0.02)
+            threading.Thread(target=term.release).start()
+            time.sleep(delay)
+            os.kill(os.getpid(), 2)
+        threading.Thread(target=release_and_interrupt).start()
+        try:
+            won = waiter.acquire(name)
+            # The wait won before the interrupt came: the interrupt arrives
+            # in the line below or soon after, like any Ctrl-C in the code.
+            won.close()
+            time.sleep(0.1)
+        except KeyboardInterrupt:
+            pass
+        term.close()
+        free()
+    print("free", flush=True)
+    sys.exit(0)
+
+term = holder.acquire(name, timeout=10)
+print("waiting", flush=True)
+try:
+    if mode == "acquire":
+        waiter.acquire(name)
+    elif mode == "lock":
+        with waiter.lock(name):
+            pass
+    print("not interrupted", flush=True)
+    sys.exit(1)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+term.close()
+free()
+print("free", flush=True)
+"""
+
+
+def spawn(script, *args):
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, os.path.join(HERE, ".."), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    child.lines = queue.Queue()
+
+    def pump():
+        for line in child.stdout:
+            child.lines.put(line.strip())
+        child.lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return child
+
+
+def run_child(url, mode, name, *extra):
+    return spawn(CHILD, url, mode, name, *extra)
+
+
+def expect(child, line, timeout=10):
+    try:
+        got = child.lines.get(timeout=timeout)
+    except queue.Empty:
+        got = f"nothing within {timeout}s"
+    if got != line:
+        child.kill()
+        child.wait()
+        pytest.fail(f"the child printed {got!r}, want {line!r}; stderr: {child.stderr.read()}")
+
+
+@pytest.mark.parametrize("mode", ["acquire", "lock"])
+def test_ctrl_c_interrupts_the_wait(memory_url, unique, mode):
+    child = run_child(memory_url, mode, unique)
+    try:
+        expect(child, "waiting")
+        time.sleep(0.3)  # the wait is under way
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        expect(child, "interrupted")
+        latency = time.monotonic() - sent
+        expect(child, "free")
+        assert child.wait(10) == 0, child.stderr.read()
+        assert latency < 0.15, f"KeyboardInterrupt came {latency * 1000:.0f} ms after SIGINT"
+    finally:
+        child.kill()
+        child.wait()
+
+
+LEADING = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import simba
+url, name = sys.argv[2], sys.argv[3]
+leader = simba.Client(url, lease=3)
+waiter = simba.Client(url, lease=3)
+other = simba.Client(url, lease=3)
+el = leader.election(name)
+el.wait_elected(10)
+print("waiting", flush=True)
+try:
+    with waiter.election(name).leading():
+        print("not interrupted", flush=True)
+        sys.exit(1)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+el.stop()
+time.sleep(0.3)
+with other.try_acquire(name + "-unused"):
+    pass
+assert [l for l in waiter.snapshot()["leases"]] == [], waiter.snapshot()
+print("free", flush=True)
+"""
+
+
+def test_ctrl_c_interrupts_leading(memory_url, unique):
+    child = spawn(LEADING, memory_url, unique)
+    try:
+        expect(child, "waiting")
+        time.sleep(0.3)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        expect(child, "interrupted")
+        latency = time.monotonic() - sent
+        expect(child, "free")
+        assert child.wait(10) == 0, child.stderr.read()
+        assert latency < 0.15, f"KeyboardInterrupt came {latency * 1000:.0f} ms after SIGINT"
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_ctrl_c_at_the_instant_of_a_win_leaves_nothing_held(memory_url, unique):
+    child = run_child(memory_url, "race", unique, "30")
+    try:
+        expect(child, "free", timeout=120)
+        assert child.wait(10) == 0, child.stderr.read()
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_ctrl_c_over_redis(redis_url, unique):
+    """Across processes too: the name is free for another process afterwards."""
+    child = run_child(redis_url, "acquire", unique)
+    try:
+        expect(child, "waiting")
+        time.sleep(0.3)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        expect(child, "interrupted")
+        latency = time.monotonic() - sent
+        expect(child, "free")
+        assert child.wait(10) == 0, child.stderr.read()
+        assert latency < 0.15, f"KeyboardInterrupt came {latency * 1000:.0f} ms after SIGINT"
+    finally:
+        child.kill()
+        child.wait()
