@@ -173,6 +173,7 @@ var tests = []struct {
 	{"SweepAfterSnapshot", testSweepAfterSnapshot},
 	{"SweepWaitsForRenewalInFlight", testSweepWaitsForRenewalInFlight},
 	{"SweepRaceTakeOverAhead", testSweepRaceTakeOverAhead},
+	{"TakeOverRaceKeepAliveBehind", testTakeOverRaceKeepAliveBehind},
 	{"SweepRaceTakeOverBehind", testSweepRaceTakeOverBehind},
 	{"SweepRaceReleaseAhead", testSweepRaceReleaseAhead},
 	{"SweepRaceReleaseBehind", testSweepRaceReleaseBehind},

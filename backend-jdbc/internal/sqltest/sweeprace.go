@@ -469,3 +469,37 @@ func testSweepRaceInsertAhead(t *testing.T, f *fixture) {
 	}
 	f.wantHeld(t, b, a, n, r.v.Token, "after the sweep behind the acquire")
 }
+
+// testTakeOverRaceKeepAliveBehind: a take-over from an owner that expired
+// holds what it read of the owner while it waits for the name's row (held
+// by another transaction, as a release in flight would), and the owner's
+// keep-alive comes meanwhile. The keep-alive may wait behind the
+// take-over (PostgreSQL: the take-over share-locks the owner's session)
+// but never renews an owner the take-over judged expired: once the row
+// is let go, the taker holds the name and the owner is expired.
+func testTakeOverRaceKeepAliveBehind(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	owner, taker := open(t, b, time.Minute), open(t, b, time.Minute)
+	const n = "taken"
+	tok := acquire(t, b, owner, n).Token
+	f.expire(owner)
+	unlock := f.shareLease(t, n)
+	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), taker, n) })
+	f.awaitWaits(t, "the take-over waiting for the lease row", 1)
+	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxT(t), owner, time.Minute) })
+	early := awaitWaitsOr(t, f, "the owner's keep-alive waiting behind the take-over", 2, renewed)
+	if early != nil {
+		t.Logf("the owner's keep-alive did not wait behind the take-over: %+v, %v", early.v, early.err)
+	}
+	if err := unlock(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	r := <-won
+	if r.err != nil || !r.v.Won || r.v.Token <= tok {
+		t.Fatalf("the take-over = %+v, %v; want a win above %d", r.v, r.err, tok)
+	}
+	if o := result(early, renewed); !errors.Is(o.err, simba.ErrSessionExpired) {
+		t.Fatalf("the expired owner's keep-alive = %+v, %v; want simba.ErrSessionExpired", o.v, o.err)
+	}
+	f.wantHeld(t, b, taker, n, r.v.Token, "after the owner's keep-alive")
+}
