@@ -45,13 +45,7 @@ func TestServerIsolation(t *testing.T) {
 				u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20") // a space pgx reads as one
 				return u.String()
 			}
-			h.Only = []string{
-				"Conformance", "EngineLocks", "LeaseLifecycle", "TakeOverWaitsForRenewalInFlight",
-				"KeepAliveSeesOtherChanges", "ConcurrentCallsOfOneSession",
-				"SweepRacesAcquire", "SweepAfterSnapshot", "SweepWaitsForRenewalInFlight",
-				"KeepAliveAfterLockWaitDoesNotReviveExpiredSession", "AcquireAfterLockWaitRefusesExpiredSession",
-				"RaceOneWinnerPerRound", "ContendedRowKeepsSession",
-			}
+			h.Only = sqltest.IsolationTests
 			sqltest.Run(t, h)
 		})
 	}

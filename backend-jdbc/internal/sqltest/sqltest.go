@@ -76,9 +76,9 @@ type Harness struct {
 
 	// Server, when set, turns the variable's value into the one the tests
 	// use (a DSN with session settings of its own, say); Only, when set,
-	// names the tests Run runs, the others being skipped.
+	// picks the tests Run runs by name, the others being left out.
 	Server func(t testing.TB, raw string) string
-	Only   []string
+	Only   func(name string) bool
 
 	// BeforeFirstInsert, where an acquire reads a name and inserts its
 	// first row in statements of their own, has hook called between the
@@ -196,6 +196,20 @@ var tests = []struct {
 	{"OpenErrorsHidePasswords", testOpenErrorsHidePasswords},
 }
 
+// IsolationTests reports whether the test named name depends on the
+// isolation level of the server's transactions: the conformance suite, the
+// tests of locks, lock waits, races and sweeps (but the million-name one,
+// which measures). A harness runs them again at each level that a user may
+// make the default.
+func IsolationTests(name string) bool {
+	return slices.Contains([]string{
+		"Conformance", "EngineLocks", "LeaseLifecycle", "ExpiredSessionIsNeverRevived",
+		"TakeOverWaitsForRenewalInFlight", "KeepAliveSeesOtherChanges", "ConcurrentCallsOfOneSession",
+		"KeepAliveAfterLockWaitDoesNotReviveExpiredSession", "AcquireAfterLockWaitRefusesExpiredSession",
+		"ContendedRowKeepsSession", "RaceOneWinnerPerRound", "FirstInsertAfterSweep",
+	}, name) || strings.HasPrefix(name, "Sweep") && name != "SweepBoundsLeaseRows"
+}
+
 // Run runs the server tests of h, each as a subtest with tables of its own
 // that are dropped when it ends.
 func Run(t *testing.T, h Harness) {
@@ -204,7 +218,7 @@ func Run(t *testing.T, h Harness) {
 		raw = h.Server(t, raw)
 	}
 	for _, tt := range tests {
-		if h.Only != nil && !slices.Contains(h.Only, tt.name) {
+		if h.Only != nil && !h.Only(tt.name) {
 			continue
 		}
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newFixture(t, &h, raw)) })
