@@ -34,6 +34,16 @@ Feature: Elections through libsimba
       | callback          |
       | elected T         |
       | revoked T STOPPED |
+    And node "a" saw nothing more for "leader" within 0.3s
+
+  @R-CB-3 @R-CB-5
+  Scenario: After a stop from a callback, no new term reaches the callbacks
+    When node "a" starts the election "leader", steps down in its first callback and stops it from the revoked one
+    Then node "a" saw for "leader" within 10s
+      | callback               |
+      | elected T             |
+      | revoked T STEPPED_DOWN |
+    And node "a" saw nothing more for "leader" within 0.5s
 
   @R-HO-2 @R-CAND-2
   Scenario: A stopped leader hands over to the other node

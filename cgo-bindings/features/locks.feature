@@ -72,3 +72,22 @@ Feature: Locks through libsimba
   Scenario: The snapshot shows the session and the locks
     Given node "a" holds "job"
     Then the snapshot of node "a" shows "job" as LEADER
+
+  @R-LOCK-2
+  Scenario: Ctrl-C interrupts a wait without a timeout, and nothing it won stays held
+    Given node "a" holds "job"
+    Then node "b" waiting for "job" without a timeout is interrupted within 0.15s
+    When node "a" releases "job"
+    Then node "b" holds no lease
+    When node "a" acquires "job" within 0s
+    Then node "b" holds no lease
+
+  @R-LOCK-1 @R-LOCK-3
+  Scenario: A timeout of 0 makes one attempt
+    Given node "a" acquired "warm" within 10s
+    And node "b" acquired "warm2" within 10s
+    When node "a" acquires "job" within 0s
+    Then node "b" fails with LockTimeout acquiring "job" within 0s
+    When node "a" releases "job"
+    And node "b" acquires "job" within 0s
+    Then the tokens of "job" strictly increase

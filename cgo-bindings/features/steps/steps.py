@@ -40,6 +40,7 @@ def step_nodes(context, a, b, secs):
 
 
 @when('node "{n}" acquires "{name}" within {secs:g}s')
+@given('node "{n}" acquired "{name}" within {secs:g}s')
 @given('node "{n}" holds "{name}"')
 def step_acquire(context, n, name, secs=10.0):
     won(context, n, name, node(context, n).acquire(lease(context, name), timeout=secs))
@@ -255,3 +256,55 @@ def step_open_fails(context, url, error):
         assert "hunter2" not in str(e)
         return
     raise AssertionError(f"{url} opened")
+
+
+@then('node "{n}" waiting for "{name}" without a timeout is interrupted within {secs:g}s')
+def step_interrupted(context, n, name, secs):
+    """A real SIGINT while the main thread waits: KeyboardInterrupt must come
+    within secs of it, whatever the holder does."""
+    import os
+    import signal
+    import threading
+
+    sent = {}
+
+    def interrupt():
+        time.sleep(0.2)  # the wait is under way
+        sent["at"] = time.monotonic()
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    try:
+        t = node(context, n).acquire(lease(context, name))
+    except KeyboardInterrupt:
+        took = time.monotonic() - sent["at"]
+        assert took < secs, f"KeyboardInterrupt {took:.3f}s after SIGINT"
+        return
+    t.close()
+    raise AssertionError(f"node {n} acquired {name} instead of being interrupted")
+
+
+@then('node "{n}" holds no lease')
+def step_holds_nothing(context, n):
+    leases = node(context, n).snapshot()["leases"]
+    assert leases == [], leases
+
+
+@when('node "{n}" starts the election "{name}", steps down in its first callback and stops it from the revoked one')
+def step_start_step_down_stop(context, n, name):
+    on_elected, on_revoked = record(context, n, name)
+    holder = {}
+
+    def elected(t):
+        on_elected(t)
+        if t.token == 1:
+            holder["el"].step_down()
+
+    def revoked(t, r):
+        on_revoked(t, r)
+        if r == simba.Reason.STEPPED_DOWN:
+            time.sleep(0.1)  # the election contends again and wins meanwhile
+            holder["el"].stop()
+
+    holder["el"] = node(context, n).election(lease(context, name), elected, revoked)
+    context.elections[(n, name)] = holder["el"]

@@ -567,7 +567,8 @@ func StopElection(election uint64, timeoutMS int64, cb uint64) error {
 
 // StepDown gives the current term of the election up and keeps it
 // started: it contends again cooldownMS after the step-down (R-HO-4). The
-// wait for the revoked callback is bounded like StopElection's.
+// call is bounded by timeoutMS like StopElection's: past it, the step-down
+// goes on in the background.
 func StepDown(election uint64, cooldownMS, timeoutMS int64, cb uint64) error {
 	er, err := electionOf(election)
 	if err != nil {
@@ -577,12 +578,17 @@ func StepDown(election uint64, cooldownMS, timeoutMS int64, cb uint64) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop, err := waitContext(callbackContext(cb), timeoutMS, 0)
+	wait, stop, err := waitContext(context.Background(), timeoutMS, 0)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	return er.el.StepDown(ctx, cooldown)
+	// In the background, as a stop: the engine gives the lease back before
+	// it looks at the ctx, so a backend that does not answer would hold the
+	// call past its timeout.
+	done := make(chan error, 1)
+	go func() { done <- er.el.StepDown(callbackContext(cb), cooldown) }()
+	return awaitEnd(wait, done, "step down", timeoutMS)
 }
 
 // Snapshot returns the client's snapshot (R-OBS-1) as JSON; durations

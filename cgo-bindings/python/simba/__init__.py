@@ -31,6 +31,7 @@ import enum
 import itertools
 import json
 import threading
+import time
 from typing import Any, Callable, Dict, Iterator, Optional, Set
 
 from . import _lib
@@ -89,6 +90,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 DEFAULT_WAIT = 10.0  # seconds the close, stop and release calls wait by default
+_SLICE = 0.05  # seconds: the longest a wait of the main thread goes without looking for Ctrl-C
 
 
 class Reason(enum.IntEnum):
@@ -374,8 +376,14 @@ class Election:
         """Waits until this node leads and returns the term; raises LockTimeout after timeout seconds.
         Ctrl-C (KeyboardInterrupt) interrupts the wait at once."""
         _lib.check_fork()
+        deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            if not self._cond.wait_for(lambda: self._term is not None or self._h == 0, timeout):
+            while self._term is None and self._h != 0:
+                left = _SLICE if deadline is None else min(_SLICE, deadline - time.monotonic())
+                if left <= 0:
+                    break
+                self._cond.wait(left)  # in slices, for Ctrl-C
+            if self._term is None and self._h != 0:
                 raise LockTimeout(6, f"not elected for {self.name} within {timeout}s")
             if self._term is None:
                 raise NotStarted(13, f"election {self.name} stopped")
@@ -525,7 +533,10 @@ class Client:
         handed = False
         try:
             try:
-                done.wait()
+                # Slices: a SIGINT that lands on another thread is still
+                # seen here within one.
+                while not done.wait(_SLICE):
+                    pass
             except BaseException:
                 # Interrupted: cancel the wait; what it wins is given back
                 # here if it ends soon, else by its thread when it ends.

@@ -226,14 +226,19 @@ def test_close_of_a_frozen_backend_keeps_its_timeout(frozen_redis):
         time.sleep(0.1)
 
 
-def test_release_and_stop_of_a_frozen_backend_keep_their_timeout(frozen_redis):
+def test_release_step_down_and_stop_of_a_frozen_backend_keep_their_timeout(frozen_redis):
     url, freeze = frozen_redis
     c = simba.Client(url, lease=3)
     term = c.acquire("job", timeout=10)
     el = c.election("leader")
     el.wait_elected(10)
     freeze()
-    for what, call in [("release", lambda: term.release(timeout=0.5)), ("stop", lambda: el.stop(timeout=0.5))]:
+    calls = [
+        ("release", lambda: term.release(timeout=0.5)),
+        ("step_down", lambda: el.step_down(timeout=0.5)),
+        ("stop", lambda: el.stop(timeout=0.5)),
+    ]
+    for what, call in calls:
         start = time.monotonic()
         try:
             call()
