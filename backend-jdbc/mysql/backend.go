@@ -148,8 +148,13 @@ var (
 // github.com/go-sql-driver/mysql. The caller keeps ownership of db: Close
 // does not close it. Statements run in autocommit mode (the keep-alive in a
 // short transaction) with locking reads where ownership is decided, so they
-// are correct under InnoDB's default REPEATABLE READ. The DSN must not set
-// interpolateParams with an unsafe collation; parseTime is not needed.
+// are correct at any isolation level the connections default to (READ
+// COMMITTED, REPEATABLE READ, SERIALIZABLE). On MariaDB a statement that may
+// wait for a row lock is bounded on the server below the call's deadline
+// (SET STATEMENT max_statement_time); on MySQL 8, which cannot, a statement
+// abandoned at its deadline waits on server-side for up to
+// innodb_lock_wait_timeout. The DSN must not set interpolateParams with an
+// unsafe collation; parseTime is not needed.
 //
 // Nothing is sent to the server here; the schema is checked (or migrated,
 // with Options.Migrate) and the statements prepared on the first call. It
@@ -257,12 +262,16 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 // Acquire makes s the owner of name when the lease is free (no row, no
 // owner, or an owner whose session expired or no longer exists) or already
 // owned by s, and starts a new term: the token is the row's previous token
-// plus one (1 for a new row). Ownership is decided in one statement that
-// locks the lease row and reads the session rows with shared locks, so
-// concurrent candidates get exactly one winner and a keep-alive racing the
-// take-over is either seen or refused. A win is reported only once a later
-// statement found the caller still live, so a caller whose session expired
-// while the statement waited for a lock never wins. It returns
+// plus one (one above the floor for a new row). Ownership is decided in
+// one statement that locks the lease row and then reads the owner's
+// session row with a shared lock, so concurrent candidates get exactly one
+// winner and a keep-alive of the owner racing the take-over is either seen
+// or refused; the caller's own session row is not locked, so its
+// keep-alive never waits behind the acquire. A win is reported only once a
+// later statement found the caller still live, so a caller whose session
+// expired while the statement waited for a lock never wins. On MariaDB a
+// lease row held by a transaction past three quarters of ctx's time left
+// ends the statement on the server, and the acquire reports a loss. It returns
 // simba.ErrSessionExpired when s is not live, and a *simba.NameError for an
 // invalid name. Two round trips when the lease is won from an existing row
 // or held elsewhere, four for a name never acquired before.

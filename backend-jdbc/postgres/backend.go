@@ -147,9 +147,13 @@ var (
 
 // New returns a backend on the database reached through pool. The caller
 // keeps ownership of pool: Close does not close it, and it must stay open
-// until the backend is closed. The pool's default READ COMMITTED isolation
-// is what the statements are written for; every statement runs on its own,
-// outside any transaction.
+// until the backend is closed. The statements are written for READ
+// COMMITTED, PostgreSQL's default, and each runs on its own, outside any
+// transaction; one that a default_transaction_isolation of REPEATABLE READ
+// or SERIALIZABLE aborts with a serialization failure runs again. The
+// acquire, the release and the keep-alive are sent with a lock_timeout of
+// three quarters of ctx's time left, in the same round trip, so the server
+// stops waiting for a row lock before the caller gives up.
 //
 // Nothing is sent to the server here; the schema is checked (or migrated,
 // with Options.Migrate) on the first call. It fails only on a nil pool or
