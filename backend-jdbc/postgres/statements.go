@@ -465,23 +465,35 @@ func (s *dialect) Release(ctx context.Context, id, name string, token uint64) er
 	})
 }
 
+// JoinGroup, LeaveGroup, CloseSession and Cleanup run again, like the
+// statements above, when aborted with a serialization failure: at
+// REPEATABLE READ or SERIALIZABLE, closing a session whose keep-alive
+// renewed it after the statement's snapshot (or deleting a member or an
+// expired session that another node deleted) fails that way, where READ
+// COMMITTED takes the latest version.
 func (s *dialect) JoinGroup(ctx context.Context, id, group string) (int, bool, error) {
 	var live bool
 	var n int64
-	if err := s.pool.QueryRow(ctx, s.q.join, id, group).Scan(&live, &n); err != nil {
+	if err := retry(ctx, func() error {
+		return s.pool.QueryRow(ctx, s.q.join, id, group).Scan(&live, &n)
+	}); err != nil {
 		return 0, false, err
 	}
 	return int(n), live, nil
 }
 
 func (s *dialect) LeaveGroup(ctx context.Context, id, group string) error {
-	_, err := s.pool.Exec(ctx, s.q.leave, group, id)
-	return err
+	return retry(ctx, func() error {
+		_, err := s.pool.Exec(ctx, s.q.leave, group, id)
+		return err
+	})
 }
 
 func (s *dialect) CloseSession(ctx context.Context, id string) error {
-	_, err := s.pool.Exec(ctx, s.q.closeSession, id)
-	return err
+	return retry(ctx, func() error {
+		_, err := s.pool.Exec(ctx, s.q.closeSession, id)
+		return err
+	})
 }
 
 func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
@@ -498,8 +510,12 @@ func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, 
 }
 
 func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
-	tag, err := s.pool.Exec(ctx, s.q.cleanup, limit)
-	if err != nil {
+	var tag pgconn.CommandTag
+	if err := retry(ctx, func() error {
+		var err error
+		tag, err = s.pool.Exec(ctx, s.q.cleanup, limit)
+		return err
+	}); err != nil {
 		return 0, err
 	}
 	return int(tag.RowsAffected()), nil

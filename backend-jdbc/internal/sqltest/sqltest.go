@@ -173,6 +173,7 @@ var tests = []struct {
 	{"SweepAfterSnapshot", testSweepAfterSnapshot},
 	{"SweepWaitsForRenewalInFlight", testSweepWaitsForRenewalInFlight},
 	{"SweepRaceTakeOverAhead", testSweepRaceTakeOverAhead},
+	{"CloseRaceKeepAliveAhead", testCloseRaceKeepAliveAhead},
 	{"TakeOverRaceKeepAliveBehind", testTakeOverRaceKeepAliveBehind},
 	{"SweepRaceTakeOverBehind", testSweepRaceTakeOverBehind},
 	{"SweepRaceReleaseAhead", testSweepRaceReleaseAhead},

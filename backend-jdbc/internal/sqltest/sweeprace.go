@@ -503,3 +503,35 @@ func testTakeOverRaceKeepAliveBehind(t *testing.T, f *fixture) {
 	}
 	f.wantHeld(t, b, taker, n, r.v.Token, "after the owner's keep-alive")
 }
+
+// testCloseRaceKeepAliveAhead: a session closed while its keep-alive is
+// in flight waits for the keep-alive and then closes (whatever the
+// isolation level: at REPEATABLE READ and SERIALIZABLE PostgreSQL aborts
+// the close of a row renewed since its snapshot, and the close must run
+// again), freeing its leases.
+func testCloseRaceKeepAliveAhead(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	s, other := open(t, b, time.Minute), open(t, b, time.Minute)
+	const n = "closed"
+	tok := acquire(t, b, s, n).Token
+	if _, err := b.JoinGroup(ctxT(t), s, "g"); err != nil {
+		t.Fatal(err)
+	}
+	renewal := f.hold(t, "renewal in a transaction", f.renewSQL(), string(s))
+	closed := goCall(func() (struct{}, error) { return struct{}{}, b.CloseSession(ctxT(t), s) })
+	if o := awaitWaitsOr(t, f, "the close waiting for the renewal", 1, closed); o != nil {
+		t.Fatalf("CloseSession returned (%v) while the session's renewal was in flight", o.err)
+	}
+	if err := renewal(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if o := <-closed; o.err != nil {
+		t.Fatalf("CloseSession behind its keep-alive: %v", o.err)
+	}
+	if r := acquire(t, b, other, n); !r.Won || r.Token <= tok {
+		t.Fatalf("the lease of the closed session = %+v, want a win above %d", r, tok)
+	}
+	if got, err := b.JoinGroup(ctxT(t), other, "g"); err != nil || got != 1 {
+		t.Fatalf("JoinGroup after the close = %d, %v; want 1 member", got, err)
+	}
+}
