@@ -98,7 +98,7 @@ func bTermAndSweep(f *fixture, scripter TxScripter, b simba.Backend, other simba
 	defer cancel()
 	r, err := b.Acquire(ctx, other, "n")
 	if err == nil && !r.Won {
-		err = errors.New("B lost a free name")
+		err = errors.New("the other session lost a free name")
 	}
 	if err == nil {
 		err = b.Release(ctx, other, "n", r.Token)

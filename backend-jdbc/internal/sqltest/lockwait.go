@@ -237,6 +237,10 @@ func testContendedRowKeepsSession(t *testing.T, f *fixture) {
 			}
 		}
 	}()
+	stopAttempts := func() error {
+		close(stop)
+		return <-attempts
+	}
 	end := time.Now().Add(3 * lease)
 	for i := 1; time.Now().Before(end); i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), renewing)
@@ -244,19 +248,15 @@ func testContendedRowKeepsSession(t *testing.T, f *fixture) {
 		r, err := b.KeepAlive(ctx, s, lease)
 		cancel()
 		if err != nil {
-			close(stop)
-			<-attempts
-			t.Fatalf("keep-alive %d, %v after the row was locked, failed after %v: %v", i, time.Since(end.Add(-3*lease)).Round(time.Millisecond), time.Since(start).Round(time.Millisecond), err)
+			took := time.Since(start).Round(time.Millisecond)
+			t.Fatalf("keep-alive %d, %v after the row was locked, failed after %v: %v (acquires: %v)", i, time.Since(end.Add(-3*lease)).Round(time.Millisecond), took, err, stopAttempts())
 		}
 		if r.Leases["kept"] != kept {
-			close(stop)
-			<-attempts
-			t.Fatalf("keep-alive %d lists %v, want kept:%d", i, r.Leases, kept)
+			t.Fatalf("keep-alive %d lists %v, want kept:%d (acquires: %v)", i, r.Leases, kept, stopAttempts())
 		}
 		time.Sleep(renewing / 2)
 	}
-	close(stop)
-	if err := <-attempts; err != nil {
+	if err := stopAttempts(); err != nil {
 		t.Fatal(err)
 	}
 	// The row is still held: no statement of the calls given up may still
