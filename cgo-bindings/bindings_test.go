@@ -195,6 +195,9 @@ func TestCExample(t *testing.T) {
 				if mode == "lock" && !regexp.MustCompile(`job step 0 under token [1-9]`).MatchString(out) {
 					t.Error("the job did not print its token")
 				}
+				if mode == "election" && !strings.Contains(out, "user_data released") {
+					t.Error("the election's release function did not run")
+				}
 			})
 		}
 	}

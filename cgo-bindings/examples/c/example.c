@@ -105,10 +105,20 @@ static int run_lock(const char *url) {
 struct leader {
 	pthread_mutex_t mu;
 	pthread_cond_t changed;
-	int elected, revoked;
+	int elected, revoked, released;
 	uint64_t token;
 	simba_reason reason;
 };
+
+/* The release function: no callback can use user_data any more. A program
+ * that allocates user_data frees it here, even after a stop that timed out. */
+static void on_released(void *user_data) {
+	struct leader *l = user_data;
+	pthread_mutex_lock(&l->mu);
+	l->released++;
+	pthread_cond_broadcast(&l->changed);
+	pthread_mutex_unlock(&l->mu);
+}
 
 static void on_elected(void *user_data, simba_handle election, simba_handle term, uint64_t token) {
 	struct leader *l = user_data;
@@ -164,7 +174,7 @@ static int run_election(const char *url) {
 	simba_handle client = open_client(url);
 	simba_listener listener = {.on_elected = on_elected, .on_revoked = on_revoked, .user_data = &l};
 	simba_handle election;
-	check(simba_election_start(client, "scheduler", &listener, &election), "start");
+	check(simba_election_start_ex(client, "scheduler", &listener, on_released, &election), "start");
 	wait_for(&l, &l.elected, 1, "election");
 	pthread_mutex_lock(&l.mu);
 	uint64_t first = l.token;
@@ -197,6 +207,8 @@ static int run_election(const char *url) {
 		fprintf(stderr, "stop returned before its on_revoked(SIMBA_STOPPED)\n");
 		return 1;
 	}
+	wait_for(&l, &l.released, 1, "release of user_data"); /* a stop that returned SIMBA_OK released it already */
+	printf("user_data released\n");
 	check(simba_client_close(client, 5000), "close");
 	no_leaks();
 	return 0;
