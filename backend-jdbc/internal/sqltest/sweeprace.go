@@ -181,19 +181,27 @@ func (f *fixture) wantHeld(t testing.TB, b simba.Backend, s simba.SessionID, nam
 	}
 }
 
-// testSweepRaceTakeOverAhead: a take-over of a free name and a sweep both
-// wait for a row the take-over needs (the floor row, or the name's lease
-// row) and the sweep, begun more than idle after the take-over, runs once
-// the take-over won. The sweep must keep the won row: deleting it leaves
-// the winner a valid term while the next acquire of the name wins too.
+// testSweepRaceTakeOverAhead: a take-over of a free name (or of one whose
+// owner expired) and a sweep both wait for a row the take-over needs (the
+// floor row, or the name's lease row) and the sweep, begun more than idle
+// after the take-over, runs once the take-over won. The sweep must keep
+// the won row: deleting it leaves the winner a valid term while the next
+// acquire of the name wins too.
 func testSweepRaceTakeOverAhead(t *testing.T, f *fixture) {
-	for i, held := range []string{"floor", "lease"} {
-		t.Run(held+" row held", func(t *testing.T) {
+	for i, tt := range []struct{ name, held string }{
+		{"floor row held", "floor"},
+		{"lease row held", "lease"},
+		{"lease row held, owner expired", "lease"},
+	} {
+		held := tt.held
+		t.Run(tt.name, func(t *testing.T) {
 			b := f.raceBackend(t)
 			first, a := open(t, b, time.Minute), open(t, b, time.Minute)
 			n := fmt.Sprintf("ahead-%d", i)
 			prev := acquire(t, b, first, n).Token
-			if err := b.Release(ctxT(t), first, n, prev); err != nil {
+			if i == 2 {
+				f.expire(first)
+			} else if err := b.Release(ctxT(t), first, n, prev); err != nil {
 				t.Fatal(err)
 			}
 			f.backdate(t, n)
