@@ -208,6 +208,7 @@ func IsolationTests(name string) bool {
 		"TakeOverWaitsForRenewalInFlight", "KeepAliveSeesOtherChanges", "ConcurrentCallsOfOneSession",
 		"KeepAliveAfterLockWaitDoesNotReviveExpiredSession", "AcquireAfterLockWaitRefusesExpiredSession",
 		"ContendedRowKeepsSession", "RaceOneWinnerPerRound", "FirstInsertAfterSweep",
+		"TakeOverRaceKeepAliveBehind", "CloseRaceKeepAliveAhead",
 	}, name) || strings.HasPrefix(name, "Sweep") && name != "SweepBoundsLeaseRows"
 }
 
