@@ -8,9 +8,12 @@
 // and release semantics, group member counts, every valid lease name, one
 // winner when many sessions race for a name, and a release that runs at the
 // same time as the same session's next acquire of the name without ending
-// the term that acquire starts. Every subtest uses lease and group names
-// with a random part, so it can run against a server that keeps state from
-// earlier runs, and closes the sessions it opened.
+// the term that acquire starts. For a [simba.Sweeper] it checks that a
+// sweep keeps tokens increasing and, where the harness can hold the
+// backend's state as another client would (Harness.Hold), that a sweep
+// which waited keeps a term won meanwhile. Every subtest uses lease and
+// group names with a random part, so it can run against a server that
+// keeps state from earlier runs, and closes the sessions it opened.
 package backendtest
 
 import (
