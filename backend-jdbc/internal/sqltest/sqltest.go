@@ -173,6 +173,7 @@ var tests = []struct {
 	{"SweepAfterSnapshot", testSweepAfterSnapshot},
 	{"SweepWaitsForRenewalInFlight", testSweepWaitsForRenewalInFlight},
 	{"SweepRaceTakeOverAhead", testSweepRaceTakeOverAhead},
+	{"TakeOverRaceReleaseAhead", testTakeOverRaceReleaseAhead},
 	{"CloseRaceKeepAliveAhead", testCloseRaceKeepAliveAhead},
 	{"TakeOverRaceKeepAliveBehind", testTakeOverRaceKeepAliveBehind},
 	{"SweepRaceTakeOverBehind", testSweepRaceTakeOverBehind},
@@ -208,7 +209,7 @@ func IsolationTests(name string) bool {
 		"TakeOverWaitsForRenewalInFlight", "KeepAliveSeesOtherChanges", "ConcurrentCallsOfOneSession",
 		"KeepAliveAfterLockWaitDoesNotReviveExpiredSession", "AcquireAfterLockWaitRefusesExpiredSession",
 		"ContendedRowKeepsSession", "RaceOneWinnerPerRound", "FirstInsertAfterSweep",
-		"TakeOverRaceKeepAliveBehind", "CloseRaceKeepAliveAhead",
+		"TakeOverRaceKeepAliveBehind", "TakeOverRaceReleaseAhead", "CloseRaceKeepAliveAhead",
 	}, name) || strings.HasPrefix(name, "Sweep") && name != "SweepBoundsLeaseRows"
 }
 

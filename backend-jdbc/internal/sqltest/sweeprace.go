@@ -543,3 +543,27 @@ func testCloseRaceKeepAliveAhead(t *testing.T, f *fixture) {
 		t.Fatalf("JoinGroup after the close = %d, %v; want 1 member", got, err)
 	}
 }
+
+// testTakeOverRaceReleaseAhead: a take-over from an owner that expired
+// waits for the lease row while the owner's release of it is in flight.
+// Once the release committed the row is free, and the take-over wins it,
+// above its last token, as it would have had it come a moment later.
+func testTakeOverRaceReleaseAhead(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	owner, taker := open(t, b, time.Minute), open(t, b, time.Minute)
+	const n = "freed"
+	tok := acquire(t, b, owner, n).Token
+	f.expire(owner)
+	release := f.hold(t, "a release in a transaction",
+		"UPDATE "+f.prefix+"lease SET session_id = NULL WHERE name = ? AND session_id = ? AND token = ?", n, string(owner), int64(tok))
+	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), taker, n) })
+	f.awaitWaits(t, "the take-over waiting for the release", 1)
+	if err := release(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	r := <-won
+	if r.err != nil || !r.v.Won || r.v.Token <= tok {
+		t.Fatalf("the take-over behind the release = %+v, %v; want a win above %d", r.v, r.err, tok)
+	}
+	f.wantHeld(t, b, taker, n, r.v.Token, "after the release it waited for")
+}
