@@ -96,8 +96,10 @@ SELECT 4, NULL::text, count(*) FROM s JOIN {lease} l ON l.session_id = s.id`
 	//           once.
 	//   won:    insert the row or, on conflict, take it over (token + 1)
 	//           only if the row's current owner is still the one judged
-	//           above (or is the caller): a concurrent winner makes the
-	//           others lose rather than all win. An inserted row's token is
+	//           above, or is the caller, or is nobody (a release committed
+	//           while this statement waited for the row: the name is free
+	//           to anyone): a concurrent winner makes the others lose
+	//           rather than all win. An inserted row's token is
 	//           one above the floor, read with a share lock when the row is
 	//           made (after the waits for me and holder): a locking read
 	//           returns the floor's latest version, not the snapshot's, so
@@ -129,7 +131,7 @@ SELECT 4, NULL::text, count(*) FROM s JOIN {lease} l ON l.session_id = s.id`
     ON CONFLICT (name) DO UPDATE
         SET session_id = excluded.session_id, token = l.token + 1, acquired_at = clock_timestamp()
         WHERE (l.session_id IS NOT DISTINCT FROM (SELECT session_id FROM cur)
-               OR l.session_id = excluded.session_id)
+               OR l.session_id = excluded.session_id OR l.session_id IS NULL)
           AND EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp())
     RETURNING l.token
 )
