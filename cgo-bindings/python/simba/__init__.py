@@ -35,6 +35,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, Optional, Set
 
 from . import _lib
+from . import errors as _errors
 from .errors import (
     AlreadyStarted,
     BackendError,
@@ -91,6 +92,7 @@ __version__ = "0.1.0"
 
 DEFAULT_WAIT = 10.0  # seconds the close, stop and release calls wait by default
 _SLICE = 0.05  # seconds: the longest a wait of the main thread goes without looking for Ctrl-C
+_SLICE_MS = 50
 
 
 class Reason(enum.IntEnum):
@@ -485,16 +487,48 @@ class Client:
         with self._mu:
             self._terms.discard(t)
 
-    def _acquire(self, fn: Callable[..., int], name: str, timeout: Optional[float], cancel: Optional[CancelToken]) -> Term:
+    def _acquire(
+        self, fn: Callable[..., int], name: str, timeout: Optional[float], cancel: Optional[CancelToken], wait: bool
+    ) -> Term:
         self._check_open()
         c_name = _lib.c_text("name", name, InvalidName)
         ms = _lib.millis("timeout", timeout)
-        if threading.current_thread() is not threading.main_thread():
-            # Only the main thread gets KeyboardInterrupt: wait in C.
-            h = _lib.handle()
-            _lib.check(fn(self._h, c_name, ms, cancel._h if cancel else 0, ctypes.byref(h)))
-            return self._term_of(name, h.value)
+        cancel_h = cancel._h if cancel else 0
+        if threading.current_thread() is not threading.main_thread() or 0 < ms <= _SLICE_MS:
+            # Only the main thread gets KeyboardInterrupt, and a call bounded
+            # by one slice returns soon enough to see it: wait in C.
+            return self._acquire_here(fn, name, c_name, ms, cancel_h)
+        if wait and ms != 0:
+            # Most waits end within a slice (the lock is free): try one
+            # slice here, and only then wait in a thread of its own.
+            start = time.monotonic()
+            h = _lib.handle(0)
+            try:
+                st = fn(self._h, c_name, _SLICE_MS, cancel_h, ctypes.byref(h))
+                if st == 0:
+                    return self._term_of(name, h.value)
+                err = _lib.error_of(st, _lib.last_error())
+            except BaseException:
+                if h.value:
+                    _lib.lib().simba_term_free(h.value)  # won in the instant of an interrupt
+                raise
+            if st not in (_errors.LOCK_TIMEOUT, _errors.BACKEND_UNAVAILABLE):
+                raise err  # type: ignore[misc]
+            if ms != _lib.NO_TIMEOUT:
+                ms -= int((time.monotonic() - start) * 1000)
+                if ms <= 0:
+                    raise err  # type: ignore[misc]
         return self._acquire_interruptibly(fn, name, c_name, ms, cancel)
+
+    def _acquire_here(self, fn: Callable[..., int], name: str, c_name: bytes, ms: int, cancel_h: int) -> Term:
+        h = _lib.handle(0)
+        try:
+            _lib.check(fn(self._h, c_name, ms, cancel_h, ctypes.byref(h)))
+            return self._term_of(name, h.value)
+        except BaseException:
+            if h.value:
+                _lib.lib().simba_term_free(h.value)  # releases; a second free of a freed handle is harmless
+            raise
 
     def _acquire_interruptibly(
         self, fn: Callable[..., int], name: str, c_name: bytes, ms: int, cancel: Optional[CancelToken]
@@ -583,11 +617,11 @@ class Client:
         and until cancel is cancelled. Raises LockTimeout, BackendUnavailable
         (the wait timed out while the backend could not be asked) or
         Cancelled; a failed acquisition never leaves the lock held."""
-        return self._acquire(_lib.lib().simba_lock_acquire, name, timeout, cancel)
+        return self._acquire(_lib.lib().simba_lock_acquire, name, timeout, cancel, wait=True)
 
     def try_acquire(self, name: str, timeout: Optional[float] = None, cancel: Optional[CancelToken] = None) -> Term:
         """One attempt: the term, or LockHeld when the lease is held."""
-        return self._acquire(_lib.lib().simba_lock_try_acquire, name, timeout, cancel)
+        return self._acquire(_lib.lib().simba_lock_try_acquire, name, timeout, cancel, wait=False)
 
     @contextlib.contextmanager
     def lock(self, name: str, timeout: Optional[float] = None, cancel: Optional[CancelToken] = None) -> Iterator[Term]:
