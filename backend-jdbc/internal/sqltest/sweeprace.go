@@ -567,3 +567,30 @@ func testTakeOverRaceReleaseAhead(t *testing.T, f *fixture) {
 	}
 	f.wantHeld(t, b, taker, n, r.v.Token, "after the release it waited for")
 }
+
+// testSweepRaceCleanupAhead: a sweep locks the session of an expired
+// owner while another node's cleanup is deleting that session: it waits,
+// then finds no owner and removes the lease row, above whose token the
+// name starts again.
+func testSweepRaceCleanupAhead(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	owner, other := open(t, b, time.Minute), open(t, b, time.Minute)
+	const n = "cleaned"
+	tok := acquire(t, b, owner, n).Token
+	f.backdate(t, n)
+	f.expire(owner)
+	cleanup := f.hold(t, "a cleanup in a transaction", "DELETE FROM "+f.prefix+"session WHERE id = ?", string(owner))
+	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	if o := awaitWaitsOr(t, f, "the sweep waiting for the cleanup", 1, swept); o != nil {
+		t.Fatalf("Sweep returned (%d, %v) while the owner's session was being deleted: it did not lock it", o.v, o.err)
+	}
+	if err := cleanup(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if o := <-swept; o.err != nil || o.v != 1 {
+		t.Fatalf("Sweep = %d, %v; want the row of the deleted owner removed", o.v, o.err)
+	}
+	if r := acquire(t, b, other, n); !r.Won || r.Token <= tok {
+		t.Fatalf("the next term of %q = %+v, want a win above %d", n, r, tok)
+	}
+}
