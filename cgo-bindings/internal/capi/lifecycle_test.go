@@ -1,0 +1,79 @@
+package capi
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// TestStopTimeoutThenRelease: a stop that times out while a callback
+// blocks returns at its timeout; the stop completes when the callback
+// returns, and the release comes last.
+func TestStopTimeoutThenRelease(t *testing.T) {
+	c := open(t, storeURL())
+	unblock := make(chan struct{})
+	r := &recorder{events: make(chan string, 16), onElect: func(_, _, _ uint64) { <-unblock }}
+	el, err := StartElection(c, "leader", r)
+	wantStatus(t, "start", err, OK)
+	next(t, r.events, "elected 1")
+	start := time.Now()
+	wantStatus(t, "stop while on_elected blocks", StopElection(el, 50, 0), Timeout)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("stop(50ms) took %v", took)
+	}
+	select {
+	case e := <-r.events:
+		t.Fatalf("%s while on_elected still runs", e)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(unblock)
+	next(t, r.events, "revoked 1 STOPPED")
+	next(t, r.events, "released")
+}
+
+// TestCloseTimeoutThenRelease: the same for a close; the client's handle
+// is gone at once, its other handles once the close ended.
+func TestCloseTimeoutThenRelease(t *testing.T) {
+	c, err := OpenClient(storeURL(), Options{LeaseMS: 3000})
+	wantStatus(t, "open", err, OK)
+	unblock := make(chan struct{})
+	r := &recorder{events: make(chan string, 16), onElect: func(_, _, _ uint64) { <-unblock }}
+	_, err = StartElection(c, "leader", r)
+	wantStatus(t, "start", err, OK)
+	next(t, r.events, "elected 1")
+	wantStatus(t, "close while on_elected blocks", CloseClient(c, 50, 0), Timeout)
+	_, err = Acquire(c, "job", 0, 0, false)
+	wantStatus(t, "acquire on the closed client", err, BadHandle)
+	close(unblock)
+	next(t, r.events, "revoked 1 STOPPED")
+	next(t, r.events, "released")
+	deadline := time.Now().Add(5 * time.Second)
+	for HandleCounts().Total() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	noHandles(t)
+}
+
+// TestAcquireTimeoutBounds: a timeout of 0 makes one attempt (the
+// engine's Acquire with an expired ctx would not try at all), and the
+// largest timeouts wait the maximum instead of being refused.
+func TestAcquireTimeoutBounds(t *testing.T) {
+	url := storeURL()
+	a, b := open(t, url), open(t, url)
+	term, err := Acquire(a, "job", 0, 0, false)
+	wantStatus(t, "acquire(0) of a free lock", err, OK)
+	_, err = Acquire(b, "job", 0, 0, false)
+	wantStatus(t, "acquire(0) of a held lock", err, LockTimeout)
+	wantStatus(t, "release(max)", Release(term, math.MaxInt64), OK)
+	wantStatus(t, "free", FreeTerm(term), OK)
+	term, err = Acquire(b, "job", math.MaxInt64, 0, false)
+	wantStatus(t, "acquire(max)", err, OK)
+	wantStatus(t, "free", FreeTerm(term), OK)
+	term, err = Acquire(b, "job", math.MaxInt64, 0, true)
+	wantStatus(t, "try_acquire(max)", err, OK)
+	wantStatus(t, "free", FreeTerm(term), OK)
+	_, err = Acquire(b, "job", -2, 0, false)
+	wantStatus(t, "acquire(-2)", err, InvalidArgument)
+	_, err = OpenClient(url, Options{LeaseMS: math.MaxInt64})
+	wantStatus(t, "a lease of max ms", err, InvalidArgument)
+}
