@@ -98,6 +98,32 @@ def test_forked_child_sees_no_valid_term(memory_url):
         assert "spawn" in line, f"the error does not say what to do: {line}"
 
 
+def _spawned_worker(url, results):
+    with simba.Client(url, lease=3) as c:
+        with c.lock("job", timeout=10) as term:
+            results.put(term.token)
+
+
+def test_spawned_child_opens_its_own_client(memory_url):
+    """The way the Forked error points to: a child started with the spawn
+    start method opens a client of its own and works."""
+    import multiprocessing
+
+    simba.stats()  # the library is loaded in the parent
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    p = ctx.Process(target=_spawned_worker, args=(memory_url, results))
+    p.start()
+    try:
+        assert results.get(timeout=30) == 1
+        p.join(30)
+        assert p.exitcode == 0
+    finally:
+        if p.is_alive():
+            p.kill()
+            p.join()
+
+
 # ------------------------------------------------------------ a stop that timed out
 
 
