@@ -243,9 +243,15 @@ static int run_stop_timeout(const char *url) {
 	while (atomic_load(&w3->elected) == 0) {
 		sleep_ms(5);
 	}
+	t0 = now_ms();
 	st = simba_client_close(client, 100);
+	took = now_ms() - t0;
 	if (st != SIMBA_ERR_TIMEOUT) {
 		fprintf(stderr, "close while on_elected blocks: %s, want SIMBA_ERR_TIMEOUT\n", simba_status_name(st));
+		return 1;
+	}
+	if (took > 400) {
+		fprintf(stderr, "close(100ms) took %.0f ms\n", took);
 		return 1;
 	}
 	for (int i = 0; i < 400 && !atomic_load(&w3->released); i++) {
