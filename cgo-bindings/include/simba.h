@@ -197,13 +197,14 @@ simba_status simba_client_open(const char *url, const simba_options *options, si
 /*
  * Closes the client: its elections stop (their last on_revoked runs), its
  * terms end, its session closes so that the backend frees every lease at
- * once, and its backend connection closes. The handle of the client and of
- * every term and election of it are freed at once, whatever the status.
- * timeout_ms bounds the whole call, callbacks and backend alike: when it
- * passes first, the call returns SIMBA_ERR_TIMEOUT and the close goes on in
- * the background (callbacks of the elections may still come until it ends;
- * their release functions tell when); a backend that cannot be reached then
- * frees the leases when the session expires, at most one lease later.
+ * once, and its backend connection closes. The client's handle is freed at
+ * once; the handles of its terms and elections when the close ends (before
+ * the return, unless it timed out), whatever the status. timeout_ms bounds
+ * the whole call, callbacks and backend alike: when it passes first, the
+ * call returns SIMBA_ERR_TIMEOUT and the close goes on in the background
+ * (callbacks of the elections may still come until it ends; their release
+ * functions tell when); a backend that cannot be reached then frees the
+ * leases when the session expires, at most one lease later.
  */
 simba_status simba_client_close(simba_handle client, int64_t timeout_ms);
 
@@ -299,7 +300,8 @@ simba_status simba_election_start_ex(simba_handle client, const char *name, cons
 /*
  * Gives the current term up (SIMBA_STEPPED_DOWN) and contends again
  * cooldown_ms later. Returns after that term's on_revoked ran, or at
- * timeout_ms (SIMBA_ERR_TIMEOUT; the step-down completes anyway).
+ * timeout_ms (SIMBA_ERR_TIMEOUT; the step-down completes anyway, in the
+ * background), whatever the backend does.
  */
 simba_status simba_election_step_down(simba_handle election, int64_t cooldown_ms, int64_t timeout_ms);
 
