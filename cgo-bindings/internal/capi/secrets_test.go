@@ -38,3 +38,18 @@ func TestRedactMasksEveryKnownSecret(t *testing.T) {
 		t.Errorf("Redact cut the message: %q", msg)
 	}
 }
+
+// FuzzURLSecrets: any URL is taken apart without a panic, and the secrets
+// found are masked in a message that quotes the URL.
+func FuzzURLSecrets(f *testing.F) {
+	for _, s := range []string{"redis://u:p@h/0?password=x", "mysql://u:p@tcp(h:1)/d", "a@b:c@d/?&=;", "://@", "%zz:%zz@h?password=%"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, s := range urlSecrets(raw) {
+			if s == "" {
+				t.Fatalf("an empty secret from %q", raw)
+			}
+		}
+	})
+}
