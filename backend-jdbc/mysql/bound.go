@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 )
 
 // Server-side bounds of the statements that may wait for a row lock.
@@ -41,15 +43,12 @@ var waitSteps = []time.Duration{
 }
 
 // waitStep returns the index in waitSteps of the bound of a statement run
-// with ctx, -1 for none. Below the smallest step, the smallest: a call with
-// less than 7 ms left may still be answered in time.
+// with ctx, -1 for none: the largest step within sqlcore.WaitBound, the
+// smallest below it (a call with less than 7 ms left may still be answered
+// in time).
 func waitStep(ctx context.Context) int {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		return -1
-	}
-	allowed := time.Until(deadline) * 3 / 4
-	if allowed > waitSteps[len(waitSteps)-1] {
+	allowed, ok := sqlcore.WaitBound(ctx)
+	if !ok || allowed > waitSteps[len(waitSteps)-1] {
 		return -1
 	}
 	step := 0

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 )
 
 // Server-side bounds of the statements that may wait for a row lock: the
@@ -28,12 +29,11 @@ import (
 // ends by about the call's deadline. A ctx without a deadline sends the
 // statement alone, under the server's own lock_timeout.
 func lockTimeout(ctx context.Context) (string, bool) {
-	deadline, ok := ctx.Deadline()
+	bound, ok := sqlcore.WaitBound(ctx)
 	if !ok {
 		return "", false
 	}
-	ms := (time.Until(deadline) * 3 / 4).Milliseconds()
-	return strconv.FormatInt(max(ms, 1), 10) + "ms", true
+	return strconv.FormatInt(max(bound.Milliseconds(), 1), 10) + "ms", true
 }
 
 // boundedQuery runs q with args under the lock_timeout of ctx. The rows

@@ -492,3 +492,19 @@ func TestIdentityChecked(t *testing.T) {
 		t.Errorf("sessions opened with %q and holders asked %v, want %q and none", sch.opened, sch.holders, good)
 	}
 }
+
+func TestWaitBound(t *testing.T) {
+	if _, ok := WaitBound(context.Background()); ok {
+		t.Fatal("a bound without a deadline")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if d, ok := WaitBound(ctx); !ok || d > 750*time.Millisecond || d < 700*time.Millisecond {
+		t.Fatalf("WaitBound with a second left = %v, %v; want about 750ms", d, ok)
+	}
+	past, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	if d, ok := WaitBound(past); !ok || d != 0 {
+		t.Fatalf("WaitBound past the deadline = %v, %v; want 0", d, ok)
+	}
+}
