@@ -173,6 +173,7 @@ var tests = []struct {
 	{"SweepAfterSnapshot", testSweepAfterSnapshot},
 	{"SweepWaitsForRenewalInFlight", testSweepWaitsForRenewalInFlight},
 	{"SweepRaceTakeOverAhead", testSweepRaceTakeOverAhead},
+	{"SweepRaceKeepAliveBehindLive", testSweepRaceKeepAliveBehindLive},
 	{"SweepRaceCleanupAhead", testSweepRaceCleanupAhead},
 	{"TakeOverRaceReleaseAhead", testTakeOverRaceReleaseAhead},
 	{"CloseRaceKeepAliveAhead", testCloseRaceKeepAliveAhead},

@@ -594,3 +594,41 @@ func testSweepRaceCleanupAhead(t *testing.T, f *fixture) {
 		t.Fatalf("the next term of %q = %+v, want a win above %d", n, r, tok)
 	}
 }
+
+// testSweepRaceKeepAliveBehindLive: a sweep locked a live owner's session
+// (its lease's term is old) and waits for another, idle row; the owner's
+// keep-alive waits behind it (or not, where the sweep locks no session of
+// a row it keeps) and renews once it is done, the owner keeping its lease.
+func testSweepRaceKeepAliveBehindLive(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	owner, first := open(t, b, time.Minute), open(t, b, time.Minute)
+	const n, m = "a-live", "b-idle"
+	tok := acquire(t, b, owner, n).Token
+	prev := acquire(t, b, first, m).Token
+	if err := b.Release(ctxT(t), first, m, prev); err != nil {
+		t.Fatal(err)
+	}
+	f.backdate(t, n, m)
+	unlock := f.lockRow(t, "lease", "name", m)
+	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	f.awaitWaits(t, "the sweep waiting for the idle row", 1)
+	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxT(t), owner, time.Minute) })
+	if early := awaitWaitsOr(t, f, "the owner's keep-alive waiting behind the sweep", 2, renewed); early != nil {
+		t.Logf("the owner's keep-alive did not wait behind the sweep: %v", early.err)
+		renewed = func() <-chan outcome[simba.KeepAliveReply] {
+			ch := make(chan outcome[simba.KeepAliveReply], 1)
+			ch <- *early
+			return ch
+		}()
+	}
+	if err := unlock(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	if o := <-swept; o.err != nil || o.v != 1 {
+		t.Fatalf("Sweep = %d, %v; want the idle row removed, the live owner's kept", o.v, o.err)
+	}
+	if o := <-renewed; o.err != nil {
+		t.Fatalf("the live owner's keep-alive behind the sweep: %v", o.err)
+	}
+	f.wantHeld(t, b, owner, n, tok, "after the sweep that locked its owner")
+}
