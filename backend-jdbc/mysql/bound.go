@@ -68,26 +68,27 @@ type boundKey struct {
 
 // bounded returns statement k, bounded for ctx on MariaDB.
 func (s *dialect) bounded(ctx context.Context, k myStmt) (*sql.Stmt, error) {
-	step := -1
-	if s.mariadb {
-		step = waitStep(ctx)
-	}
-	if step < 0 {
-		return s.stmt(k)
-	}
-	key := boundKey{k, step}
 	s.mu.Lock()
 	if s.stmts == nil || s.closed {
 		s.mu.Unlock()
 		return nil, errNotPrepared
 	}
+	step := -1
+	if s.mariadb {
+		step = waitStep(ctx)
+	}
+	if step < 0 {
+		st := s.stmts[k]
+		s.mu.Unlock()
+		return st, nil
+	}
+	key := boundKey{k, step}
 	st := s.boundStmts[key]
 	s.mu.Unlock()
 	if st != nil {
 		return st, nil
 	}
-	secs := strconv.FormatFloat(waitSteps[step].Seconds(), 'f', -1, 64)
-	st, err := s.db.PrepareContext(ctx, "SET STATEMENT max_statement_time="+secs+" FOR "+s.t.Expand(myStatements[k]))
+	st, err := s.db.PrepareContext(ctx, boundPrefix(step)+s.t.Expand(myStatements[k]))
 	if err != nil {
 		return nil, err
 	}
@@ -103,6 +104,23 @@ func (s *dialect) bounded(ctx context.Context, k myStmt) (*sql.Stmt, error) {
 	}
 	s.boundStmts[key] = st
 	return st, nil
+}
+
+// boundText returns q, a statement built for one call (not prepared), with
+// the bound of ctx on MariaDB.
+func (s *dialect) boundText(ctx context.Context, q string) string {
+	s.mu.Lock()
+	mariadb := s.mariadb
+	s.mu.Unlock()
+	if step := waitStep(ctx); mariadb && step >= 0 {
+		return boundPrefix(step) + q
+	}
+	return q
+}
+
+// boundPrefix is the start of a statement bounded at waitSteps[step].
+func boundPrefix(step int) string {
+	return "SET STATEMENT max_statement_time=" + strconv.FormatFloat(waitSteps[step].Seconds(), 'f', -1, 64) + " FOR "
 }
 
 // waited reports whether err says that the server ended a statement at its

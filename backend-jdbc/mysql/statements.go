@@ -662,7 +662,7 @@ func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
 		return 0, nil
 	}
 	marks := strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")
-	if _, err := s.db.ExecContext(ctx, s.t.Expand(fmt.Sprintf(myDeleteSessions, marks)), ids...); err != nil {
+	if _, err := s.db.ExecContext(ctx, s.boundText(ctx, s.t.Expand(fmt.Sprintf(myDeleteSessions, marks))), ids...); err != nil {
 		return 0, err
 	}
 	return len(ids), nil
