@@ -67,7 +67,10 @@ type Config struct {
 	RetryJitter time.Duration
 
 	// MinBackoff is the shortest wait between keep-alive retries after a
-	// failure. Default 100ms.
+	// failure, and the first wait between attempts to open a session.
+	// Default 100ms; at least MinRenewInterval (1ms), so that a failing
+	// backend is not called, and BackendError not emitted, thousands of
+	// times a second.
 	MinBackoff time.Duration
 
 	// NoDrift and NoMargin make a zero Drift or Margin mean zero rather
@@ -104,7 +107,8 @@ func (c Config) withDefaults() Config {
 }
 
 // Validate fills the defaults in a copy of c and checks the bounds of
-// R-CFG-2..4 and the minimums MinLeaseDuration and MinRenewInterval. The
+// R-CFG-2..4 and the minimums MinLeaseDuration and MinRenewInterval (the
+// latter for MinBackoff too). The
 // error is a *ConfigError naming the field and the bound.
 func (c Config) Validate() error {
 	_, err := c.resolve()
@@ -138,6 +142,10 @@ func (c Config) resolve() (Config, error) {
 	if c.RenewInterval < MinRenewInterval {
 		return c, &ConfigError{Field: "RenewInterval", Reason: fmt.Sprintf(
 			"%v: must be at least %v", c.RenewInterval, MinRenewInterval)}
+	}
+	if c.MinBackoff < MinRenewInterval {
+		return c, &ConfigError{Field: "MinBackoff", Reason: fmt.Sprintf(
+			"%v: must be at least %v", c.MinBackoff, MinRenewInterval)}
 	}
 	if c.RenewInterval*2 > c.LeaseDuration {
 		return c, &ConfigError{Field: "RenewInterval", Reason: fmt.Sprintf(

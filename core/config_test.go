@@ -49,6 +49,9 @@ func TestConfigValidate(t *testing.T) {
 		{"smallest lease", simba.Config{LeaseDuration: simba.MinLeaseDuration, NoDrift: true, NoMargin: true}, "", ""},
 		{"renew below the minimum", simba.Config{LeaseDuration: time.Second, RenewInterval: 999 * time.Microsecond}, "RenewInterval", "at least 1ms"},
 		{"smallest renew", simba.Config{LeaseDuration: time.Second, RenewInterval: simba.MinRenewInterval}, "", ""},
+		{"tiny backoff", simba.Config{MinBackoff: time.Nanosecond}, "MinBackoff", "at least 1ms"},
+		{"backoff below the minimum", simba.Config{MinBackoff: 999 * time.Microsecond}, "MinBackoff", "at least 1ms"},
+		{"smallest backoff", simba.Config{MinBackoff: simba.MinRenewInterval}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,8 +100,8 @@ func FuzzConfig(f *testing.F) {
 		if lease < 0 || renew < 0 || margin < 0 || jitter < 0 || backoff < 0 || !(drift >= 0 && drift < 0.5) {
 			t.Fatalf("accepted %+v", c)
 		}
-		if r := c.Resolved(); r.LeaseDuration < simba.MinLeaseDuration || r.RenewInterval < simba.MinRenewInterval {
-			t.Fatalf("accepted %+v, which resolves to a lease of %v renewed every %v", c, r.LeaseDuration, r.RenewInterval)
+		if r := c.Resolved(); r.LeaseDuration < simba.MinLeaseDuration || r.RenewInterval < simba.MinRenewInterval || r.MinBackoff < simba.MinRenewInterval {
+			t.Fatalf("accepted %+v, which resolves to a lease of %v renewed every %v, backoff %v", c, r.LeaseDuration, r.RenewInterval, r.MinBackoff)
 		}
 	})
 }
