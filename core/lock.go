@@ -85,7 +85,7 @@ func (l *Lock) Acquire(ctx context.Context) (*LockTerm, error) {
 // acquireOnce is Acquire with a deadline already passed: one attempt, as
 // TryAcquire, whose failure is the timeout of ctx (R-LOCK-1, R-LOCK-3).
 func (l *Lock) acquireOnce(ctx context.Context) (*LockTerm, error) {
-	lt, err := l.TryAcquire(context.WithoutCancel(ctx))
+	lt, err := l.TryAcquire(ctx)
 	switch {
 	case err == nil:
 		return lt, nil
@@ -112,9 +112,16 @@ func (l *Lock) acquireOnce(ctx context.Context) (*LockTerm, error) {
 //     not fail the call;
 //   - an error matching ErrLockTimeout alone when ctx is done first
 //     otherwise.
+//
+// A deadline of ctx that passed before the call, a timeout of zero, still
+// makes the one attempt, bounded by one lease duration alone; a ctx
+// cancelled before the call makes none.
 func (l *Lock) TryAcquire(ctx context.Context) (*LockTerm, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		ctx = context.WithoutCancel(ctx)
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.c.cfg.LeaseDuration)
 	defer cancel()

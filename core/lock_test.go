@@ -460,3 +460,41 @@ func TestAcquireWithAPassedDeadlineOnAnUnreachableBackend(t *testing.T) {
 		}
 	})
 }
+
+// R-LOCK-3: TryAcquire with a deadline that passed before the call, a
+// timeout of zero, still makes its one attempt: it wins a free lock, and
+// a held one fails with ErrLockHeld after one backend call.
+func TestTryAcquireWithAPassedDeadlineMakesOneAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		conn1, conn2 := s.Connect(), s.Connect()
+		c1, c2 := newClient(t, conn1), newClient(t, conn2)
+		synctest.Wait()
+
+		zero, cancel := context.WithTimeout(context.Background(), 0)
+		defer cancel()
+		lt, err := c1.Lock("try-zero").TryAcquire(zero)
+		if err != nil {
+			t.Fatalf("TryAcquire of a free lock with a zero timeout: %v, want the term", err)
+		}
+		if !lt.Valid() {
+			t.Fatal("the term won with a zero timeout is not valid")
+		}
+		before := conn2.Calls()[memory.OpAcquire]
+		if _, err := c2.Lock("try-zero").TryAcquire(zero); !errors.Is(err, simba.ErrLockHeld) {
+			t.Fatalf("TryAcquire of a held lock with a zero timeout: %v, want ErrLockHeld", err)
+		}
+		if n := conn2.Calls()[memory.OpAcquire] - before; n != 1 {
+			t.Fatalf("%d backend attempts, want 1", n)
+		}
+		cancelled, cancelNow := context.WithCancel(context.Background())
+		cancelNow()
+		before = conn2.Calls()[memory.OpAcquire]
+		if _, err := c2.Lock("try-zero").TryAcquire(cancelled); !errors.Is(err, simba.ErrLockTimeout) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("TryAcquire with a cancelled ctx: %v, want ErrLockTimeout and Canceled", err)
+		}
+		if n := conn2.Calls()[memory.OpAcquire] - before; n != 0 {
+			t.Fatalf("a cancelled TryAcquire made %d backend attempts, want none", n)
+		}
+	})
+}
