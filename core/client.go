@@ -101,12 +101,15 @@ func WithEventListener(fn func(ctx context.Context, e Event)) Option {
 }
 
 // WithDeferredStart makes New leave the session closed until Start: the
-// client makes no backend call and runs no goroutine before it. Elections
-// and locks may be used in between; they wait for the session as they do
-// while it opens. Closing a client that never started makes no backend
-// call either. It suits a framework that builds its components before
-// starting them, and must leave nothing running when the start never
-// comes.
+// client makes no backend call and runs no goroutine before it. Until
+// then the calls that would contend for a lease or ask the backend
+// (Lock.Acquire, Lock.TryAcquire, Election.Start, RunWhileLeader, Schedule,
+// Group.Run, Holder, ObserveHolder, Sweep) fail at once with
+// ErrClientNotStarted, rather than wait for a session nothing opens.
+// Closing a client that never started makes no backend call and sends
+// its listeners no event. It suits a framework that builds its components
+// before starting them, and must leave nothing running when the start
+// never comes (see docs/adr/0005-fxsimba-shape.md).
 func WithDeferredStart() Option {
 	return func(o *options) error { o.deferred = true; return nil }
 }
@@ -270,6 +273,20 @@ func (c *Client) Start() error {
 	return nil
 }
 
+// checkStarted returns ErrClientNotStarted before Start of a client built
+// WithDeferredStart, ErrClosed after Close, nil otherwise.
+func (c *Client) checkStarted() error {
+	c.lock()
+	defer c.unlock()
+	switch {
+	case c.closed:
+		return ErrClosed
+	case !c.started:
+		return ErrClientNotStarted
+	}
+	return nil
+}
+
 // Config returns the client's timing with every default filled in.
 func (c *Client) Config() Config { return c.cfg }
 
@@ -348,7 +365,9 @@ func (c *Client) Close(ctx context.Context) error {
 	if sess != nil {
 		sess.ended = true
 	}
-	c.emit(Event{Kind: EventSessionClosed, Session: sessionID(sess)})
+	if started {
+		c.emit(Event{Kind: EventSessionClosed, Session: sessionID(sess)})
+	}
 	c.unlock()
 
 	// Ordered handover: the leader work exits (or its deadline passes)

@@ -326,20 +326,13 @@ func TestShortenedLease(t *testing.T) {
 }
 
 // A client built WithDeferredStart makes no backend call and runs nothing
-// before Start; a lock taken meanwhile waits for the session Start opens.
+// before Start; a lock taken after Start waits for the session Start
+// opens (the calls before Start fail: TestCallsBeforeADeferredStartFailAtOnce).
 func TestDeferredStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := memory.New()
 		conn := s.Connect()
 		c := newClient(t, conn, simba.WithDeferredStart())
-		got := make(chan *simba.LockTerm, 1)
-		go func() {
-			lt, err := c.Lock("deferred").Acquire(context.Background())
-			if err != nil {
-				t.Error(err)
-			}
-			got <- lt
-		}()
 		time.Sleep(time.Minute)
 		if calls := conn.Calls(); len(calls) != 0 {
 			t.Fatalf("backend calls before Start: %v", calls)
@@ -353,9 +346,12 @@ func TestDeferredStart(t *testing.T) {
 		if err := c.Start(); err != nil {
 			t.Fatalf("second Start: %v", err)
 		}
-		lt := <-got
+		lt, err := c.Lock("deferred").Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !lt.Valid() {
-			t.Fatal("the lock taken before Start is not valid")
+			t.Fatal("the lock taken right after Start is not valid")
 		}
 		if err := c.Close(context.Background()); err != nil {
 			t.Fatal(err)

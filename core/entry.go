@@ -3,6 +3,7 @@ package simba
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -77,6 +78,9 @@ type attempt struct {
 func (c *Client) entryFor(name string, kind entryKind) (*entry, error) {
 	if c.closed {
 		return nil, ErrClosed
+	}
+	if !c.started {
+		return nil, fmt.Errorf("simba: %s: %w", name, ErrClientNotStarted)
 	}
 	e := c.entries[name]
 	if e == nil {

@@ -41,8 +41,15 @@ var (
 	ErrAlreadyStarted = errors.New("simba: election already started")
 
 	// ErrNotStarted is returned by Election.Stop and Election.StepDown on
-	// an election that is not started.
+	// an election that is not started. ErrClientNotStarted matches it too.
 	ErrNotStarted = errors.New("simba: election not started")
+
+	// ErrClientNotStarted is returned at once, with no backend call, by
+	// the calls that contend for a lease or ask the backend (Lock.Acquire,
+	// Lock.TryAcquire, Election.Start, RunWhileLeader, Schedule, Group.Run,
+	// Client.Holder, Client.ObserveHolder, Client.Sweep) on a client built
+	// WithDeferredStart before its Start. It matches ErrNotStarted too.
+	ErrClientNotStarted error = clientNotStarted{}
 
 	// ErrNameInUse is returned when one client uses a name both as a lock
 	// and as an election: they would share one lease (R-LOCK-8).
@@ -68,3 +75,14 @@ func (e *WorkError) Error() string {
 }
 
 func (e *WorkError) Unwrap() error { return e.Err }
+
+// clientNotStarted is the type of ErrClientNotStarted.
+type clientNotStarted struct{}
+
+func (clientNotStarted) Error() string {
+	return "simba: client not started: call Client.Start first (under fxsimba the client starts in its " +
+		"start hook: take locks in a start hook registered after it, or in leader work)"
+}
+
+// Is makes errors.Is(err, ErrNotStarted) true for ErrClientNotStarted.
+func (clientNotStarted) Is(target error) bool { return target == ErrNotStarted }

@@ -97,14 +97,18 @@ func (c *Client) Identity() string { return c.identity }
 // Holder asks the backend who holds the lease name now: any node, this one
 // included. ok is false when nobody holds it. The call is bounded by ctx
 // and by the renew interval (R-DL-2). It fails with a *NameError for an
-// invalid name, before any backend call, and with ErrNotSupported when the
-// backend cannot tell.
+// invalid name, before any backend call, with ErrNotSupported when the
+// backend cannot tell, and with ErrClientNotStarted before the Start of a
+// client built WithDeferredStart.
 func (c *Client) Holder(ctx context.Context, name string) (h Holder, ok bool, err error) {
 	if ctx == nil {
 		return Holder{}, false, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
 	if err := ValidateName(name); err != nil {
 		return Holder{}, false, err
+	}
+	if err := c.checkStarted(); err != nil {
+		return Holder{}, false, fmt.Errorf("simba: holder of %s: %w", name, err)
 	}
 	r, can := c.b.(HolderReader)
 	if !can {
@@ -125,12 +129,14 @@ func (c *Client) Holder(ctx context.Context, name string) (h Holder, ok bool, er
 // ErrClosed). It learns of a release at once on backends that
 // broadcast releases, and of any change within one renew interval on every
 // backend. A failed read is retried at the next interval; fn runs on the
-// caller's goroutine, one call at a time.
+// caller's goroutine, one call at a time. It fails at once where Holder
+// fails before any backend call.
 func (c *Client) ObserveHolder(ctx context.Context, name string, fn func(h Holder, ok bool)) error {
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
-	if _, _, err := c.Holder(ctx, name); err != nil && (errors.Is(err, ErrNotSupported) || errors.Is(err, ErrInvalidName) || errors.Is(err, ErrInvalidArgument)) {
+	if _, _, err := c.Holder(ctx, name); err != nil && (errors.Is(err, ErrNotSupported) || errors.Is(err, ErrInvalidName) ||
+		errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrClientNotStarted)) {
 		return err
 	}
 	var last Holder
