@@ -673,3 +673,40 @@ func TestBlockedEventListenerDelaysNoOther(t *testing.T) {
 		app.RequireStop()
 	})
 }
+
+// A lock taken in an fx.Invoke, before the app starts, fails fx.New at
+// once with simba.ErrClientNotStarted instead of waiting for a session
+// that opens only at the start; taken in a start hook registered after
+// Simba's, it is won.
+func TestLocksBeforeAndAfterTheStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memory.New()
+		early := fx.New(node(store), fxsimba.Options, fx.NopLogger, fx.Invoke(func(c *simba.Client) error {
+			_, err := c.Lock("early").Acquire(context.Background())
+			return err
+		}))
+		if err := early.Err(); !errors.Is(err, simba.ErrClientNotStarted) {
+			t.Fatalf("fx.New with a lock taken in an invocation: %v, want ErrClientNotStarted", err)
+		}
+
+		won := make(chan uint64, 1)
+		app := fxtest.New(t, node(store), fxsimba.Options, fx.Invoke(func(lc fx.Lifecycle, c *simba.Client) {
+			lc.Append(fx.Hook{OnStart: func(ctx context.Context) error {
+				lt, err := c.Lock("late").Acquire(ctx)
+				if err != nil {
+					return err
+				}
+				won <- lt.Token()
+				return lt.Release(ctx)
+			}})
+		}))
+		app.RequireStart()
+		if tok := <-won; tok == 0 {
+			t.Fatal("no token")
+		}
+		app.RequireStop()
+		if ids := store.Sessions(); len(ids) != 0 {
+			t.Fatalf("sessions after the stop: %v", ids)
+		}
+	})
+}

@@ -72,9 +72,11 @@ type Result struct {
 // whose session opens in the background (starting the app does not wait
 // for the backend), and runs each work's blocking call (RunWhileLeader,
 // Schedule or Group.Run) on a goroutine of its own, with a context
-// cancelled on stop; it returns at once. A call made on the client before
-// the start (in a constructor) waits for the session as it does while one
-// opens. On stop it
+// cancelled on stop; it returns at once. Before the start, in a
+// constructor or an fx.Invoke, the client refuses at once every call that
+// would contend or ask the backend (Lock.Acquire, Election.Start, Holder
+// and the like) with simba.ErrClientNotStarted: take locks in a start
+// hook registered after Simba's, or in leader work. On stop it
 // cancels that context, waits for every call to return (each call returns
 // after the ordered handover of its terms: the work exited, or its term's
 // deadline passed, and the lease was released), then closes the client,
