@@ -24,7 +24,7 @@ func testConformance(t *testing.T, f *fixture) {
 		Hold: func(tb testing.TB, name string) func() {
 			commit := f.holdFloor
 			if name != "" {
-				commit = func(tb testing.TB) func() error { return f.lockRow(tb, "lease", "name", name) }
+				commit = func(tb testing.TB) func() error { return f.lockLease(tb, name) }
 			}
 			release := commit(tb)
 			return func() { _ = release() }

@@ -156,7 +156,7 @@ func testSweepAfterSnapshot(t *testing.T, f *fixture) {
 	if err != nil {
 		t.Fatalf("renewal in a transaction: %v", err)
 	}
-	done := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), slow, "x") })
+	done := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxRace(t), slow, "x") })
 	if res := awaitWaitsOr(t, f, "the acquire waiting for its session row", 1, done); res != nil {
 		// MySQL/MariaDB's acquire does not wait for its caller's session
 		// row: it read the name and the floor after nothing.
@@ -181,7 +181,7 @@ func testSweepAfterSnapshot(t *testing.T, f *fixture) {
 		}
 	}
 	f.backdate(t, "x") // idle for the shortest sweep
-	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	// The sweep runs, or waits for the acquire if that holds what it read
 	// of the floor: either is fine.
 	early := awaitWaitsOr(t, f, "the sweep done or waiting behind the acquire", 2, swept)
@@ -212,7 +212,7 @@ func testSweepWaitsForRenewalInFlight(t *testing.T, f *fixture) {
 	f.backdate(t, "kept") // the term is older than the shortest idle
 	f.expire(owner)
 	commit := f.hold(t, "renewal in a transaction", f.renewSQL(), string(owner))
-	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	if o := awaitWaitsOr(t, f, "the sweep waiting for the renewal", 1, swept); o != nil {
 		t.Fatalf("Sweep returned (%d, %v) while the owner's renewal was in flight: it did not wait for it", o.v, o.err)
 	}

@@ -1,6 +1,7 @@
 package sqltest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -55,11 +56,38 @@ func goCall[T any](fn func() (T, error)) <-chan outcome[T] {
 	return ch
 }
 
+// raceWait bounds how long the server may take to show a wait: MariaDB
+// refreshes what information_schema.innodb_trx shows only after 100ms
+// without a reader, which clients polling it at once can put off.
+const raceWait = 30 * time.Second
+
+// ctxRace is the context of a call that waits for a lock: longer than
+// ctxT, so that neither the call nor its server-side bound ends while the
+// test waits for the server to show the waits.
+func ctxRace(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*raceWait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// awaitRace calls cond every 150ms (see await) until it returns true, for
+// at most raceWait.
+func awaitRace(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(raceWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v", what, raceWait)
+		}
+		time.Sleep(150 * time.Millisecond)
+	}
+}
+
 // awaitWaits waits until the server shows n statements on the fixture's
 // tables waiting for a row lock.
 func (f *fixture) awaitWaits(t testing.TB, what string, n int) {
 	t.Helper()
-	await(t, what, func() bool { return f.lockWaits(t) >= int64(n) })
+	awaitRace(t, what, func() bool { return f.lockWaits(t) >= int64(n) })
 }
 
 // awaitWaitsOr is awaitWaits for a call that may also return without
@@ -68,7 +96,7 @@ func (f *fixture) awaitWaits(t testing.TB, what string, n int) {
 func awaitWaitsOr[T any](t testing.TB, f *fixture, what string, n int, ch <-chan outcome[T]) *outcome[T] {
 	t.Helper()
 	var got *outcome[T]
-	await(t, what, func() bool {
+	awaitRace(t, what, func() bool {
 		if got == nil {
 			select {
 			case o := <-ch:
@@ -97,7 +125,7 @@ func result[T any](early *outcome[T], ch <-chan outcome[T]) outcome[T] {
 // returned commit (or the end of the test).
 func (f *fixture) hold(t testing.TB, what, q string, args ...any) (commit func() error) {
 	t.Helper()
-	commit, err := f.admin.ExecInTx(ctxT(t), q, args...)
+	commit, err := f.admin.ExecInTx(ctxRace(t), q, args...)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
@@ -108,6 +136,11 @@ func (f *fixture) hold(t testing.TB, what, q string, args ...any) (commit func()
 // holdFloor locks the floor row, as a sweep under way does.
 func (f *fixture) holdFloor(t testing.TB) func() error {
 	return f.hold(t, "lock the floor row", "SELECT token FROM "+f.prefix+"lease_floor WHERE id = 1 FOR UPDATE")
+}
+
+// lockLease locks name's lease row, as a take-over or a delete does.
+func (f *fixture) lockLease(t testing.TB, name string) func() error {
+	return f.hold(t, "lock the lease row", "SELECT name FROM "+f.prefix+"lease WHERE name = ? FOR UPDATE", name)
 }
 
 // shareLease locks name's lease row in share mode, as a take-over or a
@@ -207,12 +240,12 @@ func testSweepRaceTakeOverAhead(t *testing.T, f *fixture) {
 			f.backdate(t, n)
 			commit := f.holdFloor
 			if held == "lease" {
-				commit = func(t testing.TB) func() error { return f.lockRow(t, "lease", "name", n) }
+				commit = func(t testing.TB) func() error { return f.lockLease(t, n) }
 			}
 			release := commit(t)
 
 			began := time.Now()
-			won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), a, n) })
+			won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxRace(t), a, n) })
 			early := awaitWaitsOr(t, f, "the take-over waiting for the "+held+" row", 1, won)
 			if early != nil {
 				t.Logf("the take-over did not wait for the %s row: %+v, %v", held, early.v, early.err)
@@ -220,7 +253,7 @@ func testSweepRaceTakeOverAhead(t *testing.T, f *fixture) {
 			// A take-over that stamps its term with the time its statement
 			// began makes it look idle to a sweep begun idle later.
 			time.Sleep(time.Until(began.Add(sweepIdle + 100*time.Millisecond)))
-			swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+			swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 			waits := 2
 			if early != nil {
 				waits = 1
@@ -259,19 +292,19 @@ func testSweepRaceTakeOverBehind(t *testing.T, f *fixture) {
 		}
 	}
 	f.backdate(t, n, m)
-	release := f.lockRow(t, "lease", "name", m)
+	release := f.lockLease(t, m)
 
-	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	f.awaitWaits(t, "the sweep waiting for the held row", 1)
 	waits := 1
-	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), a, n) })
+	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxRace(t), a, n) })
 	earlyWon := awaitWaitsOr(t, f, "the take-over waiting behind the sweep", waits+1, won)
 	if earlyWon == nil {
 		waits++
 	} else {
 		t.Logf("the take-over did not wait behind the sweep: %+v, %v", earlyWon.v, earlyWon.err)
 	}
-	first0 := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), d, fresh) })
+	first0 := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxRace(t), d, fresh) })
 	earlyFirst := awaitWaitsOr(t, f, "the first acquire waiting behind the sweep", waits+1, first0)
 	if earlyFirst != nil {
 		t.Logf("the first acquire of a name did not wait behind the sweep: %+v, %v", earlyFirst.v, earlyFirst.err)
@@ -310,7 +343,7 @@ func testSweepRaceReleaseAhead(t *testing.T, f *fixture) {
 	f.expire(owner)
 	release := f.hold(t, "a release in a transaction",
 		"UPDATE "+f.prefix+"lease SET session_id = NULL WHERE name = ? AND session_id = ? AND token = ?", n, string(owner), int64(tok))
-	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	f.awaitWaits(t, "the sweep waiting for the release", 1)
 	if err := release(); err != nil {
 		t.Fatalf("commit: %v", err)
@@ -340,8 +373,8 @@ func testSweepRaceReleaseBehind(t *testing.T, f *fixture) {
 	}
 	f.backdate(t, names...)
 	f.expire(owner)
-	unlock := f.lockRow(t, "lease", "name", names[1])
-	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	unlock := f.lockLease(t, names[1])
+	swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	f.awaitWaits(t, "the sweep waiting for the held row", 1)
 	// The sweep goes through its batch in some order: it holds the rows
 	// on one side of the one it waits for. Both are given back; at least
@@ -351,7 +384,7 @@ func testSweepRaceReleaseBehind(t *testing.T, f *fixture) {
 	var early [2]*outcome[struct{}]
 	for i, k := range []int{0, 2} {
 		released[i] = goCall(func() (struct{}, error) {
-			return struct{}{}, b.Release(ctxT(t), owner, names[k], toks[k])
+			return struct{}{}, b.Release(ctxRace(t), owner, names[k], toks[k])
 		})
 		if early[i] = awaitWaitsOr(t, f, "the release of "+names[k], waits+1, released[i]); early[i] == nil {
 			waits++
@@ -392,9 +425,9 @@ func testSweepRaceKeepAliveBehind(t *testing.T, f *fixture) {
 	f.backdate(t, n)
 	f.expire(owner)
 	unlock := f.shareLease(t, n)
-	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	f.awaitWaits(t, "the sweep waiting for the lease row", 1)
-	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxT(t), owner, time.Minute) })
+	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxRace(t), owner, time.Minute) })
 	early := awaitWaitsOr(t, f, "the keep-alive waiting behind the sweep", 2, renewed)
 	if early != nil {
 		t.Fatalf("the keep-alive of the owner did not wait behind the sweep holding its session: %+v, %v", early.v, early.err)
@@ -425,10 +458,10 @@ func testSweepRaceSweepBehind(t *testing.T, f *fixture) {
 	}
 	const base = 1000
 	f.insertIdle(t, names, func(i int) uint64 { return uint64(base + 10*i) })
-	unlock := f.lockRow(t, "lease", "name", names[4])
-	first := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	unlock := f.lockLease(t, names[4])
+	first := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	f.awaitWaits(t, "the first sweep waiting for the held row", 1)
-	second := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	second := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	f.awaitWaits(t, "the second sweep waiting for the floor", 2)
 	if err := unlock(); err != nil {
 		t.Fatalf("commit: %v", err)
@@ -458,9 +491,9 @@ func testSweepRaceInsertAhead(t *testing.T, f *fixture) {
 	const n, tok = "inserted", 70
 	unlock := f.hold(t, "a first insert in a transaction",
 		"INSERT INTO "+f.prefix+"lease (name, session_id, token, acquired_at) VALUES (?, NULL, ?, "+f.h.Later(-3600)+")", n, tok)
-	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), a, n) })
+	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxRace(t), a, n) })
 	f.awaitWaits(t, "the acquire waiting for the insert", 1)
-	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	if early := awaitWaitsOr(t, f, "the sweep waiting behind the acquire", 2, swept); early != nil {
 		t.Logf("the sweep did not wait behind the acquire: %d, %v", early.v, early.err)
 		swept = func() <-chan outcome[int] { ch := make(chan outcome[int], 1); ch <- *early; return ch }()
@@ -492,9 +525,9 @@ func testTakeOverRaceKeepAliveBehind(t *testing.T, f *fixture) {
 	tok := acquire(t, b, owner, n).Token
 	f.expire(owner)
 	unlock := f.shareLease(t, n)
-	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), taker, n) })
+	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxRace(t), taker, n) })
 	f.awaitWaits(t, "the take-over waiting for the lease row", 1)
-	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxT(t), owner, time.Minute) })
+	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxRace(t), owner, time.Minute) })
 	early := awaitWaitsOr(t, f, "the owner's keep-alive waiting behind the take-over", 2, renewed)
 	if early != nil {
 		t.Logf("the owner's keep-alive did not wait behind the take-over: %+v, %v", early.v, early.err)
@@ -526,7 +559,7 @@ func testCloseRaceKeepAliveAhead(t *testing.T, f *fixture) {
 		t.Fatal(err)
 	}
 	renewal := f.hold(t, "renewal in a transaction", f.renewSQL(), string(s))
-	closed := goCall(func() (struct{}, error) { return struct{}{}, b.CloseSession(ctxT(t), s) })
+	closed := goCall(func() (struct{}, error) { return struct{}{}, b.CloseSession(ctxRace(t), s) })
 	if o := awaitWaitsOr(t, f, "the close waiting for the renewal", 1, closed); o != nil {
 		t.Fatalf("CloseSession returned (%v) while the session's renewal was in flight", o.err)
 	}
@@ -556,7 +589,7 @@ func testTakeOverRaceReleaseAhead(t *testing.T, f *fixture) {
 	f.expire(owner)
 	release := f.hold(t, "a release in a transaction",
 		"UPDATE "+f.prefix+"lease SET session_id = NULL WHERE name = ? AND session_id = ? AND token = ?", n, string(owner), int64(tok))
-	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxT(t), taker, n) })
+	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxRace(t), taker, n) })
 	f.awaitWaits(t, "the take-over waiting for the release", 1)
 	if err := release(); err != nil {
 		t.Fatalf("commit: %v", err)
@@ -580,7 +613,7 @@ func testSweepRaceCleanupAhead(t *testing.T, f *fixture) {
 	f.backdate(t, n)
 	f.expire(owner)
 	cleanup := f.hold(t, "a cleanup in a transaction", "DELETE FROM "+f.prefix+"session WHERE id = ?", string(owner))
-	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	if o := awaitWaitsOr(t, f, "the sweep waiting for the cleanup", 1, swept); o != nil {
 		t.Fatalf("Sweep returned (%d, %v) while the owner's session was being deleted: it did not lock it", o.v, o.err)
 	}
@@ -609,10 +642,10 @@ func testSweepRaceKeepAliveBehindLive(t *testing.T, f *fixture) {
 		t.Fatal(err)
 	}
 	f.backdate(t, n, m)
-	unlock := f.lockRow(t, "lease", "name", m)
-	swept := goCall(func() (int, error) { return b.Sweep(ctxT(t), sweepIdle) })
+	unlock := f.lockLease(t, m)
+	swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	f.awaitWaits(t, "the sweep waiting for the idle row", 1)
-	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxT(t), owner, time.Minute) })
+	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxRace(t), owner, time.Minute) })
 	if early := awaitWaitsOr(t, f, "the owner's keep-alive waiting behind the sweep", 2, renewed); early != nil {
 		t.Logf("the owner's keep-alive did not wait behind the sweep: %v", early.err)
 		renewed = func() <-chan outcome[simba.KeepAliveReply] {
