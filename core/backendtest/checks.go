@@ -624,13 +624,18 @@ func async[T any](f func() (T, error)) <-chan outcome[T] {
 	return ch
 }
 
+// waitShown bounds how long Harness.Waiting may take to show a call
+// waiting (MariaDB refreshes its view of lock waits only once nobody read
+// it for 100ms, which other clients can put off).
+const waitShown = 30 * time.Second
+
 // awaitWaiting waits until Harness.Waiting reports n calls waiting, or
 // n-1 once the call of ch returned without waiting, whose outcome it then
 // returns (nil while that call waits).
 func awaitWaiting[T any](e *env, what string, n int, ch <-chan outcome[T]) *outcome[T] {
 	e.t.Helper()
 	var got *outcome[T]
-	deadline := time.Now().Add(max(10*time.Second, 5*e.h.Lease))
+	deadline := time.Now().Add(waitShown)
 	for {
 		if got == nil {
 			select {
@@ -647,7 +652,7 @@ func awaitWaiting[T any](e *env, what string, n int, ch <-chan outcome[T]) *outc
 			return got
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("no %s (%d calls waiting) within %v", what, want, max(10*time.Second, 5*e.h.Lease))
+			e.t.Fatalf("no %s (%d calls waiting) within %v", what, want, waitShown)
 		}
 		// Not more often: MySQL and MariaDB refresh what they show of
 		// lock waits only when nobody asked for 100ms.
@@ -706,7 +711,8 @@ func testSweepRace(e *env) {
 		}
 		release := e.h.Hold(e.t, held)
 
-		ctx, cancel := e.ctx()
+		// Calls that outlive the waits for them to show.
+		ctx, cancel := context.WithTimeout(e.t.Context(), 3*waitShown)
 		begun := time.Now()
 		won := async(func() (simba.AcquireResult, error) { return a.b.Acquire(ctx, a.id, n) })
 		early := awaitWaiting(e, "acquire waiting for "+what, 1, won)
