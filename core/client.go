@@ -324,15 +324,28 @@ func (c *Client) goBackground(f func(ctx context.Context)) {
 
 // Close stops every election and lock of the client, closes the session so
 // that the backend frees every lease at once (R-SES-4), and waits for the
-// last callbacks, bounded by ctx. The backend call that closes the session
-// is bounded by ctx and the renew interval; when it fails, Close returns
-// its error, and the backend frees the leases when the session expires,
-// one lease duration after its last keep-alive. Each event
-// listener may still have up to WithEventBuffer events to get; when ctx
-// ends first, Close returns an error matching ctx's and the listeners get
-// the rest in the background. Terms end with Stopped. Called from a
-// callback or leader work with the ctx it got, Close does not wait for that
-// callback itself (R-CB-5). Close is idempotent; later calls return nil.
+// last callbacks. Terms end with Stopped. What ctx bounds:
+//
+//   - the ordered handover: leader work still running is waited for until
+//     it exits or its term's deadline passes (R-HO-1), or until ctx ends.
+//     When ctx ends first, Close returns an error matching ctx's, and the
+//     handover, the session's close and the last events go on in the
+//     background: no lease is released before the work has exited;
+//   - the backend call that closes the session: one renew interval, or
+//     until ctx's deadline when that is later. A ctx that is already done
+//     (a signal.NotifyContext ctx after Ctrl-C) or ends sooner does not cut
+//     it short. When the call fails, Close returns its error, and the
+//     backend frees the leases when the session expires, one lease
+//     duration after its last keep-alive;
+//   - the wait for the event listeners, each of which may still have up
+//     to WithEventBuffer events to get (and the chunk it is handed): when
+//     ctx ends first, Close returns an error matching ctx's and the
+//     listeners get the rest in the background.
+//
+// So Close takes at most the longer of ctx and one renew interval, when
+// no leader work runs. Called from a callback or leader work with the ctx
+// it got, Close does not wait for that callback itself (R-CB-5). Close is
+// idempotent; later calls return nil.
 func (c *Client) Close(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -372,36 +385,62 @@ func (c *Client) Close(ctx context.Context) error {
 
 	// Ordered handover: the leader work exits (or its deadline passes)
 	// before the session, and with it every lease, is released (R-HO-1).
-	self := callbackDispatcher(ctx)
+	// Work that closes the client does not wait for itself (R-CB-5).
+	self, own := callbackDispatcher(ctx), workTerm(ctx)
+	var busy []*Term
 	for _, t := range working {
-		if t != workTerm(ctx) { // work that closes the client does not wait for itself (R-CB-5)
+		if t != own && t.working() {
+			busy = append(busy, t)
+		}
+	}
+	finish := func() error {
+		for _, t := range busy {
 			t.awaitWork(t.clock.deadlineTime())
 		}
-	}
-	c.loopStop()
-	for _, a := range attempts {
-		a.stop() // the attempts made on callers' goroutines end with the loop's
-	}
-	if started {
-		<-c.loopDone
+		c.loopStop()
+		for _, a := range attempts {
+			a.stop() // the attempts made on callers' goroutines end with the loop's
+		}
+		if started {
+			<-c.loopDone
+		}
+		var err error
+		if sess != nil {
+			cctx, cancel := closeCallContext(ctx, sess.renewPeriod())
+			if cerr := c.b.CloseSession(cctx, sess.id); cerr != nil {
+				err = fmt.Errorf("simba: close session %s: %w", sess.id, cerr)
+			}
+			cancel()
+		}
+		c.wg.Wait()
+		return err
 	}
 	var err error
-	if sess != nil {
-		// Bounded by ctx too, but not by the ctx of a callback or leader
-		// work: the latter ends with the term Close just ended.
-		base := ctx
-		if self != nil || workTerm(ctx) != nil {
-			base = context.WithoutCancel(ctx)
+	if len(busy) == 0 || self != nil || own != nil {
+		// Nothing to wait for; or called from a callback or leader work,
+		// whose ctx ends with the term Close just ended: wait for the
+		// handover whatever ctx.
+		err = finish()
+	} else {
+		// Work still runs: the handover may take until the terms'
+		// deadline. Close waits for it as long as ctx lets it; past that
+		// the handover, the session's close and the last events go on in
+		// the background, and the leases are released only once the work
+		// has exited or its deadline passed.
+		finished := make(chan error, 1)
+		go func() {
+			err := finish()
+			c.lingerEnded()
+			finished <- err
+		}()
+		select {
+		case err = <-finished:
+		case <-ctx.Done():
+			return fmt.Errorf("simba: close: leader work still runs; its handover goes on in the background: %w", ctx.Err())
 		}
-		cctx, cancel := context.WithTimeout(base, sess.renewPeriod())
-		if cerr := c.b.CloseSession(cctx, sess.id); cerr != nil {
-			err = fmt.Errorf("simba: close session %s: %w", sess.id, cerr)
-		}
-		cancel()
 	}
-	c.wg.Wait()
 
-	if self != nil || workTerm(ctx) != nil {
+	if self != nil || own != nil {
 		// Called from a callback or leader work: its ctx may end with the
 		// term just revoked, and waiting for other callbacks from there
 		// could wait for a callback that waits for this one (R-CB-5).
@@ -429,6 +468,18 @@ func (c *Client) isClosed() bool {
 	default:
 		return false
 	}
+}
+
+// closeCallContext bounds the backend call that closes the session at
+// Close: by one renew interval, or by ctx's deadline when that is later.
+// A ctx that is done already, or ends sooner, does not cut the call short,
+// so that a Close after Ctrl-C still frees the leases at once (R-SES-4).
+func closeCallContext(ctx context.Context, renew time.Duration) (context.Context, context.CancelFunc) {
+	end := time.Now().Add(renew)
+	if d, ok := ctx.Deadline(); ok && d.After(end) {
+		end = d
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
 
 func sessionID(s *session) SessionID {

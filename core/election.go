@@ -125,8 +125,13 @@ func (el *Election) Term() *Term {
 // acquire still in flight is waited for (at most a renew period) and what
 // it wins is given back, so this node holds nothing of the name once Stop
 // returns.
-// Cancelling ctx stops the waiting, not the stop. It fails with
-// ErrNotStarted when the election is not started.
+// Cancelling ctx stops the waiting, not the stop: when ctx ends first,
+// Stop returns an error matching ctx's, and the handover (the work's
+// exit, the release, OnRevoked) goes on in the background. Called from a
+// callback of the election, Stop does not wait for that callback, and no
+// callback queued behind it comes, but the OnRevoked of a term whose
+// OnElected was delivered (R-CB-1). It fails with ErrNotStarted when the
+// election is not started.
 func (el *Election) Stop(ctx context.Context) error {
 	return el.end(ctx, Stopped, 0, nil, nil)
 }
@@ -197,31 +202,58 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 	}
 	c.unlock()
 
-	if t != nil {
-		// Ordered handover: revoked (the work's ctx is cancelled), the work
-		// exited or the deadline at the stop passed, released, then
-		// OnRevoked (R-HO-1/2). Work that stops its own election is not
-		// waited for (R-CB-5).
-		if workTerm(ctx) != t {
-			t.awaitWork(deadline)
+	// settle hands the term over and lets the election contend again; it
+	// returns a channel closed once the callbacks queued before it ran.
+	settle := func() <-chan struct{} {
+		if t != nil {
+			// Ordered handover: revoked (the work's ctx is cancelled), the
+			// work exited or the deadline at the stop passed, released, then
+			// OnRevoked (R-HO-1/2). Work that stops its own election is not
+			// waited for (R-CB-5). The release is bounded by the renew
+			// period.
+			if workTerm(ctx) != t {
+				t.awaitWork(deadline)
+			}
+			if err := release(context.Background()); err != nil {
+				c.lock()
+				c.emit(Event{Kind: EventBackendError, Name: el.name, Err: err})
+				c.unlock()
+			}
+			run.d.push(e.revokedTask(run, t, reason))
 		}
-		if err := release(context.Background()); err != nil {
-			c.lock()
-			c.emit(Event{Kind: EventBackendError, Name: el.name, Err: err})
-			c.unlock()
+		done := run.d.barrier()
+		c.lock()
+		e.handingOver = false
+		if e.run == run && reason == SteppedDown {
+			e.scheduleRetry(max(time.Until(e.cooldown), 0))
 		}
-		run.d.push(e.revokedTask(run, t, reason))
+		e.forget()
+		c.unlock()
+		return done
 	}
-	done := run.d.barrier()
-	c.lock()
-	e.handingOver = false
-	if e.run == run && reason == SteppedDown {
-		e.scheduleRetry(max(time.Until(e.cooldown), 0))
-	}
-	e.forget()
-	c.unlock()
 	if callbackDispatcher(ctx) == run.d || workTerm(ctx) == t && t != nil {
-		return nil // called from this election's callback: do not wait for it
+		// Called from this election's callback or work: its ctx may end
+		// with the term, and its callback is not waited for.
+		settle()
+		return nil
+	}
+	var done <-chan struct{}
+	if t == nil {
+		done = settle()
+	} else {
+		// The handover waits for work and the backend: bounded by ctx, and
+		// finished in the background when ctx ends first.
+		settled := make(chan (<-chan struct{}), 1)
+		go func() { settled <- settle() }()
+		select {
+		case done = <-settled:
+		case <-ctx.Done():
+			verb := "stop"
+			if reason == SteppedDown {
+				verb = "step down"
+			}
+			return fmt.Errorf("simba: %s %s: the handover goes on in the background: %w", verb, el.name, ctx.Err())
+		}
 	}
 	for _, ch := range []<-chan struct{}{done, quiet} {
 		if ch == nil {
@@ -242,6 +274,15 @@ func (e *entry) elected(t *Term) {
 	run := e.run
 	run.d.enqueue(task{
 		run: func(ctx context.Context) {
+			select {
+			case <-run.ended:
+				// Stopped (or closed) before the term's OnElected ran:
+				// neither it nor the term's OnRevoked is delivered, so a
+				// Stop from a callback ends the callbacks (R-CB-1).
+				t.muted.Store(true)
+				return
+			default:
+			}
 			run.l.OnElected(context.WithValue(t.Context(), callbackKey{}, run.d), t)
 		},
 		rejected: func() { e.electedRejected(t) },

@@ -300,27 +300,6 @@ func TestCloseWithABlockedListenerIsBoundedByItsCtx(t *testing.T) {
 	})
 }
 
-// Close on a backend that does not answer gives up closing the session
-// when its ctx ends, not a renew interval later.
-func TestCloseOnAFrozenBackendIsBoundedByItsCtx(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		conn := memory.New().Connect()
-		c := newClient(t, conn)
-		synctest.Wait() // the session is open
-		conn.Stall()
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		defer cancel()
-		start := time.Now()
-		err := c.Close(ctx)
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Close = %v, want an error matching context.DeadlineExceeded", err)
-		}
-		if d := time.Since(start); d != 100*time.Millisecond {
-			t.Fatalf("Close returned after %v, want the 100ms of its ctx", d)
-		}
-	})
-}
-
 // Close waits for a slow listener to get what its queue holds, which is at
 // most the bound, not every event since it fell behind.
 func TestCloseWaitsForAtMostTheBoundOfASlowListener(t *testing.T) {

@@ -256,6 +256,13 @@ func (t *Term) doneWork() {
 	}
 }
 
+// working reports whether leader work runs on t.
+func (t *Term) working() bool {
+	t.workMu.Lock()
+	defer t.workMu.Unlock()
+	return t.workers > 0
+}
+
 // awaitWork waits, after the term was revoked, until its work has exited
 // or deadline has passed, whichever comes first (R-HO-1).
 func (t *Term) awaitWork(deadline time.Time) {
