@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 var (
@@ -134,11 +135,15 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 // password with an error matching ErrAuth. Without a deadline in ctx,
 // go-redis's own timeouts bound the check: dial_timeout and read_timeout
 // in the URL's query, 5s each by default. Errors never contain the
-// password, nor the value of a query parameter that may hold a
-// credential (password=, sentinel_password=, ...: go-redis refuses them
-// for a redis:// URL), nor any part of a URL that could not be parsed, in
-// any error of their chain and in any fmt verb; those about the URL itself
-// match ErrInvalidOptions and simba.ErrInvalidURL.
+// password, nor the value of a query parameter that names a credential
+// (backendkit.IsCredentialParam: password=, sentinel_password=,
+// auth_token=, ...: go-redis refuses them for a redis:// URL), nor any
+// part of a URL that could not be parsed, in any error of their chain and
+// in any fmt verb: they describe the URL with those values masked and every
+// other byte as written, and mask them in go-redis's messages too when
+// they have 6 bytes or more and are not numbers (backendkit.Maskable).
+// Errors about the URL itself match ErrInvalidOptions and
+// simba.ErrInvalidURL.
 //
 // Importing this package registers Open, with zero Options, for the
 // schemes redis and rediss with simba.OpenBackend.
@@ -151,7 +156,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	copts, where, secrets, err := parseURL(rawURL)
 	if err != nil {
-		return nil, withMask(err, append(secrets, opts.Password))
+		return nil, backendkit.MaskError(err, append(secrets, opts.Password))
 	}
 	if opts.TLSConfig != nil {
 		copts.TLSConfig = opts.TLSConfig
@@ -183,7 +188,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 			// errors.Is report DeadlineExceeded for a cancelled ctx.
 			err = fmt.Errorf("%w (last dial attempt: %v)", err, last) //nolint:errorlint // the cause is ctx's end; the dial error is detail
 		}
-		return nil, withMask(wrapErr("connect to "+where, err), secrets)
+		return nil, backendkit.MaskError(wrapErr("connect to "+where, err), secrets)
 	}
 	b, err := newBackend(client, opts, sink)
 	if err != nil {
@@ -203,7 +208,7 @@ func parseURL(rawURL string) (*redis.Options, string, []string, error) {
 	if err != nil {
 		return nil, "", nil, err
 	}
-	where, secrets := redactedURL(u), urlSecrets(u)
+	where, secrets := backendkit.RedactURL(u), backendkit.URLSecrets(u)
 	copts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, "", secrets, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err))

@@ -184,3 +184,24 @@ func TestOptionsPrintWithoutPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenPrintsTheURLStructurally: the URL an error describes keeps
+// every byte that is no credential (the address, dial_timeout=1s, a name
+// that only speaks of passwords) and masks only the value of a credential
+// parameter, however short: x_auth=1 becomes x_auth=xxxxx, nothing else.
+func TestOpenPrintsTheURLStructurally(t *testing.T) {
+	tests := []struct{ give, want string }{
+		{"redis://127.0.0.1:1/0?dial_timeout=1s&x_auth=1",
+			"redis URL redis://127.0.0.1:1/0?dial_timeout=1s&x_auth=xxxxx: "},
+		{"redis://127.0.0.1:1/0?allowCleartextPasswords=1",
+			"redis URL redis://127.0.0.1:1/0?allowCleartextPasswords=1: "},
+		{"redis://u:" + formSecret + "@127.0.0.1:1/0?dial_timeout=1s&require_auth=md5&password=" + formSecret,
+			"redis URL redis://u:xxxxx@127.0.0.1:1/0?dial_timeout=1s&require_auth=md5&password=xxxxx: "},
+	}
+	for _, tt := range tests {
+		_, err := Open(context.Background(), tt.give, Options{Logger: quiet})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Open(%q) = %v, want it to say %q", tt.give, err, tt.want)
+		}
+	}
+}
