@@ -76,9 +76,10 @@ func WithLogger(l *slog.Logger) Option {
 //
 // A listener's queue holds at most the events of WithEventBuffer
 // (DefaultEventBuffer). When a listener is that far behind, the oldest
-// event waiting is dropped for each new one, and once the listener has
-// caught up (its queue is empty) it gets an EventDropped whose Dropped
-// field counts the events it missed since the last one. Client.EventsDropped
+// event waiting is dropped for each new one, and the listener gets an
+// EventDropped whose Dropped field counts the events it missed since the
+// last one right before the next event it gets: where they were, as they
+// were all older than what still waits. Client.EventsDropped
 // counts them for every listener. The engine never waits for a listener.
 //
 // Events are handed over in batches: at once while they are few, and past
@@ -118,7 +119,9 @@ func WithDeferredStart() Option {
 // by default (WithEventBuffer): about 10ms of the fastest a client emits
 // (an acquire and a release every 1.5µs, on the memory backend), the
 // longest a listener that does nothing was seen to lag on a loaded
-// machine; at most 2.2 MB per listener while it lags.
+// machine; at most 2.2 MB per listener while it lags (the ring, whose
+// length is the bound rounded up to a power of two, 136 bytes an event),
+// besides a fixed array of 64 events (8.7 kB) each listener has.
 const DefaultEventBuffer = 16384
 
 // WithEventBuffer sets how many events may wait for each event listener
@@ -338,7 +341,7 @@ func (c *Client) goBackground(f func(ctx context.Context)) {
 //     backend frees the leases when the session expires, one lease
 //     duration after its last keep-alive;
 //   - the wait for the event listeners, each of which may still have up
-//     to WithEventBuffer events to get (and the chunk it is handed): when
+//     to WithEventBuffer events to get, and an EventDropped: when
 //     ctx ends first, Close returns an error matching ctx's and the
 //     listeners get the rest in the background.
 //

@@ -3,6 +3,7 @@ package simba
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,7 +25,7 @@ const (
 	EventWorkFailed                                 // leader work returned an error or panicked; Name, Token, Err (a *WorkError)
 	EventListenerPanicked                           // a listener callback panicked; Name, Token, Err
 	EventKeepAlive                                  // a keep-alive was answered or failed; Latency, Err (nil on success)
-	EventDropped                                    // this listener fell behind and missed Dropped events, the oldest first; sent once it caught up
+	EventDropped                                    // this listener fell behind and missed Dropped events, the oldest waiting; it comes where they were, before the next event it gets
 )
 
 var eventNames = [...]string{"", "SessionOpened", "SessionSuspended", "SessionRestored", "SessionDeadlinePassed",
@@ -99,11 +100,18 @@ const (
 	eventBurst  = 8
 )
 
-// listener is one event listener and the queue of the events it has not
-// got yet. The queue is a ring that grows, doubling, until it fits the
-// client's evBuffer events; past that many a new event takes the place of
-// the oldest. Its fields but fn,
-// d and deliver are guarded by the client's evMu.
+// listener is one event listener and the events it has not got yet: the
+// chunk of up to drainChunk events its deliver task took (hand), then its
+// queue, a ring that grows, doubling, until it fits the client's evBuffer
+// events. The two hold at most evBuffer events between them: past that
+// many, a new event takes the place of the oldest, in the hand while it
+// holds one not yet delivered, else in the ring. So what is dropped is
+// always the oldest event waiting, and a listener holds at most evBuffer
+// events plus the one it is being handed.
+//
+// The fields but fn, d, deliver, hand and handPos are guarded by the
+// client's evMu. hand is drain's own; handPos is how add skips a hand
+// event that drain has not claimed yet.
 type listener struct {
 	fn      func(context.Context, Event)
 	d       *dispatcher // runs deliver, one at a time, in order
@@ -111,17 +119,28 @@ type listener struct {
 
 	ring      []Event // ring[head:] then ring[:head], n of them, wait
 	head, n   int
-	dropped   int       // events dropped since the last EventDropped
-	droppedAt time.Time // the Time of the last event dropped
+	dropped   int       // ring events dropped since the last EventDropped
+	droppedAt time.Time // the Time of the event whose arrival caused the latest drop
+	handLen   int       // the events of hand, claimed or not
 	queued    bool      // deliver is queued or running and will look at the ring again
 
-	hand [drainChunk]Event // the events drain took, being delivered; drain's own
+	// handPos packs two counts of the chunk in hand: the low 32 bits count
+	// its events claimed, in order, by drain to deliver or by add to drop;
+	// the high 32 bits count those add dropped. One word, so that drain
+	// learns of a drop in the same step that claims the event after it.
+	handPos atomic.Uint64
+	hand    [drainChunk]Event // the events drain took, being delivered
 }
 
 // drainChunk is how many events drain takes from a queue at a time: one
 // lock of the queue per chunk rather than per event, so a listener keeps
 // up with an engine that emits an event every few hundred nanoseconds.
+// Each listener has a fixed array of that many events (about 10 kB).
 const drainChunk = 64
+
+// handSkip is the step of handPos that drops a hand event: one more
+// claimed, one more dropped.
+const handSkip = 1<<32 | 1
 
 func (c *Client) newListener(fn func(context.Context, Event)) *listener {
 	l := &listener{fn: fn, d: newDispatcher(c.exec)}
@@ -129,16 +148,21 @@ func (c *Client) newListener(fn func(context.Context, Event)) *listener {
 	return l
 }
 
-// add queues e, dropping the oldest event waiting when the queue holds
-// bound events already; it reports whether one was dropped. The ring's
-// length is a power of two, so that an index wraps with a mask.
+// add queues e, dropping the oldest event waiting when bound events wait
+// already (in the hand and the ring); it reports whether one was dropped.
+// The ring's length is a power of two, so that an index wraps with a
+// mask.
 func (l *listener) add(e Event, bound int) bool {
-	dropped := l.n >= bound
+	inHand := max(l.handLen-int(uint32(l.handPos.Load())), 0)
+	dropped := l.n+inHand >= bound
 	if dropped {
-		l.take()
-		l.dropped++
+		if inHand == 0 || !l.skipHand() {
+			l.take()
+			l.dropped++
+		}
 		l.droppedAt = e.Time
-	} else if l.n == len(l.ring) {
+	}
+	if l.n == len(l.ring) {
 		grown := make([]Event, max(2*len(l.ring), 16))
 		copy(grown, l.ring[l.head:])
 		copy(grown[len(l.ring)-l.head:], l.ring[:l.head])
@@ -147,6 +171,20 @@ func (l *listener) add(e Event, bound int) bool {
 	l.ring[(l.head+l.n)&(len(l.ring)-1)] = e
 	l.n++
 	return dropped
+}
+
+// skipHand drops the oldest event of the hand that drain has not claimed
+// yet, and reports false when drain has claimed them all.
+func (l *listener) skipHand() bool {
+	for {
+		p := l.handPos.Load()
+		if int(uint32(p)) >= l.handLen {
+			return false
+		}
+		if l.handPos.CompareAndSwap(p, p+handSkip) {
+			return true
+		}
+	}
 }
 
 // take removes the oldest event waiting; the queue must not be empty.
@@ -244,38 +282,66 @@ func (c *Client) lingerEnded() {
 }
 
 // drain is a listener's deliver task: it hands the listener the events
-// waiting, oldest first, until its queue is empty, then the EventDropped
-// of the events it missed, if any. It takes them drainChunk at a time, so
-// at most that many more than the bound are held for a listener. A new
-// event queued meanwhile is taken by the same run, so a listener has at
-// most one deliver task at a time.
+// waiting, oldest first, until its queue is empty. It takes them
+// drainChunk at a time. Every event dropped is older than every event
+// still waiting, so the EventDropped that counts the drops comes right
+// before the next event the listener gets: at the start of a chunk for
+// the drops from the ring, before the next event of the chunk for the
+// drops from the hand. A new event queued meanwhile is taken by the same
+// run, so a listener has at most one deliver task at a time.
 func (c *Client) drain(ctx context.Context, l *listener) {
 	for {
 		c.evMu.Lock()
-		if l.n == 0 {
-			l.queued = false
+		if l.dropped > 0 {
 			dropped, at := l.dropped, l.droppedAt
 			l.dropped = 0
 			c.evMu.Unlock()
-			if dropped > 0 {
-				if c.dropWarning(at) {
-					c.log.Warn("simba: an event listener fell behind; its oldest events were dropped",
-						"dropped", dropped, "total", c.EventsDropped(), "buffer", c.evBuffer)
-				}
-				c.callListener(ctx, l.fn, Event{Kind: EventDropped, Time: at, Dropped: dropped})
-			}
+			c.reportDropped(ctx, l, dropped, at)
+			continue
+		}
+		if l.n == 0 {
+			l.queued = false
+			l.handLen = 0
+			l.handPos.Store(0)
+			c.evMu.Unlock()
 			return
 		}
 		k := 0
 		for ; k < len(l.hand) && l.n > 0; k++ {
 			l.hand[k] = l.take()
 		}
+		l.handLen = k
+		l.handPos.Store(0)
 		c.evMu.Unlock()
-		for i := range k {
+		reported := 0
+		for {
+			p := l.handPos.Add(1)
+			if skipped := int(p >> 32); skipped > reported {
+				c.evMu.Lock()
+				at := l.droppedAt
+				c.evMu.Unlock()
+				c.reportDropped(ctx, l, skipped-reported, at)
+				reported = skipped
+			}
+			i := int(uint32(p)) - 1
+			if i >= k {
+				break
+			}
 			c.callListener(ctx, l.fn, l.hand[i])
-			l.hand[i] = Event{}
 		}
+		clear(l.hand[:k]) // drop the errors they refer to
 	}
+}
+
+// reportDropped hands l an EventDropped of n events, at the Time of the
+// event whose arrival caused the latest drop, and logs a warning at most
+// once per dropWarnEvery.
+func (c *Client) reportDropped(ctx context.Context, l *listener, n int, at time.Time) {
+	if c.dropWarning(at) {
+		c.log.Warn("simba: an event listener fell behind; its oldest events were dropped",
+			"dropped", n, "total", c.EventsDropped(), "buffer", c.evBuffer)
+	}
+	c.callListener(ctx, l.fn, Event{Kind: EventDropped, Time: at, Dropped: n})
 }
 
 // dropWarnEvery is the least time between two warnings about dropped

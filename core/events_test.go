@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -221,15 +220,15 @@ func testBlockedListenerBound(t *testing.T, bound int, opts ...simba.Option) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		// The first event was in the listener's hands; the rest waited, at
-		// most the bound of them, the newest. Then came the count of the
-		// others.
+		// most the bound of them, the newest. The count of the others came
+		// first: they were older.
 		const emitted = 1 + 2*n // SessionOpened, then an Elected and a Revoked per cycle
 		evs := l.events
-		last := evs[len(evs)-1]
+		last := evs[1]
 		if last.Kind != simba.EventDropped {
-			t.Fatalf("last event %v, want Dropped", last)
+			t.Fatalf("second event %v, want Dropped", last)
 		}
-		waited := evs[1 : len(evs)-1]
+		waited := evs[2:]
 		if len(waited) != bound {
 			t.Fatalf("%d events waited for the blocked listener, want the bound, %d", len(waited), bound)
 		}
@@ -249,9 +248,9 @@ func testBlockedListenerBound(t *testing.T, bound int, opts ...simba.Option) {
 		if e := waited[len(waited)-1]; e.Kind != simba.EventRevoked || e.Token != n {
 			t.Fatalf("newest event %v, want the Revoked of token %d", e, n)
 		}
-		for _, e := range evs[:len(evs)-1] {
+		for _, e := range waited {
 			if e.Kind == simba.EventDropped {
-				t.Fatalf("%v before the listener caught up", e)
+				t.Fatalf("%v among the events kept", e)
 			}
 		}
 	})
@@ -301,26 +300,139 @@ func TestCloseWithABlockedListenerIsBoundedByItsCtx(t *testing.T) {
 }
 
 // Close waits for a slow listener to get what its queue holds, which is at
-// most the bound, not every event since it fell behind.
+// most the bound, not every event since it fell behind; and before it
+// returns the listener has got every event kept, SessionClosed last, and
+// the EventDropped of the others.
 func TestCloseWaitsForAtMostTheBoundOfASlowListener(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var got atomic.Int64
-		slow := func(context.Context, simba.Event) {
-			got.Add(1)
+		var log eventLog
+		slow := func(ctx context.Context, e simba.Event) {
+			log.listen(ctx, e)
 			time.Sleep(time.Millisecond)
 		}
 		c := newClient(t, memory.New().Connect(), simba.WithEventListener(slow))
 		synctest.Wait()
-		cycles(t, c, 20000) // 40,000 events; no fake time passes, so the listener is on its first
+		const n = 20000
+		cycles(t, c, n) // 40,000 events; no fake time passes, so the listener is on its first
 		start := time.Now()
 		if err := c.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		took := time.Since(start)
-		// The bound, the chunk in the listener's hands, the first event,
-		// SessionClosed and the Dropped event.
-		if limit := time.Duration(simba.DefaultEventBuffer+64+3) * time.Millisecond; took > limit {
-			t.Fatalf("Close waited %v for a listener that takes 1ms an event (it got %d events), want at most %v", took, got.Load(), limit)
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		// The first event, the bound, SessionClosed and the Dropped event.
+		if limit := time.Duration(simba.DefaultEventBuffer+3) * time.Millisecond; took > limit {
+			t.Fatalf("Close waited %v for a listener that takes 1ms an event (it got %d events), want at most %v", took, len(log.events), limit)
 		}
+		reports, dropped := checkDrops(t, log.events, n)
+		if reports == 0 {
+			t.Fatal("no EventDropped before Close returned")
+		}
+		if kept := len(log.events) - reports; kept+dropped != 2*n+2 {
+			t.Fatalf("%d events kept and %d dropped, want %d in all", kept, dropped, 2*n+2)
+		}
+		if got := c.EventsDropped(); got != uint64(dropped) {
+			t.Fatalf("EventsDropped() = %d, the EventDropped events count %d", got, dropped)
+		}
+	})
+}
+
+// eventIndex numbers the events of a client that opens a session and then
+// runs lock cycles: SessionOpened 0, the Elected and Revoked of token k
+// 2k-1 and 2k, SessionClosed after the last cycle n.
+func eventIndex(t *testing.T, e simba.Event, n int) int {
+	t.Helper()
+	switch {
+	case e.Kind == simba.EventSessionOpened:
+		return 0
+	case e.Kind == simba.EventSessionClosed:
+		return 2*n + 1
+	case e.Kind == simba.EventElected && e.Lock:
+		return 2*int(e.Token) - 1
+	case e.Kind == simba.EventRevoked && e.Lock:
+		return 2 * int(e.Token)
+	}
+	t.Fatalf("unexpected event %v", e)
+	return 0
+}
+
+// checkDrops fails unless evs is what a listener of a client that ran n
+// lock cycles got: the events in order, each gap of missed events right
+// before the next event it got, counted exactly by the EventDropped
+// events there (so what was dropped was always the oldest waiting), and
+// ending with SessionClosed. It returns how many EventDropped came and
+// how many events they counted.
+func checkDrops(t *testing.T, evs []simba.Event, n int) (reports, dropped int) {
+	t.Helper()
+	next, pending := 0, 0
+	for i, e := range evs {
+		if e.Kind == simba.EventDropped {
+			if e.Dropped <= 0 {
+				t.Fatalf("event %d: %v counts nothing", i, e)
+			}
+			reports++
+			pending += e.Dropped
+			dropped += e.Dropped
+			continue
+		}
+		idx := eventIndex(t, e, n)
+		if gap := idx - next; gap != pending {
+			t.Fatalf("event %d (%v): %d events missed before it, %d reported right before it", i, e, gap, pending)
+		}
+		next, pending = idx+1, 0
+	}
+	if pending != 0 || next != 2*n+2 {
+		t.Fatalf("the events end at index %d with %d drops reported after the last one, want SessionClosed last", next-1, pending)
+	}
+	return reports, dropped
+}
+
+// A listener that never catches up still hears of its drops, each time
+// right where the events it missed were, not only once its queue is empty;
+// and the events dropped are always the oldest waiting, those already
+// taken for it included.
+func TestSlowListenerHearsOfDropsWhereTheyHappened(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var log eventLog
+		slow := func(ctx context.Context, e simba.Event) {
+			log.listen(ctx, e)
+			time.Sleep(time.Millisecond)
+		}
+		c := newClient(t, memory.New().Connect(), simba.WithEventListener(slow), simba.WithEventBuffer(16))
+		synctest.Wait()
+		const n = 2000 // 0.8s of cycles, before the first keep-alive
+		l := c.Lock("cycles")
+		for range n {
+			lt, err := l.Acquire(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lt.Release(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(400 * time.Microsecond)
+		}
+		log.mu.Lock()
+		during := 0
+		for _, e := range log.events {
+			if e.Kind == simba.EventDropped {
+				during++
+			}
+		}
+		log.mu.Unlock()
+		if during == 0 {
+			t.Fatalf("no EventDropped while the listener lagged; %d events dropped", c.EventsDropped())
+		}
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		log.mu.Lock()
+		defer log.mu.Unlock()
+		reports, dropped := checkDrops(t, log.events, n)
+		if got := c.EventsDropped(); got != uint64(dropped) {
+			t.Fatalf("EventsDropped() = %d, the EventDropped events count %d", got, dropped)
+		}
+		t.Logf("%d events dropped, counted by %d EventDropped (%d while the cycles ran)", dropped, reports, during)
 	})
 }
