@@ -108,8 +108,8 @@ func (c Config) withDefaults() Config {
 
 // Validate fills the defaults in a copy of c and checks the bounds of
 // R-CFG-2..4 and the minimums MinLeaseDuration and MinRenewInterval (the
-// latter for MinBackoff too). The
-// error is a *ConfigError naming the field and the bound.
+// latter for MinBackoff too). The error is a *ConfigError naming the
+// field and the bound.
 func (c Config) Validate() error {
 	_, err := c.resolve()
 	return err

@@ -9,8 +9,8 @@ import (
 
 // Executor runs callbacks: election listeners and event listeners. The
 // engine hands it one callback at a time per election and per event
-// listener, in order, and never while holding an internal lock (R-CB-2). The default runs each callback
-// on a new goroutine.
+// listener, in order, and never while holding an internal lock (R-CB-2).
+// The default runs each callback on a new goroutine.
 type Executor interface {
 	// Execute runs task, now or later, on a goroutine of its choice. An
 	// error means the task was rejected and will not run (R-CB-6).
@@ -53,10 +53,9 @@ type task struct {
 
 // dispatcher runs the tasks pushed to it one at a time, in order, over an
 // Executor: the serial dispatcher of one election, or of one event
-// listener. In a
-// steady state it allocates nothing per task: the queue's array is reused,
-// the executor always gets the same function, and the drained channel is
-// made only for a caller of idle.
+// listener. In the steady state it allocates nothing per task: the
+// queue's array is reused, the executor always gets the same function, and
+// the drained channel is made only for a caller of idle.
 type dispatcher struct {
 	exec    Executor
 	ctx     context.Context // carries callbackKey -> this dispatcher
