@@ -260,10 +260,14 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 // plus one (1 for a new row). Ownership is decided in one statement that
 // locks the lease row and the previous owner's session row, so concurrent
 // candidates get exactly one winner and a keep-alive racing the take-over
-// is either seen or refused. A caller whose session expired while the
-// statement waited for a lock never wins. It returns
-// simba.ErrSessionExpired when s is not live, and a *simba.NameError for an
-// invalid name. One round trip.
+// is either seen or refused. The caller's own session row is read, not
+// locked, so its keep-alive never waits behind the acquire; a caller whose
+// session expired while the statement waited for a lock never wins. A
+// lease row held by a transaction past three quarters of ctx's time left
+// ends the wait on the server (lock_timeout), and the acquire reports a
+// loss. It returns simba.ErrSessionExpired when s was not live when the
+// statement began, and a *simba.NameError for an invalid name. One round
+// trip.
 func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
 	return b.e.Acquire(ctx, s, name)
 }
