@@ -67,18 +67,35 @@ Feature: Locks
       | method     | name        | context            | error              |
       | Acquire    | "invoice"   | a nil context      | ErrInvalidArgument |
       | TryAcquire | "invoice"   | a nil context      | ErrInvalidArgument |
-      | TryAcquire | "invoice"   | an expired context | ErrLockTimeout     |
       | Acquire    | "invoice"   | a cancelled context| ErrLockTimeout     |
       | Acquire    | "bad name"  | a live context     | ErrInvalidName     |
       | TryAcquire | "bad/name"  | a live context     | ErrInvalidName     |
 
   @R-LOCK-1 @R-LOCK-3
-  Scenario: An Acquire whose deadline has already passed makes one attempt, and times out when the lock is held
+  Scenario Outline: <method> whose deadline has already passed makes one attempt, and fails when the lock is held
     Given node A is connected
     And node B is connected
     And A holds the lock "invoice"
-    When B calls Acquire on the lock "invoice" with an expired context
-    Then the call returned no term and an error matching ErrLockTimeout, without panicking
+    When B calls <method> on the lock "invoice" with an expired context
+    Then the call returned no term and an error matching <error>, without panicking
+    And B made exactly 1 attempt at "invoice"
+
+    Examples:
+      | method     | error          |
+      | Acquire    | ErrLockTimeout |
+      | TryAcquire | ErrLockHeld    |
+
+  @R-LOCK-1 @R-LOCK-3
+  Scenario Outline: <method> with a timeout of 0 wins a free lock with its one attempt
+    Given node A is connected and its session is live
+    When A calls <method> on the lock "invoice" with a timeout of 0
+    Then the call returned a valid term
+    And A made exactly 1 attempt at "invoice"
+
+    Examples:
+      | method     |
+      | Acquire    |
+      | TryAcquire |
 
   @R-LOCK-4
   Scenario Outline: Acquire and TryAcquire on a closed client return ErrClosed

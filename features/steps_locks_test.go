@@ -320,6 +320,10 @@ func (w *world) callsLock(name, method, cell, ctxKind string) error {
 		c, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 		defer cancel()
 		ctx = c
+	case "a timeout of 0":
+		c, cancel := context.WithTimeout(context.Background(), 0)
+		defer cancel()
+		ctx = c
 	case "a cancelled context":
 		c, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -355,6 +359,23 @@ func (w *world) callReturned(errName string) error {
 		return fmt.Errorf("the call returned %v", c.lt.Term)
 	}
 	return matches(c.err, errName)
+}
+
+// callWon checks that the last lock call returned a valid term, and keeps
+// it as the node's lock, released with the node.
+func (w *world) callWon() error {
+	c := w.callRes
+	switch {
+	case c == nil:
+		return fmt.Errorf("features: no call was made")
+	case c.panicked != nil:
+		return fmt.Errorf("the call panicked: %v", c.panicked)
+	case c.err != nil:
+		return fmt.Errorf("the call failed: %w", c.err)
+	case c.lt == nil || !c.lt.Valid():
+		return fmt.Errorf("the call returned no valid term")
+	}
+	return nil
 }
 
 // lastLock returns node name and its latest lock term of lease.
