@@ -12,7 +12,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // Open connects to the database named by dataSource and returns a backend
@@ -42,8 +42,15 @@ import (
 // written, up to its last '@'). A password parameter, in any case, is
 // refused with an *OptionsError: go-sql-driver/mysql has none, and would
 // send it to the server as the session variable password. Errors never
-// contain the password, nor any part of a URL that could not be parsed, in
-// any error of their chain and in any fmt verb.
+// contain the password, nor any part of a URL that could not be parsed,
+// in any error of their chain and in any fmt verb; neither do they quote
+// the data source. The driver's messages are masked of the password and
+// of the value of every parameter that names a credential (a name that is
+// or ends in password, pwd, pass, secret, token, credential, auth ..., in
+// any case: backendkit.IsCredentialParam; not allowCleartextPasswords or
+// allowNativePasswords, which are switches) that has 6 bytes or more and
+// is not a number (backendkit.Maskable): a shorter one cannot be told from
+// an address or a port there.
 func Open(ctx context.Context, dataSource string, opts Options) (*Backend, error) {
 	core, err := pkg.Resolve(opts.core())
 	if err != nil {
@@ -60,7 +67,7 @@ func Open(ctx context.Context, dataSource string, opts Options) (*Backend, error
 		if hasScheme.MatchString(dataSource) {
 			field = "url"
 		}
-		return nil, pkg.OptionsError(field, sqlcore.MaskSecrets(err.Error(), secrets))
+		return nil, pkg.OptionsError(field, backendkit.MaskText(err.Error(), secrets))
 	}
 	db := sql.OpenDB(conn)
 	b, err := newBackend(db, opts, func() { _ = db.Close() })
@@ -75,7 +82,7 @@ func Open(ctx context.Context, dataSource string, opts Options) (*Backend, error
 	}
 	if err := b.e.Ready(ctx); err != nil {
 		_ = b.Close()
-		return nil, sqlcore.Masked(err, secrets)
+		return nil, backendkit.MaskError(err, secrets)
 	}
 	return b, nil
 }
@@ -94,7 +101,7 @@ func config(dataSource string, opts Options) (*mysql.Config, []string, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		secrets = append(sqlcore.URLSecrets(u), opts.Password)
+		secrets = append(backendkit.URLSecrets(u), opts.Password)
 		if cfg, err = urlConfig(u, secrets); err != nil {
 			return nil, nil, err
 		}
@@ -108,7 +115,7 @@ func config(dataSource string, opts Options) (*mysql.Config, []string, error) {
 				// DSN it misread may be part of the password.
 				msg = "not user:password@tcp(host:port)/dbname"
 			}
-			return nil, nil, pkg.OptionsError("dsn", sqlcore.MaskSecrets(msg, secrets))
+			return nil, nil, pkg.OptionsError("dsn", backendkit.MaskText(msg, secrets))
 		}
 		if cfg.DBName == "" {
 			return nil, nil, pkg.OptionsError("dsn", "no database name after the '/'")
@@ -135,7 +142,7 @@ func urlConfig(u *url.URL, secrets []string) (*mysql.Config, error) {
 	// filled in afterwards, so TLS is resolved again for the real host.
 	cfg, err := mysql.ParseDSN("/?" + u.RawQuery)
 	if err != nil {
-		return nil, pkg.OptionsError("url", "query parameters: "+sqlcore.MaskSecrets(err.Error(), secrets))
+		return nil, pkg.OptionsError("url", "query parameters: "+backendkit.MaskText(err.Error(), secrets))
 	}
 	if u.User != nil {
 		cfg.User = u.User.Username()
@@ -187,14 +194,14 @@ func hasPasswordParam(q url.Values, params ...map[string]string) bool {
 }
 
 // dsnSecrets returns the values of the parameters of a DSN that may hold
-// a credential (sqlcore.SecretKey), as written and unescaped.
+// a credential (backendkit.IsCredentialParam), as written and unescaped.
 func dsnSecrets(dsn string) []string {
 	_, query, ok := strings.Cut(dsn[strings.LastIndexByte(dsn, '/')+1:], "?")
 	if !ok {
 		return nil
 	}
 	u := url.URL{RawQuery: query}
-	return sqlcore.URLSecrets(&u)
+	return backendkit.URLSecrets(&u)
 }
 
 // dsnPassword returns the password of a DSN the way go-sql-driver/mysql
@@ -225,5 +232,5 @@ type driverLogger struct {
 }
 
 func (l driverLogger) Print(v ...any) {
-	l.log.Debug(pkg.Name + ": mysql driver: " + sqlcore.MaskSecrets(fmt.Sprint(v...), l.secrets))
+	l.log.Debug(pkg.Name + ": mysql driver: " + backendkit.MaskText(fmt.Sprint(v...), l.secrets))
 }

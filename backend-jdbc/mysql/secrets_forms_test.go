@@ -178,3 +178,28 @@ func TestDSNSecrets(t *testing.T) {
 		t.Errorf("dsnSecrets without a query = %q", s)
 	}
 }
+
+// TestOpenKeepsTextThatIsNoCredential: a parameter that only speaks of
+// passwords (allowCleartextPasswords, allowNativePasswords) is no
+// credential, and a short value of one that is (x_auth=1) is not searched
+// for in the driver's message: the address of an unreachable server reads
+// as it is.
+func TestOpenKeepsTextThatIsNoCredential(t *testing.T) {
+	for _, raw := range []string{
+		"mysql://root@127.0.0.1:1/simba_test?allowCleartextPasswords=1",
+		"mysql://root@127.0.0.1:1/simba_test?allowNativePasswords=true",
+		"mysql://root@127.0.0.1:1/simba_test?x_auth=1",
+		"root@tcp(127.0.0.1:1)/simba_test?allowCleartextPasswords=1",
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		b, err := Open(ctx, raw, Options{Logger: slog.New(slog.DiscardHandler)})
+		cancel()
+		if err == nil {
+			_ = b.Close()
+			t.Fatalf("Open(%q) succeeded", raw)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "127.0.0.1:1") || strings.Contains(msg, "xxxxx") {
+			t.Errorf("Open(%q) = %q, want the address 127.0.0.1:1 as it is and nothing masked", raw, msg)
+		}
+	}
+}

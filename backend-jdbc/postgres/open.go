@@ -3,12 +3,13 @@ package simbapg
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // Open connects to the database named by rawURL, a postgres:// or
@@ -30,11 +31,16 @@ import (
 // Open refuses, with an *OptionsError, a URL whose user information cannot
 // be told from its host, path and query, rather than connect somewhere the
 // URL did not mean. Errors never contain the password, nor any part of a
-// URL that could not be parsed, nor the value of a parameter that may hold
-// a credential (password, sslpassword, and any name holding "pass", "pwd",
-// "secret", "token" or "credential", in any case), in any error of their
-// chain and in any fmt verb, and do not wrap pgx's values that hold the
-// configuration.
+// URL that could not be parsed, in any error of their chain and in any fmt
+// verb, and do not wrap pgx's values that hold the configuration. A URL an
+// error quotes shows the value of every parameter that names a credential
+// masked (password, sslpassword, and any name that is or ends in password,
+// pwd, pass, secret, token, credential, auth ..., in any case:
+// backendkit.IsCredentialParam; not require_auth, whose value names
+// methods) and every other byte as written; pgx's other messages are
+// masked of those values and of the password when they have 6 bytes or
+// more and are not numbers (backendkit.Maskable): a shorter one cannot be
+// told from an address or a port there, and pgx quotes neither.
 func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	if _, err := pkg.Resolve(opts.core()); err != nil {
 		return nil, err
@@ -45,7 +51,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	secrets := sqlcore.URLSecrets(u)
+	secrets := backendkit.URLSecrets(u)
 	if opts.Password != "" {
 		secrets = append(secrets, opts.Password)
 	}
@@ -57,10 +63,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		// A *pgconn.ParseConfigError keeps the URL whole: only its
-		// message is kept, in which pgx masks the password (reliably, for
-		// a URL ParseURL accepted), and every known password is masked
-		// again.
-		return nil, pkg.OptionsError("url", sqlcore.MaskSecrets(err.Error(), secrets))
+		// message is kept, with the URL it quotes printed again by
+		// backendkit.RedactURL, and every known password is masked again.
+		return nil, pkg.OptionsError("url", backendkit.MaskText(parseErrorMessage(err.Error(), u, rawURL), secrets))
 	}
 	if opts.TLS != nil {
 		cfg.ConnConfig.TLSConfig = opts.TLS.Clone()
@@ -86,9 +91,28 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	if err := b.e.Ready(ctx); err != nil {
 		_ = b.Close()
-		return nil, sqlcore.Masked(err, secrets)
+		return nil, backendkit.MaskError(err, secrets)
 	}
 	return b, nil
+}
+
+// parseErrorMessage is the message of pgx's *pgconn.ParseConfigError,
+// "cannot parse `URL`: why", with URL printed by backendkit.RedactURL:
+// pgx masks the password and the password and sslpassword parameters,
+// but not the other credentials' values, which may be too short for
+// backendkit.MaskText to look for. A message of another shape, or a URL
+// holding a '`' that would make the quoted part ambiguous, is returned as
+// it is.
+func parseErrorMessage(msg string, u *url.URL, rawURL string) string {
+	const prefix = "cannot parse `"
+	rest, ok := strings.CutPrefix(msg, prefix)
+	if !ok || strings.Contains(rawURL, "`") {
+		return msg
+	}
+	if _, why, ok := strings.Cut(rest, "`: "); ok {
+		return prefix + backendkit.RedactURL(u) + "`: " + why
+	}
+	return msg
 }
 
 // connectError is Open's failure to reach the database or log in. It

@@ -140,3 +140,38 @@ func TestOptionsPrintWithoutPassword(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenKeepsTextThatIsNoCredential: a parameter that only names how to
+// authenticate (require_auth=md5) is no credential, and a short value of
+// one that is (x_auth=1) is not searched for in the driver's message: the
+// server's address reads as it is.
+func TestOpenKeepsTextThatIsNoCredential(t *testing.T) {
+	u := parseURL(t, sqltest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL"))
+	for _, host := range []string{u.Host, "127.0.0.1:1"} {
+		for _, param := range []string{"x_auth=1", "require_auth=md5", "x_token=5432"} {
+			raw := "postgres://simba_no_such_user@" + host + "/postgres?sslmode=disable&connect_timeout=2&" + param
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			b, err := Open(ctx, raw, Options{Logger: slog.New(slog.DiscardHandler)})
+			cancel()
+			if err == nil {
+				_ = b.Close()
+				t.Fatalf("Open(%q) succeeded", raw)
+			}
+			if msg := err.Error(); !strings.Contains(msg, host) || strings.Contains(msg, "xxxxx") {
+				t.Errorf("Open(%q) = %q, want the address %s as it is and nothing masked", raw, msg, host)
+			}
+		}
+	}
+}
+
+// TestOpenParseErrorPrintsTheURLStructurally: the URL pgx quotes when it
+// cannot parse a parameter is printed with every credential's value
+// masked, however short, and every other byte as written.
+func TestOpenParseErrorPrintsTheURLStructurally(t *testing.T) {
+	raw := "postgres://u:pw@127.0.0.1:1/db?x_auth=ab&require_auth=md5&connect_timeout=bogus"
+	_, err := Open(context.Background(), raw, Options{Logger: slog.New(slog.DiscardHandler)})
+	want := "cannot parse `postgres://u:xxxxx@127.0.0.1:1/db?x_auth=xxxxx&require_auth=md5&connect_timeout=bogus`: "
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Open(%q) = %v, want it to say %q", raw, err, want)
+	}
+}

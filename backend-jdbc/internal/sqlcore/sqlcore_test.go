@@ -120,13 +120,6 @@ func TestParseURL(t *testing.T) {
 	}
 }
 
-func TestMaskSecrets(t *testing.T) {
-	got := MaskSecrets("a p@ss/w b p%40ss%2Fw c p%40ss%2Fw", []string{"p@ss/w", ""})
-	if want := "a xxxxx b xxxxx c xxxxx"; got != want {
-		t.Fatalf("MaskSecrets = %q, want %q", got, want)
-	}
-}
-
 func TestNewFence(t *testing.T) {
 	good := FenceTable{Table: "ledger_state", Key: "id", Token: "fencing_token", Columns: []string{"last_batch"}}
 	with := func(change func(*FenceTable)) FenceTable {
