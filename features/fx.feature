@@ -46,6 +46,18 @@ Feature: Simba in an fx application
     When 2 lease durations pass
     Then A made no backend call
 
+  @R-LOCK-1 @R-WORK-1
+  Scenario: A lock taken while the app is built fails the build at once and makes no backend call
+    Given A's fx app takes the lock "invoice" in an invocation
+    Then building A's fx app fails at once with an error matching ErrClientNotStarted
+    And A made no backend call
+
+  @R-LOCK-1 @R-WORK-1
+  Scenario: A lock taken in a start hook registered after Simba's is won
+    Given A's fx app takes the lock "invoice" in a start hook
+    When the fx app of A starts
+    Then A's start hook holds its lock
+
   @R-WORK-2
   Scenario: A schedule runs in the app that leads it only, and moves when that app stops
     Given A's fx app schedules "tick" every 200ms

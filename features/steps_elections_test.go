@@ -16,6 +16,7 @@ import (
 var sentinels = map[string]error{
 	"ErrLockTimeout":           simba.ErrLockTimeout,
 	"ErrLockHeld":              simba.ErrLockHeld,
+	"ErrClientNotStarted":      simba.ErrClientNotStarted,
 	"ErrBackendUnavailable":    simba.ErrBackendUnavailable,
 	"ErrClosed":                simba.ErrClosed,
 	"ErrTermExpired":           simba.ErrTermExpired,

@@ -21,7 +21,12 @@ type fxApp struct {
 	extra   []fx.Option // what the steps declared: work, listeners
 	app     *fx.App     // nil until built
 	started bool
-	err     error // the error of fx.New, for a step that expects one
+	err     error         // the error of fx.New, for a step that expects one
+	built   time.Duration // how long fx.New took
+
+	// The lock a start hook of the app took, and its error.
+	hookLock *simba.LockTerm
+	hookErr  error
 
 	stopOnce sync.Once
 	stopErr  error
@@ -154,6 +159,68 @@ func (w *world) fxPanickingListener(name string) error {
 	})
 }
 
+// fxTakesLock declares, in the fx app of node name, an fx.Invoke that
+// takes the lock lease: in the invocation itself (before the app starts),
+// or in a start hook it registers, which runs after Simba's. Either waits
+// at most one lease duration.
+func (w *world) fxTakesLock(name, lease, where string) error {
+	_, a, err := w.fxNode(name)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	return w.declare(name, func(n *node) (fx.Option, error) {
+		acquire := func(c *simba.Client) (*simba.LockTerm, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), w.lease(n.timing))
+			defer cancel()
+			return c.Lock(l).Acquire(ctx)
+		}
+		if where == "in an invocation" {
+			return fx.Invoke(func(c *simba.Client) error {
+				_, err := acquire(c)
+				return err
+			}), nil
+		}
+		return fx.Invoke(func(lc fx.Lifecycle, c *simba.Client) {
+			lc.Append(fx.Hook{OnStart: func(context.Context) error {
+				a.hookLock, a.hookErr = acquire(c)
+				return a.hookErr
+			}})
+		}), nil
+	})
+}
+
+// fxBuildFails builds the fx app of node name and expects fx.New to fail
+// at once, within one renew interval, with an error matching errName.
+func (w *world) fxBuildFails(name, errName string) error {
+	n, a, err := w.fxNode(name)
+	if err != nil {
+		return err
+	}
+	if err := w.build(n, a, fx.Supply(n.timing)); err == nil {
+		return fmt.Errorf("node %s's fx app was built", name)
+	}
+	if err := matches(a.err, errName); err != nil {
+		return err
+	}
+	if renew := resolved(n.timing).RenewInterval; a.built > renew {
+		return fmt.Errorf("node %s's fx app failed after %v, want at once (within a renew interval, %v)", name, a.built, renew)
+	}
+	return nil
+}
+
+// fxHookHolds checks that the start hook of node name's app won the lock.
+func (w *world) fxHookHolds(name string) error {
+	_, a, err := w.fxNode(name)
+	if err != nil {
+		return err
+	}
+	if a.hookErr != nil || a.hookLock == nil || !a.hookLock.Valid() {
+		return fmt.Errorf("node %s's start hook holds no valid lock (error %v)", name, a.hookErr)
+	}
+	return nil
+}
+
 // build builds the fx app of n, with the session timing config provides.
 // The app is stopped when the scenario ends, unless a step stopped it.
 func (w *world) build(n *node, a *fxApp, config fx.Option) error {
@@ -167,7 +234,9 @@ func (w *world) build(n *node, a *fxApp, config fx.Option) error {
 		fxsimba.Options,
 		fx.Populate(&c),
 	}, a.extra...)
+	start := time.Now()
 	app := fx.New(opts...)
+	a.built = time.Since(start)
 	if err := app.Err(); err != nil {
 		a.err = err
 		return fmt.Errorf("node %s's fx app: %w", n.name, err)

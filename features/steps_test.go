@@ -230,6 +230,9 @@ func (w *world) registerSteps(step func(string, any)) {
 	step(`^the fx app of ([A-Z]) stops$`, w.fxStop)
 	step(`^([A-Z])'s fx app starts with the session timing from the environment:$`, w.fxStartWithEnv)
 	step(`^([A-Z])'s fx app failed to start, with an error naming (\S+) and saying "([^"]*)"$`, w.fxFailed)
+	step(`^([A-Z])'s fx app takes the lock "([^"]*)" (in an invocation|in a start hook)$`, w.fxTakesLock)
+	step(`^building ([A-Z])'s fx app fails at once with an error matching (\w+)$`, w.fxBuildFails)
+	step(`^([A-Z])'s start hook holds its lock$`, w.fxHookHolds)
 	step(`^([A-Z]) closed its session after releasing "([^"]*)", before its fx app's stop returned$`, w.closedAfterRelease)
 
 	// Metrics: steps_metrics_test.go
