@@ -84,7 +84,7 @@ func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.Op
 	case isBadURL(err):
 		return nil, &badURLError{err}
 	case isSchemaMissing(err):
-		return nil, fmt.Errorf("%w (run simba with --migrate once to create them)", err)
+		return nil, &notSetUpError{err}
 	case err != nil:
 		return nil, err
 	}
@@ -111,6 +111,21 @@ func dial(ctx context.Context, rawURL, scheme string, o backendOptions) (simba.O
 	}
 	return simba.OpenBackend(ctx, rawURL)
 }
+
+// notSetUpError is a backend whose tables are missing or outdated, told
+// with the command's hint instead of the library's (Options.Migrate).
+type notSetUpError struct{ err error }
+
+func (e *notSetUpError) Error() string {
+	msg := e.err.Error()
+	pkg, _, _ := strings.Cut(msg, ":")
+	if what, _, ok := strings.Cut(msg, ": run the migration "); ok {
+		return what + ": run simba with --migrate once to create or update them, or apply " + pkg + ".Schema"
+	}
+	return msg + " (run simba with --migrate once to create or update them)"
+}
+
+func (e *notSetUpError) Unwrap() error { return e.err }
 
 // isSchemaMissing reports whether err says that the SQL tables are
 // missing or outdated: a configuration error (exitConfig), not an

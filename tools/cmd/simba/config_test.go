@@ -62,6 +62,12 @@ func TestMissingTablesIsAConfigurationError(t *testing.T) {
 				if r.code != exitConfig || !strings.Contains(r.stderr, prefix+"session") || !strings.Contains(r.stderr, "--migrate") {
 					t.Errorf("%s: exit code %d, stderr %q; want %d naming the missing tables and --migrate", args[0], r.code, r.stderr, exitConfig)
 				}
+				// One hint, in the command's terms: not the library's
+				// Options.Migrate, and not twice.
+				if strings.Count(r.stderr, "--migrate") != 1 || strings.Count(r.stderr, ".Schema") != 1 ||
+					strings.Contains(r.stderr, "Options.Migrate") {
+					t.Errorf("%s: stderr %q; want one hint naming --migrate and the schema script once each", args[0], r.stderr)
+				}
 			}
 		})
 	}

@@ -15,7 +15,8 @@ const credentialSecret = "Zq7SecretVw3Ky"
 // spellings the drivers and their users write.
 var credentialKeys = []string{
 	"password", "Password", "PASSWORD", "pass", "passwd", "pwd", "sslpassword", "sentinel_password",
-	"sentinelPassword", "sentinel-password", "requirepass", "auth_token", "client_secret", "auth",
+	"sentinelPassword", "sentinel-password", "requirepass", "auth_token", "client_secret", "auth", "x_auth",
+	"api_key", "access_token",
 }
 
 // credentialURLs are backend URLs, and a DSN and a keyword/value string,
@@ -58,7 +59,7 @@ func TestRedactURLHidesEveryCredentialParameter(t *testing.T) {
 	for give, want := range map[string]string{
 		"redis://h:6379/0?dial_timeout=1s&protocol=3":          "redis://h:6379/0?dial_timeout=1s&protocol=3",
 		"postgres://u@h/db?sslmode=disable&application_name=x": "postgres://u@h/db?sslmode=disable&application_name=x",
-		"mysql://u@h/db?validate_password.policy=LOW":          "mysql://u@h/db?validate_password.policy=xxxxx",
+		"mysql://u@h/db?validate_password.policy=LOW":          "mysql://u@h/db?validate_password.policy=LOW",
 	} {
 		if got := redactURL(give); got != want {
 			t.Errorf("redactURL(%q) = %q, want %q", give, got, want)
@@ -127,6 +128,33 @@ func TestStatusShowsNoCredential(t *testing.T) {
 			if !strings.Contains(r.stdout, "xxxxx") {
 				t.Errorf("%s --format %s: the backend is not shown redacted:\n%s", url, format, r.stdout)
 			}
+		}
+	}
+}
+
+// TestSwitchesAboutCredentialsStayReadable: a parameter that only speaks
+// of credentials (allowCleartextPasswords, require_auth, authSource) is
+// printed as written, and a short or numeric value of one that names a
+// credential is not scrubbed from messages, where it would mangle the
+// addresses and ports.
+func TestSwitchesAboutCredentialsStayReadable(t *testing.T) {
+	for _, give := range []string{
+		"mysql://root@127.0.0.1:1/simba_test?allowCleartextPasswords=1",
+		"postgres://u@127.0.0.1:15432/db?require_auth=md5&sslmode=disable",
+		"mysql://u@h/db?validate_password.policy=LOW&allowNativePasswords=true",
+	} {
+		if got := redactURL(give); got != give {
+			t.Errorf("redactURL(%q) = %q, want it as it is", give, got)
+		}
+	}
+	const msg = "dial tcp 127.0.0.1:15432: connect: connection refused"
+	for _, raw := range []string{
+		"postgres://u@127.0.0.1:15432/db?x_auth=1",
+		"postgres://u@127.0.0.1:15432/db?x_token=5432",
+		"mysql://root@127.0.0.1:1/simba_test?allowCleartextPasswords=1",
+	} {
+		if got := scrub(msg, parseBackendURL(raw).secretStrings()); got != msg {
+			t.Errorf("%s: scrub(%q) = %q, want it as it is", raw, msg, got)
 		}
 	}
 }

@@ -48,7 +48,8 @@ Exit codes:
   the command's    when it exits on its own (128+N when signal N ended it)
   2                bad usage: unknown flag, missing NAME or COMMAND, invalid
                    name, bad backend URL (scheme, host or port), --lease above
-                   the backend's maximum (24h on PostgreSQL and MySQL)
+                   the backend's maximum (24h on PostgreSQL and MySQL),
+                   --table-prefix on a backend without tables
   69               the backend cannot be reached
   78               the backend is not set up: PostgreSQL or MySQL tables of
                    --table-prefix missing or outdated (create them with

@@ -1,15 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"io"
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // redacted replaces every secret in what simba prints.
-const redacted = "xxxxx"
+const redacted = backendkit.Mask
 
 // span is the byte range [start, end) of a string.
 type span struct{ start, end int }
@@ -44,22 +45,6 @@ type backendURL struct {
 	scheme    string // "" when raw has no valid scheme
 	ambiguous bool   // an '@' where the user information may end, besides the one the driver takes
 	secrets   []span // sorted, not overlapping
-}
-
-// secretKey reports whether a query (or keyword/value) parameter named
-// key may hold a credential: after lower-casing and dropping '_', '-' and
-// '.', a name that contains "pass" or "pwd" (password, sslpassword, passwd,
-// sentinel_password, sentinelPassword, requirepass ...), "secret", "token",
-// "credential" or "auth". It is the rule the backends mask
-// their errors by.
-func secretKey(key string) bool {
-	k := strings.NewReplacer("_", "", "-", "", ".", "").Replace(strings.ToLower(key))
-	for _, part := range []string{"pass", "pwd", "secret", "token", "credential", "auth"} {
-		if strings.Contains(k, part) {
-			return true
-		}
-	}
-	return false
 }
 
 // parseBackendURL finds the scheme, the user information and the password
@@ -137,8 +122,9 @@ func validScheme(s string) bool {
 }
 
 // passwordValue returns the offset in s of the value of the first
-// parameter that may hold a credential (a name secretKey accepts, after the
-// start, '?', '&', ';' or a space, and before '='), or -1.
+// parameter that names a credential (a name backendkit.IsCredentialParam
+// accepts, after the start, '?', '&', ';' or a space, and before '='), or
+// -1.
 func passwordValue(s string) int {
 	for i := 0; i < len(s); i++ {
 		if i > 0 && strings.IndexByte("?&; ", s[i-1]) < 0 {
@@ -148,7 +134,7 @@ func passwordValue(s string) int {
 		if end <= 0 || s[i+end] != '=' {
 			continue
 		}
-		if secretKey(s[i : i+end]) {
+		if backendkit.IsCredentialParam(s[i : i+end]) {
 			return i + end + 1
 		}
 	}
@@ -185,16 +171,14 @@ func (u backendURL) redactedString() string {
 	return b.String()
 }
 
-// minSecretLen is the shortest secret scrubbed from printed text: shorter
-// strings would match all over ordinary words and numbers.
-const minSecretLen = 4
-
 // secretStrings returns the secrets of u as they may appear in a driver's
-// message: as written, and percent-decoded.
+// message: as written, and percent-decoded; only those that
+// backendkit.Maskable accepts, since shorter or numeric strings would
+// match all over addresses, ports and words.
 func (u backendURL) secretStrings() []string {
 	var out []string
 	add := func(s string) {
-		if len(s) >= minSecretLen && !slices.Contains(out, s) {
+		if backendkit.Maskable(s) && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
@@ -231,12 +215,7 @@ func redactURL(rawURL string) string {
 }
 
 // scrub replaces every secret in msg.
-func scrub(msg string, secrets []string) string {
-	for _, s := range secrets {
-		msg = strings.ReplaceAll(msg, s, redacted)
-	}
-	return msg
-}
+func scrub(msg string, secrets []string) string { return backendkit.MaskText(msg, secrets) }
 
 // scrubWriter writes to w with every secret replaced. Each Write must hold
 // whole lines, as the records of a slog handler do.
@@ -247,10 +226,8 @@ type scrubWriter struct {
 
 func (s scrubWriter) Write(p []byte) (int, error) {
 	out := p
-	for _, secret := range s.secrets {
-		if bytes.Contains(out, []byte(secret)) {
-			out = bytes.ReplaceAll(out, []byte(secret), []byte(redacted))
-		}
+	if masked := backendkit.MaskText(string(p), s.secrets); masked != string(p) {
+		out = []byte(masked)
 	}
 	if _, err := s.w.Write(out); err != nil {
 		return 0, err

@@ -43,8 +43,9 @@ Exit codes:
   0    the session is live (and every holder asked for was read)
   2    bad usage: unknown flag or format, invalid lease name or identity, bad
        backend URL, --lease above the backend's maximum (24h on PostgreSQL
-       and MySQL); or --holder on a backend that cannot tell who holds a
-       lease (nothing is printed then)
+       and MySQL), --table-prefix on a backend without tables; or --holder
+       on a backend that cannot tell who holds a lease (nothing is printed
+       then)
   69   the backend cannot be reached, no session opened within --timeout, or
        a holder could not be read within --timeout (the rest is printed
        anyway)
