@@ -334,19 +334,18 @@ func (c *Client) goBackground(f func(ctx context.Context)) {
 //     When ctx ends first, Close returns an error matching ctx's, and the
 //     handover, the session's close and the last events go on in the
 //     background: no lease is released before the work has exited;
-//   - the backend call that closes the session: one renew interval, or
-//     until ctx's deadline when that is later. A ctx that is already done
-//     (a signal.NotifyContext ctx after Ctrl-C) or ends sooner does not cut
-//     it short. When the call fails, Close returns its error, and the
-//     backend frees the leases when the session expires, one lease
-//     duration after its last keep-alive;
+//   - not the backend call that closes the session: that gets one renew
+//     interval (R-DL-2), even when ctx is already done (a
+//     signal.NotifyContext ctx after Ctrl-C) or ends sooner. When the call
+//     fails, Close returns its error, and the backend frees the leases when
+//     the session expires, one lease duration after its last keep-alive;
 //   - the wait for the event listeners, each of which may still have up
 //     to WithEventBuffer events to get, and an EventDropped: when
 //     ctx ends first, Close returns an error matching ctx's and the
 //     listeners get the rest in the background.
 //
-// So Close takes at most the longer of ctx and one renew interval, when
-// no leader work runs. Called from a callback or leader work with the ctx
+// So when no leader work runs, Close takes at most one renew interval for
+// the session's close, plus what ctx allows for the listeners. Called from a callback or leader work with the ctx
 // it got, Close does not wait for that callback itself (R-CB-5). Close is
 // idempotent; later calls return nil.
 func (c *Client) Close(ctx context.Context) error {
@@ -474,15 +473,12 @@ func (c *Client) isClosed() bool {
 }
 
 // closeCallContext bounds the backend call that closes the session at
-// Close: by one renew interval, or by ctx's deadline when that is later.
-// A ctx that is done already, or ends sooner, does not cut the call short,
-// so that a Close after Ctrl-C still frees the leases at once (R-SES-4).
+// Close by one renew interval, as every backend call is (R-DL-2), and by
+// nothing else: a ctx that is done already, or ends sooner, does not cut
+// the call short, so that a Close after Ctrl-C still frees the leases at
+// once (R-SES-4).
 func closeCallContext(ctx context.Context, renew time.Duration) (context.Context, context.CancelFunc) {
-	end := time.Now().Add(renew)
-	if d, ok := ctx.Deadline(); ok && d.After(end) {
-		end = d
-	}
-	return context.WithDeadline(context.WithoutCancel(ctx), end)
+	return context.WithTimeout(context.WithoutCancel(ctx), renew)
 }
 
 func sessionID(s *session) SessionID {
