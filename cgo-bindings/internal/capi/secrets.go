@@ -2,37 +2,30 @@ package capi
 
 import (
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
+
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // The C API masks the credentials of every backend URL it was given in
 // every message it returns, whatever the backend's driver quotes: the
 // password of the userinfo (user:password@, also in a MySQL DSN's
-// user:password@tcp(...)) and the value of every query parameter whose
-// name speaks of a secret (password=, sentinel_password=, ...), raw and
-// percent-decoded. The backends mask them too; this is the last line.
-
-const masked = "xxxxx"
+// user:password@tcp(...)) and the value of every query parameter that
+// names a credential (backendkit.IsCredentialParam: password=,
+// sentinel_password=, pwd=, auth_token=, ...), raw and percent-decoded,
+// when backendkit.Maskable takes it for a secret: a short or numeric value
+// would mask addresses and ports. The backends mask them too; this is the
+// last line.
 
 var secrets = struct {
 	sync.Mutex
-	list []string // longest first, so that a secret inside another is masked whole
+	list []string
 }{}
 
-// secretKey reports whether a query parameter's name names a credential.
-func secretKey(k string) bool {
-	k = strings.ToLower(k)
-	for _, w := range []string{"pass", "secret", "token", "credential", "auth"} {
-		if strings.Contains(k, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// urlSecrets returns the credentials raw carries.
+// urlSecrets returns the credentials raw carries, whether or not
+// backendkit.Maskable would look for them.
 func urlSecrets(raw string) []string {
 	var found []string
 	add := func(s string) {
@@ -41,7 +34,7 @@ func urlSecrets(raw string) []string {
 		}
 		found = append(found, s)
 		for _, unescape := range []func(string) (string, error){url.QueryUnescape, url.PathUnescape} {
-			if d, err := unescape(s); err == nil && d != "" && !contains(found, d) {
+			if d, err := unescape(s); err == nil && d != "" && !slices.Contains(found, d) {
 				found = append(found, d)
 			}
 		}
@@ -72,47 +65,43 @@ func urlSecrets(raw string) []string {
 		if dk, err := url.QueryUnescape(k); err == nil {
 			k = dk
 		}
-		if secretKey(k) {
+		if backendkit.IsCredentialParam(k) {
 			add(v)
+		}
+	}
+	// A URL that parses: also each value as backendkit reads it (one that
+	// runs past a ';').
+	if u, err := url.Parse(raw); err == nil {
+		for _, s := range backendkit.URLSecrets(u) {
+			if !slices.Contains(found, s) {
+				found = append(found, s)
+			}
 		}
 	}
 	return found
 }
 
-// rememberSecrets records the credentials of a backend URL, for Redact.
-// They are kept for the life of the process: a message may quote them
-// after the client closed.
+// rememberSecrets records the credentials of a backend URL that Redact
+// looks for. They are kept for the life of the process: a message may
+// quote them after the client closed.
 func rememberSecrets(raw string) {
-	found := urlSecrets(raw)
+	found := slices.DeleteFunc(urlSecrets(raw), func(s string) bool { return !backendkit.Maskable(s) })
 	if len(found) == 0 {
 		return
 	}
 	secrets.Lock()
 	defer secrets.Unlock()
 	for _, s := range found {
-		if !contains(secrets.list, s) {
+		if !slices.Contains(secrets.list, s) {
 			secrets.list = append(secrets.list, s)
 		}
 	}
-	sort.Slice(secrets.list, func(i, j int) bool { return len(secrets.list[i]) > len(secrets.list[j]) })
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Redact masks in msg every credential of a backend URL the library was
-// given.
+// given, as backendkit.MaskText does.
 func Redact(msg string) string {
 	secrets.Lock()
 	defer secrets.Unlock()
-	for _, s := range secrets.list {
-		msg = strings.ReplaceAll(msg, s, masked)
-	}
-	return msg
+	return backendkit.MaskText(msg, secrets.list)
 }

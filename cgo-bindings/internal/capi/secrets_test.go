@@ -19,7 +19,8 @@ func TestURLSecrets(t *testing.T) {
 		{"u:pw5@tcp(127.0.0.1:1)/db", []string{"pw5"}},
 		{"zk://127.0.0.1:1", nil},
 		{"memory://name", nil},
-		{"redis://u@h/0?Password=pw6;authToken=pw7", []string{"pw6", "pw7"}},
+		{"redis://u@h/0?Password=pw6;authToken=pw7", []string{"pw6", "pw7", "pw6;authToken=pw7"}},
+		{"redis://h/0?pwd=pw8&X-Api-Key=pw9&allowCleartextPasswords=1&require_auth=md5", []string{"pw8", "pw9"}},
 	}
 	for _, tt := range tests {
 		if got := urlSecrets(tt.url); !slices.Equal(got, tt.want) {
@@ -52,4 +53,23 @@ func FuzzURLSecrets(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRedactKeepsWhatIsNoCredential: a switch that only speaks of
+// passwords (allowCleartextPasswords=1) and a short value of a credential
+// (x_auth=1) are not masked in messages, where they would mangle the
+// address; pwd and api_key, spelt any way, are credentials.
+func TestRedactKeepsWhatIsNoCredential(t *testing.T) {
+	if got := urlSecrets("mysql://root@127.0.0.1:1/db?allowCleartextPasswords=1&require_auth=md5"); len(got) != 0 {
+		t.Errorf("urlSecrets found %q in switches", got)
+	}
+	rememberSecrets("postgres://u@127.0.0.1:15432/db?x_auth=1&x_token=5432")
+	rememberSecrets("redis://127.0.0.1:1/0?pwd=Zq9secretC&X-Api-Key=Zq9secretD")
+	const msg = "dial tcp 127.0.0.1:15432: connect: connection refused"
+	if got := Redact(msg); got != msg {
+		t.Errorf("Redact(%q) = %q, want it as it is", msg, got)
+	}
+	if got := Redact("auth Zq9secretC Zq9secretD"); got != "auth xxxxx xxxxx" {
+		t.Errorf("Redact of pwd= and X-Api-Key= values = %q", got)
+	}
 }
