@@ -215,8 +215,11 @@ func (w *world) fxHookHolds(name string) error {
 	if err != nil {
 		return err
 	}
-	if a.hookErr != nil || a.hookLock == nil || !a.hookLock.Valid() {
-		return fmt.Errorf("node %s's start hook holds no valid lock (error %v)", name, a.hookErr)
+	if a.hookErr != nil {
+		return fmt.Errorf("node %s's start hook took no lock: %w", name, a.hookErr)
+	}
+	if a.hookLock == nil || !a.hookLock.Valid() {
+		return fmt.Errorf("node %s's start hook holds no valid lock", name)
 	}
 	return nil
 }
