@@ -23,6 +23,13 @@ Feature: Observability
     And every LEADER entry of A's snapshot has time remaining, at most the session's
 
   @R-OBS-2
+  Scenario: A listener that falls behind loses the oldest events, and is told so before the events it kept
+    Given node A joins with its only event listener stuck on its first event and a buffer of 4 events
+    When A takes and releases the lock "invoice" 10 times
+    And A's stuck listener goes on
+    Then A's listener got, right after the event it was stuck on, an EventDropped counting at least 16 events, every drop the client counted
+
+  @R-OBS-2
   Scenario: Registered listeners receive the session and term events
     Given node A is connected
     And A is leader of "report"
