@@ -345,9 +345,12 @@ func (c *Client) goBackground(f func(ctx context.Context)) {
 //     listeners get the rest in the background.
 //
 // So when no leader work runs, Close takes at most one renew interval for
-// the session's close, plus what ctx allows for the listeners. Called from a callback or leader work with the ctx
-// it got, Close does not wait for that callback itself (R-CB-5). Close is
-// idempotent; later calls return nil.
+// the session's close, plus what ctx allows for the listeners (see
+// docs/adr/0019-what-the-ctx-of-close-and-stop-bounds.md). Called from a
+// callback or leader work with the ctx it got, Close does not wait for
+// that callback itself (R-CB-5), and does not bound the handover of the
+// other terms by that ctx, which ends with the term. Close is idempotent;
+// later calls return nil.
 func (c *Client) Close(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
