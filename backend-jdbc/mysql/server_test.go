@@ -143,7 +143,15 @@ func harness() sqltest.Harness {
 			}
 			return fmt.Sprintf("mysql://%s@%s/%s?%s", user, cfg.Addr, cfg.DBName, q.Encode())
 		},
-		Addr:      func(t testing.TB, raw string) string { return parseDSN(t, raw).Addr },
+		Addr: func(t testing.TB, raw string) string { return parseDSN(t, raw).Addr },
+		// go-sql-driver never asks the server to cancel a statement.
+		Uncancelled: func(t testing.TB, raw string, o sqlcore.Options) *sqlcore.Backend {
+			b, err := engineOn(newDB(t, raw, 0))(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		},
 		Later:     func(s int) string { return fmt.Sprintf("UTC_TIMESTAMP(6) + INTERVAL %d SECOND", s) },
 		LockWaits: "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?",
 		SingleConn: func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error)) {

@@ -669,12 +669,21 @@ func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
 }
 
 // Sweep runs one batch in a READ COMMITTED transaction (see mySweepLock),
-// again if InnoDB rolled it back to break a deadlock.
+// again if InnoDB rolled it back to break a deadlock. On MariaDB each of
+// its statements is bounded below the call's deadline, as the others are
+// (see bound.go): a batch that waits for a row lock past it is rolled
+// back, and fails with an error matching context.DeadlineExceeded. Left
+// waiting on the server after its client gave up, it would hold the floor,
+// and every first acquire of a name would wait behind it, for as long as
+// innodb_lock_wait_timeout.
 func (s *dialect) Sweep(ctx context.Context, idle time.Duration, after string, limit int) (string, int, error) {
 	for i := 1; ; i++ {
 		last, n, err := s.sweep(ctx, idle, after, limit)
 		if i < deadlockRetries && deadlock(err) && ctx.Err() == nil {
 			continue
+		}
+		if waited(err) {
+			err = sqlcore.WaitBoundError(err)
 		}
 		return last, n, err
 	}
@@ -686,10 +695,10 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 		return "", 0, err
 	}
 	defer tx.Rollback() // a no-op after Commit
-	if _, err := tx.ExecContext(ctx, s.t.Expand(mySweepLock)); err != nil {
+	if _, err := tx.ExecContext(ctx, s.boundText(ctx, s.t.Expand(mySweepLock))); err != nil {
 		return "", 0, err
 	}
-	rows, err := tx.QueryContext(ctx, s.t.Expand(mySweepRead), sqlcore.Micros(idle), after, limit)
+	rows, err := tx.QueryContext(ctx, s.boundText(ctx, s.t.Expand(mySweepRead)), sqlcore.Micros(idle), after, limit)
 	if err != nil {
 		return "", 0, err
 	}
@@ -724,7 +733,7 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 	removed := 0
 	if len(pairs) > 0 {
 		if len(ids) > 0 {
-			owners, err := tx.QueryContext(ctx, s.t.Expand(fmt.Sprintf(mySweepOwners, strings.TrimSuffix(strings.Repeat("?,", len(ids)), ","))), ids...)
+			owners, err := tx.QueryContext(ctx, s.boundText(ctx, s.t.Expand(fmt.Sprintf(mySweepOwners, strings.TrimSuffix(strings.Repeat("?,", len(ids)), ",")))), ids...)
 			if err != nil {
 				return "", 0, err
 			}
@@ -735,7 +744,7 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 			}
 		}
 		marks := strings.TrimSuffix(strings.Repeat("(?,?),", len(pairs)/2), ",")
-		res, err := tx.ExecContext(ctx, s.t.Expand(fmt.Sprintf(mySweepDelete, marks)), append(pairs, sqlcore.Micros(idle))...)
+		res, err := tx.ExecContext(ctx, s.boundText(ctx, s.t.Expand(fmt.Sprintf(mySweepDelete, marks))), append(pairs, sqlcore.Micros(idle))...)
 		if err != nil {
 			return "", 0, err
 		}
@@ -744,7 +753,7 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 			return "", 0, err
 		}
 		if removed = int(n); removed > 0 {
-			if _, err := tx.ExecContext(ctx, s.t.Expand(mySweepRaise), highest); err != nil {
+			if _, err := tx.ExecContext(ctx, s.boundText(ctx, s.t.Expand(mySweepRaise)), highest); err != nil {
 				return "", 0, err
 			}
 		}

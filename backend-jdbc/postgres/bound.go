@@ -12,7 +12,8 @@ import (
 )
 
 // Server-side bounds of the statements that may wait for a row lock: the
-// acquire, the release and the keep-alive.
+// acquire, the release, the keep-alive, the group statements, the close
+// and the sweep.
 //
 // pgx abandons a statement whose ctx ends by closing the connection and
 // sending a cancel request, which stops the server's lock wait once it
@@ -93,6 +94,17 @@ func (r *batchRows) Err() error {
 		return err
 	}
 	return r.err
+}
+
+// boundedExec runs q, which returns no rows, under the lock_timeout of
+// ctx.
+func (s *dialect) boundedExec(ctx context.Context, q string, args ...any) error {
+	rows, err := s.boundedQuery(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
 }
 
 // boundedRow runs q under the lock_timeout of ctx and scans its one row.

@@ -3,8 +3,10 @@ package simbapg
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -73,6 +75,42 @@ func newPool(t testing.TB, raw string, maxConns int32) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// uncancelledPool returns a pool on raw whose cancel requests are lost:
+// a connection whose ctx ends is closed, and the server goes on with its
+// statement.
+func uncancelledPool(t testing.TB, raw string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &lossyCancel{Conn: c}, nil
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// lossyCancel is a connection that drops a cancel request written to it
+// (16 bytes: the length, then the code 80877102) and sends the rest.
+type lossyCancel struct{ net.Conn }
+
+func (c *lossyCancel) Write(p []byte) (int, error) {
+	if len(p) == 16 && binary.BigEndian.Uint32(p) == 16 && binary.BigEndian.Uint32(p[4:]) == 80877102 {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
 }
 
 func engineOn(pool *pgxpool.Pool) func(sqlcore.Options) (*sqlcore.Backend, error) {
@@ -147,6 +185,13 @@ func harness() sqltest.Harness {
 					o.TablePrefix).Scan(&n)
 				return n, err
 			}
+		},
+		Uncancelled: func(t testing.TB, raw string, o sqlcore.Options) *sqlcore.Backend {
+			b, err := engineOn(uncancelledPool(t, raw))(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
 		},
 		Kill: func(ctx context.Context, a sqltest.Admin, id int64) error {
 			var ok bool

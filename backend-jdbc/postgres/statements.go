@@ -457,14 +457,7 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 }
 
 func (s *dialect) Release(ctx context.Context, id, name string, token uint64) error {
-	return retry(ctx, func() error {
-		rows, err := s.boundedQuery(ctx, s.q.release, name, id, int64(token))
-		if err != nil {
-			return err
-		}
-		rows.Close()
-		return rows.Err()
-	})
+	return retry(ctx, func() error { return s.boundedExec(ctx, s.q.release, name, id, int64(token)) })
 }
 
 // JoinGroup, LeaveGroup, CloseSession and Cleanup run again, like the
@@ -472,12 +465,17 @@ func (s *dialect) Release(ctx context.Context, id, name string, token uint64) er
 // REPEATABLE READ or SERIALIZABLE, closing a session whose keep-alive
 // renewed it after the statement's snapshot (or deleting a member or an
 // expired session that another node deleted) fails that way, where READ
-// COMMITTED takes the latest version.
+// COMMITTED takes the latest version. The join, the leave and the close
+// run under the lock_timeout of ctx, as the acquire does (see bound.go):
+// a row of theirs held by a transaction that outlasts the call (the
+// membership or the session row) ends the wait on the server before the
+// deadline, with lock_not_available, instead of whenever the cancel
+// request arrives, if it does.
 func (s *dialect) JoinGroup(ctx context.Context, id, group string) (int, bool, error) {
 	var live bool
 	var n int64
 	if err := retry(ctx, func() error {
-		return s.pool.QueryRow(ctx, s.q.join, id, group).Scan(&live, &n)
+		return s.boundedRow(ctx, s.q.join, []any{id, group}, &live, &n)
 	}); err != nil {
 		return 0, false, err
 	}
@@ -485,17 +483,11 @@ func (s *dialect) JoinGroup(ctx context.Context, id, group string) (int, bool, e
 }
 
 func (s *dialect) LeaveGroup(ctx context.Context, id, group string) error {
-	return retry(ctx, func() error {
-		_, err := s.pool.Exec(ctx, s.q.leave, group, id)
-		return err
-	})
+	return retry(ctx, func() error { return s.boundedExec(ctx, s.q.leave, group, id) })
 }
 
 func (s *dialect) CloseSession(ctx context.Context, id string) error {
-	return retry(ctx, func() error {
-		_, err := s.pool.Exec(ctx, s.q.closeSession, id)
-		return err
-	})
+	return retry(ctx, func() error { return s.boundedExec(ctx, s.q.closeSession, id) })
 }
 
 func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
@@ -523,12 +515,19 @@ func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
+// Sweep runs one batch under the lock_timeout of ctx, as the acquire
+// does (see bound.go): a batch that waits for a row lock past it is
+// rolled back, and fails with an error matching context.DeadlineExceeded.
+// Left waiting on the server (a cancel request lost), it would hold the
+// floor, and every first acquire of a name would wait behind it.
 func (s *dialect) Sweep(ctx context.Context, idle time.Duration, after string, limit int) (string, int, error) {
 	var last *string
 	var looked, removed int64
 	if err := retry(ctx, func() error {
-		return s.pool.QueryRow(ctx, s.q.sweep, after, limit, sqlcore.Micros(idle)).Scan(&last, &looked, &removed)
-	}); err != nil {
+		return s.boundedRow(ctx, s.q.sweep, []any{after, limit, sqlcore.Micros(idle)}, &last, &looked, &removed)
+	}); lockTimedOut(err) {
+		return "", 0, sqlcore.WaitBoundError(err)
+	} else if err != nil {
 		return "", 0, err
 	}
 	if last == nil || looked < int64(limit) {

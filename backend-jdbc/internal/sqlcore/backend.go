@@ -652,7 +652,11 @@ func (b *Backend) Holder(ctx context.Context, name string) (simba.Holder, bool, 
 // highest token it deleted; a name without a row starts its next term
 // above the floor, so its tokens keep increasing. An idle below
 // MinSweepIdle fails with an error matching simba.ErrInvalidArgument.
-// When ctx ends, the batches committed stay committed.
+// When ctx ends, the batches committed stay committed. A batch's lock
+// waits are bounded on the server below ctx's deadline (see WaitBound): a
+// batch that reaches the bound is rolled back, and Sweep returns what the
+// batches before it removed with an error matching
+// context.DeadlineExceeded.
 func (b *Backend) Sweep(ctx context.Context, idle time.Duration) (int, error) {
 	if idle < MinSweepIdle {
 		return 0, b.pkg.Errorf("%w: sweep idle %v: must be at least %v", simba.ErrInvalidArgument, idle, MinSweepIdle)

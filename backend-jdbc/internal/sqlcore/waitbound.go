@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -20,4 +21,12 @@ func WaitBound(ctx context.Context) (bound time.Duration, ok bool) {
 		return 0, false
 	}
 	return max(time.Until(deadline)*3/4, 0), true
+}
+
+// WaitBoundError returns the error of a statement that the server ended
+// at its bound, err being the server's: it matches
+// context.DeadlineExceeded, the call's deadline having come for the
+// server, and err.
+func WaitBoundError(err error) error {
+	return fmt.Errorf("%w: the server ended a lock wait at its bound: %w", context.DeadlineExceeded, err)
 }

@@ -57,6 +57,14 @@ type Harness struct {
 	SingleConn func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error))
 	Kill       func(ctx context.Context, admin Admin, id int64) error
 
+	// Uncancelled returns a backend on a client of its own whose
+	// statements given up at their ctx are not cancelled on the server:
+	// the client only stops waiting and drops the connection, as
+	// go-sql-driver always does and as pgx does when its cancel request is
+	// lost. The server then goes on running them; only a bound of their
+	// own ends their lock waits.
+	Uncancelled func(t testing.TB, raw string, o sqlcore.Options) *sqlcore.Backend
+
 	// RowsRead returns a backend on a client with one connection, and a
 	// count of the rows the server has read for that connection so far
 	// from the tables of prefix o.TablePrefix (PostgreSQL: index entries
@@ -184,6 +192,8 @@ var tests = []struct {
 	{"SweepRaceKeepAliveBehind", testSweepRaceKeepAliveBehind},
 	{"SweepRaceSweepBehind", testSweepRaceSweepBehind},
 	{"SweepRaceInsertAhead", testSweepRaceInsertAhead},
+	{"SweepEndsAtItsBound", testSweepEndsAtItsBound},
+	{"GroupAndCloseEndAtTheirBound", testGroupAndCloseEndAtTheirBound},
 	{"FirstInsertAfterSweep", testFirstInsertAfterSweep},
 	{"KilledConnection", testKilledConnection},
 	{"WrongCredentials", testWrongCredentials},
