@@ -25,26 +25,14 @@ func testTakeOverWaitsForRenewalInFlight(t *testing.T, f *fixture) {
 	tok := acquire(t, b, owner, "n").Token
 	cand := open(t, b, time.Minute)
 
-	commit, err := f.admin.ExecInTx(ctxT(t), f.renewSQL(), string(owner))
-	if err != nil {
-		t.Fatalf("renewal in a transaction: %v", err)
-	}
+	commit := f.hold(t, "renewal in a transaction", f.renewSQL(), string(owner))
 	time.Sleep(time.Until(opened.Add(lease + 200*time.Millisecond)))
 
-	type result struct {
-		r   simba.AcquireResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := b.Acquire(ctxT(t), cand, "n")
-		done <- result{r, err}
-	}()
-	select {
-	case res := <-done:
-		_ = commit() // only frees the held rows: the test fails either way
-		t.Fatalf("Acquire returned %+v, %v while the owner's renewal was in flight: it did not wait for it", res.r, res.err)
-	case <-time.After(300 * time.Millisecond):
+	done := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxRace(t), cand, "n") })
+	// The server shows the take-over waiting for the owner's session row
+	// before the renewal is let go.
+	if o := awaitWaitsOr(t, f, "the take-over waiting for the owner's renewal", 1, done); o != nil {
+		t.Fatalf("Acquire returned %+v, %v while the owner's renewal was in flight: it did not wait for it", o.v, o.err)
 	}
 	if err := commit(); err != nil {
 		t.Fatalf("commit: %v", err)
@@ -53,8 +41,8 @@ func testTakeOverWaitsForRenewalInFlight(t *testing.T, f *fixture) {
 	if res.err != nil {
 		t.Fatalf("Acquire: %v", res.err)
 	}
-	if res.r.Won {
-		t.Fatalf("the lease was taken over (token %d) from a session whose renewal committed", res.r.Token)
+	if res.v.Won {
+		t.Fatalf("the lease was taken over (token %d) from a session whose renewal committed", res.v.Token)
 	}
 	if got := keepAlive(t, b, owner, lease).Leases; got["n"] != tok {
 		t.Fatalf("owner's leases = %v, want n:%d", got, tok)

@@ -70,7 +70,7 @@ func ctxRace(t testing.TB) context.Context {
 	return ctx
 }
 
-// awaitRace calls cond every 150ms (see await) until it returns true, for
+// awaitRace calls cond every 200ms (see await) until it returns true, for
 // at most raceWait.
 func awaitRace(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -79,7 +79,7 @@ func awaitRace(t testing.TB, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s within %v", what, raceWait)
 		}
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 
