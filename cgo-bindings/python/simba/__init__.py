@@ -25,6 +25,7 @@ worker processes with the "spawn" start method and open a Client in each.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import ctypes
 import enum
@@ -32,6 +33,7 @@ import itertools
 import json
 import threading
 import time
+import weakref
 from typing import Any, Callable, Dict, Iterator, Optional, Set
 
 from . import _lib
@@ -183,6 +185,13 @@ class Term:
         self._freed = False
         self.name = name
         self.token = token  #: the fencing token: > 0, strictly increasing across terms of a name
+        if lock:
+            # Bound now, so that close() reaches C with no Python frame
+            # before the free, where a Ctrl-C could land and skip it. A
+            # lock's term dropped without close() is released when it is
+            # collected (or at the interpreter's exit).
+            self._free = _lib.lib().simba_term_free
+            self._finalizer = weakref.finalize(self, self._free, h)
 
     def _handle(self) -> Optional[int]:
         """The handle, or None when it is gone (freed, revoked, client closed)."""
@@ -223,6 +232,8 @@ class Term:
 
     def ensure_valid(self, min_remaining: float = 0.0) -> None:
         """Raises TermExpired unless the term stays valid for more than min_remaining seconds."""
+        if min_remaining is None:
+            raise TypeError("min_remaining must be a number of seconds (0: any time left), not None")
         ms = _lib.millis("min_remaining", min_remaining)
         _lib.check_fork()
         h = self._handle()
@@ -234,7 +245,11 @@ class Term:
             raise TermExpired(11, f"term {self.token} of {self.name} has ended") from None
 
     def release(self, timeout: Optional[float] = DEFAULT_WAIT) -> None:
-        """Ends a lock's term and releases the lease; idempotent, from any thread."""
+        """Ends a lock's term, releases the lease, waiting for the backend's
+        answer at most timeout seconds, and frees the term's handle (as
+        close() does; token and name stay readable). Idempotent, from any
+        thread. When it raises (Timeout, BackendError) the handle stays
+        until close()."""
         if not self._lock:
             raise InvalidArgument(1, "an election's term ends by step_down() or stop() of the election")
         _lib.check_fork()
@@ -242,17 +257,23 @@ class Term:
         if h is None:
             return
         _lib.check(_lib.lib().simba_lock_release(h, _lib.millis("timeout", timeout)))
+        self.close()
 
     def close(self) -> None:
         """Releases a lock's term if still held and frees it; idempotent."""
-        if not self._lock or self._freed:
+        if self._freed or not self._lock:
             return
-        _lib.check_fork()
+        self._settle(self._free(self._h))  # the free first: nothing before it can be interrupted
+
+    def _settle(self, st: int) -> None:
+        """The bookkeeping after simba_term_free of this term returned st."""
         self._freed = True
-        if self._client.closed:
-            return  # freed with the client
+        self._finalizer.detach()
         self._client._forget(self)
-        _lib.check(_lib.lib().simba_term_free(self._h))
+        if st == _errors.FORKED:
+            _lib.check_fork()
+        if st not in (0, _errors.BAD_HANDLE):  # BAD_HANDLE: freed with its client
+            _lib.check(st)
 
     def __enter__(self) -> "Term":
         return self
@@ -325,21 +346,28 @@ class Election:
         c_name = _lib.c_text("name", name, InvalidName)
         key = next(_keys)
         listener = _lib.Listener(_c_elected, _c_revoked, key)
-        h = _lib.handle()
-        with _live_mu:
-            _live[key] = self
+        lib = _lib.lib()
+        h = _lib.handle(0)
         try:
-            _lib.check(
-                _lib.lib().simba_election_start_ex(
-                    client._h, c_name, ctypes.byref(listener), _c_release, ctypes.byref(h)
-                )
-            )
-        except BaseException:
             with _live_mu:
-                _live.pop(key, None)
+                _live[key] = self
+            _lib.check(
+                lib.simba_election_start_ex(client._h, c_name, ctypes.byref(listener), _c_release, ctypes.byref(h))
+            )
+            self._h = h.value
+            client._elections.add(self)
+        except BaseException:
+            if h.value:
+                # Started, and interrupted before it was handed over (a
+                # Ctrl-C right after the start returned): stop it without
+                # waiting. Its release callback drops the _live entry.
+                self._h = 0
+                client._elections.discard(self)
+                lib.simba_election_stop(h.value, 0)
+            else:
+                with _live_mu:
+                    _live.pop(key, None)
             raise
-        self._h = h.value
-        client._elections.add(self)
 
     def _elected(self, term: int, token: int) -> None:
         t = Term(self._client, self.name, term, token, lock=False)
@@ -433,14 +461,45 @@ class Election:
         term.valid (or term.ensure_valid) before each step of the work."""
         try:
             yield self.wait_elected(timeout)
-        finally:
-            self.stop()
+        except BaseException as e:
+            self._stop_after_block(interrupted=not isinstance(e, Exception))
+            raise
+        self._stop_after_block(interrupted=False)
+
+    def _stop_after_block(self, interrupted: bool) -> None:
+        """The stop at the end of a with block. On the main thread it never
+        blocks in C: the stop goes on in the background while this waits
+        for its end in slices, where Ctrl-C reaches it; after a Ctrl-C
+        (interrupted) it does not wait at all, and the release finishes
+        in the background (wait_released tells when)."""
+        if threading.current_thread() is not threading.main_thread():
+            try:
+                self.stop(timeout=0 if interrupted else DEFAULT_WAIT)
+            except Timeout:
+                if not interrupted:
+                    raise
+            return
+        _lib.check_fork()
+        if not self._h or self._client.closed:
+            return
+        try:
+            self.stop(timeout=0)
+        except Timeout:
+            pass  # not done yet: it goes on in the background
+        if interrupted:
+            return
+        deadline = time.monotonic() + DEFAULT_WAIT
+        while not self._released.wait(_SLICE):
+            if time.monotonic() >= deadline:
+                raise Timeout(
+                    _errors.TIMEOUT, f"stop election {self.name}: not done within {DEFAULT_WAIT}s, it goes on in the background"
+                )
 
     def __enter__(self) -> "Election":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        self._stop_after_block(interrupted=exc_type is not None and not issubclass(exc_type, Exception))
 
 
 class Client:
@@ -464,7 +523,7 @@ class Client:
         _lib.check_fork()
         self.closed = False
         self._h = 0
-        self._terms: set = set()
+        self._terms: "weakref.WeakSet[Term]" = weakref.WeakSet()  # a lost Term is released when collected
         self._elections: set = set()
         self._mu = threading.Lock()
         opts = _lib.Options()
@@ -477,6 +536,7 @@ class Client:
         h = _lib.handle()
         _lib.check(_lib.lib().simba_client_open(_lib.c_text("url", url, InvalidURL), ctypes.byref(opts), ctypes.byref(h)))
         self._h = h.value
+        _open_clients.add(self)
 
     def _check_open(self) -> None:
         _lib.check_fork()
@@ -494,40 +554,42 @@ class Client:
         c_name = _lib.c_text("name", name, InvalidName)
         ms = _lib.millis("timeout", timeout)
         cancel_h = cancel._h if cancel else 0
-        if threading.current_thread() is not threading.main_thread() or 0 < ms <= _SLICE_MS:
-            # Only the main thread gets KeyboardInterrupt, and a call bounded
-            # by one slice returns soon enough to see it: wait in C.
+        if not wait or ms == 0 or 0 < ms <= _SLICE_MS or threading.current_thread() is not threading.main_thread():
+            # One attempt (try_acquire, a timeout of 0) and a call bounded
+            # by one slice return soon enough to see a Ctrl-C, and only the
+            # main thread gets KeyboardInterrupt: wait in C, here.
             return self._acquire_here(fn, name, c_name, ms, cancel_h)
-        if wait and ms != 0:
-            # Most waits end within a slice (the lock is free): try one
-            # slice here, and only then wait in a thread of its own.
-            start = time.monotonic()
-            h = _lib.handle(0)
-            try:
-                st = fn(self._h, c_name, _SLICE_MS, cancel_h, ctypes.byref(h))
-                if st == 0:
-                    return self._term_of(name, h.value)
-                err = _lib.error_of(st, _lib.last_error())
-            except BaseException:
-                if h.value:
-                    _lib.lib().simba_term_free(h.value)  # won in the instant of an interrupt
-                raise
-            if st not in (_errors.LOCK_TIMEOUT, _errors.BACKEND_UNAVAILABLE):
+        # Most waits end within a slice (the lock is free): try one slice
+        # here, and only then wait in a thread of its own.
+        lib = _lib.lib()
+        start = time.monotonic()
+        h = _lib.handle(0)
+        try:
+            st = fn(self._h, c_name, _SLICE_MS, cancel_h, ctypes.byref(h))
+            if st == 0:
+                return self._term_of(name, h.value)
+            err = _lib.error_of(st, _lib.last_error())
+        except BaseException:
+            if h.value:
+                lib.simba_term_free(h.value)  # won in the instant of an interrupt
+            raise
+        if st not in (_errors.LOCK_TIMEOUT, _errors.BACKEND_UNAVAILABLE):
+            raise err  # type: ignore[misc]
+        if ms != _lib.NO_TIMEOUT:
+            ms -= int((time.monotonic() - start) * 1000)
+            if ms <= 0:
                 raise err  # type: ignore[misc]
-            if ms != _lib.NO_TIMEOUT:
-                ms -= int((time.monotonic() - start) * 1000)
-                if ms <= 0:
-                    raise err  # type: ignore[misc]
         return self._acquire_interruptibly(fn, name, c_name, ms, cancel)
 
     def _acquire_here(self, fn: Callable[..., int], name: str, c_name: bytes, ms: int, cancel_h: int) -> Term:
+        lib = _lib.lib()
         h = _lib.handle(0)
         try:
             _lib.check(fn(self._h, c_name, ms, cancel_h, ctypes.byref(h)))
             return self._term_of(name, h.value)
         except BaseException:
             if h.value:
-                _lib.lib().simba_term_free(h.value)  # releases; a second free of a freed handle is harmless
+                lib.simba_term_free(h.value)  # releases; a second free of a freed handle is harmless
             raise
 
     def _acquire_interruptibly(
@@ -538,19 +600,13 @@ class Client:
         through a cancel handle of its own, and a term won meanwhile, even in
         the same instant, is released (R-LOCK-2)."""
         lib = _lib.lib()
-        own = _lib.handle()
-        _lib.check(lib.simba_cancel_new(ctypes.byref(own)))
-        if cancel is not None:
-            cancel._link(own.value)
+        own = _lib.handle(0)
         outcome: Dict[str, Any] = {}
         mu = threading.Lock()
         done = threading.Event()
 
-        def give_back(h: int) -> None:
-            lib.simba_term_free(h)  # releases the lease and frees the handle
-
         def wait() -> None:
-            h = _lib.handle()
+            h = _lib.handle(0)
             st = fn(self._h, c_name, ms, own.value, ctypes.byref(h))
             message = _lib.last_error() if st != 0 else ""
             with mu:
@@ -559,48 +615,56 @@ class Client:
             if abandoned:
                 # The caller is gone (KeyboardInterrupt): nothing may stay held.
                 if st == 0:
-                    give_back(h.value)
+                    lib.simba_term_free(h.value)  # releases the lease and frees the handle
                 lib.simba_cancel_free(own.value)
             done.set()
 
-        threading.Thread(target=wait, name=f"simba-acquire-{name}", daemon=True).start()
-        handed = False
+        waiter = threading.Thread(target=wait, name=f"simba-acquire-{name}", daemon=True)
+        cancel_freed = False
         try:
-            try:
-                # Slices: a SIGINT that lands on another thread is still
-                # seen here within one.
-                while not done.wait(_SLICE):
-                    pass
-            except BaseException:
+            _lib.check(lib.simba_cancel_new(ctypes.byref(own)))
+            if cancel is not None:
+                cancel._link(own.value)
+            waiter.start()
+            # Slices: a SIGINT that lands on another thread is still seen
+            # here within one.
+            while not done.wait(_SLICE):
+                pass
+            # The wait ended and its outcome is this thread's: everything
+            # but the term is let go before the Term is built, so that the
+            # building is the last step that can be interrupted.
+            lib.simba_cancel_free(own.value)
+            cancel_freed = True
+            if cancel is not None:
+                cancel._unlink(own.value)
+            if outcome["st"] != 0:
+                raise _lib.error_of(outcome["st"], outcome["message"])  # type: ignore[misc]
+            return self._term_of(name, outcome["h"])
+        except BaseException:
+            abandoned = False
+            with mu:
+                running = "st" not in outcome and waiter.is_alive()
+            if running:
                 # Interrupted: cancel the wait; what it wins is given back
                 # here if it ends soon, else by its thread when it ends.
                 lib.simba_cancel(own.value)
-                try:
-                    done.wait(0.05)
-                finally:
-                    with mu:
-                        if "st" not in outcome:
-                            outcome["abandoned"] = True
-                raise
-            if outcome["st"] != 0:
-                raise _lib.error_of(outcome["st"], outcome["message"])  # type: ignore[misc]
-            t = self._term_of(name, outcome["h"])
-            handed = True
-            return t
-        except BaseException:
-            if outcome.get("st") == 0 and not outcome.get("abandoned") and not handed:
-                give_back(outcome["h"])  # won in the instant of the interrupt
+                done.wait(0.05)
+                with mu:
+                    abandoned = "st" not in outcome
+                    if abandoned:
+                        outcome["abandoned"] = True
+            if not abandoned:
+                if outcome.get("st") == 0:
+                    lib.simba_term_free(outcome["h"])  # won in the instant of the interrupt
+                if own.value and not cancel_freed:
+                    lib.simba_cancel_free(own.value)
+                    if cancel is not None:
+                        cancel._unlink(own.value)
             raise
-        finally:
-            if cancel is not None:
-                cancel._unlink(own.value)
-            with mu:
-                ours = not outcome.get("abandoned")
-            if ours:
-                lib.simba_cancel_free(own.value)
 
     def _term_of(self, name: str, h: int) -> Term:
         """The Term of a won lock handle; a failure frees the handle, which releases the lock."""
+        lib = _lib.lib()
         try:
             token = ctypes.c_uint64()
             _lib.check(_lib.lib().simba_term_token(h, ctypes.byref(token)))
@@ -608,7 +672,7 @@ class Client:
             with self._mu:
                 self._terms.add(t)
         except BaseException:
-            _lib.lib().simba_term_free(h)
+            lib.simba_term_free(h)
             raise
         return t
 
@@ -630,7 +694,10 @@ class Client:
         try:
             yield t
         finally:
-            t.close()
+            if not t._freed:
+                # The bound free first, with no Python frame before it
+                # where a Ctrl-C could land and skip it.
+                t._settle(t._free(t._h))
 
     def election(
         self, name: str, on_elected: Optional[ElectedFn] = None, on_revoked: Optional[RevokedFn] = None
@@ -656,6 +723,7 @@ class Client:
         if self.closed:
             return
         self.closed = True
+        _open_clients.discard(self)
         for el in list(self._elections):
             with el._cond:
                 el._h = 0
@@ -667,3 +735,24 @@ class Client:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+# Clients still open when the interpreter exits are closed before it is torn
+# down, so that no election callback arrives into a finalized interpreter
+# and the backend frees the leases at once instead of one lease later.
+_open_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+_EXIT_WAIT = 5.0  # seconds the exit waits for all of them together
+
+
+def _close_at_exit() -> None:
+    if _lib.forked:
+        return
+    deadline = time.monotonic() + _EXIT_WAIT
+    for c in list(_open_clients):
+        try:
+            c.close(timeout=max(deadline - time.monotonic(), 0.0))
+        except Exception:  # noqa: BLE001 - the exit goes on; the session expires
+            pass
+
+
+atexit.register(_close_at_exit)

@@ -43,7 +43,9 @@ if mode == "race":
         term = holder.acquire(name, timeout=10)
         delay = (i % 10) / 1000.0
         def release_and_interrupt():
-            time.sleep(0.02)
+            # After the main thread's first 50 ms slice, so that the
+            # wait that wins is the waiting thread's.
+            time.sleep(0.08)
             threading.Thread(target=term.release).start()
             time.sleep(delay)
             os.kill(os.getpid(), 2)
@@ -189,6 +191,43 @@ def test_ctrl_c_over_redis(redis_url, unique):
     try:
         expect(child, "waiting")
         time.sleep(0.3)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        expect(child, "interrupted")
+        latency = time.monotonic() - sent
+        expect(child, "free")
+        assert child.wait(10) == 0, child.stderr.read()
+        assert latency < 0.15, f"KeyboardInterrupt came {latency * 1000:.0f} ms after SIGINT"
+    finally:
+        child.kill()
+        child.wait()
+
+
+LEADING_SLOW_STOP = r"""
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import simba
+url, name = sys.argv[2], sys.argv[3]
+c = simba.Client(url, lease=3)
+el = c.election(name, on_revoked=lambda term, reason: time.sleep(2))
+try:
+    with el.leading(10):
+        print("waiting", flush=True)
+        time.sleep(30)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+assert el.wait_released(10)
+assert [l for l in c.snapshot()["leases"] if l["state"] == "LEADER"] == [], c.snapshot()
+print("free", flush=True)
+"""
+
+
+def test_ctrl_c_in_leading_does_not_wait_for_a_slow_stop(memory_url, unique):
+    """The stop's last on_revoked takes 2 s: KeyboardInterrupt does not wait for it."""
+    child = spawn(LEADING_SLOW_STOP, memory_url, unique)
+    try:
+        expect(child, "waiting")
+        time.sleep(0.2)
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
         expect(child, "interrupted")
