@@ -249,12 +249,24 @@ func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 }
 
 // awaitEnd waits for the outcome of a close or stop that runs in the
-// background, until wait ends.
+// background, until wait ends. An outcome that is there when wait ends
+// wins: a timeout of 0 does not wait, and reports work already done as
+// done instead of as a timeout.
 func awaitEnd(wait context.Context, done <-chan error, what string, timeoutMS int64) error {
 	select {
 	case err := <-done:
 		return err
+	default:
+	}
+	select {
+	case err := <-done:
+		return err
 	case <-wait.Done():
+		select {
+		case err := <-done:
+			return err
+		default:
+		}
 		return fmt.Errorf("%s: not done within %dms, it goes on in the background: %w", what, timeoutMS, wait.Err())
 	}
 }

@@ -1,6 +1,7 @@
 package capi
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -76,4 +77,52 @@ func TestAcquireTimeoutBounds(t *testing.T) {
 	wantStatus(t, "acquire(-2)", err, InvalidArgument)
 	_, err = OpenClient(url, Options{LeaseMS: math.MaxInt64})
 	wantStatus(t, "a lease of max ms", err, InvalidArgument)
+}
+
+// TestAwaitEndOfZeroReportsWorkDone: a timeout of 0 does not wait, and a
+// close or stop already done then is SIMBA_OK, not a timeout (both
+// channels are ready at once; the outcome must win every time).
+func TestAwaitEndOfZeroReportsWorkDone(t *testing.T) {
+	for i := range 200 {
+		wait, stop, err := waitContext(context.Background(), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		done <- nil
+		<-wait.Done()
+		if err := awaitEnd(wait, done, "stop election", 0); err != nil {
+			stop()
+			t.Fatalf("run %d: awaitEnd of finished work with a timeout of 0 = %v, want nil", i, err)
+		}
+		stop()
+	}
+	wait, stop, err := waitContext(context.Background(), 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	wantStatus(t, "awaitEnd of unfinished work", awaitEnd(wait, make(chan error), "stop election", 0), Timeout)
+}
+
+// TestStopAndCloseOfZero: a stop and a close with a timeout of 0 return
+// at once, SIMBA_OK or SIMBA_ERR_TIMEOUT, and the work ends either way.
+func TestStopAndCloseOfZero(t *testing.T) {
+	c := open(t, storeURL())
+	r := &recorder{events: make(chan string, 16)}
+	el, err := StartElection(c, "zero-stop", r)
+	wantStatus(t, "start", err, OK)
+	next(t, r.events, "elected 1")
+	start := time.Now()
+	if st := StatusOf(StopElection(el, 0, 0)); st != OK && st != Timeout {
+		t.Fatalf("stop(0): status %v", st)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("stop(0) took %v", took)
+	}
+	next(t, r.events, "revoked 1 STOPPED")
+	next(t, r.events, "released")
+	if st := StatusOf(CloseClient(c, 0, 0)); st != OK && st != Timeout {
+		t.Fatalf("close(0): status %v", st)
+	}
 }
