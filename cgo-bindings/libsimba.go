@@ -1,16 +1,19 @@
-// Command libsimba is the C API of Simba for Go, built with
+// Command libsimba is the C API of Simba for Go, built by scripts/build.sh
+// (make libsimba at the root of the repository), which runs
 //
-//	go build -buildmode=c-shared -o build/libsimba.so .
+//	go build -buildmode=c-shared -trimpath \
+//		-ldflags=-extldflags=-Wl,--version-script=$PWD/libsimba.map \
+//		-o build/libsimba.so .
 //
-// (make libsimba at the root of the repository, which also installs
-// build/simba.h and build/simba.pc). include/simba.h is the contract: one
-// documented header with stable names, integer handles, one status enum and
-// a thread-local last error. The functions of simba.h are defined in
-// bridge.c, which refuses every call in a forked child (the Go runtime does
-// not survive a fork) and calls the exports of this package, simbago_*,
-// local to the library (libsimba.map). They convert C values and call
-// internal/capi, which holds the handles and the logic; every export
-// recovers from panics, so none crosses the boundary.
+// and also installs build/simba.h and build/simba.pc; without the version
+// script every Go and cgo symbol would leave the library. include/simba.h
+// is the contract: one documented header with stable names, integer
+// handles, one status enum and a thread-local last error. The functions of
+// simba.h are defined in bridge.c, which refuses every call in a forked
+// child (the Go runtime does not survive a fork) and calls the exports of
+// this package, simbago_*, local to the library (libsimba.map). They
+// convert C values and call internal/capi, which holds the handles and the
+// logic; every export recovers from panics, so none crosses the boundary.
 //
 // The library links the in-memory backend and every backend of the
 // project, so simba_client_open opens memory://, redis://, rediss://,

@@ -51,7 +51,12 @@
  * child that needs the library with exec (posix_spawn, fork + exec) and
  * open a client in it. simba_version, simba_abi_version,
  * simba_status_name, simba_last_error, simba_last_error_message and
- * simba_string_free work in a forked child.
+ * simba_string_free work in a forked child. A child is told from its parent
+ * by a pthread_atfork handler: a child made without running those handlers
+ * (_Fork(), a raw clone or vfork system call) is not detected, and every
+ * call there may hang. fork() from inside a callback hangs the child when
+ * the callback returns into the library, whose other threads are gone:
+ * such a child may only exec or _exit.
  *
  * Blocking calls take a timeout in milliseconds (SIMBA_NO_TIMEOUT: no bound)
  * and, for acquisitions, a cancel handle (0: none) that another thread can
@@ -60,7 +65,12 @@
  * (SIMBA_ERR_INVALID_ARGUMENT). A timeout bounds the whole call: when it
  * passes, the call returns SIMBA_ERR_TIMEOUT (or the acquisition's error)
  * within a few milliseconds, whatever the backend does, and the work it
- * started goes on in the background as its description says.
+ * started goes on in the background as its description says. A timeout of
+ * 0 does not wait: a stop, step-down or close of timeout 0 returns SIMBA_OK
+ * if its work was already done when it looked, else SIMBA_ERR_TIMEOUT at
+ * once while the work goes on in the background (the release function of
+ * simba_election_start_ex tells when it ended); for acquisitions it means
+ * one attempt, as their descriptions say.
  */
 #ifndef SIMBA_H
 #define SIMBA_H
@@ -200,7 +210,8 @@ simba_status simba_client_open(const char *url, const simba_options *options, si
  * once, and its backend connection closes. The client's handle is freed at
  * once; the handles of its terms and elections when the close ends (before
  * the return, unless it timed out), whatever the status. timeout_ms bounds
- * the whole call, callbacks and backend alike: when it passes first, the
+ * the whole call, callbacks and backend alike (0: do not wait, see the
+ * top of this file): when it passes first, the
  * call returns SIMBA_ERR_TIMEOUT and the close goes on in the background
  * (callbacks of the elections may still come until it ends; their release
  * functions tell when); a backend that cannot be reached then frees the
@@ -308,7 +319,8 @@ simba_status simba_election_step_down(simba_handle election, int64_t cooldown_ms
 /*
  * Stops the election and frees its handle: the term is revoked
  * (SIMBA_STOPPED) and released, and the last on_revoked runs before the call
- * returns, unless timeout_ms passes first (SIMBA_ERR_TIMEOUT; the stop
+ * returns, unless timeout_ms passes first (SIMBA_ERR_TIMEOUT; 0 does not
+ * wait at all; the stop
  * completes anyway, and callbacks may come until it has: the release
  * function of simba_election_start_ex tells when). After a return without
  * timeout no callback comes. Called from a callback of the election, the

@@ -366,6 +366,19 @@ static int run_stop_in_callback(const char *url) {
 
 /* ------------------------------------------------------------ timeouts */
 
+struct delayed_release {
+	simba_handle term;
+	long after_ms;
+};
+
+/* Releases a term after a delay, from a thread of its own. */
+static void *release_later(void *arg) {
+	struct delayed_release *dr = arg;
+	sleep_ms(dr->after_ms);
+	check(simba_lock_release(dr->term, 5000), "release from another thread");
+	return NULL;
+}
+
 static int run_timeouts(const char *url) {
 	simba_handle a = open_client(url), b = open_client(url);
 	simba_handle term, other;
@@ -391,14 +404,36 @@ static int run_timeouts(const char *url) {
 		check(simba_term_free(term), "free");
 	}
 	st = simba_lock_acquire(a, "abi-timeouts", INT64_MAX, 0, &term);
-	printf("acquire(timeout INT64_MAX): %s\n", simba_status_name(st));
+	printf("acquire(timeout INT64_MAX) of a free lock: %s\n", simba_status_name(st));
 	if (st != SIMBA_OK) {
 		failed = 1;
 	} else {
-		/* A waiter with the maximum timeout waits, and wins once released. */
+		/* The maximum is accepted by a release too. */
 		check(simba_lock_release(term, INT64_MAX), "release(INT64_MAX)");
 		check(simba_term_free(term), "free");
 	}
+	/* A waiter with the maximum timeout on a held lock waits (it is not
+	 * refused, nor is it an attempt), and wins once another thread released. */
+	check(simba_lock_acquire(b, "abi-timeouts", 10000, 0, &other), "b holds");
+	pthread_t releaser;
+	struct delayed_release dr = {other, 300};
+	if (pthread_create(&releaser, NULL, release_later, &dr) != 0) {
+		fprintf(stderr, "pthread_create failed\n");
+		exit(1);
+	}
+	double start = now_ms();
+	st = simba_lock_acquire(a, "abi-timeouts", INT64_MAX, 0, &term);
+	double waited = now_ms() - start;
+	pthread_join(releaser, NULL);
+	printf("acquire(timeout INT64_MAX) of a held lock: %s after %.0f ms (released at 300 ms)\n",
+	       simba_status_name(st), waited);
+	if (st != SIMBA_OK || waited < 250) {
+		failed = 1;
+	}
+	if (st == SIMBA_OK) {
+		check(simba_term_free(term), "free");
+	}
+	check(simba_term_free(other), "free b's term");
 	st = simba_lock_try_acquire(a, "abi-timeouts", INT64_MAX, 0, &term);
 	printf("try_acquire(timeout INT64_MAX): %s\n", simba_status_name(st));
 	if (st != SIMBA_OK) {
