@@ -47,13 +47,28 @@ import (
 //
 // Plain reads (no lock) read a snapshot taken when the statement starts,
 // the same instant as its clock. SYSDATE(6), evaluated when it is called,
-// is not used: --sysdate-is-now turns it into NOW() without a trace, it is
-// unsafe for statement-based replication, and it returns the session's
-// time zone, not UTC.
+// is not compared with: --sysdate-is-now turns it into NOW() without a
+// trace, and it returns the session's time zone, not UTC. It only dates
+// the start of a term won after a lock wait (myAfterLocks).
 //
 // Where ownership is decided (UPDATE ... JOIN, INSERT ... SELECT) InnoDB
 // reads the joined rows with shared locks, that is their latest committed
 // version, never a stale REPEATABLE READ snapshot.
+// myAfterLocks is the UTC time at which it is evaluated, after the row
+// locks the statement waited for: its start (UTC_TIMESTAMP(6)) plus the
+// time since (SYSDATE(6) - NOW(6), both in the session's time zone, so
+// that it cancels). A term won after a wait is stamped with it: stamped
+// with the statement's start, it began the whole wait earlier, and
+// Holder's Since and a sweep's idle were off by that much. Never earlier
+// than the start: with --sysdate-is-now, or across a change of the
+// session's offset from UTC during the statement that sets the clock
+// back, the difference is zero or negative and the start is used; one
+// that moves it forward stamps a term later, which only keeps it longer
+// from a sweep. Unsafe for statement-based replication, as
+// LAST_INSERT_ID(expr) is not: with binlog_format=MIXED (the default) the
+// server logs the change as a row instead.
+const myAfterLocks = `UTC_TIMESTAMP(6) + INTERVAL GREATEST(TIMESTAMPDIFF(MICROSECOND, NOW(6), SYSDATE(6)), 0) MICROSECOND`
+
 const (
 	myOpenSession = `INSERT INTO {session} (id, expires_at, created_at, identity)
 VALUES (?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), ?)`
@@ -110,7 +125,7 @@ SELECT 2, g.group_name, (
 	// the row naming an expired session, a free lease, and uses a token up.
 	myTakeOver = `UPDATE {lease} l
 LEFT JOIN {session} o ON o.id = l.session_id AND o.id <> ? AND o.expires_at > UTC_TIMESTAMP(6)
-SET l.token = LAST_INSERT_ID(l.token + 1), l.session_id = ?, l.acquired_at = UTC_TIMESTAMP(6)
+SET l.token = LAST_INSERT_ID(l.token + 1), l.session_id = ?, l.acquired_at = ` + myAfterLocks + `
 WHERE l.name = ? AND o.id IS NULL`
 
 	// Why myTakeOver changed nothing: caller not live, or row held (its
@@ -138,7 +153,7 @@ WHERE l.name = ? AND o.id IS NULL`
 	// that the caller is live; a row inserted for a caller that is not
 	// names an expired session, which leaves the lease free.
 	myInsertLease = `INSERT IGNORE INTO {lease} (name, session_id, token, acquired_at)
-VALUES (?, ?, COALESCE((SELECT token FROM {floor} WHERE id = 1 LOCK IN SHARE MODE), 0) + 1, UTC_TIMESTAMP(6))`
+VALUES (?, ?, COALESCE((SELECT token FROM {floor} WHERE id = 1 LOCK IN SHARE MODE), 0) + 1, ` + myAfterLocks + `)`
 
 	// A sweep, in a READ COMMITTED transaction: mySweepLock locks the
 	// floor row first, so that sweeps queue and a first insert, which

@@ -287,3 +287,48 @@ func testContendedRowKeepsSession(t *testing.T, f *fixture) {
 		t.Fatalf("keep-alive after the row was let go lists %v, want kept:%d", got, kept)
 	}
 }
+
+// testTakeOverStampsTermAfterWait: a take-over of a free name waits for
+// its lease row, which another transaction holds for more than a second.
+// The term it wins begins once it has the row: Holder's Since must not
+// lie before the row was let go. Stamped with the statement's start, it
+// lies the whole wait earlier, and a sweep begun within its idle of the
+// win may take the term for idle.
+func testTakeOverStampsTermAfterWait(t *testing.T, f *fixture) {
+	b := f.raceBackend(t)
+	first, taker := open(t, b, time.Minute), open(t, b, time.Minute)
+	const n = "stamped"
+	prev := acquire(t, b, first, n).Token
+	if err := b.Release(ctxT(t), first, n, prev); err != nil {
+		t.Fatal(err)
+	}
+	unlock := f.lockLease(t, n)
+	began := time.Now()
+	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxRace(t), taker, n) })
+	if o := awaitWaitsOr(t, f, "the take-over waiting for the lease row", 1, won); o != nil {
+		t.Fatalf("the take-over returned %+v, %v while its row was held", o.v, o.err)
+	}
+	time.Sleep(time.Until(began.Add(time.Second)))
+	letGo := time.Now()
+	if err := unlock(); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	r := <-won
+	if r.err != nil || !r.v.Won || r.v.Token <= prev {
+		t.Fatalf("the take-over = %+v, %v; want a win above %d", r.v, r.err, prev)
+	}
+	hr, is := b.(simba.HolderReader)
+	if !is {
+		t.Fatal("the backend reads no holder")
+	}
+	h, ok, err := hr.Holder(ctxT(t), n)
+	if err != nil || !ok || h.Session != taker {
+		t.Fatalf("Holder(%q) = %+v, %v, %v; want %s", n, h, ok, err, taker)
+	}
+	// The server's clock is the machine's; 50ms allow for the rounding of
+	// the stored time and a commit seen a little before letGo was read.
+	if h.Since.Before(letGo.Add(-50 * time.Millisecond)) {
+		t.Fatalf("the term won after a wait of %v begins at %v, %v before the row was let go (the take-over began %v before)",
+			letGo.Sub(began).Round(time.Millisecond), h.Since.Format(time.RFC3339Nano), letGo.Sub(h.Since).Round(time.Millisecond), letGo.Sub(began).Round(time.Millisecond))
+	}
+}

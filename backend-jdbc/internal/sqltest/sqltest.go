@@ -184,6 +184,7 @@ var tests = []struct {
 	{"SweepRaceKeepAliveBehindLive", testSweepRaceKeepAliveBehindLive},
 	{"SweepRaceCleanupAhead", testSweepRaceCleanupAhead},
 	{"TakeOverRaceReleaseAhead", testTakeOverRaceReleaseAhead},
+	{"TakeOverStampsTermAfterWait", testTakeOverStampsTermAfterWait},
 	{"CloseRaceKeepAliveAhead", testCloseRaceKeepAliveAhead},
 	{"TakeOverRaceKeepAliveBehind", testTakeOverRaceKeepAliveBehind},
 	{"SweepRaceTakeOverBehind", testSweepRaceTakeOverBehind},
@@ -222,6 +223,7 @@ func IsolationTests(name string) bool {
 		"KeepAliveAfterLockWaitDoesNotReviveExpiredSession", "AcquireAfterLockWaitRefusesExpiredSession",
 		"ContendedRowKeepsSession", "RaceOneWinnerPerRound", "FirstInsertAfterSweep",
 		"TakeOverRaceKeepAliveBehind", "TakeOverRaceReleaseAhead", "CloseRaceKeepAliveAhead",
+		"TakeOverStampsTermAfterWait", "GroupAndCloseEndAtTheirBound",
 	}, name) || strings.HasPrefix(name, "Sweep") && name != "SweepBoundsLeaseRows"
 }
 
