@@ -554,13 +554,19 @@ class Client:
         c_name = _lib.c_text("name", name, InvalidName)
         ms = _lib.millis("timeout", timeout)
         cancel_h = cancel._h if cancel else 0
-        if not wait or ms == 0 or 0 < ms <= _SLICE_MS or threading.current_thread() is not threading.main_thread():
-            # One attempt (try_acquire, a timeout of 0) and a call bounded
-            # by one slice return soon enough to see a Ctrl-C, and only the
-            # main thread gets KeyboardInterrupt: wait in C, here.
+        if 0 < ms <= _SLICE_MS or threading.current_thread() is not threading.main_thread():
+            # A call bounded by one slice returns soon enough to see a
+            # Ctrl-C, and only the main thread gets KeyboardInterrupt: wait
+            # in C, here.
             return self._acquire_here(fn, name, c_name, ms, cancel_h)
-        # Most waits end within a slice (the lock is free): try one slice
-        # here, and only then wait in a thread of its own.
+        if wait and ms == 0:
+            # One attempt, bounded in C by a lease duration: a slice of it
+            # would be a wait of 50 ms instead.
+            return self._acquire_interruptibly(fn, name, c_name, ms, cancel)
+        # Most calls end within a slice (the lock is free, or a try is
+        # answered): make one slice of it here, and only then wait in a
+        # thread of its own (a try whose answer is late makes its attempt
+        # again there; one that timed out never left the lock held).
         lib = _lib.lib()
         start = time.monotonic()
         h = _lib.handle(0)
@@ -575,7 +581,7 @@ class Client:
             raise
         if st not in (_errors.LOCK_TIMEOUT, _errors.BACKEND_UNAVAILABLE):
             raise err  # type: ignore[misc]
-        if ms != _lib.NO_TIMEOUT:
+        if ms > 0:
             ms -= int((time.monotonic() - start) * 1000)
             if ms <= 0:
                 raise err  # type: ignore[misc]

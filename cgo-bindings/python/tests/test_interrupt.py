@@ -238,3 +238,65 @@ def test_ctrl_c_in_leading_does_not_wait_for_a_slow_stop(memory_url, unique):
     finally:
         child.kill()
         child.wait()
+
+
+FROZEN_TRY = r"""
+import os, socket, sys, threading, time, urllib.parse
+sys.path.insert(0, sys.argv[1])
+import simba
+url, name = sys.argv[2], sys.argv[3]
+target = urllib.parse.urlsplit(url)
+frozen = threading.Event()
+
+def pipe(a, b):
+    try:
+        while True:
+            data = a.recv(65536)
+            if not data:
+                break
+            while frozen.is_set():
+                time.sleep(0.01)
+            b.sendall(data)
+    except OSError:
+        pass
+
+listener = socket.create_server(("127.0.0.1", 0))
+
+def serve():
+    while True:
+        conn, _ = listener.accept()
+        up = socket.create_connection((target.hostname, target.port))
+        threading.Thread(target=pipe, args=(conn, up), daemon=True).start()
+        threading.Thread(target=pipe, args=(up, conn), daemon=True).start()
+
+threading.Thread(target=serve, daemon=True).start()
+proxied = urllib.parse.urlunsplit(target._replace(netloc=f"127.0.0.1:{listener.getsockname()[1]}"))
+c = simba.Client(proxied, lease=6)
+c.try_acquire(name + "-warm").close()
+frozen.set()  # the backend stops answering: the try waits for its answer
+print("waiting", flush=True)
+try:
+    c.try_acquire(name)
+    print("not interrupted", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+except simba.SimbaError as e:
+    print("failed", type(e).__name__, e, flush=True)
+os._exit(0)
+"""
+
+
+def test_ctrl_c_interrupts_a_try_acquire_that_waits_for_a_frozen_backend(redis_url, unique):
+    child = spawn(FROZEN_TRY, redis_url, unique)
+    try:
+        expect(child, "waiting")
+        time.sleep(0.3)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        expect(child, "interrupted")
+        latency = time.monotonic() - sent
+        assert child.wait(10) == 0, child.stderr.read()
+        assert latency < 0.15, f"KeyboardInterrupt came {latency * 1000:.0f} ms after SIGINT"
+    finally:
+        child.kill()
+        child.wait()
