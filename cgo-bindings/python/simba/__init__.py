@@ -189,9 +189,11 @@ class Term:
             # Bound now, so that close() reaches C with no Python frame
             # before the free, where a Ctrl-C could land and skip it. A
             # lock's term dropped without close() is released when it is
-            # collected (or at the interpreter's exit).
+            # collected; at the interpreter's exit its client's close ends
+            # it, within that close's bound.
             self._free = _lib.lib().simba_term_free
             self._finalizer = weakref.finalize(self, self._free, h)
+            self._finalizer.atexit = False
 
     def _handle(self) -> Optional[int]:
         """The handle, or None when it is gone (freed, revoked, client closed)."""
