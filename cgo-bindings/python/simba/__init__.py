@@ -438,7 +438,8 @@ class Election:
         """Stops the election: the last on_revoked (STOPPED) runs before it
         returns, and no callback after it. Idempotent. Past timeout seconds
         it raises Timeout and the stop goes on in the background: callbacks
-        may come until it ended (wait_released tells when). Called from a
+        may come until it ended (wait_released tells when); a timeout of 0
+        does not wait (Timeout unless already done). Called from a
         callback, it returns at once, and only the on_revoked of the term of
         that callback follows."""
         _lib.check_fork()
@@ -726,7 +727,9 @@ class Client:
         the backend frees every lease at once. Idempotent. timeout bounds
         the whole call: past it, it raises Timeout and the close goes on in
         the background (a backend that cannot be reached frees the leases
-        when the session expires, at most one lease later)."""
+        when the session expires, at most one lease later); a timeout of 0
+        does not wait. A client still open at the interpreter's exit is
+        closed then."""
         _lib.check_fork()
         if self.closed:
             return
