@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -379,10 +380,19 @@ func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duratio
 
 // deadlockRetries bounds the runs of a statement that PostgreSQL aborted
 // to break a deadlock; serializationRetries those of a statement it
-// aborted with a serialization failure.
+// aborted with a serialization failure, where ctx has no deadline (with
+// one, the deadline bounds them).
 const (
 	deadlockRetries      = 3
-	serializationRetries = 20
+	serializationRetries = 100
+)
+
+// Pauses before a statement aborted with a serialization failure runs
+// again: from serializationPause, doubling up to serializationPauseMax,
+// each a random time between half of it and all of it.
+const (
+	serializationPause    = time.Millisecond
+	serializationPauseMax = 50 * time.Millisecond
 )
 
 // retry runs f, again if PostgreSQL aborted it to break a deadlock
@@ -396,16 +406,38 @@ const (
 // default_transaction_isolation that a user may set, PostgreSQL aborts
 // such a statement with a serialization failure instead, and the run
 // again, in a transaction of its own with a new snapshot, is the check in
-// the latest version.
+// the latest version. A statement aborted that way runs again while ctx
+// lasts, after a short random pause: at SERIALIZABLE a statement reading
+// rows that concurrent calls keep writing (a keep-alive reading the leases
+// of a session whose acquires and releases run meanwhile) can be aborted
+// many times in a row, and 20 immediate tries failed a keep-alive that
+// still had most of its time.
 func retry(ctx context.Context, f func() error) error {
+	pause := serializationPause
 	for i := 1; ; i++ {
 		err := f()
 		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && ctx.Err() == nil &&
-			(pgErr.Code == "40P01" && i < deadlockRetries || pgErr.Code == "40001" && i < serializationRetries) {
-			continue
+		if !errors.As(err, &pgErr) || ctx.Err() != nil {
+			return err
 		}
-		return err
+		switch {
+		case pgErr.Code == "40P01" && i < deadlockRetries:
+		case pgErr.Code == "40001" && i < serializationRetries:
+			wait := pause/2 + rand.N(pause/2+1)
+			pause = min(2*pause, serializationPauseMax)
+			if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < 2*wait {
+				return err // no time left for the pause and another run
+			}
+			timer := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return err
+			case <-timer.C:
+			}
+		default:
+			return err
+		}
 	}
 }
 
