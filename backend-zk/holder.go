@@ -62,7 +62,11 @@ func (b *Backend) Holder(ctx context.Context, name string) (simba.Holder, bool, 
 			b.dropWatcher(wc)
 			return node{}, fmt.Errorf("simbazk: %s: %w", op, wc.err)
 		}
-		data, st, err := wc.conn.Get(path)
+		var (
+			data []byte
+			st   *zk.Stat
+		)
+		err := wc.do(func() (err error) { data, st, err = wc.conn.Get(path); return err })
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return node{}, nil

@@ -24,6 +24,7 @@ const watchTimeout = 10 * time.Second
 // spurious wake-up) and later ones work on the new session.
 type watchConn struct {
 	conn  *zk.Conn
+	calls inflight      // every request on conn goes through calls.do
 	links links         // the network connection, closed by close
 	done  chan struct{} // closed when the connection's goroutines ended
 	once  sync.Once
@@ -31,14 +32,39 @@ type watchConn struct {
 	err   error         // the set-up's error, readable after auth is closed
 }
 
-// close closes the connection and waits for its goroutines, within about
-// a second whatever the server does (see session.closeConn).
+// errConnClosing is what a request answers when its connection is closing.
+var errConnClosing = errors.New("simbazk: connection closing")
+
+// close closes the connection and waits for its goroutines. It first lets
+// the requests in flight end and refuses new ones (see inflight): the
+// library reads the response of some after a close while its receiver
+// may still write it, and a request sent while it closes can block its
+// goroutines for good. A request unanswered within closeGrace drops the
+// network connection, which ends it; close returns within about
+// closeGrace and a second whatever the server does (see
+// session.closeConn), and within watchTimeout should the library not end
+// its requests.
 func (w *watchConn) close() {
 	w.once.Do(func() {
+		w.calls.quiesce(closeGrace, watchTimeout, w.links.close)
 		w.conn.Close()
 		w.links.close()
 	})
 	<-w.done
+}
+
+// closeGrace is how long close lets the requests in flight on the watch
+// connection end before it drops the network connection.
+const closeGrace = 500 * time.Millisecond
+
+// do runs f, a request on the connection, unless the connection is
+// closing (then it answers errConnClosing).
+func (w *watchConn) do(f func() error) error {
+	var err error
+	if !w.calls.do(func() { err = f() }) {
+		return errConnClosing
+	}
+	return err
 }
 
 // releaseWatch is one Zookeeper watch on a lease node, shared by every
@@ -135,7 +161,7 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 			b.dropWatcher(wc)
 			return
 		}
-		b.watchQueued(wc.conn, name, w, set)
+		b.watchQueued(wc, name, w, set)
 	}) {
 		b.fire(name, w)
 		return nil, ErrClosed
@@ -203,11 +229,11 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 	b.wg.Go(func() {
 		defer close(w.auth)
 		if b.opts.Auth != "" {
-			if w.err = conn.AddAuth("digest", []byte(b.opts.Auth)); w.err != nil {
+			if w.err = w.do(func() error { return conn.AddAuth("digest", []byte(b.opts.Auth)) }); w.err != nil {
 				return
 			}
 		}
-		_, _, w.err = conn.Exists(b.opts.Root)
+		w.err = w.do(func() error { _, _, err := conn.Exists(b.opts.Root); return err })
 	})
 	b.watcher = w
 	return w, nil
@@ -234,7 +260,7 @@ func (b *Backend) dropWatcher(wc *watchConn) {
 // backend, not every one that waits; that backend's node leaves the queue
 // once it fired (after its claim, see claimFor), which wakes the next one
 // to watch the lease node. set receives the outcome of the first request.
-func (b *Backend) watchQueued(conn *zk.Conn, name string, w *releaseWatch, set chan<- error) {
+func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set chan<- error) {
 	signalled := false
 	signal := func(err error) { // once the watch is armed, or at the end
 		if !signalled {
@@ -244,26 +270,27 @@ func (b *Backend) watchQueued(conn *zk.Conn, name string, w *releaseWatch, set c
 	}
 	defer signal(nil)
 	path := b.leasePath(name)
-	exists, _, err := conn.Exists(path)
+	var exists bool
+	err := wc.do(func() (err error) { exists, _, err = wc.conn.Exists(path); return err })
 	if err != nil || !exists {
 		b.fire(name, w) // a free lease is seen at once
 		signal(err)
 		return
 	}
 	dir := b.waitersDir + "/" + name
-	me, err := b.enqueue(conn, dir)
+	me, err := b.enqueue(wc, dir)
 	if err != nil {
 		me = "" // no place in the queue: watch the lease node itself
 	}
 	defer func() {
 		if me != "" {
-			_ = conn.Delete(me, -1)
+			_ = wc.do(func() error { return wc.conn.Delete(me, -1) })
 		}
 	}()
 	for {
 		target := path
 		if me != "" {
-			pred, err := predecessor(conn, dir, me)
+			pred, err := predecessor(wc, dir, me)
 			if err != nil {
 				b.fire(name, w)
 				return
@@ -272,7 +299,11 @@ func (b *Backend) watchQueued(conn *zk.Conn, name string, w *releaseWatch, set c
 				target = pred
 			}
 		}
-		ok, _, ev, err := conn.ExistsW(target)
+		var (
+			ok bool
+			ev <-chan zk.Event
+		)
+		err := wc.do(func() (err error) { ok, _, ev, err = wc.conn.ExistsW(target); return err })
 		switch {
 		case err != nil:
 			b.fire(name, w)
@@ -310,24 +341,35 @@ func (b *Backend) watchQueued(conn *zk.Conn, name string, w *releaseWatch, set c
 
 // enqueue creates the backend's node in the queue dir of a lease name and
 // returns its path, creating dir (a container) and its parents if needed.
-func (b *Backend) enqueue(conn *zk.Conn, dir string) (string, error) {
-	me, err := conn.Create(dir+"/w-", nil, zk.FlagEphemeralSequential, b.opts.ACL)
+func (b *Backend) enqueue(wc *watchConn, dir string) (string, error) {
+	var me string
+	create := func() (err error) {
+		me, err = wc.conn.Create(dir+"/w-", nil, zk.FlagEphemeralSequential, b.opts.ACL)
+		return err
+	}
+	err := wc.do(create)
 	if !errors.Is(err, zk.ErrNoNode) {
 		return me, err
 	}
-	if err := b.ensureParents(conn, dir); err != nil {
+	if err := wc.do(func() error { return b.ensureParents(wc.conn, dir) }); err != nil {
 		return "", err
 	}
-	if _, err := conn.CreateContainer(dir, nil, zk.FlagContainer, b.opts.ACL); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	err = wc.do(func() error {
+		_, err := wc.conn.CreateContainer(dir, nil, zk.FlagContainer, b.opts.ACL)
+		return err
+	})
+	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return "", err
 	}
-	return conn.Create(dir+"/w-", nil, zk.FlagEphemeralSequential, b.opts.ACL)
+	err = wc.do(create)
+	return me, err
 }
 
 // predecessor returns the path of the node just before me in the queue
 // dir, or "" when me is first.
-func predecessor(conn *zk.Conn, dir, me string) (string, error) {
-	children, _, err := conn.Children(dir)
+func predecessor(wc *watchConn, dir, me string) (string, error) {
+	var children []string
+	err := wc.do(func() (err error) { children, _, err = wc.conn.Children(dir); return err })
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,92 @@
+package simbazk
+
+import (
+	"sync"
+	"time"
+)
+
+// inflight counts the requests in flight on one library connection, so
+// that the connection is closed only once none is, and refuses new ones
+// once it closes.
+//
+// The library answers a request with ErrConnectionClosed as soon as Close
+// was called, while its receiver may still be decoding the server's answer
+// into the response. Most methods then leave the response alone, but
+// CreateContainer reads it whatever the error: a data race with the
+// receiver. Of the methods the backend uses (Create, CreateContainer,
+// Delete, Exists, ExistsW, Get, Children, Multi, AddAuth) only
+// CreateContainer does so, and only the watch connection sends it. A
+// request queued while Close runs can also be answered three times, one
+// more than its channel holds, which blocks the library's goroutines (and
+// so Close) for good. Every request of the watch connection therefore runs
+// through [inflight.do].
+type inflight struct {
+	mu      sync.Mutex
+	n       int
+	closing bool
+	idle    chan struct{} // closed once closing and n is 0
+}
+
+// do runs f unless the connection is closing, and reports whether it ran.
+func (g *inflight) do(f func()) bool {
+	g.mu.Lock()
+	if g.closing {
+		g.mu.Unlock()
+		return false
+	}
+	g.n++
+	g.mu.Unlock()
+	defer g.leave()
+	f()
+	return true
+}
+
+func (g *inflight) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n--
+	if g.n == 0 && g.closing {
+		close(g.idle)
+	}
+}
+
+// close refuses new calls and returns a channel closed once none is in
+// flight.
+func (g *inflight) close() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.closing {
+		g.closing = true
+		g.idle = make(chan struct{})
+		if g.n == 0 {
+			close(g.idle)
+		}
+	}
+	return g.idle
+}
+
+// quiesce waits until no guarded call is in flight on a connection about
+// to close, so that none can read a response its receiver still writes.
+// A call normally ends with the server's answer, within grace; past it the
+// server is taken as unresponsive (the close request it is about to be
+// sent would not be confirmed either) and the network connection is
+// closed by dropLink: the receiver stops at once, and the library fails
+// every request it sent and, once the reconnect fails, every one it had
+// not sent yet, which ends the calls. bound caps the whole wait anyway;
+// it is reached only when the library does neither.
+func (g *inflight) quiesce(grace, bound time.Duration, dropLink func()) {
+	idle := g.close()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return
+	case <-t.C:
+	}
+	dropLink()
+	t.Reset(bound - grace)
+	select {
+	case <-idle:
+	case <-t.C:
+	}
+}
