@@ -1,13 +1,10 @@
 package simbapg
 
 import (
-	"context"
-	"errors"
 	"testing"
-	"time"
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
-	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // TestLeaseAboveMaximumIsAConfigError: a client whose lease the backend
@@ -19,21 +16,5 @@ func TestLeaseAboveMaximumIsAConfigError(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	for _, lease := range []time.Duration{MaxLease + time.Millisecond, 25 * time.Hour, 1000 * time.Hour} {
-		c, err := simba.New(b, simba.WithConfig(simba.Config{LeaseDuration: lease}))
-		var ce *simba.ConfigError
-		if !errors.As(err, &ce) || ce.Field != "LeaseDuration" {
-			if c != nil {
-				_ = c.Close(context.Background())
-			}
-			t.Errorf("lease %v: simba.New = %v, want a *simba.ConfigError about LeaseDuration", lease, err)
-		}
-	}
-	c, err := simba.New(b, simba.WithConfig(simba.Config{LeaseDuration: MaxLease}))
-	if err != nil {
-		t.Fatalf("lease %v: %v", MaxLease, err)
-	}
-	if err := c.Close(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	backendtest.LeaseAboveMaximumIsAConfigError(t, b, MaxLease)
 }

@@ -1,41 +1,23 @@
 package simbapg
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // formSecret is the credential of TestOpenHidesCredentialsInEveryForm:
 // letters and digits only, so that no form of a URL changes it.
 const formSecret = "Zq7SecretVw3Ky"
-
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestOpenHidesCredentialsInEveryForm: a credential pgx accepts, in the
 // user information, in the password or sslpassword parameter, in a
@@ -82,40 +64,29 @@ func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
 				if q := strings.Trim(c.query+"&"+strings.ReplaceAll(f.query, "USER", c.user), "&"); q != "" {
 					raw += "?" + q
 				}
-				var logs syncBuffer
-				opts := Options{TablePrefix: c.prefix, Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+				var logs backendtest.LogBuffer
+				opts := Options{TablePrefix: c.prefix, Logger: logs.Logger()}
 				if f.pass {
 					opts.Password = s
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				b, err := Open(ctx, raw, opts)
-				cancel()
-				if err == nil {
-					_ = b.Close()
-					t.Fatalf("Open(%q) succeeded", raw)
-				}
-				if text := sqltest.ErrorTexts(err); strings.Contains(text, s) {
-					t.Errorf("Open(%q): the error chain shows the secret:\n%s", raw, text)
-				}
+				backendtest.OpenFailsHiding(t, fmt.Sprintf("Open(%q)", raw), 5*time.Second,
+					func(ctx context.Context) (io.Closer, error) { return Open(ctx, raw, opts) }, s)
 				if !f.pass && c.prefix == "" {
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 					ob, err := simba.OpenBackend(ctx, raw)
 					cancel()
 					if err == nil {
 						_ = ob.Close()
-					} else if text := sqltest.ErrorTexts(err); strings.Contains(text, s) {
-						t.Errorf("simba.OpenBackend(%q): the error chain shows the secret:\n%s", raw, text)
 					}
+					backendtest.NoSecret(t, fmt.Sprintf("simba.OpenBackend(%q)", raw), err, s)
 				}
-				if strings.Contains(logs.String(), s) {
-					t.Errorf("Open(%q): the log shows the secret:\n%s", raw, logs.String())
-				}
+				backendtest.NoSecretIn(t, fmt.Sprintf("Open(%q): the log", raw), logs.String(), s)
 			})
 		}
 	}
 	// A keyword/value string is refused without being quoted.
 	_, err := Open(context.Background(), "host=127.0.0.1 port=1 user=u password="+s+" dbname=db", Options{})
-	if err == nil || strings.Contains(sqltest.ErrorTexts(err), s) {
+	if err == nil || strings.Contains(backendtest.ErrorTexts(err), s) {
 		t.Errorf("keyword/value string: %v", err)
 	}
 }
@@ -124,14 +95,8 @@ func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
 // value or a pointer, or logged with slog, never shows Password.
 func TestOptionsPrintWithoutPassword(t *testing.T) {
 	o := Options{TablePrefix: "app_", Password: formSecret}
-	var logs syncBuffer
-	slog.New(slog.NewTextHandler(&logs, nil)).Info("options", "opts", o, "ptr", &o)
-	slog.New(slog.NewJSONHandler(&logs, nil)).Info("options", "opts", o)
-	var b strings.Builder
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
-		fmt.Fprintf(&b, verb+"\n"+verb+"\n", o, &o)
-	}
-	for _, text := range []string{b.String(), logs.String()} {
+	formatted, logged := backendtest.PrintedTexts(o, &o)
+	for _, text := range []string{formatted, logged} {
 		if strings.Contains(text, formSecret) {
 			t.Errorf("Options printed show the password:\n%s", text)
 		}
