@@ -132,9 +132,11 @@ func (b *Backend) Root() string { return b.opts.Root }
 // session at once on the server (their leases are freed and their group
 // memberships end), and waits for the backend's goroutines. It gives each
 // server up to a second to confirm the end of its sessions, then closes
-// the network connections whatever the server does, so it returns within
-// a few seconds even when a server hangs (sessions whose close was not
-// confirmed expire after their timeout). Calls in flight fail; later
+// the network connections whatever the server does (the watch connection
+// first lets its requests in flight end, for half a second at most, see
+// watchConn.close), so it returns within a few seconds even when a server
+// hangs (sessions whose close was not confirmed expire after their
+// timeout). Calls in flight fail; later
 // calls return ErrClosed. Close is idempotent and always returns nil.
 func (b *Backend) Close() error {
 	b.mu.Lock()
