@@ -1,66 +1,22 @@
 package simbaredis
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
+	"io"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // formSecret is the credential of TestOpenHidesCredentialsInEveryForm:
 // letters and digits only, so that no form of a URL changes it.
 const formSecret = "Zq7SecretVw3Ky"
-
-// errorTexts returns every text err shows: Error, %v, %+v and %#v of err
-// and of each error its chain holds (Unwrap, single or multiple).
-func errorTexts(err error) string {
-	var b strings.Builder
-	seen := 0
-	var walk func(error)
-	walk = func(e error) {
-		if e == nil || seen > 100 {
-			return
-		}
-		seen++
-		fmt.Fprintf(&b, "%s\n%v\n%+v\n%#v\n", e.Error(), e, e, e)
-		switch u := e.(type) { //nolint:errorlint // every level of the chain, one at a time
-		case interface{ Unwrap() error }:
-			walk(u.Unwrap())
-		case interface{ Unwrap() []error }:
-			for _, x := range u.Unwrap() {
-				walk(x)
-			}
-		}
-	}
-	walk(err)
-	return b.String()
-}
-
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestOpenHidesCredentialsInEveryForm: a credential go-redis or a Redis
 // deployment may carry, in the user information, in a query parameter
@@ -111,38 +67,20 @@ func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
 				if q := strings.Trim(c.query+"&"+f.query, "&"); q != "" {
 					raw += "?" + q
 				}
-				var logs syncBuffer
-				opts := Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+				var logs backendtest.LogBuffer
+				opts := Options{Logger: logs.Logger()}
 				if f.pass {
 					opts.Password = s
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), c.within)
-				b, err := Open(ctx, raw, opts)
-				cancel()
-				if err == nil {
-					_ = b.Close()
-					t.Fatalf("Open(%q) succeeded", raw)
-				}
-				if text := errorTexts(err); strings.Contains(text, s) {
-					t.Errorf("Open(%q): the error chain shows the secret:\n%s", raw, text)
-				}
+				backendtest.OpenFailsHiding(t, fmt.Sprintf("Open(%q)", raw), c.within,
+					func(ctx context.Context) (io.Closer, error) { return Open(ctx, raw, opts) }, s)
 				if !f.pass {
-					ctx, cancel := context.WithTimeout(context.Background(), c.within)
-					ob, err := simba.OpenBackend(ctx, raw)
-					cancel()
-					if err == nil {
-						_ = ob.Close()
-						t.Fatalf("simba.OpenBackend(%q) succeeded", raw)
-					}
-					if text := errorTexts(err); strings.Contains(text, s) {
-						t.Errorf("simba.OpenBackend(%q): the error chain shows the secret:\n%s", raw, text)
-					}
+					backendtest.OpenFailsHiding(t, fmt.Sprintf("simba.OpenBackend(%q)", raw), c.within,
+						func(ctx context.Context) (io.Closer, error) { return simba.OpenBackend(ctx, raw) }, s)
 				}
 				// go-redis reports some dial failures after Open returned.
 				time.Sleep(20 * time.Millisecond)
-				if strings.Contains(logs.String(), s) {
-					t.Errorf("Open(%q): the log shows the secret:\n%s", raw, logs.String())
-				}
+				backendtest.NoSecretIn(t, fmt.Sprintf("Open(%q): the log", raw), logs.String(), s)
 			})
 		}
 	}
@@ -167,15 +105,8 @@ func TestMaskedErrorsKeepTheirSentinels(t *testing.T) {
 // value or a pointer, or logged with slog, never shows Password.
 func TestOptionsPrintWithoutPassword(t *testing.T) {
 	o := Options{KeyPrefix: "app:", Username: "simba", Password: formSecret}
-	var logs syncBuffer
-	l := slog.New(slog.NewTextHandler(&logs, nil))
-	l.Info("options", "opts", o, "ptr", &o)
-	slog.New(slog.NewJSONHandler(&logs, nil)).Info("options", "opts", o)
-	var b strings.Builder
-	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
-		fmt.Fprintf(&b, verb+"\n"+verb+"\n", o, &o)
-	}
-	for _, text := range []string{b.String(), logs.String()} {
+	formatted, logged := backendtest.PrintedTexts(o, &o)
+	for _, text := range []string{formatted, logged} {
 		if strings.Contains(text, formSecret) {
 			t.Errorf("Options printed show the password:\n%s", text)
 		}

@@ -1,63 +1,18 @@
 package simbazk
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // formSecret is the digest password of the tests of this file.
 const formSecret = "Zq7SecretVw3Ky"
-
-// errorTexts returns every text err shows: Error, %v, %+v and %#v of err
-// and of each error its chain holds.
-func errorTexts(err error) string {
-	var b strings.Builder
-	var walk func(error)
-	walk = func(e error) {
-		if e == nil {
-			return
-		}
-		fmt.Fprintf(&b, "%s\n%v\n%+v\n%#v\n", e.Error(), e, e, e)
-		switch u := e.(type) { //nolint:errorlint // every level of the chain, one at a time
-		case interface{ Unwrap() error }:
-			walk(u.Unwrap())
-		case interface{ Unwrap() []error }:
-			for _, x := range u.Unwrap() {
-				walk(x)
-			}
-		}
-	}
-	walk(err)
-	return b.String()
-}
-
-// syncBuffer is a log destination safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestCredentialsShowNowhere: a digest password, in a zk:// URL (with the
 // characters that end other parts of a URL) or in Options.Auth, shows in no
@@ -87,16 +42,10 @@ func TestCredentialsShowNowhere(t *testing.T) {
 	for _, c := range cases {
 		for _, pw := range passwords {
 			t.Run(c.name+"/"+pw, func(t *testing.T) {
-				check := func(what, text string) {
-					t.Helper()
-					if strings.Contains(text, formSecret) {
-						t.Errorf("%s shows the password:\n%s", what, text)
-					}
-				}
 				raw := "zk://simba:" + pw + "@" + c.rest
 				connect, auth, err := ParseURL(raw)
 				if err != nil {
-					check("ParseURL's error", errorTexts(err))
+					backendtest.NoSecret(t, "ParseURL", err, formSecret)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 				defer cancel()
@@ -105,7 +54,7 @@ func TestCredentialsShowNowhere(t *testing.T) {
 				case err != nil && c.ok:
 					t.Fatalf("simba.OpenBackend(%q): %v", raw, err)
 				case err != nil:
-					check("simba.OpenBackend's error", errorTexts(err))
+					backendtest.NoSecret(t, "simba.OpenBackend", err, formSecret)
 				default:
 					_ = ob.Close()
 				}
@@ -115,28 +64,23 @@ func TestCredentialsShowNowhere(t *testing.T) {
 				if auth == "" {
 					auth = "simba:" + pw
 				}
-				var logs syncBuffer
-				opts := Options{Auth: auth, DialTimeout: 200 * time.Millisecond,
-					Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+				var logs backendtest.LogBuffer
+				opts := Options{Auth: auth, DialTimeout: 200 * time.Millisecond, Logger: logs.Logger()}
 				b, err := Open(ctx, connect, opts)
 				switch {
 				case err != nil && c.ok:
 					t.Fatalf("Open(%q): %v", connect, err)
 				case err != nil:
-					check("Open's error", errorTexts(err))
+					backendtest.NoSecret(t, "Open", err, formSecret)
 				default:
 					if _, err := b.OpenSession(ctx, 2*time.Second); err != nil {
 						t.Errorf("OpenSession: %v", err)
 					}
 					_ = b.Close()
 				}
-				check("the log", logs.String())
-				var p strings.Builder
-				for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
-					fmt.Fprintf(&p, verb+"\n"+verb+"\n", opts, &opts)
-				}
-				slog.New(slog.NewTextHandler(&p, nil)).Info("options", "opts", opts, "ptr", &opts)
-				check("Options printed", p.String())
+				backendtest.NoSecretIn(t, "the log", logs.String(), formSecret)
+				formatted, logged := backendtest.PrintedTexts(opts, &opts)
+				backendtest.NoSecretIn(t, "Options printed", formatted+logged, formSecret)
 			})
 		}
 	}
