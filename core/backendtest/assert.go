@@ -133,11 +133,13 @@ func OpenFailsHiding(t testing.TB, what string, within time.Duration, open func(
 	NoSecret(t, what, err, secrets...)
 }
 
-// PrintedTexts returns how a value shows when printed, for the tests of
-// values that hold a secret: formatted holds v and ptr (a pointer to v)
-// in each of the fmt verbs %v, %+v, %#v, %s and %q; logged holds both
-// logged with slog's text handler and v with its JSON handler.
-func PrintedTexts(v, ptr any) (formatted, logged string) {
+// PrintsWithoutSecret fails t if v or ptr (a pointer to v) printed shows
+// secret, or if a text of them misses one of visible, what is no secret
+// and must still show. The texts are v and ptr in each of the fmt verbs
+// %v, %+v, %#v, %s and %q, and the log of both through slog's text
+// handler and of v through its JSON handler.
+func PrintsWithoutSecret(t testing.TB, v, ptr any, secret string, visible ...string) {
+	t.Helper()
 	var b strings.Builder
 	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q"} {
 		fmt.Fprintf(&b, verb+"\n"+verb+"\n", v, ptr)
@@ -145,7 +147,16 @@ func PrintedTexts(v, ptr any) (formatted, logged string) {
 	var logs LogBuffer
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("options", "opts", v, "ptr", ptr)
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("options", "opts", v)
-	return b.String(), logs.String()
+	for _, text := range []string{b.String(), logs.String()} {
+		if strings.Contains(text, secret) {
+			t.Errorf("%T printed shows the secret:\n%s", v, text)
+		}
+		for _, want := range visible {
+			if !strings.Contains(text, want) {
+				t.Errorf("%T printed hides %q, which is no secret:\n%s", v, want, text)
+			}
+		}
+	}
 }
 
 // LeaseAboveMaximumIsAConfigError checks that a client whose lease b

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -45,7 +46,7 @@ func (r *recorder) Fatal(args ...any) {
 func run(t *testing.T, check func(testing.TB)) (failed []string) {
 	r := &recorder{TB: t}
 	defer func() {
-		if p := recover(); p != nil && p != r { //nolint:errorlint // the recorder itself
+		if p := recover(); p != nil && p != r {
 			panic(p)
 		}
 		failed = r.failed
@@ -124,17 +125,31 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-func TestPrintedTexts(t *testing.T) {
-	type opts struct{ Prefix, Password string }
-	o := opts{"app_", secret}
-	formatted, logged := backendtest.PrintedTexts(o, &o)
-	for _, verb := range []string{"{app_ " + secret + "}", "&{Prefix:app_ Password:" + secret + "}", `backendtest_test.opts{Prefix:"app_"`, `{"app_" "` + secret + `"}`} {
-		if !strings.Contains(formatted, verb) {
-			t.Errorf("formatted = %q, want %q in it", formatted, verb)
-		}
+type plainOptions struct{ Prefix, Password string }
+
+// maskedOptions prints and logs without its password.
+type maskedOptions struct{ Prefix, Password string }
+
+func (o maskedOptions) String() string   { return "{Prefix:" + o.Prefix + " Password:xxxxx}" }
+func (o maskedOptions) GoString() string { return o.String() }
+func (o maskedOptions) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("Prefix", o.Prefix), slog.String("Password", "xxxxx"))
+}
+
+func TestPrintsWithoutSecret(t *testing.T) {
+	masked := maskedOptions{"app_", secret}
+	if failed := run(t, func(tb testing.TB) { backendtest.PrintsWithoutSecret(tb, masked, &masked, secret, "app_") }); len(failed) > 0 {
+		t.Errorf("masked options reported %q", failed)
 	}
-	if !strings.Contains(logged, "opts=") || !strings.Contains(logged, `"Password":"`+secret+`"`) {
-		t.Errorf("logged = %q, want the text and the JSON records", logged)
+	// Each of the formatted and the logged texts is checked.
+	plain := plainOptions{"app_", secret}
+	if failed := run(t, func(tb testing.TB) { backendtest.PrintsWithoutSecret(tb, plain, &plain, secret, "app_") }); len(failed) != 2 {
+		t.Errorf("plain options reported %q, want two failures", failed)
+	}
+	if failed := run(t, func(tb testing.TB) {
+		backendtest.PrintsWithoutSecret(tb, masked, &masked, secret, "app_", "not-shown")
+	}); len(failed) != 2 {
+		t.Errorf("a hidden visible value reported %q, want two failures", failed)
 	}
 }
 
