@@ -14,10 +14,6 @@ import (
 	"github.com/simba-go/simba/core/backendtest"
 )
 
-// formSecret is the credential of TestOpenHidesCredentialsInEveryForm:
-// letters and digits only, so that no form of a URL changes it.
-const formSecret = "Zq7SecretVw3Ky"
-
 // TestOpenHidesCredentialsInEveryForm: a credential go-redis or a Redis
 // deployment may carry, in the user information, in a query parameter
 // (password, pass, sentinel_password, sentinelPassword, ... in any case)
@@ -26,7 +22,7 @@ const formSecret = "Zq7SecretVw3Ky"
 // the backend's log, whether the URL is unusable, the server unreachable
 // or the server refuses the connection.
 func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
-	const s = formSecret
+	const s = backendtest.Secret
 	forms := []struct {
 		name     string
 		scheme   string
@@ -91,11 +87,11 @@ func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
 func TestMaskedErrorsKeepTheirSentinels(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := Open(ctx, "redis://:"+formSecret+"@127.0.0.1:1/0", Options{Logger: quiet})
+	_, err := Open(ctx, "redis://:"+backendtest.Secret+"@127.0.0.1:1/0", Options{Logger: quiet})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("unreachable: %v, want it to match context.DeadlineExceeded", err)
 	}
-	_, err = Open(context.Background(), "redis://127.0.0.1:1/0?password="+formSecret, Options{Logger: quiet})
+	_, err = Open(context.Background(), "redis://127.0.0.1:1/0?password="+backendtest.Secret, Options{Logger: quiet})
 	if !errors.Is(err, ErrInvalidOptions) || !errors.Is(err, simba.ErrInvalidURL) {
 		t.Errorf("bad URL: %v, want it to match ErrInvalidOptions and simba.ErrInvalidURL", err)
 	}
@@ -104,8 +100,8 @@ func TestMaskedErrorsKeepTheirSentinels(t *testing.T) {
 // TestOptionsPrintWithoutPassword: Options printed with any fmt verb, as a
 // value or a pointer, or logged with slog, never shows Password.
 func TestOptionsPrintWithoutPassword(t *testing.T) {
-	o := Options{KeyPrefix: "app:", Username: "simba", Password: formSecret}
-	backendtest.PrintsWithoutSecret(t, o, &o, formSecret, "app:", "simba")
+	o := Options{KeyPrefix: "app:", Username: "simba", Password: backendtest.Secret}
+	backendtest.PrintsWithoutSecret(t, o, &o, backendtest.Secret, "app:", "simba")
 }
 
 // TestOpenPrintsTheURLStructurally: the URL an error describes keeps
@@ -118,7 +114,7 @@ func TestOpenPrintsTheURLStructurally(t *testing.T) {
 			"redis URL redis://127.0.0.1:1/0?dial_timeout=1s&x_auth=xxxxx: "},
 		{"redis://127.0.0.1:1/0?allowCleartextPasswords=1",
 			"redis URL redis://127.0.0.1:1/0?allowCleartextPasswords=1: "},
-		{"redis://u:" + formSecret + "@127.0.0.1:1/0?dial_timeout=1s&require_auth=md5&password=" + formSecret,
+		{"redis://u:" + backendtest.Secret + "@127.0.0.1:1/0?dial_timeout=1s&require_auth=md5&password=" + backendtest.Secret,
 			"redis URL redis://u:xxxxx@127.0.0.1:1/0?dial_timeout=1s&require_auth=md5&password=xxxxx: "},
 	}
 	for _, tt := range tests {

@@ -11,9 +11,6 @@ import (
 	"github.com/simba-go/simba/core/backendtest"
 )
 
-// formSecret is the digest password of the tests of this file.
-const formSecret = "Zq7SecretVw3Ky"
-
 // TestCredentialsShowNowhere: a digest password, in a zk:// URL (with the
 // characters that end other parts of a URL) or in Options.Auth, shows in no
 // error of ParseURL, Open, New or simba.OpenBackend, in any error of their
@@ -25,7 +22,7 @@ func TestCredentialsShowNowhere(t *testing.T) {
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:])
 	chroot := "/simba-secrets-" + hex.EncodeToString(nonce[:])
-	passwords := []string{formSecret, formSecret + "@:/?#%", "a:" + formSecret}
+	passwords := []string{backendtest.Secret, backendtest.Secret + "@:/?#%", "a:" + backendtest.Secret}
 	cases := []struct {
 		name, rest string // after the user information
 		ok         bool   // Open succeeds
@@ -45,7 +42,7 @@ func TestCredentialsShowNowhere(t *testing.T) {
 				raw := "zk://simba:" + pw + "@" + c.rest
 				connect, auth, err := ParseURL(raw)
 				if err != nil {
-					backendtest.NoSecret(t, "ParseURL", err, formSecret)
+					backendtest.NoSecret(t, "ParseURL", err, backendtest.Secret)
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 				defer cancel()
@@ -54,7 +51,7 @@ func TestCredentialsShowNowhere(t *testing.T) {
 				case err != nil && c.ok:
 					t.Fatalf("simba.OpenBackend(%q): %v", raw, err)
 				case err != nil:
-					backendtest.NoSecret(t, "simba.OpenBackend", err, formSecret)
+					backendtest.NoSecret(t, "simba.OpenBackend", err, backendtest.Secret)
 				default:
 					_ = ob.Close()
 				}
@@ -71,15 +68,15 @@ func TestCredentialsShowNowhere(t *testing.T) {
 				case err != nil && c.ok:
 					t.Fatalf("Open(%q): %v", connect, err)
 				case err != nil:
-					backendtest.NoSecret(t, "Open", err, formSecret)
+					backendtest.NoSecret(t, "Open", err, backendtest.Secret)
 				default:
 					if _, err := b.OpenSession(ctx, 2*time.Second); err != nil {
 						t.Errorf("OpenSession: %v", err)
 					}
 					_ = b.Close()
 				}
-				backendtest.NoSecretIn(t, "the log", logs.String(), formSecret)
-				backendtest.PrintsWithoutSecret(t, opts, &opts, formSecret)
+				backendtest.NoSecretIn(t, "the log", logs.String(), backendtest.Secret)
+				backendtest.PrintsWithoutSecret(t, opts, &opts, backendtest.Secret)
 			})
 		}
 	}

@@ -16,10 +16,6 @@ import (
 	"github.com/simba-go/simba/core/backendtest"
 )
 
-// formSecret is the credential of TestOpenHidesCredentialsInEveryForm:
-// letters and digits only, so that no form of a URL changes it.
-const formSecret = "Zq7SecretVw3Ky"
-
 // TestOpenHidesCredentialsInEveryForm: a credential in a mysql:// URL (user
 // information, a password parameter in any case), in a go-sql-driver DSN
 // (user:password@tcp(...)) or in Options.Password shows nowhere: not in
@@ -27,7 +23,7 @@ const formSecret = "Zq7SecretVw3Ky"
 // in any fmt verb, nor in the backend's log, whether the data source is
 // unusable, the server unreachable or the credentials refused.
 func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
-	const s = formSecret
+	const s = backendtest.Secret
 	realHost := parseDSN(t, sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")).Addr
 	const user = "simba_no_such_user"
 	forms := []struct {
@@ -87,8 +83,8 @@ func join(q, p string) string {
 // TestOptionsPrintWithoutPassword: Options printed with any fmt verb, as a
 // value or a pointer, or logged with slog, never shows Password.
 func TestOptionsPrintWithoutPassword(t *testing.T) {
-	o := Options{TablePrefix: "app_", Password: formSecret}
-	backendtest.PrintsWithoutSecret(t, o, &o, formSecret, "app_")
+	o := Options{TablePrefix: "app_", Password: backendtest.Secret}
+	backendtest.PrintsWithoutSecret(t, o, &o, backendtest.Secret, "app_")
 }
 
 // TestOpenRefusesPasswordParameter: go-sql-driver/mysql has no password
@@ -98,14 +94,14 @@ func TestOptionsPrintWithoutPassword(t *testing.T) {
 // any connection.
 func TestOpenRefusesPasswordParameter(t *testing.T) {
 	for _, raw := range []string{
-		"mysql://simba@127.0.0.1:1/db?password=" + formSecret,
-		"mysql://simba@127.0.0.1:1/db?timeout=1s&PASSWORD=" + formSecret,
-		"simba@tcp(127.0.0.1:1)/db?password=" + formSecret,
-		"simba@tcp(127.0.0.1:1)/db?Password='" + formSecret + "'",
+		"mysql://simba@127.0.0.1:1/db?password=" + backendtest.Secret,
+		"mysql://simba@127.0.0.1:1/db?timeout=1s&PASSWORD=" + backendtest.Secret,
+		"simba@tcp(127.0.0.1:1)/db?password=" + backendtest.Secret,
+		"simba@tcp(127.0.0.1:1)/db?Password='" + backendtest.Secret + "'",
 	} {
 		_, err := Open(context.Background(), raw, Options{})
 		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Options.Password") ||
-			strings.Contains(backendtest.ErrorTexts(err), formSecret) {
+			strings.Contains(backendtest.ErrorTexts(err), backendtest.Secret) {
 			t.Errorf("Open(%q) = %v, want ErrInvalidOptions pointing to Options.Password", raw, err)
 		}
 	}
@@ -118,8 +114,8 @@ func TestOpenRefusesPasswordParameter(t *testing.T) {
 // TestDSNSecrets: the credential parameters of a DSN are known secrets,
 // masked wherever the driver's messages might quote them.
 func TestDSNSecrets(t *testing.T) {
-	got := strings.Join(dsnSecrets("u:p@tcp(h:1)/db?timeout=1s&auth_token="+formSecret+"&client_secret=a%20b"), " ")
-	for _, want := range []string{formSecret, "a%20b", "a b"} {
+	got := strings.Join(dsnSecrets("u:p@tcp(h:1)/db?timeout=1s&auth_token="+backendtest.Secret+"&client_secret=a%20b"), " ")
+	for _, want := range []string{backendtest.Secret, "a%20b", "a b"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("dsnSecrets = %q, want %q among them", got, want)
 		}

@@ -15,10 +15,6 @@ import (
 	"github.com/simba-go/simba/core/backendtest"
 )
 
-// formSecret is the credential of TestOpenHidesCredentialsInEveryForm:
-// letters and digits only, so that no form of a URL changes it.
-const formSecret = "Zq7SecretVw3Ky"
-
 // TestOpenHidesCredentialsInEveryForm: a credential pgx accepts, in the
 // user information, in the password or sslpassword parameter, in a
 // keyword/value string or in Options.Password, shows nowhere: not in the
@@ -26,7 +22,7 @@ const formSecret = "Zq7SecretVw3Ky"
 // any fmt verb, nor in the backend's log, whether the URL is unusable, the
 // server unreachable, the credentials refused or the tables missing.
 func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
-	const s = formSecret
+	const s = backendtest.Secret
 	u := parseURL(t, sqltest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL"))
 	realHost, realUser := u.Host, u.User.Username()
 	forms := []struct {
@@ -94,8 +90,8 @@ func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
 // TestOptionsPrintWithoutPassword: Options printed with any fmt verb, as a
 // value or a pointer, or logged with slog, never shows Password.
 func TestOptionsPrintWithoutPassword(t *testing.T) {
-	o := Options{TablePrefix: "app_", Password: formSecret}
-	backendtest.PrintsWithoutSecret(t, o, &o, formSecret, "app_")
+	o := Options{TablePrefix: "app_", Password: backendtest.Secret}
+	backendtest.PrintsWithoutSecret(t, o, &o, backendtest.Secret, "app_")
 }
 
 // TestOpenKeepsTextThatIsNoCredential: a parameter that only names how to

@@ -15,6 +15,11 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
+// Secret is a credential for the tests of masking: letters and digits
+// only, so that no form of a URL changes it, and long enough that no
+// server's message holds it by chance.
+const Secret = "Zq7SecretVw3Ky"
+
 // maxChain bounds how many errors ErrorTexts walks, so that a chain that
 // loops back on itself still ends.
 const maxChain = 100
