@@ -42,22 +42,16 @@ func testFirstInsertAfterSweep(t *testing.T, f *fixture) {
 		paused = true
 		ready <- bTermAndSweep(f, scripter, b, other)
 	})
-	type result struct {
-		r   simba.AcquireResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
+	done := goCall(func() (simba.AcquireResult, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		r, err := b.Acquire(ctx, a, "n")
-		done <- result{r, err}
-	}()
+		return b.Acquire(ctx, a, "n")
+	})
 	var s sweepInFlight
 	select {
 	case s = <-ready:
 	case r := <-done:
-		t.Fatalf("A's acquire returned %+v, %v without inserting", r.r, r.err)
+		t.Fatalf("A's acquire returned %+v, %v without inserting", r.v, r.err)
 	}
 	if s.err != nil {
 		t.Fatalf("B's term and the sweep: %v", s.err)
@@ -66,7 +60,7 @@ func testFirstInsertAfterSweep(t *testing.T, f *fixture) {
 	await(t, "A's insert waiting for the sweep", func() bool {
 		select {
 		case r := <-done:
-			t.Fatalf("A's acquire returned %+v, %v without waiting for the sweep in flight", r.r, r.err)
+			t.Fatalf("A's acquire returned %+v, %v without waiting for the sweep in flight", r.v, r.err)
 		default:
 		}
 		return f.lockWaits(t) > 0
@@ -78,8 +72,8 @@ func testFirstInsertAfterSweep(t *testing.T, f *fixture) {
 	if res.err != nil {
 		t.Fatalf("A's acquire: %v", res.err)
 	}
-	if !res.r.Won || res.r.Token <= s.last {
-		t.Fatalf("A's acquire of n after the sweep = %+v, want a win with a token above B's %d (R-TERM-2)", res.r, s.last)
+	if !res.v.Won || res.v.Token <= s.last {
+		t.Fatalf("A's acquire of n after the sweep = %+v, want a win with a token above B's %d (R-TERM-2)", res.v, s.last)
 	}
 }
 

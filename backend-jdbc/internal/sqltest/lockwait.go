@@ -71,17 +71,11 @@ func testKeepAliveAfterLockWait(t *testing.T, f *fixture) {
 	s := open(t, b, lease)
 
 	commit := f.lockRow(t, "session", "id", string(s))
-	type result struct {
-		r   simba.KeepAliveReply
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
+	done := goCall(func() (simba.KeepAliveReply, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		r, err := b.KeepAlive(ctx, s, time.Minute)
-		done <- result{r, err}
-	}()
+		return b.KeepAlive(ctx, s, time.Minute)
+	})
 	await(t, "keep-alive waiting for the row lock", func() bool { return f.lockWaits(t) > 0 })
 	await(t, "expiry of the session", func() bool { return f.expired(t, s) })
 	if err := commit(); err != nil {
@@ -89,7 +83,7 @@ func testKeepAliveAfterLockWait(t *testing.T, f *fixture) {
 	}
 	res := <-done
 	if !errors.Is(res.err, simba.ErrSessionExpired) {
-		t.Fatalf("KeepAlive after waiting past the expiry = %+v, %v; want simba.ErrSessionExpired", res.r, res.err)
+		t.Fatalf("KeepAlive after waiting past the expiry = %+v, %v; want simba.ErrSessionExpired", res.v, res.err)
 	}
 	if _, err := b.KeepAlive(ctxT(t), s, time.Minute); !errors.Is(err, simba.ErrSessionExpired) {
 		t.Fatalf("a second keep-alive: %v, want simba.ErrSessionExpired (the session stays expired)", err)
@@ -134,18 +128,12 @@ func testAcquireAfterLockWait(t *testing.T, f *fixture) {
 			} else {
 				commit = f.lockRow(t, "session", "id", string(s))
 			}
-			type result struct {
-				r   simba.AcquireResult
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
+			done := goCall(func() (simba.AcquireResult, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 				defer cancel()
-				r, err := b.Acquire(ctx, s, name)
-				done <- result{r, err}
-			}()
-			var res *result
+				return b.Acquire(ctx, s, name)
+			})
+			var res *outcome[simba.AcquireResult]
 			await(t, "acquire waiting for the row lock", func() bool {
 				select {
 				case r := <-done:
@@ -157,9 +145,9 @@ func testAcquireAfterLockWait(t *testing.T, f *fixture) {
 			})
 			if res != nil {
 				if tt.locked == "lease" || res.err != nil || f.expired(t, s) {
-					t.Fatalf("Acquire returned %+v, %v without waiting for the locked %s row", res.r, res.err, tt.locked)
+					t.Fatalf("Acquire returned %+v, %v without waiting for the locked %s row", res.v, res.err, tt.locked)
 				}
-				t.Logf("Acquire decided without waiting for the session row, before the expiry: %+v", res.r)
+				t.Logf("Acquire decided without waiting for the session row, before the expiry: %+v", res.v)
 				return
 			}
 			await(t, "expiry of the session", func() bool { return f.expired(t, s) })
@@ -169,9 +157,9 @@ func testAcquireAfterLockWait(t *testing.T, f *fixture) {
 				// seen was another statement's (or a view of it
 				// information_schema had not refreshed yet).
 				if tt.locked == "lease" || r.err != nil {
-					t.Fatalf("Acquire returned %+v, %v while the locked %s row was held", r.r, r.err, tt.locked)
+					t.Fatalf("Acquire returned %+v, %v while the locked %s row was held", r.v, r.err, tt.locked)
 				}
-				t.Logf("Acquire decided without waiting for the session row: %+v", r.r)
+				t.Logf("Acquire decided without waiting for the session row: %+v", r.v)
 				return
 			default:
 			}
@@ -179,8 +167,8 @@ func testAcquireAfterLockWait(t *testing.T, f *fixture) {
 				t.Fatalf("commit: %v", err)
 			}
 			r := <-done
-			if r.r.Won || (r.err != nil && !errors.Is(r.err, simba.ErrSessionExpired)) {
-				t.Fatalf("Acquire after waiting past the caller's expiry = %+v, %v; want no win (simba.ErrSessionExpired, or lost)", r.r, r.err)
+			if r.v.Won || (r.err != nil && !errors.Is(r.err, simba.ErrSessionExpired)) {
+				t.Fatalf("Acquire after waiting past the caller's expiry = %+v, %v; want no win (simba.ErrSessionExpired, or lost)", r.v, r.err)
 			}
 			if _, err := b.Acquire(ctxT(t), s, name); !errors.Is(err, simba.ErrSessionExpired) {
 				t.Fatalf("a second acquire: %v, want simba.ErrSessionExpired", err)
