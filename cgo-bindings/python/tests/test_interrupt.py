@@ -114,22 +114,30 @@ def expect(child, line, timeout=10):
         pytest.fail(f"the child printed {got!r}, want {line!r}; stderr: {child.stderr.read()}")
 
 
-@pytest.mark.parametrize("mode", ["acquire", "lock"])
-def test_ctrl_c_interrupts_the_wait(memory_url, unique, mode):
-    child = run_child(memory_url, mode, unique)
+def interrupt_waiting_child(child, settle, after=("free",)):
+    """Sends SIGINT to child settle seconds after it printed "waiting",
+    checks that it printed "interrupted" within 150 ms, then each line of
+    after, and that it exited with 0; the child is killed whatever happens."""
     try:
         expect(child, "waiting")
-        time.sleep(0.3)  # the wait is under way
+        time.sleep(settle)
         sent = time.monotonic()
         child.send_signal(signal.SIGINT)
         expect(child, "interrupted")
         latency = time.monotonic() - sent
-        expect(child, "free")
+        for line in after:
+            expect(child, line)
         assert child.wait(10) == 0, child.stderr.read()
         assert latency < 0.15, f"KeyboardInterrupt came {latency * 1000:.0f} ms after SIGINT"
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.parametrize("mode", ["acquire", "lock"])
+def test_ctrl_c_interrupts_the_wait(memory_url, unique, mode):
+    child = run_child(memory_url, mode, unique)
+    interrupt_waiting_child(child, 0.3)  # the wait is under way
 
 
 LEADING = r"""
@@ -160,19 +168,7 @@ print("free", flush=True)
 
 def test_ctrl_c_interrupts_leading(memory_url, unique):
     child = spawn(LEADING, memory_url, unique)
-    try:
-        expect(child, "waiting")
-        time.sleep(0.3)
-        sent = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        expect(child, "interrupted")
-        latency = time.monotonic() - sent
-        expect(child, "free")
-        assert child.wait(10) == 0, child.stderr.read()
-        assert latency < 0.15, f"KeyboardInterrupt came {latency * 1000:.0f} ms after SIGINT"
-    finally:
-        child.kill()
-        child.wait()
+    interrupt_waiting_child(child, 0.3)
 
 
 def test_ctrl_c_at_the_instant_of_a_win_leaves_nothing_held(memory_url, unique):
@@ -188,19 +184,7 @@ def test_ctrl_c_at_the_instant_of_a_win_leaves_nothing_held(memory_url, unique):
 def test_ctrl_c_over_redis(redis_url, unique):
     """Across processes too: the name is free for another process afterwards."""
     child = run_child(redis_url, "acquire", unique)
-    try:
-        expect(child, "waiting")
-        time.sleep(0.3)
-        sent = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        expect(child, "interrupted")
-        latency = time.monotonic() - sent
-        expect(child, "free")
-        assert child.wait(10) == 0, child.stderr.read()
-        assert latency < 0.15, f"KeyboardInterrupt came {latency * 1000:.0f} ms after SIGINT"
-    finally:
-        child.kill()
-        child.wait()
+    interrupt_waiting_child(child, 0.3)
 
 
 LEADING_SLOW_STOP = r"""
@@ -225,19 +209,7 @@ print("free", flush=True)
 def test_ctrl_c_in_leading_does_not_wait_for_a_slow_stop(memory_url, unique):
     """The stop's last on_revoked takes 2 s: KeyboardInterrupt does not wait for it."""
     child = spawn(LEADING_SLOW_STOP, memory_url, unique)
-    try:
-        expect(child, "waiting")
-        time.sleep(0.2)
-        sent = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        expect(child, "interrupted")
-        latency = time.monotonic() - sent
-        expect(child, "free")
-        assert child.wait(10) == 0, child.stderr.read()
-        assert latency < 0.15, f"KeyboardInterrupt came {latency * 1000:.0f} ms after SIGINT"
-    finally:
-        child.kill()
-        child.wait()
+    interrupt_waiting_child(child, 0.2)
 
 
 FROZEN_TRY = r"""
@@ -288,15 +260,4 @@ os._exit(0)
 
 def test_ctrl_c_interrupts_a_try_acquire_that_waits_for_a_frozen_backend(redis_url, unique):
     child = spawn(FROZEN_TRY, redis_url, unique)
-    try:
-        expect(child, "waiting")
-        time.sleep(0.3)
-        sent = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        expect(child, "interrupted")
-        latency = time.monotonic() - sent
-        assert child.wait(10) == 0, child.stderr.read()
-        assert latency < 0.15, f"KeyboardInterrupt came {latency * 1000:.0f} ms after SIGINT"
-    finally:
-        child.kill()
-        child.wait()
+    interrupt_waiting_child(child, 0.3, after=())
