@@ -274,6 +274,22 @@ func BenchmarkCABIAcquireRelease(b *testing.B) {
 	b.ReportMetric(ns, "c-ns/op")
 }
 
+// abiCheckOnEveryBackend runs the check mode of abi_check against each
+// test backend, as a subtest per backend that fails when the check does,
+// and returns what each run printed, by backend.
+func abiCheckOnEveryBackend(t *testing.T, mode string) map[string]string {
+	t.Helper()
+	exe := abiCheck(t)
+	outs := map[string]string{}
+	for backend, url := range backends(t) {
+		t.Run(backend, func(t *testing.T) {
+			outs[backend] = run(t, time.Minute, exec.Command(exe, mode, url))
+			t.Log(outs[backend])
+		})
+	}
+	return outs
+}
+
 // abiCheck compiles testdata/abi_check.c against the built library.
 func abiCheck(t *testing.T) string {
 	t.Helper()
@@ -298,49 +314,29 @@ func TestLastErrorFreedAtThreadExit(t *testing.T) {
 // the release function of the election runs once its last callback
 // returned, and no callback comes after it.
 func TestStopTimeoutReleasesUserData(t *testing.T) {
-	exe := abiCheck(t)
-	for backend, url := range backends(t) {
-		t.Run(backend, func(t *testing.T) {
-			t.Log(run(t, time.Minute, exec.Command(exe, "stop-timeout", url)))
-		})
-	}
+	abiCheckOnEveryBackend(t, "stop-timeout")
 }
 
 // TestStopFromCallback: a stop called from a callback of its own election
 // returns at once, and no callback comes after it (simba.h).
 func TestStopFromCallback(t *testing.T) {
-	exe := abiCheck(t)
-	for backend, url := range backends(t) {
-		t.Run(backend, func(t *testing.T) {
-			t.Log(run(t, time.Minute, exec.Command(exe, "stop-in-callback", url)))
-		})
-	}
+	abiCheckOnEveryBackend(t, "stop-in-callback")
 }
 
 // TestTimeoutBounds: a timeout of 0 makes one attempt, like a
 // try-acquire; INT64_MAX ms waits the maximum instead of being refused.
 func TestTimeoutBounds(t *testing.T) {
-	exe := abiCheck(t)
-	for backend, url := range backends(t) {
-		t.Run(backend, func(t *testing.T) {
-			t.Log(run(t, time.Minute, exec.Command(exe, "timeouts", url)))
-		})
-	}
+	abiCheckOnEveryBackend(t, "timeouts")
 }
 
 // TestForkedChild: a child forked from a process that loaded the library
 // sees no valid term, and every call fails at once with a message that
 // says what to do instead of hanging.
 func TestForkedChild(t *testing.T) {
-	exe := abiCheck(t)
-	for backend, url := range backends(t) {
-		t.Run(backend, func(t *testing.T) {
-			out := run(t, time.Minute, exec.Command(exe, "fork", url))
-			t.Log(out)
-			if !strings.Contains(out, "SIMBA_ERR_FORKED") {
-				t.Error("the child's calls did not fail with SIMBA_ERR_FORKED")
-			}
-		})
+	for backend, out := range abiCheckOnEveryBackend(t, "fork") {
+		if !strings.Contains(out, "SIMBA_ERR_FORKED") {
+			t.Errorf("%s: the child's calls did not fail with SIMBA_ERR_FORKED", backend)
+		}
 	}
 }
 
