@@ -287,7 +287,10 @@ func Acquire(client uint64, name string, timeoutMS int64, cancel uint64, try boo
 	if err := simba.ValidateName(name); err != nil {
 		return 0, err
 	}
-	once := !try && timeoutMS == 0 // simba's Acquire with an expired ctx would not try at all
+	// A timeout of 0 is not passed to simba as a ctx already past its
+	// deadline: simba's one attempt would then run WithoutCancel, and the
+	// cancel handle (Ctrl-C in Python) could not end it.
+	once := !try && timeoutMS == 0
 	if try || once {
 		if timeoutMS == 0 {
 			timeoutMS = NoTimeout // the attempt's own bound, one lease duration, applies
