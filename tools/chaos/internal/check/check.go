@@ -4,12 +4,18 @@
 //   - two valid terms of one name overlapping in time, where a term is
 //     valid from its start record to the earlier of its end record and the
 //     latest local deadline the node saw for it;
-//   - a token that does not strictly increase from term to term of a name;
+//   - a token that does not strictly increase from term to term of a name
+//     (counted but passed where the topology's documentation allows it,
+//     option TokensMayGoBack);
 //   - a stale write accepted by the fenced resource (a token below the
 //     highest it had accepted for the name);
 //   - a write sent after its term's validity ended;
 //   - a failover after a crash (SIGKILL) slower than LeaseDuration +
 //     RenewInterval/2 + RetryJitter + Slack.
+//
+// After a fault on the servers (a fault record without a victim node) it
+// also measures how long the nodes took to work again and which terms
+// ended around the fault, with their reasons.
 //
 // Every record carries the machine-wide monotonic clock, so the histories
 // of separate processes compare directly. The start of a term is recorded
@@ -74,13 +80,35 @@ type Row struct {
 	Writes           int
 	Refused          int // stale writes the resource refused, as it should
 	Failovers        []time.Duration
+	// MaxTokenDrop is the most a token went back: the previous term's
+	// token minus the regressing one's, at most.
+	MaxTokenDrop uint64
+	// WorkAgain holds, for each injection of a fault on the servers, the
+	// time from its begin to the first term of any name that started after
+	// it: how long the nodes took to work again.
+	WorkAgain []time.Duration
+	// Ended counts the terms that ended (their end records) from the begin
+	// of a fault on the servers to a lease after its end, by reason.
+	Ended map[string]int
 }
 
 // Result is the outcome of one run.
 type Result struct {
 	Rows       []*Row // in the order the faults were first injected, None first
 	Violations []string
+	// TokensMayGoBack says that token regressions were counted, not
+	// failed (option TokensMayGoBack).
+	TokensMayGoBack bool
 }
+
+// Option changes what Check counts as a failure.
+type Option func(*Result)
+
+// TokensMayGoBack counts token regressions without failing on them: for a
+// topology whose documentation says a token can go back (asynchronous
+// replication without the durable option). Overlapping terms and stale
+// writes accepted still fail.
+func TokensMayGoBack(r *Result) { r.TokensMayGoBack = true }
 
 // Total sums the rows.
 func (r *Result) Total() Row {
@@ -99,6 +127,14 @@ func (r *Result) Total() Row {
 		t.Writes += x.Writes
 		t.Refused += x.Refused
 		t.Failovers = append(t.Failovers, x.Failovers...)
+		t.MaxTokenDrop = max(t.MaxTokenDrop, x.MaxTokenDrop)
+		t.WorkAgain = append(t.WorkAgain, x.WorkAgain...)
+		for reason, n := range x.Ended {
+			if t.Ended == nil {
+				t.Ended = map[string]int{}
+			}
+			t.Ended[reason] += n
+		}
 	}
 	return t
 }
@@ -124,6 +160,7 @@ func (t *term) validEnd() int64 { return min(t.end, t.deadline) }
 
 type fault struct {
 	t      int64
+	end    int64 // the end record's time; math.MaxInt64 without one
 	kind   string
 	victim string
 }
@@ -133,11 +170,16 @@ const maxViolations = 50
 
 // Check runs every check over the records of one run: the nodes', the
 // resource's and the faults' records, in any order.
-func Check(recs []history.Record, tm Timing) *Result {
+func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
+	res := &Result{}
+	for _, o := range opts {
+		o(res)
+	}
 	terms := map[termKey]*term{}
 	var writes []history.Record
 	var fences []history.Record
 	var faults []fault
+	var faultEnds []history.Record
 	for _, r := range recs {
 		k := termKey{r.Node, r.Name, r.Token}
 		switch r.Kind {
@@ -161,8 +203,11 @@ func Check(recs []history.Record, tm Timing) *Result {
 		case history.KindFence:
 			fences = append(fences, r)
 		case history.KindFault:
-			if r.Phase == "begin" {
-				faults = append(faults, fault{t: r.T, kind: r.Fault, victim: r.Node})
+			switch r.Phase {
+			case "begin":
+				faults = append(faults, fault{t: r.T, end: math.MaxInt64, kind: r.Fault, victim: r.Node})
+			case "end":
+				faultEnds = append(faultEnds, r)
 			}
 		}
 	}
@@ -174,8 +219,8 @@ func Check(recs []history.Record, tm Timing) *Result {
 		}
 	}
 	sort.Slice(faults, func(i, j int) bool { return faults[i].t < faults[j].t })
+	pairEnds(faults, faultEnds)
 
-	res := &Result{}
 	rows := map[string]*Row{}
 	row := func(kind string) *Row {
 		if rows[kind] == nil {
@@ -224,7 +269,10 @@ func Check(recs []history.Record, tm Timing) *Result {
 				}
 				if t.token <= prev.token {
 					p.TokenRegressions++
-					violate("%s: token %d of %s started after token %d of %s", name, t.token, t.node, prev.token, prev.node)
+					p.MaxTokenDrop = max(p.MaxTokenDrop, prev.token-t.token)
+					if !res.TokensMayGoBack {
+						violate("%s: token %d of %s started after token %d of %s", name, t.token, t.node, prev.token, prev.node)
+					}
 				}
 			}
 			switch {
@@ -273,6 +321,8 @@ func Check(recs []history.Record, tm Timing) *Result {
 		highest[f.Name] = max(highest[f.Name], f.Token)
 	}
 
+	serverFaults(faults, terms, tm, row)
+
 	for _, f := range faults {
 		if !NodeFaults[f.kind] {
 			continue
@@ -291,6 +341,56 @@ func Check(recs []history.Record, tm Timing) *Result {
 		}
 	}
 	return res
+}
+
+// pairEnds gives each fault (sorted by begin) the first end record of its
+// kind at or after its begin that no earlier fault took (faults are
+// injected one at a time).
+func pairEnds(faults []fault, ends []history.Record) {
+	slices.SortStableFunc(ends, func(a, b history.Record) int { return compareInt(a.T, b.T) })
+	used := make([]bool, len(ends))
+	for i := range faults {
+		f := &faults[i]
+		for j, e := range ends {
+			if !used[j] && e.Fault == f.kind && e.T >= f.t {
+				used[j], f.end = true, e.T
+				break
+			}
+		}
+	}
+}
+
+// serverFaults measures, for each fault on the servers (no victim node),
+// the time to work again (the first term of any name that started after
+// its begin) and the reasons of the terms that ended from its begin to a
+// lease after its end (a term hit by the fault has ended by then).
+func serverFaults(faults []fault, terms map[termKey]*term, tm Timing, row func(string) *Row) {
+	starts := make([]int64, 0, len(terms))
+	for _, t := range terms {
+		starts = append(starts, t.start)
+	}
+	slices.Sort(starts)
+	for _, f := range faults {
+		if f.victim != "" {
+			continue
+		}
+		r := row(f.kind)
+		if i := sort.Search(len(starts), func(i int) bool { return starts[i] > f.t }); i < len(starts) {
+			r.WorkAgain = append(r.WorkAgain, time.Duration(starts[i]-f.t))
+		}
+		until := f.end
+		if until != math.MaxInt64 {
+			until += int64(tm.Lease)
+		}
+		for _, t := range terms {
+			if t.end != math.MaxInt64 && t.end >= f.t && t.end <= until {
+				if r.Ended == nil {
+					r.Ended = map[string]int{}
+				}
+				r.Ended[t.reason]++
+			}
+		}
+	}
 }
 
 // evicted reports whether the overlap of earlier by later follows an

@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +179,91 @@ func TestEvictionWithinGraceIsCountedApart(t *testing.T) {
 	}
 	if r := res.Total(); r.EvictOverlaps != 1 || r.Overlaps != 0 {
 		t.Errorf("evict overlaps %d, overlaps %d, want 1 and 0", r.EvictOverlaps, r.Overlaps)
+	}
+}
+
+func faultEnd(t int64, kind, victim string) history.Record {
+	return history.Record{T: t * ms, Kind: history.KindFault, Fault: kind, Node: victim, Phase: "end"}
+}
+
+func ended(t int64, node, name string, tok uint64, reason string) history.Record {
+	r := end(t, node, name, tok)
+	r.Reason = reason
+	return r
+}
+
+// regressed is a history whose tokens go back after a primary lost its
+// data: no overlap, no stale write accepted.
+func regressed() []history.Record {
+	return []history.Record{
+		start(1000, "a", "x", 40, 1900), end(1100, "a", "x", 40),
+		fault(1200, "primary-kill", ""),
+		start(2500, "b", "x", 3, 3400), write(2510, "b", "x", 3, 3400), fenced(2511, "b", "x", 3, false),
+		end(2600, "b", "x", 3),
+		start(2700, "a", "x", 45, 3600), end(2800, "a", "x", 45),
+		start(2900, "c", "x", 44, 3800), end(3000, "c", "x", 44),
+	}
+}
+
+func TestTokenRegressionsFailUnlessTheyMayGoBack(t *testing.T) {
+	if res := check.Check(regressed(), timing); !res.Failed() || res.Total().TokenRegressions != 2 {
+		t.Fatalf("regressions %d, violations %v: want 2 regressions failing the check",
+			res.Total().TokenRegressions, res.Violations)
+	}
+	res := check.Check(regressed(), timing, check.TokensMayGoBack)
+	if res.Failed() {
+		t.Fatalf("violations where tokens may go back: %v", res.Violations)
+	}
+	r := res.Total()
+	if r.TokenRegressions != 2 || r.MaxTokenDrop != 37 || !res.TokensMayGoBack {
+		t.Errorf("regressions %d, max drop %d, flag %v; want 2, 37 (40 to 3) and set", r.TokenRegressions,
+			r.MaxTokenDrop, res.TokensMayGoBack)
+	}
+}
+
+func TestServerFaultsMeasureWorkAgainAndEndedTerms(t *testing.T) {
+	give := []history.Record{
+		start(1000, "a", "x", 1, 1900), start(1010, "b", "y", 1, 1900),
+		fault(1100, "primary-kill", ""),
+		// the holders learn their terms are gone, during and after the
+		// fault; one more ends past the window (end + lease).
+		ended(1300, "a", "x", 1, "DEADLINE_PASSED"), ended(1500, "b", "y", 1, "SESSION_EXPIRED"),
+		faultEnd(1600, "primary-kill", ""),
+		start(2400, "c", "x", 2, 3300), ended(2500, "c", "x", 2, "released"),
+		ended(2700, "c", "z", 9, "released"), start(2000, "c", "z", 9, 2900),
+		// a node fault is not a server fault: no work-again figure.
+		fault(4000, "sigkill", "c"),
+		start(5000, "a", "x", 3, 5900),
+	}
+	res := check.Check(give, timing)
+	if res.Failed() {
+		t.Fatalf("violations: %v", res.Violations)
+	}
+	var pk, sk *check.Row
+	for _, r := range res.Rows {
+		switch r.Fault {
+		case "primary-kill":
+			pk = r
+		case "sigkill":
+			sk = r
+		}
+	}
+	if pk == nil || sk == nil {
+		t.Fatalf("rows %v lack primary-kill or sigkill", res.Rows)
+	}
+	// The first term after the fault began at 2000 (z), 900ms after it.
+	if len(pk.WorkAgain) != 1 || pk.WorkAgain[0] != 900*time.Millisecond {
+		t.Errorf("work again %v, want [900ms]", pk.WorkAgain)
+	}
+	want := map[string]int{"DEADLINE_PASSED": 1, "SESSION_EXPIRED": 1, "released": 1} // 2700 is past 1600 + 1s
+	if !maps.Equal(pk.Ended, want) {
+		t.Errorf("ended %v, want %v", pk.Ended, want)
+	}
+	if len(sk.WorkAgain) != 0 || len(sk.Ended) != 0 {
+		t.Errorf("a node fault measured as a server fault: %v %v", sk.WorkAgain, sk.Ended)
+	}
+	if tot := res.Total(); !maps.Equal(tot.Ended, want) || len(tot.WorkAgain) != 1 {
+		t.Errorf("total ended %v, work again %v", tot.Ended, tot.WorkAgain)
 	}
 }
 
