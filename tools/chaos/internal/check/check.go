@@ -175,8 +175,17 @@ func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
 	for _, o := range opts {
 		o(res)
 	}
-	terms := map[termKey]*term{}
+	// A node's token of a name identifies its term, but where tokens go
+	// back the same node can win the same token of a name twice: the
+	// records are read in time order, and a start after the end of the
+	// term of its key begins another term.
+	recs = slices.Clone(recs)
+	slices.SortStableFunc(recs, func(a, b history.Record) int { return compareInt(a.T, b.T) })
+	var terms []*term
+	cur := map[termKey]*term{}   // the latest term of each key so far
+	first := map[termKey]*term{} // for a write recorded before its term's start
 	var writes []history.Record
+	var writeTerms []*term // the term of each write, nil for none
 	var fences []history.Record
 	var faults []fault
 	var faultEnds []history.Record
@@ -184,20 +193,25 @@ func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
 		k := termKey{r.Node, r.Name, r.Token}
 		switch r.Kind {
 		case history.KindStart:
-			t := terms[k]
-			if t == nil {
+			t := cur[k]
+			if t == nil || t.end <= r.T {
 				t = &term{termKey: k, start: r.T, end: math.MaxInt64}
-				terms[k] = t
+				terms = append(terms, t)
+				cur[k] = t
+				if first[k] == nil {
+					first[k] = t
+				}
 			}
 			t.start = min(t.start, r.T)
 			t.deadline = max(t.deadline, r.Deadline)
 		case history.KindWrite:
 			writes = append(writes, r)
-			if t := terms[k]; t != nil {
+			writeTerms = append(writeTerms, cur[k])
+			if t := cur[k]; t != nil {
 				t.deadline = max(t.deadline, r.Deadline)
 			}
 		case history.KindEnd:
-			if t := terms[k]; t != nil && r.T < t.end {
+			if t := cur[k]; t != nil && r.T < t.end {
 				t.end, t.reason = r.T, r.Reason
 			}
 		case history.KindFence:
@@ -211,10 +225,11 @@ func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
 			}
 		}
 	}
-	// Writes may come before their start record in the slice: fold their
-	// deadlines in again now that every term exists.
-	for _, w := range writes {
-		if t := terms[termKey{w.Node, w.Name, w.Token}]; t != nil {
+	// A write recorded before its term's start (a node never does) counts
+	// under the first term of its key.
+	for i, w := range writes {
+		if t := first[termKey{w.Node, w.Name, w.Token}]; writeTerms[i] == nil && t != nil {
+			writeTerms[i] = t
 			t.deadline = max(t.deadline, w.Deadline)
 		}
 	}
@@ -290,10 +305,10 @@ func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
 		}
 	}
 
-	for _, w := range writes {
+	for i, w := range writes {
 		p := phase(w.T)
 		p.Writes++
-		t := terms[termKey{w.Node, w.Name, w.Token}]
+		t := writeTerms[i]
 		if t == nil {
 			p.LateWrites++
 			violate("%s: %s wrote with token %d of no term it recorded", w.Name, w.Node, w.Token)
@@ -364,7 +379,7 @@ func pairEnds(faults []fault, ends []history.Record) {
 // the time to work again (the first term of any name that started after
 // its begin) and the reasons of the terms that ended from its begin to a
 // lease after its end (a term hit by the fault has ended by then).
-func serverFaults(faults []fault, terms map[termKey]*term, tm Timing, row func(string) *Row) {
+func serverFaults(faults []fault, terms []*term, tm Timing, row func(string) *Row) {
 	starts := make([]int64, 0, len(terms))
 	for _, t := range terms {
 		starts = append(starts, t.start)

@@ -221,6 +221,26 @@ func TestTokenRegressionsFailUnlessTheyMayGoBack(t *testing.T) {
 	}
 }
 
+// TestTheSameTokenWonTwiceIsTwoTerms: where tokens go back, a node can win
+// a token of a name it won before the data was lost; its writes belong to
+// its new term, not to the old one, ended long ago.
+func TestTheSameTokenWonTwiceIsTwoTerms(t *testing.T) {
+	give := []history.Record{
+		start(1000, "a", "x", 2, 1900), write(1010, "a", "x", 2, 1900), end(1100, "a", "x", 2),
+		start(1200, "b", "x", 3, 2100), end(1300, "b", "x", 3),
+		fault(1400, "primary-kill", ""),
+		start(4000, "a", "x", 2, 4900), write(4010, "a", "x", 2, 4900), end(4100, "a", "x", 2),
+	}
+	res := check.Check(give, timing, check.TokensMayGoBack)
+	if res.Failed() {
+		t.Fatalf("violations: %v", res.Violations)
+	}
+	if r := res.Total(); r.Terms != 3 || r.TokenRegressions != 1 || r.MaxTokenDrop != 1 || r.LateWrites != 0 {
+		t.Errorf("terms %d, regressions %d, drop %d, late writes %d; want 3, 1, 1, 0", r.Terms, r.TokenRegressions,
+			r.MaxTokenDrop, r.LateWrites)
+	}
+}
+
 func TestServerFaultsMeasureWorkAgainAndEndedTerms(t *testing.T) {
 	give := []history.Record{
 		start(1000, "a", "x", 1, 1900), start(1010, "b", "y", 1, 1900),
