@@ -61,6 +61,11 @@ var CrashFaults = map[string]bool{"sigkill": true}
 // NodeFaults are the faults aimed at one node, whose failover is measured.
 var NodeFaults = map[string]bool{"sigkill": true, "sigstop": true, "blackhole": true, "expire": true, "evict": true}
 
+// Suite is the node name of the suite's own records (the resource's and
+// the faults'): a fault recorded without a victim carries it, and hits the
+// servers rather than a node.
+const Suite = "suite"
+
 // Evict is the fault after which a bounded overlap is the documented
 // behaviour rather than a violation.
 const Evict = "evict"
@@ -87,8 +92,9 @@ type Row struct {
 	// time from its begin to the first term of any name that started after
 	// it: how long the nodes took to work again.
 	WorkAgain []time.Duration
-	// Ended counts the terms that ended (their end records) from the begin
-	// of a fault on the servers to a lease after its end, by reason.
+	// Ended counts, by reason, the terms that began before the end of a
+	// fault on the servers and ended (their end records) from its begin to
+	// a lease after its end.
 	Ended map[string]int
 }
 
@@ -375,10 +381,12 @@ func pairEnds(faults []fault, ends []history.Record) {
 	}
 }
 
-// serverFaults measures, for each fault on the servers (no victim node),
+// serverFaults measures, for each fault on the servers (no victim node:
+// recorded under Suite),
 // the time to work again (the first term of any name that started after
-// its begin) and the reasons of the terms that ended from its begin to a
-// lease after its end (a term hit by the fault has ended by then).
+// its begin) and the reasons of the terms that began before its end and
+// ended from its begin to a lease after its end (a term hit by the fault
+// has ended by then; the terms begun after the fault are left out).
 func serverFaults(faults []fault, terms []*term, tm Timing, row func(string) *Row) {
 	starts := make([]int64, 0, len(terms))
 	for _, t := range terms {
@@ -386,7 +394,7 @@ func serverFaults(faults []fault, terms []*term, tm Timing, row func(string) *Ro
 	}
 	slices.Sort(starts)
 	for _, f := range faults {
-		if f.victim != "" {
+		if f.victim != "" && f.victim != Suite {
 			continue
 		}
 		r := row(f.kind)
@@ -398,7 +406,7 @@ func serverFaults(faults []fault, terms []*term, tm Timing, row func(string) *Ro
 			until += int64(tm.Lease)
 		}
 		for _, t := range terms {
-			if t.end != math.MaxInt64 && t.end >= f.t && t.end <= until {
+			if t.end != math.MaxInt64 && t.end >= f.t && t.end <= until && t.start <= f.end {
 				if r.Ended == nil {
 					r.Ended = map[string]int{}
 				}

@@ -244,11 +244,12 @@ func TestTheSameTokenWonTwiceIsTwoTerms(t *testing.T) {
 func TestServerFaultsMeasureWorkAgainAndEndedTerms(t *testing.T) {
 	give := []history.Record{
 		start(1000, "a", "x", 1, 1900), start(1010, "b", "y", 1, 1900),
-		fault(1100, "primary-kill", ""),
+		fault(1100, "primary-kill", check.Suite),
 		// the holders learn their terms are gone, during and after the
 		// fault; one more ends past the window (end + lease).
 		ended(1300, "a", "x", 1, "DEADLINE_PASSED"), ended(1500, "b", "y", 1, "SESSION_EXPIRED"),
-		faultEnd(1600, "primary-kill", ""),
+		faultEnd(1600, "primary-kill", check.Suite),
+		start(1400, "c", "w", 7, 2300), ended(1450, "c", "w", 7, "released"),
 		start(2400, "c", "x", 2, 3300), ended(2500, "c", "x", 2, "released"),
 		ended(2700, "c", "z", 9, "released"), start(2000, "c", "z", 9, 2900),
 		// a node fault is not a server fault: no work-again figure.
@@ -271,11 +272,13 @@ func TestServerFaultsMeasureWorkAgainAndEndedTerms(t *testing.T) {
 	if pk == nil || sk == nil {
 		t.Fatalf("rows %v lack primary-kill or sigkill", res.Rows)
 	}
-	// The first term after the fault began at 2000 (z), 900ms after it.
-	if len(pk.WorkAgain) != 1 || pk.WorkAgain[0] != 900*time.Millisecond {
-		t.Errorf("work again %v, want [900ms]", pk.WorkAgain)
+	// The first term after the fault began at 1400 (w), 300ms after it.
+	if len(pk.WorkAgain) != 1 || pk.WorkAgain[0] != 300*time.Millisecond {
+		t.Errorf("work again %v, want [300ms]", pk.WorkAgain)
 	}
-	want := map[string]int{"DEADLINE_PASSED": 1, "SESSION_EXPIRED": 1, "released": 1} // 2700 is past 1600 + 1s
+	// w ended during the fault; x and z began after it (2700 is past
+	// 1600 + 1s anyway).
+	want := map[string]int{"DEADLINE_PASSED": 1, "SESSION_EXPIRED": 1, "released": 1}
 	if !maps.Equal(pk.Ended, want) {
 		t.Errorf("ended %v, want %v", pk.Ended, want)
 	}
