@@ -89,8 +89,10 @@ type Row struct {
 	// token minus the regressing one's, at most.
 	MaxTokenDrop uint64
 	// WorkAgain holds, for each injection of a fault on the servers, the
-	// time from its begin to the first term of any name that started after
-	// it: how long the nodes took to work again.
+	// time from the moment it struck (its begin record, or its strike
+	// record where the topology tells that moment) to the first term of
+	// any name that started after it: how long the nodes took to work
+	// again.
 	WorkAgain []time.Duration
 	// Ended counts, by reason, the terms that began before the end of a
 	// fault on the servers and ended (their end records) from its begin to
@@ -167,6 +169,7 @@ func (t *term) validEnd() int64 { return min(t.end, t.deadline) }
 type fault struct {
 	t      int64
 	end    int64 // the end record's time; math.MaxInt64 without one
+	strike int64 // when the fault struck, if the topology said (a "strike" record); else t
 	kind   string
 	victim string
 }
@@ -225,8 +228,8 @@ func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
 		case history.KindFault:
 			switch r.Phase {
 			case "begin":
-				faults = append(faults, fault{t: r.T, end: math.MaxInt64, kind: r.Fault, victim: r.Node})
-			case "end":
+				faults = append(faults, fault{t: r.T, end: math.MaxInt64, strike: r.T, kind: r.Fault, victim: r.Node})
+			case "end", "strike":
 				faultEnds = append(faultEnds, r)
 			}
 		}
@@ -364,27 +367,34 @@ func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
 	return res
 }
 
-// pairEnds gives each fault (sorted by begin) the first end record of its
-// kind at or after its begin that no earlier fault took (faults are
-// injected one at a time).
+// pairEnds gives each fault (sorted by begin) the first end record, and
+// strike record, of its kind at or after its begin that no earlier fault
+// took (faults are injected one at a time).
 func pairEnds(faults []fault, ends []history.Record) {
 	slices.SortStableFunc(ends, func(a, b history.Record) int { return compareInt(a.T, b.T) })
 	used := make([]bool, len(ends))
-	for i := range faults {
-		f := &faults[i]
-		for j, e := range ends {
-			if !used[j] && e.Fault == f.kind && e.T >= f.t {
-				used[j], f.end = true, e.T
-				break
+	for _, phase := range []string{"end", "strike"} {
+		for i := range faults {
+			f := &faults[i]
+			for j, e := range ends {
+				if !used[j] && e.Phase == phase && e.Fault == f.kind && e.T >= f.t {
+					used[j] = true
+					if phase == "end" {
+						f.end = e.T
+					} else {
+						f.strike = e.T
+					}
+					break
+				}
 			}
 		}
 	}
 }
 
 // serverFaults measures, for each fault on the servers (no victim node:
-// recorded under Suite),
-// the time to work again (the first term of any name that started after
-// its begin) and the reasons of the terms that began before its end and
+// recorded under Suite), the time to work again (from the moment it
+// struck, its begin unless a strike record says later, to the first term
+// of any name that started after it) and the reasons of the terms that began before its end and
 // ended from its begin to a lease after its end (a term hit by the fault
 // has ended by then; the terms begun after the fault are left out).
 func serverFaults(faults []fault, terms []*term, tm Timing, row func(string) *Row) {
@@ -398,8 +408,8 @@ func serverFaults(faults []fault, terms []*term, tm Timing, row func(string) *Ro
 			continue
 		}
 		r := row(f.kind)
-		if i := sort.Search(len(starts), func(i int) bool { return starts[i] > f.t }); i < len(starts) {
-			r.WorkAgain = append(r.WorkAgain, time.Duration(starts[i]-f.t))
+		if i := sort.Search(len(starts), func(i int) bool { return starts[i] > f.strike }); i < len(starts) {
+			r.WorkAgain = append(r.WorkAgain, time.Duration(starts[i]-f.strike))
 		}
 		until := f.end
 		if until != math.MaxInt64 {

@@ -290,6 +290,22 @@ func TestServerFaultsMeasureWorkAgainAndEndedTerms(t *testing.T) {
 	}
 }
 
+func TestWorkAgainCountsFromTheStrike(t *testing.T) {
+	strike := faultEnd(1500, "primary-kill", check.Suite)
+	strike.Phase = "strike"
+	give := []history.Record{
+		fault(1100, "primary-kill", check.Suite),
+		// a term won on the old primary before the kill struck
+		start(1200, "a", "x", 1, 2100), ended(1250, "a", "x", 1, "released"),
+		faultEnd(2000, "primary-kill", check.Suite), strike,
+		start(1900, "b", "x", 2, 2800),
+	}
+	res := check.Check(give, timing)
+	if got := res.Total().WorkAgain; len(got) != 1 || got[0] != 400*time.Millisecond {
+		t.Errorf("work again %v, want [400ms] (from the strike at 1500 to the term at 1900)", got)
+	}
+}
+
 func TestPercentile(t *testing.T) {
 	ds := []time.Duration{5, 1, 4, 2, 3}
 	for _, tt := range []struct {

@@ -286,6 +286,14 @@ func RunTopology(ctx context.Context, p Profile, t topology.Topology, env Env) (
 		Duration: time.Since(began), Dir: env.Dir}, nil
 }
 
+// Striker is a topology that tells when its last fault struck: the
+// SIGKILL, the failover command, after whatever Inject did first. A run
+// on it records that moment (a "strike" fault record), and measures the
+// time to work again from there rather than from the fault's begin.
+type Striker interface {
+	FaultAt() time.Time
+}
+
 // topologySchedule puts a node fault, in turn, after each topology fault:
 // every pairing of the two comes round.
 func topologySchedule(tf, nf []string) []string {
@@ -585,8 +593,16 @@ func (r *run) fault(ctx context.Context, kind string) error {
 	if r.topo != nil && slices.Contains(r.counted, kind) {
 		// A fault of the servers: no victim node.
 		r.record(kind, "begin", "")
+		began := time.Now()
 		err := r.topo.Inject(ctx, kind)
 		r.record(kind, "end", "")
+		if s, ok := r.topo.(Striker); ok {
+			if at := s.FaultAt(); at.After(began) {
+				// The monotonic clock of the histories, at that moment.
+				r.log.Add(history.Record{T: history.Mono() - int64(time.Since(at)), Kind: history.KindFault,
+					Fault: kind, Phase: "strike"})
+			}
+		}
 		if err != nil {
 			return fmt.Errorf("inject %s: %w", kind, err)
 		}
