@@ -67,27 +67,29 @@ func TopologySection(o *suite.Outcome, p suite.Profile, at time.Time) string {
 	var b strings.Builder
 	tm := p.Timing()
 	fmt.Fprintf(&b, "## Topology `%s`\n\n", o.Topology)
-	fmt.Fprintf(&b, "Measured by `make topology` (`tools/chaos`, profile `%s`) on %s UTC, %d cores, loopback, a machine\n",
+	fmt.Fprintf(&b, "Measured by `make topology` (`tools/chaos`, profile `%s`) on %s UTC, %d cores, loopback,\n",
 		p.Name, at.UTC().Format("2006-01-02 15:04"), runtime.NumCPU())
-	fmt.Fprintf(&b, "shared with other work; the run took %v. %d node processes opened the topology's URL (backend %s)\n",
-		o.Duration.Round(time.Second), p.Nodes, o.Backend)
-	fmt.Fprintf(&b, "and contended for %d locks and %d election, lease %v (renew %v). Each fault of the topology was\n",
-		p.Locks, p.Elections, tm.Lease, tm.Renew.Round(time.Millisecond))
-	fmt.Fprintf(&b, "injected at least %d times", p.PerFault)
+	fmt.Fprintf(&b, "on a machine shared with other work; the run took %v. %d node processes opened the topology's\n",
+		o.Duration.Round(time.Second), p.Nodes)
+	fmt.Fprintf(&b, "URL (backend %s) and contended for %d locks and %d election, lease %v (renew %v).\n",
+		o.Backend, p.Locks, p.Elections, tm.Lease, tm.Renew.Round(time.Millisecond))
+	fmt.Fprintf(&b, "Each fault of the topology was injected at least %d times", p.PerFault)
 	if len(p.Faults) > 0 {
 		fmt.Fprintf(&b, ", each followed by a node fault (%s in turn)", strings.Join(p.Faults, ", "))
 	}
-	fmt.Fprintf(&b, ". *Time to work again*: from a fault's begin to the first term of any name that\n")
-	fmt.Fprintf(&b, "started after it. *Terms ended*: the end records from a fault's begin to a lease after its end.\n")
+	fmt.Fprintf(&b, ".\n*Time to work again*: from the moment a fault struck to the first term of any name that\n")
+	fmt.Fprintf(&b, "started after it. *Terms ended*: the end records of the terms begun before a fault's end, from\n")
+	fmt.Fprintf(&b, "its begin to a lease after its end (see [tools/chaos/README.md](../tools/chaos/README.md#topologies)).\n")
 	if o.Result.TokensMayGoBack {
-		fmt.Fprintf(&b, "The backend's documentation allows tokens to go back on this topology: regressions are counted, not failed.\n")
+		fmt.Fprintf(&b, "Tokens may go back on this topology, as the backend's documentation says: regressions are\n")
+		fmt.Fprintf(&b, "counted, not failed.")
 	} else {
-		fmt.Fprintf(&b, "Tokens must not go back on this topology: a regression fails the run.\n")
+		fmt.Fprintf(&b, "Tokens must not go back on this topology: a regression fails the run.")
 	}
 	if n := len(o.Result.Violations); n > 0 {
-		fmt.Fprintf(&b, "**%d checks failed** in this run; the first: %s\n", n, o.Result.Violations[0])
+		fmt.Fprintf(&b, " **%d checks failed** in this run; the first: %s\n", n, o.Result.Violations[0])
 	} else {
-		fmt.Fprintf(&b, "No check failed: no overlapping valid terms, no stale write accepted.\n")
+		fmt.Fprintf(&b, " No check failed: no overlapping valid terms, no stale write accepted.\n")
 	}
 	b.WriteString("\n")
 	TopologyTable(&b, o)

@@ -77,3 +77,11 @@ func namesLocked() []string {
 	slices.Sort(names)
 	return names
 }
+
+// Registered reports whether an entry of name is registered.
+func Registered(name string) bool {
+	registry.Lock()
+	defer registry.Unlock()
+	_, ok := registry.entries[name]
+	return ok
+}
