@@ -282,7 +282,7 @@ func RunTopology(ctx context.Context, p Profile, t topology.Topology, env Env) (
 	}
 	res, err := r.execute(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("suite: %s: %w", t.Name(), err)
+		return nil, err
 	}
 	return &Outcome{Backend: t.Backend(), Topology: t.Name(), Profile: p.Name, Result: res,
 		Duration: time.Since(began), Dir: env.Dir}, nil
