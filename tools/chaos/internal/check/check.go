@@ -90,9 +90,10 @@ type Row struct {
 	MaxTokenDrop uint64
 	// WorkAgain holds, for each injection of a fault on the servers, the
 	// time from the moment it struck (its begin record, or its strike
-	// record where the topology tells that moment) to the first term of
-	// any name that started after it: how long the nodes took to work
-	// again.
+	// record where the topology tells that moment) to the end of the
+	// first stall of the nodes that begins within a lease of it: a gap
+	// between two term starts (of any names) longer than every gap before
+	// the first fault. Without a stall, to the first term after it.
 	WorkAgain []time.Duration
 	// Ended counts, by reason, the terms that began before the end of a
 	// fault on the servers and ended (their end records) from its begin to
@@ -392,24 +393,29 @@ func pairEnds(faults []fault, ends []history.Record) {
 }
 
 // serverFaults measures, for each fault on the servers (no victim node:
-// recorded under Suite), the time to work again (from the moment it
-// struck, its begin unless a strike record says later, to the first term
-// of any name that started after it) and the reasons of the terms that began before its end and
-// ended from its begin to a lease after its end (a term hit by the fault
-// has ended by then; the terms begun after the fault are left out).
+// recorded under Suite), the time to work again (workAgain) and the
+// reasons of the terms that began before its end and ended from its begin
+// to a lease after its end (a term hit by the fault has ended by then;
+// the terms begun after the fault are left out).
 func serverFaults(faults []fault, terms []*term, tm Timing, row func(string) *Row) {
 	starts := make([]int64, 0, len(terms))
 	for _, t := range terms {
 		starts = append(starts, t.start)
 	}
 	slices.Sort(starts)
+	// The longest gap between two term starts before the first fault: a
+	// longer one after a fault is a stall.
+	var ordinary int64
+	for i := 1; i < len(starts) && len(faults) > 0 && starts[i] < faults[0].t; i++ {
+		ordinary = max(ordinary, starts[i]-starts[i-1])
+	}
 	for _, f := range faults {
 		if f.victim != "" && f.victim != Suite {
 			continue
 		}
 		r := row(f.kind)
-		if i := sort.Search(len(starts), func(i int) bool { return starts[i] > f.strike }); i < len(starts) {
-			r.WorkAgain = append(r.WorkAgain, time.Duration(starts[i]-f.strike))
+		if d, ok := workAgain(starts, f.strike, ordinary, int64(tm.Lease)); ok {
+			r.WorkAgain = append(r.WorkAgain, d)
 		}
 		until := f.end
 		if until != math.MaxInt64 {
@@ -424,6 +430,31 @@ func serverFaults(faults []fault, terms []*term, tm Timing, row func(string) *Ro
 			}
 		}
 	}
+}
+
+// workAgain is the time from strike to the end of the first stall (a gap
+// between consecutive term starts longer than ordinary) that begins
+// within horizon of strike: the outage of a kill begins there, whatever
+// the terms the old servers still granted while the fault was being set
+// up. Without such a stall the nodes never stopped, and it is the time to
+// the first term started after strike. It is false without a term after
+// strike.
+func workAgain(starts []int64, strike, ordinary, horizon int64) (time.Duration, bool) {
+	i := sort.Search(len(starts), func(i int) bool { return starts[i] > strike })
+	if i == len(starts) {
+		return 0, false
+	}
+	prev := strike
+	for _, s := range starts[i:] {
+		if prev > strike+horizon {
+			break
+		}
+		if s-prev > ordinary {
+			return time.Duration(s - strike), true
+		}
+		prev = s
+	}
+	return time.Duration(starts[i] - strike), true
 }
 
 // evicted reports whether the overlap of earlier by later follows an

@@ -306,6 +306,46 @@ func TestWorkAgainCountsFromTheStrike(t *testing.T) {
 	}
 }
 
+// TestWorkAgainSkipsTermsBeforeTheStall: an Inject that kills through a
+// script strikes some time after the fault's begin, and terms go on
+// starting on the old primary meanwhile; the nodes work again at the end
+// of the stall that follows, not at the first of those terms.
+func TestWorkAgainSkipsTermsBeforeTheStall(t *testing.T) {
+	var give []history.Record
+	tok := uint64(0)
+	term := func(at int64, name string) {
+		tok++
+		give = append(give, start(at, "a", name, tok, at+900), ended(at+5, "a", name, tok, "released"))
+	}
+	for at := int64(1000); at < 2000; at += 20 { // the clean phase: a term every 20ms at most
+		term(at, "x")
+	}
+	give = append(give, fault(2000, "replica-promote", check.Suite))
+	term(2010, "y") // on the old primary, before the kill lands at about 2030
+	term(2025, "y")
+	term(2330, "y") // the new primary: 300ms of stall
+	for at := int64(2345); at < 3000; at += 15 {
+		term(at, "y")
+	}
+	give = append(give, faultEnd(3000, "replica-promote", check.Suite))
+	// a later fault with no stall at all: the nodes never stopped
+	give = append(give, fault(5000, "follower-kill", check.Suite))
+	for at := int64(5004); at < 6000; at += 15 {
+		term(at, "z")
+	}
+	give = append(give, faultEnd(5900, "follower-kill", check.Suite))
+	res := check.Check(give, timing)
+	if res.Failed() {
+		t.Fatalf("violations: %v", res.Violations)
+	}
+	want := map[string]time.Duration{"replica-promote": 330 * time.Millisecond, "follower-kill": 4 * time.Millisecond}
+	for _, r := range res.Rows {
+		if w, ok := want[r.Fault]; ok && (len(r.WorkAgain) != 1 || r.WorkAgain[0] != w) {
+			t.Errorf("%s: work again %v, want [%v]", r.Fault, r.WorkAgain, w)
+		}
+	}
+}
+
 func TestPercentile(t *testing.T) {
 	ds := []time.Duration{5, 1, 4, 2, 3}
 	for _, tt := range []struct {

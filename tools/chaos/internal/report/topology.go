@@ -77,8 +77,9 @@ func TopologySection(o *suite.Outcome, p suite.Profile, at time.Time) string {
 	if len(p.Faults) > 0 {
 		fmt.Fprintf(&b, ", each followed by a node fault (%s in turn)", strings.Join(p.Faults, ", "))
 	}
-	fmt.Fprintf(&b, ".\n*Time to work again*: from the moment a fault struck to the first term of any name that\n")
-	fmt.Fprintf(&b, "started after it. *Terms ended*: the end records of the terms begun before a fault's end, from\n")
+	fmt.Fprintf(&b, ".\n*Time to work again*: from the moment a fault struck to the end of the nodes' first stall\n")
+	fmt.Fprintf(&b, "after it (no term started for longer than any gap before the faults), or to the first term when\n")
+	fmt.Fprintf(&b, "they never stalled. *Terms ended*: the end records of the terms begun before a fault's end, from\n")
 	fmt.Fprintf(&b, "its begin to a lease after its end (see [tools/chaos/README.md](../tools/chaos/README.md#topologies)).\n")
 	if o.Result.TokensMayGoBack {
 		fmt.Fprintf(&b, "Tokens may go back on this topology, as the backend's documentation says: regressions are\n")
