@@ -39,7 +39,7 @@ func main() {
 	reportPath := fs.String("report", "", "write the Markdown report here")
 	svgPath := fs.String("svg", "", "write the failover plot here")
 	keep := fs.Bool("keep", false, "keep the histories and logs")
-	faults := fs.String("faults", "", "comma-separated faults to inject (default: all)")
+	faults := fs.String("faults", "", "comma-separated faults to inject (default: all); with a topology profile, the node faults mixed in (sigkill, sigstop; \"none\" for none)")
 	maxDur := fs.Duration("max", 0, "override the profile's longest injection time per backend")
 	locks := fs.Int("locks", -1, "override the profile's lock names")
 	broken := fs.String("broken", "", "run every node with a deliberate bug: margin, revive or release")
@@ -76,7 +76,11 @@ func main() {
 	if *locks >= 0 {
 		p.Locks = *locks
 	}
-	if *faults != "" {
+	switch *faults {
+	case "":
+	case "none":
+		p.Faults = nil
+	default:
 		p.Faults = strings.Split(*faults, ",")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -3,6 +3,7 @@ package suite_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -195,5 +196,40 @@ func TestRunTopologyOnASingleRedis(t *testing.T) {
 	}
 	if tot := res.Total(); tot.MaxTokenDrop == 0 || tot.Overlaps != 0 || tot.StaleAccepted != 0 {
 		t.Errorf("largest drop %d, overlaps %d, stale accepted %d", tot.MaxTokenDrop, tot.Overlaps, tot.StaleAccepted)
+	}
+}
+
+// fakeTopology is a topology that is never started: for the checks
+// RunTopology makes before it runs anything.
+type fakeTopology struct {
+	backend string
+	faults  []string
+}
+
+func (f fakeTopology) Name() string                         { return "fake" }
+func (f fakeTopology) Backend() string                      { return f.backend }
+func (f fakeTopology) URL() string                          { return "redis://127.0.0.1:1/0" }
+func (f fakeTopology) Faults() []string                     { return f.faults }
+func (f fakeTopology) Inject(context.Context, string) error { return nil }
+func (f fakeTopology) TokensMayGoBack() bool                { return false }
+func (f fakeTopology) Down(context.Context) error           { return nil }
+
+func TestRunTopologyRefusesWhatItCannotRun(t *testing.T) {
+	good := fakeTopology{backend: "redis", faults: []string{topology.PrimaryKill}}
+	for _, tt := range []struct {
+		name   string
+		topo   topology.Topology
+		faults []string
+	}{
+		{"a proxy fault mixed in", good, []string{suite.BlackHole}},
+		{"a topology without faults", fakeTopology{backend: "redis"}, nil},
+		{"an unknown backend", fakeTopology{backend: "etcd", faults: []string{topology.PrimaryKill}}, nil},
+	} {
+		p := suite.TopologyShort()
+		p.Faults = tt.faults
+		_, err := suite.RunTopology(t.Context(), p, tt.topo, suite.Env{Dir: t.TempDir()})
+		if !errors.Is(err, suite.ErrProfile) {
+			t.Errorf("%s: error %v, want ErrProfile", tt.name, err)
+		}
 	}
 }
