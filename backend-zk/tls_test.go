@@ -206,7 +206,7 @@ func TestTLSOpenFailures(t *testing.T) {
 			[]string{"certificate is valid for", "not wrong.example"}, nil},
 		{"wrong password", Options{Auth: user + ":" + backendtest.Secret, TLS: &tls.Config{RootCAs: roots}},
 			[]string{"authentication", `"` + user + `"`, "another password", root}, ErrAuth},
-		{"no TLS", Options{Auth: auth, DialTimeout: 2 * time.Second}, []string{servers[0]}, nil},
+		{"no TLS", Options{Auth: auth, DialTimeout: 2 * time.Second}, []string{servers[0], "closed the connection", "Options.TLS"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
