@@ -743,16 +743,18 @@ EOF
 	(cd "$dir" && redis-server "$dir/redis.conf") </dev/null >>"$dir/log" 2>&1 8>&- 9>&-
 }
 
-# postgres_tls_conf DATADIR turns TLS on in a new PostgreSQL data directory:
+# postgres_tls_conf DATADIR turns TLS on in a PostgreSQL data directory:
 # the server certificate and key are copied into it (the key must belong to
 # the server's user), simba logs in over TLS only with scram-sha-256, and
-# everyone else keeps trust over TCP.
+# everyone else keeps trust over TCP. It is idempotent, and a reload of the
+# server applies it (every setting here takes effect at a reload).
 postgres_tls_conf() {
-	local data=$1 tls
+	local data=$1
 	ensure_tls
-	tls=$(tls_dir)
 	postgres_tls_files "$data"
-	cat >>"$data/postgresql.conf" <<EOF
+	grep -q '^# simba test environment: TLS' "$data/postgresql.conf" || cat >>"$data/postgresql.conf" <<EOF
+
+# simba test environment: TLS
 ssl = on
 ssl_cert_file = 'server.pem'
 ssl_key_file = 'server.key'
@@ -833,10 +835,12 @@ EOF
 # standard input, never on a command line.
 tls_setup() {
 	local pass
+	ensure_tls
 	case $1 in
 	postgres)
-		ensure_tls
-		[[ -d $(inst_realdir postgres)/data ]] && postgres_tls_files "$(inst_realdir postgres)/data"
+		# A server started here by an earlier version of this file gets
+		# TLS at the reload below.
+		[[ -n $(inst_running postgres) ]] && postgres_tls_conf "$(inst_realdir postgres)/data"
 		pass=$(tls_password postgres)
 		PGCONNECT_TIMEOUT=5 psql -X -q -w -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$POSTGRES_PORT" -U postgres -d postgres >/dev/null <<EOF ||
 SELECT format('CREATE ROLE %I LOGIN', '$TLS_USER') WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$TLS_USER') \gexec
