@@ -77,6 +77,17 @@ check_servers() {
 	done
 }
 
+# is_instance NAME holds when NAME is an instance of a server.
+is_instance() {
+	local s inst
+	for s in "${ALL_SERVERS[@]}"; do
+		for inst in $(instances_of "$s"); do
+			[[ $inst == "$1" ]] && return 0
+		done
+	done
+	return 1
+}
+
 instances_of() {
 	case $1 in
 	redis) echo redis redis-tls ;;
@@ -701,7 +712,9 @@ tls_healthy() {
 		;;
 	zk-tls)
 		have openssl || return 1
-		out=$(printf srvr | timeout 5 openssl s_client -quiet -no_ign_eof -verify_return_error -CAfile "$ca" \
+		# -quiet waits for the server to close the connection, which it
+		# does once it has answered.
+		out=$(printf srvr | timeout 5 openssl s_client -quiet -verify_return_error -CAfile "$ca" \
 			-verify_ip 127.0.0.1 -connect "127.0.0.1:$port" 2>/dev/null)
 		[[ $out == *"Mode: standalone"* ]] && out=PONG
 		;;
