@@ -773,12 +773,16 @@ ssl_cert_file = 'server.pem'
 ssl_key_file = 'server.key'
 password_encryption = 'scram-sha-256'
 EOF
-	cat >"$data/pg_hba.conf" <<EOF
-# simba test environment: the TLS user over TLS only, everyone else trusted
-hostssl all $TLS_USER 127.0.0.1/32 scram-sha-256
-host    all $TLS_USER 127.0.0.1/32 reject
-host    all all       127.0.0.1/32 trust
-EOF
+	# First match wins: the lines go before initdb's, which stay (trust,
+	# replication connections included).
+	if ! grep -q '^# simba test environment: TLS' "$data/pg_hba.conf"; then
+		{
+			echo '# simba test environment: TLS; the TLS user over TLS only, with scram-sha-256'
+			echo "hostssl all $TLS_USER 127.0.0.1/32 scram-sha-256"
+			echo "host    all $TLS_USER 127.0.0.1/32 reject"
+			cat "$data/pg_hba.conf"
+		} >"$data/pg_hba.conf.new" && mv "$data/pg_hba.conf.new" "$data/pg_hba.conf"
+	fi
 	is_root && chown postgres: "$data/pg_hba.conf"
 	return 0
 }
