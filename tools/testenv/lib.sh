@@ -591,19 +591,6 @@ start_inst() {
 	esac
 }
 
-# zk_cap_ok INST checks, when the server tells, that a Zookeeper not started
-# here caps sessions as this environment promises.
-zk_cap_ok() {
-	local want=$ZK_MAX_SESSION_MS got
-	[[ $1 == zk-capped ]] && want=$ZK_CAPPED_MAX_SESSION_MS
-	got=$(zk_word "$(port_of "$1")" conf | sed -n 's/^maxSessionTimeout=//p' | tr -d '\r')
-	if [[ -z $got ]]; then
-		log "warning: cannot read maxSessionTimeout of the Zookeeper on port $(port_of "$1") (want $want)"
-		return 0
-	fi
-	[[ $got == "$want" ]]
-}
-
 # ---------------------------------------------------------------- TLS and authentication
 #
 # Each server also runs behind TLS with a password user, named simba:
@@ -879,4 +866,19 @@ EOF
 			die "cannot set up the MariaDB user $TLS_USER"
 		;;
 	esac
+}
+
+# ---------------------------------------------------------------- servers not started here
+
+# zk_cap_ok INST checks, when the server tells, that a Zookeeper not started
+# here caps sessions as this environment promises.
+zk_cap_ok() {
+	local want=$ZK_MAX_SESSION_MS got
+	[[ $1 == zk-capped ]] && want=$ZK_CAPPED_MAX_SESSION_MS
+	got=$(zk_word "$(port_of "$1")" conf | sed -n 's/^maxSessionTimeout=//p' | tr -d '\r')
+	if [[ -z $got ]]; then
+		log "warning: cannot read maxSessionTimeout of the Zookeeper on port $(port_of "$1") (want $want)"
+		return 0
+	fi
+	[[ $got == "$want" ]]
 }
