@@ -2,11 +2,8 @@ package simbapg
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
-	"net"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -28,9 +25,8 @@ import (
 // ctx a deadline: a server that accepts connections but never answers is
 // waited for as long as ctx allows.
 //
-// Options.TLS, when set, replaces the URL's sslmode (one TLS attempt per
-// host, verifying the host's name when its ServerName is empty) and
-// Options.Password its password. A user name or password holding '@', ':', '/', '?', '#' or
+// Options.TLS, when set, replaces the URL's sslmode and Options.Password
+// its password. A user name or password holding '@', ':', '/', '?', '#' or
 // '%' must be percent-encoded, or the password given in Options.Password:
 // Open refuses, with an *OptionsError, a URL whose user information cannot
 // be told from its host, path and query, rather than connect somewhere the
@@ -95,38 +91,6 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		return nil, backendkit.MaskError(err, secrets)
 	}
 	return b, nil
-}
-
-// useTLS makes every connection attempt of cfg use TLS with c, its
-// ServerName, when empty, being the host the attempt dials (as sslmode
-// verify-full would). pgx makes a TLS attempt and a plain one per host for
-// the default sslmode, prefer: with one TLS configuration the two are the
-// same, so one attempt per host:port is kept, and a refused one is
-// reported once.
-func useTLS(cfg *pgconn.Config, c *tls.Config) {
-	seen := map[string]bool{net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))): true}
-	cfg.TLSConfig = tlsFor(c, cfg.Host)
-	kept := cfg.Fallbacks[:0]
-	for _, fb := range cfg.Fallbacks {
-		addr := net.JoinHostPort(fb.Host, strconv.Itoa(int(fb.Port)))
-		if seen[addr] {
-			continue
-		}
-		seen[addr] = true
-		fb.TLSConfig = tlsFor(c, fb.Host)
-		kept = append(kept, fb)
-	}
-	cfg.Fallbacks = kept
-}
-
-// tlsFor is a copy of c for a connection to host, with host as its
-// ServerName when c names none and verifies the server.
-func tlsFor(c *tls.Config, host string) *tls.Config {
-	c = c.Clone()
-	if c.ServerName == "" && !c.InsecureSkipVerify && !strings.HasPrefix(host, "/") {
-		c.ServerName = host
-	}
-	return c
 }
 
 // parseErrorMessage is the message of pgx's *pgconn.ParseConfigError,

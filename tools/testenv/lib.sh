@@ -5,11 +5,8 @@
 # installed, checked, started and stopped. Sourced, never run.
 #
 # Servers (the names the scripts take): redis, postgres, mysql, zk.
-# Instances (one directory and one process each): redis, redis-tls,
-# postgres, mysql, mysql-tls, zk, zk-capped and zk-tls; each server is its
-# instances: redis + redis-tls, postgres (plain TCP and TLS on one port),
-# mysql + mysql-tls, zk + zk-capped + zk-tls. The TLS instances and their
-# certificates and passwords are described in the TLS section below.
+# Instances (one directory and one process each): redis, postgres, mysql, zk
+# and zk-capped; the zk server is the pair zk + zk-capped.
 #
 # Settings, all optional:
 #   SIMBA_TESTENV_DIR             state directory (default <repo>/.testenv)
@@ -19,9 +16,6 @@
 #   SIMBA_TESTENV_MYSQL_PORT      13306
 #   SIMBA_TESTENV_ZK_PORT         12181
 #   SIMBA_TESTENV_ZK_CAPPED_PORT  12182
-#   SIMBA_TESTENV_REDIS_TLS_PORT  16380
-#   SIMBA_TESTENV_MYSQL_TLS_PORT  13307
-#   SIMBA_TESTENV_ZK_TLS_PORT     12183
 
 # shellcheck disable=SC2034 # the settings are read by the scripts that source this file
 PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
@@ -35,9 +29,6 @@ POSTGRES_PORT=${SIMBA_TESTENV_POSTGRES_PORT:-15432}
 MYSQL_PORT=${SIMBA_TESTENV_MYSQL_PORT:-13306}
 ZK_PORT=${SIMBA_TESTENV_ZK_PORT:-12181}
 ZK_CAPPED_PORT=${SIMBA_TESTENV_ZK_CAPPED_PORT:-12182}
-REDIS_TLS_PORT=${SIMBA_TESTENV_REDIS_TLS_PORT:-16380}
-MYSQL_TLS_PORT=${SIMBA_TESTENV_MYSQL_TLS_PORT:-13307}
-ZK_TLS_PORT=${SIMBA_TESTENV_ZK_TLS_PORT:-12183}
 
 MYSQL_DB=simba_test
 # Zookeeper ticks every 500ms, so the smallest session it grants is 1s (two
@@ -49,8 +40,7 @@ ZK_CAPPED_MAX_SESSION_MS=4000
 
 ALL_SERVERS=(redis postgres mysql zk)
 
-for _port in "$REDIS_PORT" "$POSTGRES_PORT" "$MYSQL_PORT" "$ZK_PORT" "$ZK_CAPPED_PORT" \
-	"$REDIS_TLS_PORT" "$MYSQL_TLS_PORT" "$ZK_TLS_PORT"; do
+for _port in "$REDIS_PORT" "$POSTGRES_PORT" "$MYSQL_PORT" "$ZK_PORT" "$ZK_CAPPED_PORT"; do
 	if ! [[ $_port =~ ^[0-9]{1,5}$ ]] || ((_port < 1 || _port > 65535)); then
 		printf 'testenv: error: invalid port %q in SIMBA_TESTENV_*_PORT\n' "$_port" >&2
 		exit 1
@@ -141,21 +131,13 @@ pg_bindir() {
 have() { command -v "$1" >/dev/null 2>&1; }
 
 # packages_missing SERVER prints the Debian packages SERVER still needs.
-# Every server also needs openssl, which makes the certificates of its TLS
-# instance.
 packages_missing() {
-	local pkgs
-	pkgs=$(
-		case $1 in
-		redis) have redis-server && have redis-cli || echo redis-server redis-tools ;;
-		postgres) [[ -n $(pg_bindir) ]] && have psql || echo postgresql postgresql-client ;;
-		mysql) have mariadbd && have mariadb-install-db && have mariadb || echo mariadb-server mariadb-client ;;
-		zk) [[ -f /usr/share/java/zookeeper.jar ]] && have java || echo zookeeper ;;
-		esac
-		have openssl || echo openssl
-	)
-	# shellcheck disable=SC2086 # joined into one line
-	[[ -z $pkgs ]] || echo $pkgs
+	case $1 in
+	redis) have redis-server && have redis-cli || echo redis-server redis-tools ;;
+	postgres) [[ -n $(pg_bindir) ]] && have psql || echo postgresql postgresql-client ;;
+	mysql) have mariadbd && have mariadb-install-db && have mariadb || echo mariadb-server mariadb-client ;;
+	zk) [[ -f /usr/share/java/zookeeper.jar ]] && have java || echo zookeeper ;;
+	esac
 }
 
 # tools_missing prints the Debian packages of the programs the tests run
@@ -606,9 +588,29 @@ start_inst() {
 # The state directory's tls/ holds a CA and a server certificate for
 # 127.0.0.1 and localhost, made with openssl on first use, and one password
 # per server (letters and digits), which only the export lines show.
+# Settings, all optional:
+#   SIMBA_TESTENV_REDIS_TLS_PORT  16380
+#   SIMBA_TESTENV_MYSQL_TLS_PORT  13307
+#   SIMBA_TESTENV_ZK_TLS_PORT     12183
+# (PostgreSQL serves TLS on SIMBA_TESTENV_POSTGRES_PORT.)
+
+REDIS_TLS_PORT=${SIMBA_TESTENV_REDIS_TLS_PORT:-16380}
+MYSQL_TLS_PORT=${SIMBA_TESTENV_MYSQL_TLS_PORT:-13307}
+ZK_TLS_PORT=${SIMBA_TESTENV_ZK_TLS_PORT:-12183}
+for _port in "$REDIS_TLS_PORT" "$MYSQL_TLS_PORT" "$ZK_TLS_PORT"; do
+	if ! [[ $_port =~ ^[0-9]{1,5}$ ]] || ((_port < 1 || _port > 65535)); then
+		printf 'testenv: error: invalid port %q in SIMBA_TESTENV_*_TLS_PORT\n' "$_port" >&2
+		exit 1
+	fi
+done
+unset _port
 
 TLS_USER=simba
 PG_TLS_DB=simba_tls
+
+# tls_packages_missing prints the Debian packages the TLS instances need
+# besides their servers': openssl makes the certificates.
+tls_packages_missing() { have openssl || echo openssl; }
 
 tls_dir() { printf '%s/tls' "$TESTENV_DIR"; }
 
