@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +26,14 @@ import (
 // here. When ctx ends first, Open gives up and its error wraps ctx's. Give
 // ctx a deadline: a server that accepts connections but never answers is
 // waited for as long as ctx allows.
+//
+// A URL may name several hosts (postgres://user@h1:5432,h2:5432/db) with
+// target_session_attrs=read-write, so that each new connection goes to the
+// first host that accepts writes: after a promotion, a connection to the
+// old primary fails, the pool drops it, and the next one goes to the new
+// primary, without a reopen. Each host gets connect_timeout to answer
+// before the next is tried, DefaultConnectTimeout when neither the URL
+// nor PGCONNECT_TIMEOUT sets it.
 //
 // Options.TLS, when set, replaces the URL's sslmode and Options.Password
 // its password. A user name or password holding '@', ':', '/', '?', '#' or
@@ -76,6 +86,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	if opts.Password != "" {
 		cfg.ConnConfig.Password = opts.Password
 	}
+	boundConnect(&cfg.ConnConfig.Config, u)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectError(err, secrets)
@@ -94,6 +105,24 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		return nil, backendkit.MaskError(err, secrets)
 	}
 	return b, nil
+}
+
+// DefaultConnectTimeout is the time Open's pool gives each host to accept
+// a new connection, when neither the URL's connect_timeout nor
+// PGCONNECT_TIMEOUT sets it. pgx would otherwise wait for ever: the pool
+// makes a connection in the background, without the deadline of the call
+// that asked for it, so a host that accepts TCP connections and never
+// answers (hung, or cut off behind a proxy) held every slot of the pool,
+// and a multi-host URL never reached its next host.
+const DefaultConnectTimeout = 5 * time.Second
+
+// boundConnect gives cfg DefaultConnectTimeout unless the URL u or
+// PGCONNECT_TIMEOUT chose a connect_timeout, 0 (no bound) included.
+func boundConnect(cfg *pgconn.Config, u *url.URL) {
+	if _, set := u.Query()["connect_timeout"]; set || os.Getenv("PGCONNECT_TIMEOUT") != "" {
+		return
+	}
+	cfg.ConnectTimeout = DefaultConnectTimeout
 }
 
 // parseErrorMessage is the message of pgx's *pgconn.ParseConfigError,

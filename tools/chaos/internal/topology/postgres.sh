@@ -14,6 +14,9 @@
 #                            streaming replica on PORT; wait until the
 #                            primary sees it streaming
 #   kill NODE                SIGKILL the server and its children (a crash)
+#   freeze NODE              SIGSTOP the server and its children: it
+#                            accepts connections and answers nothing, as a
+#                            hung or cut-off host (down and kill end it)
 #   promote NODE             promote the replica; wait until it is done
 #   down NODE                kill the server and delete its data
 set -euo pipefail
@@ -95,6 +98,12 @@ replica)
 	;;
 kill)
 	stop_inst postgres KILL
+	;;
+freeze)
+	dir=$(inst_realdir postgres)
+	pids="$(inst_running postgres || true) $(stray_pids "$dir")"
+	# shellcheck disable=SC2086
+	[[ -n ${pids// /} ]] && kill -s STOP $pids
 	;;
 promote)
 	dir=$(inst_realdir postgres)
