@@ -3,6 +3,7 @@ package simbapg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"strings"
@@ -102,7 +103,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	if err := b.e.Ready(ctx); err != nil {
 		_ = b.Close()
-		return nil, backendkit.MaskError(err, secrets)
+		return nil, poolerHint(backendkit.MaskError(err, secrets))
 	}
 	return b, nil
 }
@@ -123,6 +124,21 @@ func boundConnect(cfg *pgconn.Config, u *url.URL) {
 		return
 	}
 	cfg.ConnectTimeout = DefaultConnectTimeout
+}
+
+// poolerHint adds to err, when the server said that a prepared statement
+// of pgx's cache already exists or does not (42P05, 26000), what that
+// means: a pooler in transaction or statement mode (pgbouncer before
+// 1.21, or without max_prepared_statements) gave this connection a server
+// connection that another client prepared statements on.
+func poolerHint(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || (pe.Code != "42P05" && pe.Code != "26000") {
+		return err
+	}
+	return fmt.Errorf("%w (is a pooler in transaction or statement mode, such as pgbouncer, between the backend "+
+		"and the server? pgx's statement cache needs a server connection of its own: add "+
+		"default_query_exec_mode=exec to the URL, or use session pooling)", err)
 }
 
 // parseErrorMessage is the message of pgx's *pgconn.ParseConfigError,

@@ -128,10 +128,13 @@ packages_missing() {
 #   promtool          prometheus: checks and unit-tests metrics/alerts.yml
 #   python3 with      python3, python3-pytest, python3-behave: the Python
 #   pytest, behave    package of cgo-bindings, its tests and its features
+#   pgbouncer         pgbouncer: the PostgreSQL backend's tests through a
+#                     pooler in transaction mode
 # (the C compiler comes with gcc, which .ci/run installs).
 tools_missing() {
 	local py=/usr/bin/python3
 	have promtool || echo prometheus
+	have pgbouncer || echo pgbouncer
 	[[ -x $py ]] || echo python3
 	[[ -x $py ]] && "$py" -c 'import pytest' 2>/dev/null || echo python3-pytest
 	[[ -x $py ]] && "$py" -c 'import behave' 2>/dev/null || echo python3-behave

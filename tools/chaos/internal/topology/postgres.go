@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -156,14 +157,22 @@ func (p *Postgres) Inject(ctx context.Context, fault string) error {
 
 // Promote is Inject(Promote), with promoted, when not nil, called right
 // after the promotion (before the old primary is rebuilt). It returns the
-// time of the SIGKILL.
+// time the SIGKILL was sent.
 func (p *Postgres) Promote(ctx context.Context, promoted func()) (killed time.Time, err error) {
 	p.mu.Lock()
 	old, next := p.nodes[p.primary], p.nodes[1-p.primary]
 	p.mu.Unlock()
 	killed = time.Now()
-	if err := p.run(ctx, "kill", old.dir); err != nil {
+	out, err := p.output(ctx, "kill", old.dir)
+	if err != nil {
 		return killed, err
+	}
+	for line := range strings.Lines(out) {
+		if ns, ok := strings.CutPrefix(strings.TrimSpace(line), "killed "); ok {
+			if n, err := strconv.ParseInt(ns, 10, 64); err == nil {
+				killed = time.Unix(0, n)
+			}
+		}
 	}
 	if err := p.run(ctx, "promote", next.dir); err != nil {
 		return killed, err
@@ -229,15 +238,23 @@ func (p *Postgres) Down(ctx context.Context) error {
 }
 
 func (p *Postgres) run(ctx context.Context, action string, args ...string) error {
+	_, err := p.output(ctx, action, args...)
+	return err
+}
+
+// output runs the script's action and returns its standard output.
+func (p *Postgres) output(ctx context.Context, action string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", append([]string{p.sh, p.lib, action}, args...)...)
 	cmd.Env = os.Environ()
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return fmt.Errorf("topology: %s %s: %w\n%s", p.Name(), action, err, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("topology: %s %s: %w\n%s", p.Name(), action, err, strings.TrimSpace(stderr.String()+string(out)))
 	}
-	return nil
+	return string(out), nil
 }
 
 func pgFindLib() (string, error) {

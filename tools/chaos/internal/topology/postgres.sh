@@ -8,12 +8,15 @@
 #   primary NODE PORT        wipe the node, start it empty as a primary on
 #                            PORT; wait until it answers
 #   sync NODE PORT on|off    make the primary on PORT wait for one standby's
-#                            flush at every commit (on), or for none (off)
+#                            flush at every commit (on), or only for its own
+#                            WAL flush (off)
 #   replica NODE PORT FROM   wipe the node, copy the primary on port FROM
 #                            with pg_basebackup -R and start it as its
 #                            streaming replica on PORT; wait until the
 #                            primary sees it streaming
-#   kill NODE                SIGKILL the server and its children (a crash)
+#   kill NODE                SIGKILL the server and all its children at
+#                            once (a crash); print "killed <unix ns>", the
+#                            time the signals were sent
 #   freeze NODE              SIGSTOP the server and its children: it
 #                            accepts connections and answers nothing, as a
 #                            hung or cut-off host (down and kill end it)
@@ -58,8 +61,12 @@ sync)
 		sql "$1" "ALTER SYSTEM SET synchronous_standby_names = '*'"
 		sql "$1" "ALTER SYSTEM SET synchronous_commit = 'on'"
 	else
+		# Asynchronous replication as PostgreSQL ships it: a commit waits
+		# for its local WAL flush (the default synchronous_commit = on;
+		# the test environment's own server has it off), not for the
+		# standby.
 		sql "$1" "ALTER SYSTEM SET synchronous_standby_names = ''"
-		sql "$1" "ALTER SYSTEM SET synchronous_commit = 'off'"
+		sql "$1" "ALTER SYSTEM SET synchronous_commit = 'on'"
 	fi
 	sql "$1" "SELECT pg_reload_conf()" >/dev/null
 	;;
@@ -97,7 +104,25 @@ replica)
 	done
 	;;
 kill)
-	stop_inst postgres KILL
+	# Every process at once: a backend that outlived the postmaster by a
+	# moment could still commit and answer.
+	dir=$(inst_realdir postgres)
+	pids="$(inst_running postgres || true) $(stray_pids "$dir")"
+	# shellcheck disable=SC2086
+	[[ -n ${pids// /} ]] && kill -s KILL $pids
+	echo "killed $(date +%s%N)"
+	# A killed process stays a zombie until its parent (init, here the
+	# machine's own process manager) reaps it, which can take a second;
+	# it holds no port and writes nothing, so it counts as gone.
+	for ((i = 0; i < 500; i++)); do
+		alive=
+		for p in $pids; do
+			state=$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null) || continue
+			[[ $state != Z ]] && alive=1 && break
+		done
+		[[ -z $alive ]] && break
+		sleep 0.01
+	done
 	;;
 freeze)
 	dir=$(inst_realdir postgres)
