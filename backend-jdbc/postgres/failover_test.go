@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -272,4 +274,34 @@ func TestFailoverPastHungHost(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("the backend did not reach the new primary within %v of the promotion; last error: %v", within, last)
+}
+
+// TestSetupWarningsOnReplicaPair opens sessions on a primary with a
+// streaming replica: with asynchronous replication the grant warns of it,
+// with synchronous_standby_names set it does not. A role without
+// pg_read_all_stats sees the standby too.
+func TestSetupWarningsOnReplicaPair(t *testing.T) {
+	p := startReplicaPair(t, false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if got := grantWarnings(t, p.URL("")); !slices.Equal(got, []string{WarnAsyncReplication}) {
+		t.Errorf("asynchronous replica: warnings %v, want [%s]", got, WarnAsyncReplication)
+	}
+	admin, err := pgx.Connect(ctx, p.nodeURL(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE ROLE simba_warn_plain LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	pool := newPool(t, strings.Replace(p.nodeURL(0), "postgres://postgres@", "postgres://simba_warn_plain@", 1), 1)
+	s, err := readSetup(ctx, pool)
+	if err != nil || s.standbys != 1 {
+		t.Errorf("a plain role reads %+v, %v; want 1 standby", s, err)
+	}
+	p.run("sync", p.dirs[0], fmt.Sprint(p.ports[0]), "on")
+	if got := grantWarnings(t, p.URL("")); len(got) != 0 {
+		t.Errorf("synchronous replica: warnings %v, want none", got)
+	}
 }
