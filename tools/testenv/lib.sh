@@ -435,7 +435,9 @@ listen_addresses = '127.0.0.1'
 unix_socket_directories = ''
 max_connections = 300
 fsync = off
-synchronous_commit = off
+# PostgreSQL's default: a commit waits for its WAL write (with fsync off, no
+# disk flush). Off, a crash loses acknowledged commits, and simbapg warns.
+synchronous_commit = on
 full_page_writes = off
 EOF
 	if ! as_postgres "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -W start \

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/simba-go/simba/tools/chaos/internal/proxy"
 )
 
 //go:embed postgres.sh
@@ -28,6 +30,13 @@ type PostgresOptions struct {
 	// commit a client saw. Without it the standby streams asynchronously
 	// and may lack the last commits when the primary dies.
 	Sync bool
+	// LinkDelay, when positive, delays the replication stream by that
+	// much per chunk, in each direction: the replica connects to its
+	// primary through a TCP proxy (a link slower than loopback, a
+	// replica behind). The proxy's connections are cut when the primary
+	// is killed, as a crashed host's unsent bytes are lost. Without it
+	// the proxy only forwards.
+	LinkDelay time.Duration
 }
 
 // Postgres is a PostgreSQL primary and its streaming replica on loopback,
@@ -39,7 +48,8 @@ type Postgres struct {
 
 	mu      sync.Mutex
 	nodes   [2]pgNode
-	primary int // index in nodes of the current primary
+	links   [2]*proxy.Proxy // to each node, for its replica
+	primary int             // index in nodes of the current primary
 }
 
 type pgNode struct {
@@ -75,6 +85,10 @@ func StartPostgresReplica(ctx context.Context, dir string, opts PostgresOptions)
 			return nil, err
 		}
 		p.nodes[i] = pgNode{dir: filepath.Join(dir, fmt.Sprintf("pg%d", i+1)), port: port}
+		if p.links[i], err = proxy.Listen(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+			_ = p.Down(ctx)
+			return nil, fmt.Errorf("topology: %w", err)
+		}
 	}
 	if err := p.start(ctx); err != nil {
 		_ = p.Down(context.WithoutCancel(ctx))
@@ -84,7 +98,7 @@ func StartPostgresReplica(ctx context.Context, dir string, opts PostgresOptions)
 }
 
 func (p *Postgres) start(ctx context.Context) error {
-	a, b := p.nodes[0], p.nodes[1]
+	a := p.nodes[0]
 	if err := p.run(ctx, "primary", a.dir, fmt.Sprint(a.port)); err != nil {
 		return err
 	}
@@ -95,18 +109,43 @@ func (p *Postgres) start(ctx context.Context) error {
 	if err := p.run(ctx, "sync", a.dir, fmt.Sprint(a.port), sync); err != nil {
 		return err
 	}
-	if err := p.run(ctx, "replica", b.dir, fmt.Sprint(b.port), fmt.Sprint(a.port)); err != nil {
+	if err := p.attach(ctx, 1, 0); err != nil {
 		return err
 	}
 	return p.waitWritable(ctx, a)
 }
 
-// Name is "postgres-sync" or "postgres-async".
-func (p *Postgres) Name() string {
-	if p.opts.Sync {
-		return "postgres-sync"
+// attach wipes node r and makes it a replica of node from, through the
+// proxy to from: at full speed for pg_basebackup, then slowed by LinkDelay.
+func (p *Postgres) attach(ctx context.Context, r, from int) error {
+	link := p.links[from]
+	link.Set(proxy.Pass, 0)
+	if err := p.run(ctx, "replica", p.nodes[r].dir, fmt.Sprint(p.nodes[r].port), fmt.Sprint(pgPort(link.Addr()))); err != nil {
+		return err
 	}
-	return "postgres-async"
+	if p.opts.LinkDelay > 0 {
+		link.Set(proxy.Slow, p.opts.LinkDelay)
+	}
+	return nil
+}
+
+func pgPort(addr string) int {
+	_, port, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// Name is "postgres-sync" or "postgres-async", followed by the link
+// delay when there is one ("postgres-async-5ms").
+func (p *Postgres) Name() string {
+	name := "postgres-async"
+	if p.opts.Sync {
+		name = "postgres-sync"
+	}
+	if p.opts.LinkDelay > 0 {
+		name += "-" + p.opts.LinkDelay.String()
+	}
+	return name
 }
 
 // Backend is "postgres".
@@ -160,8 +199,12 @@ func (p *Postgres) Inject(ctx context.Context, fault string) error {
 // time the SIGKILL was sent.
 func (p *Postgres) Promote(ctx context.Context, promoted func()) (killed time.Time, err error) {
 	p.mu.Lock()
-	old, next := p.nodes[p.primary], p.nodes[1-p.primary]
+	oldIdx := p.primary
+	old, next := p.nodes[oldIdx], p.nodes[1-oldIdx]
 	p.mu.Unlock()
+	// The host dies with its link: what the proxy still holds was never
+	// sent, and the replica cannot connect again.
+	p.links[oldIdx].Set(proxy.Refuse, 0)
 	killed = time.Now()
 	out, err := p.output(ctx, "kill", old.dir)
 	if err != nil {
@@ -183,7 +226,7 @@ func (p *Postgres) Promote(ctx context.Context, promoted func()) (killed time.Ti
 	if promoted != nil {
 		promoted()
 	}
-	if err := p.run(ctx, "replica", old.dir, fmt.Sprint(old.port), fmt.Sprint(next.port)); err != nil {
+	if err := p.attach(ctx, oldIdx, 1-oldIdx); err != nil {
 		return killed, err
 	}
 	return killed, p.waitWritable(ctx, next)
@@ -229,6 +272,11 @@ func pgWriteOnce(ctx context.Context, url string) error {
 // Down stops both servers and deletes their data.
 func (p *Postgres) Down(ctx context.Context) error {
 	var errs []error
+	for _, l := range p.links {
+		if l != nil {
+			errs = append(errs, l.Close())
+		}
+	}
 	for _, n := range p.nodes {
 		if n.dir != "" {
 			errs = append(errs, p.run(ctx, "down", n.dir))

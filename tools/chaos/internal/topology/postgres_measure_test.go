@@ -33,9 +33,17 @@ func TestMeasurePostgres(t *testing.T) {
 		promotions = 10
 	}
 	ctx := context.Background()
+	// SIMBA_MEASURE_POSTGRES_DELAY, a duration, slows the replication
+	// link of every pair (PostgresOptions.LinkDelay).
+	var delay time.Duration
+	if d := os.Getenv("SIMBA_MEASURE_POSTGRES_DELAY"); d != "" {
+		if delay, err = time.ParseDuration(d); err != nil {
+			t.Fatalf("SIMBA_MEASURE_POSTGRES_DELAY: %v", err)
+		}
+	}
 	pairs := map[bool]*Postgres{}
 	for _, sync := range []bool{false, true} {
-		p, err := StartPostgresReplica(ctx, t.TempDir(), PostgresOptions{Sync: sync})
+		p, err := StartPostgresReplica(ctx, t.TempDir(), PostgresOptions{Sync: sync, LinkDelay: delay})
 		if err != nil {
 			t.Fatal(err)
 		}
