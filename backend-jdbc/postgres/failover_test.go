@@ -305,3 +305,39 @@ func TestSetupWarningsOnReplicaPair(t *testing.T) {
 		t.Errorf("synchronous replica: warnings %v, want none", got)
 	}
 }
+
+// TestSynchronousStandbyDownHandsOutNoToken stops the synchronous standby
+// and acquires: every commit then waits for it, and PostgreSQL, when the
+// call's deadline cancels that wait, keeps the commit on the primary
+// alone (with a WARNING). The backend must report each such acquire as
+// failed, never as won: a token that only the primary holds is never
+// handed out, so a later promotion of the standby, which lacks it, cannot
+// make a token go back.
+func TestSynchronousStandbyDownHandsOutNoToken(t *testing.T) {
+	p := startReplicaPair(t, true)
+	ctx := context.Background()
+	b, err := Open(ctx, p.URL(""), Options{TablePrefix: "simba_syncdown_", Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	g, err := b.OpenSession(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.run("kill", p.dirs[1])
+	for i := range 3 {
+		cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		r, err := b.Acquire(cctx, g.ID, "held")
+		cancel()
+		if err == nil || r.Won {
+			t.Errorf("acquire %d with the synchronous standby down: %+v, %v; want a failure", i, r, err)
+		}
+	}
+	var committed int64
+	pool := newPool(t, p.nodeURL(0), 1)
+	if err := pool.QueryRow(ctx, "SELECT coalesce(max(token), 0) FROM simba_syncdown_lease").Scan(&committed); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the primary alone committed tokens up to %d, none handed out", committed)
+}
