@@ -121,3 +121,27 @@ func TestOpenBoundsEachConnect(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenMultiHostAllDown opens a multi-host URL whose hosts all refuse:
+// the one error names each host and shows no password.
+func TestOpenMultiHostAllDown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, raw := range []string{
+		"postgres://app:s3cr3t-pw@127.0.0.1:1,127.0.0.1:2/app?sslmode=disable&target_session_attrs=read-write",
+		"postgres://app@127.0.0.1:1,127.0.0.1:2/app?sslmode=disable&target_session_attrs=read-write&password=s3cr3t-pw",
+	} {
+		b, err := Open(ctx, raw, Options{})
+		if err == nil {
+			_ = b.Close()
+			t.Fatalf("Open(%q) succeeded", raw)
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "simbapg: connect: ") || !strings.Contains(msg, "127.0.0.1:1") || !strings.Contains(msg, "127.0.0.1:2") {
+			t.Errorf("Open of two down hosts: %v, want a connect error naming both", err)
+		}
+		if strings.Contains(msg, "s3cr3t") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
