@@ -3,6 +3,7 @@ package simbamysql
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"log/slog"
 	"net"
@@ -56,12 +57,21 @@ func Open(ctx context.Context, dataSource string, opts Options) (*Backend, error
 	if err != nil {
 		return nil, err
 	}
-	cfg, secrets, err := config(dataSource, opts)
+	first, hosts, err := splitHosts(dataSource)
+	if err != nil {
+		return nil, err
+	}
+	cfg, secrets, err := config(first, opts)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Logger = driverLogger{core.Logger, secrets}
-	conn, err := mysql.NewConnector(cfg)
+	var conn driver.Connector
+	if hosts != nil {
+		conn, err = newHostsConnector(cfg, hosts, secrets, core.Logger)
+	} else {
+		conn, err = mysql.NewConnector(cfg)
+	}
 	if err != nil {
 		field := "dsn"
 		if hasScheme.MatchString(dataSource) {
