@@ -79,14 +79,16 @@ func hostAddr(p string) (addr, reason string) {
 		if net.ParseIP(host) == nil || !strings.Contains(host, ":") {
 			return "", "not an IPv6 address between '[' and ']'"
 		}
-	} else if h, pt, ok := strings.Cut(p, ":"); ok {
-		host, port = h, pt
-	}
-	switch {
-	case host == "":
-		return "", "empty host"
-	case strings.ContainsAny(host, "[]:%/\\ \t"):
-		return "", "an invalid character in the host"
+	} else {
+		if h, pt, ok := strings.Cut(p, ":"); ok {
+			host, port = h, pt
+		}
+		switch {
+		case host == "":
+			return "", "empty host"
+		case strings.ContainsAny(host, "[]%/\\ \t"):
+			return "", "an invalid character in the host"
+		}
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || port != strconv.Itoa(n) {
 		return "", "the port is not a number from 1 to 65535"
@@ -94,9 +96,10 @@ func hostAddr(p string) (addr, reason string) {
 	return net.JoinHostPort(host, port), ""
 }
 
-// writableQuery is what a connection to a multi-host URL asks the server:
-// a host whose answer is not 0 is skipped. Tests replace it.
-var writableQuery = "SELECT @@read_only"
+// readOnlyCheck asks a new connection to a host of a multi-host URL
+// whether the server is read-only (@@read_only not 0). Tests replace it
+// to make a host look read-only.
+var readOnlyCheck = readOnly
 
 // hostsConnector connects to the first host of its list that answers and
 // is writable, asking each new connection, so that after a replica was
@@ -141,12 +144,12 @@ func (h *hostsConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		conn, readOnly, err := h.try(ctx, c)
+		conn, ro, err := h.try(ctx, c, h.addrs[i])
 		switch {
 		case err != nil:
 			problems = append(problems, h.addrs[i]+": "+backendkit.MaskText(err.Error(), h.secrets))
 			continue
-		case readOnly:
+		case ro:
 			problems = append(problems, h.addrs[i]+": read-only")
 			continue
 		}
@@ -165,12 +168,12 @@ func (h *hostsConnector) Connect(ctx context.Context) (driver.Conn, error) {
 
 // try connects through c and asks whether the server is read-only; a
 // read-only connection is closed.
-func (h *hostsConnector) try(ctx context.Context, c driver.Connector) (driver.Conn, bool, error) {
+func (h *hostsConnector) try(ctx context.Context, c driver.Connector, addr string) (driver.Conn, bool, error) {
 	conn, err := c.Connect(ctx)
 	if err != nil {
 		return nil, false, err
 	}
-	ro, err := readOnly(ctx, conn)
+	ro, err := readOnlyCheck(ctx, conn, addr)
 	if err != nil || ro {
 		_ = conn.Close()
 		return nil, ro, err
@@ -178,12 +181,12 @@ func (h *hostsConnector) try(ctx context.Context, c driver.Connector) (driver.Co
 	return conn, false, nil
 }
 
-func readOnly(ctx context.Context, conn driver.Conn) (bool, error) {
+func readOnly(ctx context.Context, conn driver.Conn, _ string) (bool, error) {
 	q, ok := conn.(driver.QueryerContext)
 	if !ok {
 		return false, errors.New("the driver's connection cannot run a query")
 	}
-	rows, err := q.QueryContext(ctx, writableQuery, nil)
+	rows, err := q.QueryContext(ctx, "SELECT @@read_only", nil)
 	if err != nil {
 		return false, fmt.Errorf("read_only check: %w", err)
 	}

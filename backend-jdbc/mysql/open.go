@@ -26,6 +26,23 @@ import (
 //   - a go-sql-driver/mysql DSN, user:pass@tcp(host:3306)/db?tls=true,
 //     used as written.
 //
+// A URL may list several hosts, mysql://user:pass@h1:3306,h2:3306/db (a
+// primary and its replicas, in any order): every new connection goes to
+// the first host, in the order written, that accepts it and is writable
+// (@@read_only is 0, asked on each new connection), like pgx's
+// target_session_attrs=read-write. After a replica is promoted (its
+// read_only turned off) and the old primary is gone or read-only, the
+// next connection finds it, without a restart. Every host gets the same
+// user, database and parameters; with tls=true each is verified under
+// its own name. A host list with an empty host, a port that is not a
+// number from 1 to 65535, or a host given twice is refused with an
+// *OptionsError naming the host by its position. When no host is
+// writable, the error of the connection (of Open, or of a later call)
+// matches ErrNoWritableHost and names each host with its problem. A
+// connection made before its server was turned read-only is kept until
+// it breaks: demote an old primary by stopping it, or by restarting it
+// read-only, which closes its connections. A DSN names one host.
+//
 // Either must name a database. Before it returns, Open checks, within ctx,
 // that the server answers and accepts the credentials (a ping over a new
 // connection) and that the tables exist (or creates them, with
