@@ -10,9 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/simba-go/simba/tools/chaos/internal/proxy"
 )
 
 //go:embed mysql.sh
@@ -26,22 +30,33 @@ type MariaDBOptions struct {
 	// A primary without a replica waits rpl_semi_sync_master_timeout (1s
 	// here) and then runs asynchronously until a replica catches up.
 	SemiSync bool
+	// LinkDelay, when positive, delays every chunk of the replication
+	// stream by that much in each direction (a TCP proxy between the
+	// replica and its primary), as a replica in another zone or region
+	// would see it; the clients still reach both servers directly.
+	LinkDelay time.Duration
 }
 
 // MariaDB is a MariaDB primary and one replica with GTID replication
 // (log_bin, server_id, gtid_strict_mode, MASTER_USE_GTID=slave_pos), on
-// two free loopback ports. Its URL is the multi-host URL of simbamysql,
+// two free loopback ports; the replica reaches its primary through a TCP
+// proxy, which can delay the stream (MariaDBOptions.LinkDelay) and which
+// is cut when the primary is killed. Its URL is the multi-host URL of simbamysql,
 // which connects to the host whose @@read_only is 0; it authenticates as
 // a user without READ ONLY ADMIN, whom read_only stops.
 type MariaDB struct {
 	dir, lib, sh string
 	semiSync     bool
+	linkDelay    time.Duration
 	password     string
 	nodes        [2]*mariadbNode
+	links        [2]*proxy.Proxy // to each node, for its replica
 
 	mu        sync.Mutex
 	primary   int // index into nodes
 	promotion time.Duration
+	killedAt  time.Time
+	down      bool
 }
 
 type mariadbNode struct {
@@ -62,7 +77,7 @@ func StartMariaDBReplica(ctx context.Context, dir string, opts MariaDBOptions) (
 	}
 	secret := make([]byte, 12)
 	_, _ = rand.Read(secret)
-	m := &MariaDB{dir: dir, lib: lib, semiSync: opts.SemiSync, password: hex.EncodeToString(secret)}
+	m := &MariaDB{dir: dir, lib: lib, semiSync: opts.SemiSync, linkDelay: opts.LinkDelay, password: hex.EncodeToString(secret)}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
 	}
@@ -76,24 +91,36 @@ func StartMariaDBReplica(ctx context.Context, dir string, opts MariaDBOptions) (
 			return nil, err
 		}
 		m.nodes[i] = &mariadbNode{id: i + 1, port: port, dir: filepath.Join(dir, fmt.Sprintf("node%d", i+1))}
+		if m.links[i], err = proxy.Listen(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+			_ = m.Down(ctx)
+			return nil, fmt.Errorf("topology: %w", err)
+		}
+		if opts.LinkDelay > 0 {
+			m.links[i].Set(proxy.Slow, opts.LinkDelay)
+		}
 	}
 	if err := m.run(ctx, m.nodes[0], "primary"); err != nil {
 		_ = m.Down(ctx)
 		return nil, err
 	}
-	if err := m.attach(ctx, m.nodes[1], m.nodes[0]); err != nil {
+	if err := m.attach(ctx, m.nodes[1], 0); err != nil {
 		_ = m.Down(ctx)
 		return nil, err
 	}
 	return m, nil
 }
 
-// Name is "mysql-async" or "mysql-semisync".
+// Name is "mysql-async" or "mysql-semisync", followed by the link delay
+// when there is one ("mysql-async-5ms").
 func (m *MariaDB) Name() string {
+	name := "mysql-async"
 	if m.semiSync {
-		return "mysql-semisync"
+		name = "mysql-semisync"
 	}
-	return "mysql-async"
+	if m.linkDelay > 0 {
+		name += "-" + m.linkDelay.String()
+	}
+	return name
 }
 
 // Backend is "mysql".
@@ -124,6 +151,13 @@ func (m *MariaDB) Primary() string {
 	return fmt.Sprintf("127.0.0.1:%d", m.nodes[m.primary].port)
 }
 
+// LastKill is when the last Inject sent SIGKILL to the primary.
+func (m *MariaDB) LastKill() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.killedAt
+}
+
 // LastPromotion is how long the last Inject took from the SIGKILL of the
 // primary to the replica accepting writes.
 func (m *MariaDB) LastPromotion() time.Duration {
@@ -132,7 +166,8 @@ func (m *MariaDB) LastPromotion() time.Duration {
 	return m.promotion
 }
 
-// Inject of replica-promote kills the primary with SIGKILL, promotes the
+// Inject of replica-promote kills the primary with SIGKILL (and cuts its
+// replication link, dropping what was in flight), promotes the
 // replica by hand (every event it received applied, then STOP SLAVE,
 // RESET SLAVE ALL, read_only=OFF), and rebuilds the old primary empty as
 // a replica of the new one (its data may hold terms the new primary never
@@ -145,7 +180,18 @@ func (m *MariaDB) Inject(ctx context.Context, fault string) error {
 	m.mu.Lock()
 	old, next := m.nodes[m.primary], m.nodes[1-m.primary]
 	m.mu.Unlock()
+	// The SIGKILL is sent here, so that its instant is known; the script
+	// then waits for the process to go and kills any left in its directory.
+	// The replication link to it is cut at the same instant: what was in
+	// flight on it is lost, as in a crash of its host.
+	if pid, err := readPid(filepath.Join(old.dir, "mysql", "pid")); err == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	m.links[m.primaryIndex(old)].Reset()
 	start := time.Now()
+	m.mu.Lock()
+	m.killedAt = start
+	m.mu.Unlock()
 	if err := m.run(ctx, old, "kill"); err != nil {
 		return err
 	}
@@ -159,20 +205,35 @@ func (m *MariaDB) Inject(ctx context.Context, fault string) error {
 	// A new server_id for the rebuilt node: its GTIDs must not be taken
 	// for the old primary's.
 	old.id += 2
-	return m.attach(ctx, old, next)
+	return m.attach(ctx, old, m.primaryIndex(next))
 }
 
-// attach rebuilds replica empty, replicating from primary, and waits
-// until it has caught up.
-func (m *MariaDB) attach(ctx context.Context, replica, primary *mariadbNode) error {
-	if err := m.run(ctx, replica, "replica", fmt.Sprint(primary.port)); err != nil {
+func (m *MariaDB) primaryIndex(n *mariadbNode) int {
+	if m.nodes[0] == n {
+		return 0
+	}
+	return 1
+}
+
+// attach rebuilds replica empty, replicating from the node at index
+// primary through its link, and waits until it has caught up.
+func (m *MariaDB) attach(ctx context.Context, replica *mariadbNode, primary int) error {
+	link := m.links[primary].Addr()
+	if err := m.run(ctx, replica, "replica", link[strings.LastIndexByte(link, ':')+1:]); err != nil {
 		return err
 	}
-	return m.run(ctx, replica, "caught-up", fmt.Sprint(primary.port))
+	return m.run(ctx, replica, "caught-up", fmt.Sprint(m.nodes[primary].port))
 }
 
-// Down stops both servers and deletes their data.
+// Down stops both servers and deletes their data. It is idempotent.
 func (m *MariaDB) Down(ctx context.Context) error {
+	m.mu.Lock()
+	done := m.down
+	m.down = true
+	m.mu.Unlock()
+	if done {
+		return nil
+	}
 	var errs []string
 	for _, n := range m.nodes {
 		if n == nil {
@@ -180,6 +241,11 @@ func (m *MariaDB) Down(ctx context.Context) error {
 		}
 		if err := m.run(ctx, n, "down"); err != nil {
 			errs = append(errs, err.Error())
+		}
+	}
+	for _, l := range m.links {
+		if l != nil {
+			_ = l.Close()
 		}
 	}
 	if err := os.RemoveAll(m.dir); err != nil {
@@ -212,6 +278,18 @@ func (m *MariaDB) run(ctx context.Context, n *mariadbNode, action string, args .
 		return fmt.Errorf("topology: mariadb node %d %s: %w\n%s", n.id, action, err, msg)
 	}
 	return nil
+}
+
+func readPid(file string) (int, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return 0, fmt.Errorf("topology: no pid in %s", file)
+	}
+	return pid, nil
 }
 
 // mariadbLib finds tools/testenv/lib.sh above the working directory.

@@ -1,0 +1,374 @@
+package topology
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql"
+	"go.uber.org/goleak"
+
+	simbamysql "github.com/simba-go/simba/backend-jdbc/mysql"
+	simba "github.com/simba-go/simba/core"
+)
+
+// measuredTerm is one term a contending client won.
+type measuredTerm struct {
+	name       string
+	token      uint64
+	client     int
+	begin, end time.Time
+	reason     simba.RevokeReason
+}
+
+// contention runs clients that contend for names on a topology's URL and
+// records every term.
+type contention struct {
+	mu    sync.Mutex
+	terms []measuredTerm
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+	close []func()
+}
+
+func contend(t *testing.T, url string, clients int, names []string, lease time.Duration) *contention {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	c := &contention{stop: stop}
+	quiet := slog.New(slog.DiscardHandler)
+	for i := range clients {
+		octx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		b, err := simbamysql.Open(octx, url, simbamysql.Options{TablePrefix: "measure_", Migrate: true})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := simba.New(b, simba.WithConfig(simba.Config{LeaseDuration: lease}), simba.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.close = append(c.close, func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = cl.Close(cctx)
+			cancel()
+			_ = b.Close()
+		})
+		for _, name := range names {
+			c.wg.Add(1)
+			go func() {
+				defer c.wg.Done()
+				c.work(ctx, cl.Lock(name), i)
+			}()
+		}
+	}
+	return c
+}
+
+// work takes the lock, holds it 20-80ms, or one time in ten 0.5-1.5s
+// (or until the term ends), gives it back, and again, until ctx ends.
+func (c *contention) work(ctx context.Context, l *simba.Lock, client int) {
+	for ctx.Err() == nil {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		lt, err := l.Acquire(actx)
+		cancel()
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(20 * time.Millisecond):
+			}
+			continue
+		}
+		rec := measuredTerm{name: l.Name(), token: lt.Token(), client: client, begin: time.Now()}
+		hold := time.Duration(20+rand.IntN(60)) * time.Millisecond
+		if rand.IntN(10) == 0 {
+			hold = time.Duration(500+rand.IntN(1000)) * time.Millisecond
+		}
+		select {
+		case <-time.After(hold):
+		case <-lt.Done():
+		case <-ctx.Done():
+		}
+		rctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = lt.Release(rctx)
+		cancel()
+		rec.end, rec.reason = time.Now(), lt.Reason()
+		c.mu.Lock()
+		c.terms = append(c.terms, rec)
+		c.mu.Unlock()
+	}
+}
+
+func (c *contention) finish() []measuredTerm {
+	c.stop()
+	c.wg.Wait()
+	for _, f := range c.close {
+		f()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.terms)
+}
+
+// promotionReport is what the measurements of one setting found.
+type promotionReport struct {
+	setting      string
+	terms        int
+	regressions  int
+	maxBack      uint64
+	failover     []time.Duration // kill to the first term begun after it
+	allNames     []time.Duration // kill to a new term of every name
+	promotion    []time.Duration // kill to the replica writable
+	atKill       map[simba.RevokeReason]int
+	reasons      map[simba.RevokeReason]int
+	regressedPer []int // regressions after each promotion
+}
+
+func analyse(setting string, terms []measuredTerm, promotions []time.Duration, killAt []time.Time, names []string) promotionReport {
+	r := promotionReport{setting: setting, terms: len(terms), promotion: promotions,
+		atKill: map[simba.RevokeReason]int{}, reasons: map[simba.RevokeReason]int{},
+		regressedPer: make([]int, len(killAt))}
+	slices.SortFunc(terms, func(a, b measuredTerm) int { return a.begin.Compare(b.begin) })
+	high := map[string]uint64{}
+	for _, tm := range terms {
+		r.reasons[tm.reason]++
+		if h, ok := high[tm.name]; ok && tm.token <= h {
+			r.regressions++
+			r.maxBack = max(r.maxBack, h-tm.token)
+			for i := len(killAt) - 1; i >= 0; i-- {
+				if tm.begin.After(killAt[i]) {
+					r.regressedPer[i]++
+					break
+				}
+			}
+		}
+		high[tm.name] = max(high[tm.name], tm.token)
+	}
+	for _, k := range killAt {
+		first := time.Time{}
+		seen := map[string]time.Time{}
+		for _, tm := range terms {
+			if tm.begin.Before(k) {
+				if tm.end.After(k) {
+					r.atKill[tm.reason]++
+				}
+				continue
+			}
+			if first.IsZero() {
+				first = tm.begin
+			}
+			if _, ok := seen[tm.name]; !ok {
+				seen[tm.name] = tm.begin
+			}
+		}
+		if !first.IsZero() {
+			r.failover = append(r.failover, first.Sub(k))
+		}
+		last := time.Time{}
+		for _, n := range names {
+			if b, ok := seen[n]; ok && b.After(last) {
+				last = b
+			}
+		}
+		if len(seen) == len(names) {
+			r.allNames = append(r.allNames, last.Sub(k))
+		}
+	}
+	return r
+}
+
+func medianMax(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return fmt.Sprintf("median %v, max %v (n=%d)", s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond), len(s))
+}
+
+func (r promotionReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d terms, %d token regressions (at most %d back; per promotion %v)\n", r.setting, r.terms, r.regressions, r.maxBack, r.regressedPer)
+	fmt.Fprintf(&b, "  kill to replica writable: %s\n", medianMax(r.promotion))
+	fmt.Fprintf(&b, "  kill to first new term:   %s\n", medianMax(r.failover))
+	fmt.Fprintf(&b, "  kill to every name again: %s\n", medianMax(r.allNames))
+	fmt.Fprintf(&b, "  terms valid at a kill ended by: %v\n", reasonCounts(r.atKill))
+	fmt.Fprintf(&b, "  every term ended by: %v", reasonCounts(r.reasons))
+	return b.String()
+}
+
+func reasonCounts(m map[simba.RevokeReason]int) string {
+	var parts []string
+	for r := simba.NotRevoked; r <= simba.TakenOver; r++ {
+		if m[r] > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, m[r]))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// costRound times n acquire+release pairs of one client on url and
+// returns each pair's latency.
+func costRound(t *testing.T, cl *simba.Client, name string, n int) []time.Duration {
+	t.Helper()
+	out := make([]time.Duration, 0, n)
+	for range n {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		start := time.Now()
+		lt, err := cl.Lock(name).Acquire(ctx)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		err = lt.Release(ctx)
+		out = append(out, time.Since(start))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// semiSyncStatus reads the semi-synchronous counters of the primary at
+// addr, as root.
+func semiSyncStatus(t *testing.T, addr string) string {
+	t.Helper()
+	db, err := sql.Open("mysql", "root@tcp("+addr+")/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(t.Context(), "SHOW GLOBAL STATUS WHERE Variable_name IN "+
+		"('Rpl_semi_sync_master_status', 'Rpl_semi_sync_master_clients', 'Rpl_semi_sync_master_yes_tx', "+
+		"'Rpl_semi_sync_master_no_tx', 'Rpl_semi_sync_master_tx_avg_wait_time')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var parts []string
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, strings.TrimPrefix(k, "Rpl_semi_sync_master_")+"="+v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// TestMeasureMariaDBPromotions measures, on an asynchronous and a
+// semi-synchronous primary and replica, the cost of an acquire+release
+// (rounds of each interleaved), then, under contention (4 clients, 3
+// names, 1s leases), SIMBA_MEASURE_MARIADB promotions of each: token
+// regressions, failover time and the reasons terms end with. Run with
+// SIMBA_MEASURE_MARIADB=10 go test -run TestMeasureMariaDBPromotions -v -timeout 60m.
+func TestMeasureMariaDBPromotions(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("SIMBA_MEASURE_MARIADB"))
+	if n <= 0 {
+		t.Skip("set SIMBA_MEASURE_MARIADB to the number of promotions per setting")
+	}
+	defer goleak.VerifyNone(t)
+	delays := []time.Duration{0, 5 * time.Millisecond}
+	if d := os.Getenv("SIMBA_MEASURE_MARIADB_DELAYS"); d != "" {
+		delays = nil
+		for _, f := range strings.Split(d, ",") {
+			v, err := time.ParseDuration(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			delays = append(delays, v)
+		}
+	}
+	for _, delay := range delays {
+		async := startMariaDB(t, MariaDBOptions{LinkDelay: delay})
+		semi := startMariaDB(t, MariaDBOptions{SemiSync: true, LinkDelay: delay})
+		measureCost(t, []*MariaDB{async, semi})
+		for _, m := range []*MariaDB{async, semi} {
+			measurePromotions(t, m, n)
+		}
+		for _, m := range []*MariaDB{async, semi} {
+			if err := m.Down(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// measureCost times acquire+release pairs of one client per topology, in
+// rounds that alternate between the topologies.
+func measureCost(t *testing.T, tops []*MariaDB) {
+	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
+	costs := make([][]time.Duration, len(tops))
+	var clients []*simba.Client
+	var backends []*simbamysql.Backend
+	for _, m := range tops {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		b, err := simbamysql.Open(ctx, m.URL(), simbamysql.Options{TablePrefix: "cost_", Migrate: true})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, err := simba.New(b, simba.WithConfig(simba.Config{LeaseDuration: time.Second}), simba.WithLogger(quiet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		backends, clients = append(backends, b), append(clients, cl)
+		costRound(t, cl, "cost", 20) // warm up: first insert, prepared statements
+	}
+	for range 6 {
+		for i := range tops {
+			costs[i] = append(costs[i], costRound(t, clients[i], "cost", 50)...)
+		}
+	}
+	for i, cl := range clients {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = cl.Close(ctx)
+		cancel()
+		_ = backends[i].Close()
+	}
+	for i, m := range tops {
+		s := slices.Clone(costs[i])
+		slices.Sort(s)
+		extra := ""
+		if m.semiSync {
+			extra = "; " + semiSyncStatus(t, m.Primary())
+		}
+		t.Logf("%s: acquire+release median %v, p90 %v, over %d pairs%s", m.Name(),
+			s[len(s)/2].Round(10*time.Microsecond), s[len(s)*9/10].Round(10*time.Microsecond), len(s), extra)
+	}
+}
+
+// measurePromotions promotes the replica n times while 4 clients contend
+// for 3 names with 1s leases, and reports what the terms show.
+func measurePromotions(t *testing.T, m *MariaDB, n int) {
+	t.Helper()
+	names := []string{"lock-0", "lock-1", "lock-2"}
+	c := contend(t, m.URL(), 4, names, time.Second)
+	time.Sleep(3 * time.Second)
+	var killAt []time.Time
+	var promotions []time.Duration
+	for i := range n {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		err := m.Inject(ctx, Promote)
+		cancel()
+		if err != nil {
+			c.finish()
+			t.Fatalf("%s promotion %d: %v", m.Name(), i+1, err)
+		}
+		killAt = append(killAt, m.LastKill())
+		promotions = append(promotions, m.LastPromotion())
+		time.Sleep(2 * time.Second)
+	}
+	terms := c.finish()
+	t.Log(analyse(m.Name(), terms, promotions, killAt, names))
+}
