@@ -262,6 +262,9 @@ func semiSyncStatus(t *testing.T, addr string) string {
 		}
 		parts = append(parts, strings.TrimPrefix(k, "Rpl_semi_sync_master_")+"="+v)
 	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
 	return strings.Join(parts, " ")
 }
 
