@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // fakeVariable makes serverVariables report name = value, over what the
@@ -26,10 +28,10 @@ func fakeVariable(t *testing.T, name, value string) {
 	t.Cleanup(func() { serverVariables = prev })
 }
 
-func codes(ws []setupWarning) string {
+func codes(ws []simba.Warning) string {
 	var c []string
 	for _, w := range ws {
-		c = append(c, w.code)
+		c = append(c, w.Code)
 	}
 	return strings.Join(c, ",")
 }
@@ -67,7 +69,7 @@ func TestSetupWarnings(t *testing.T) {
 
 	fakeVariable(t, "wsrep_on", "ON")
 	got := setupWarnings(ctx, db)
-	if codes(got) != WarnGalera || !strings.Contains(got[0].message, "wsrep_on = ON") {
+	if codes(got) != WarnGalera || !strings.Contains(got[0].Message, "wsrep_on = ON") {
 		t.Errorf("Galera: warnings %+v, want %q", got, WarnGalera)
 	}
 }
@@ -130,5 +132,75 @@ func TestReadUncommittedHolderSeesRolledBackOwner(t *testing.T) {
 		t.Fatal(err)
 	} else if _, listed := r.Leases[name]; !listed {
 		t.Errorf("REPEATABLE READ: the keep-alive no longer lists %s: %v", name, r.Leases)
+	}
+}
+
+// TestOpenSessionWarnsThroughTheEngine: the grant of OpenSession carries
+// the warnings (READ UNCOMMITTED for real, Galera faked), and a client of the backend logs it and publishes it as an
+// EventBackendWarning once per session.
+func TestOpenSessionWarnsThroughTheEngine(t *testing.T) {
+	raw := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := New(newDB(t, raw, 4), Options{TablePrefix: "warnengine_", Migrate: true, CleanupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	g, err := b.OpenSession(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Warnings) != 0 {
+		t.Fatalf("warnings %v on the test server", g.Warnings)
+	}
+	ru, err := New(newDB(t, withIsolation(t, raw, "READ-UNCOMMITTED"), 2),
+		Options{TablePrefix: "warnengine_", CleanupInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ru.Close()
+	if g, err := ru.OpenSessionAs(ctx, time.Minute, "ru"); err != nil || codes(g.Warnings) != WarnIsolation {
+		t.Fatalf("OpenSessionAs at READ UNCOMMITTED: %v, %v; want %s", g.Warnings, err, WarnIsolation)
+	}
+	fakeVariable(t, "wsrep_on", "ON")
+	if g, err = b.OpenSession(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if codes(g.Warnings) != WarnGalera {
+		t.Fatalf("OpenSession: warnings %v, want %s", g.Warnings, WarnGalera)
+	}
+
+	events := make(chan simba.Event, 100)
+	var logs backendtest.LogBuffer
+	c, err := simba.New(b, simba.WithLogger(logs.Logger()),
+		simba.WithConfig(simba.Config{LeaseDuration: 3 * time.Second}),
+		simba.WithEventListener(func(_ context.Context, e simba.Event) {
+			if e.Kind == simba.EventBackendWarning {
+				events <- e
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt, err := c.Lock("warned").Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = lt.Release(ctx)
+	time.Sleep(2 * time.Second) // keep-alives: no second warning
+	if err := c.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(events)
+	var got []simba.Event
+	for e := range events {
+		got = append(got, e)
+	}
+	if len(got) != 1 || got[0].Warning.Code != WarnGalera || got[0].Session != lt.Session() {
+		t.Fatalf("events %+v, want one %s for session %s", got, WarnGalera, lt.Session())
+	}
+	if n := strings.Count(logs.String(), WarnGalera); n != 1 {
+		t.Errorf("the warning is logged %d times:\n%s", n, logs.String())
 	}
 }
