@@ -110,6 +110,9 @@ type hostsConnector struct {
 	secrets []string
 	log     *slog.Logger
 	last    atomic.Int64 // index of the last host connected to, -1 at first
+	// gen counts the demotions seen: a connection made before the last
+	// one is stale (hostConn).
+	gen atomic.Int64
 }
 
 // newHostsConnector makes a connector per host from cfg, which names the
@@ -157,7 +160,7 @@ func (h *hostsConnector) Connect(ctx context.Context) (driver.Conn, error) {
 			h.log.Info(pkg.Name+": connected to the writable host", "host", h.addrs[i],
 				"position", i+1, "hosts", len(h.addrs))
 		}
-		return conn, nil
+		return h.wrap(conn), nil
 	}
 	msg := fmt.Sprintf("%s among %d hosts (%s)", ErrNoWritableHost, len(h.addrs), strings.Join(problems, "; "))
 	if err := ctx.Err(); err != nil {
@@ -215,3 +218,156 @@ func (e *hostsError) Error() string { return e.msg }
 func (e *hostsError) Is(target error) bool { return target == ErrNoWritableHost }
 
 func (e *hostsError) Unwrap() error { return e.err }
+
+// erReadOnly is the server error of a write on a read-only server
+// (ER_OPTION_PREVENTS_STATEMENT, "running with the --read-only option").
+const erReadOnly = 1290
+
+// demotedError reports whether err says the server is read-only.
+func demotedError(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == erReadOnly
+}
+
+// hostConn is a connection of a multi-host URL. When one of its statements
+// finds the server read-only (a primary demoted while it stayed up), every
+// connection made until then is dropped as it goes back to the pool or is
+// taken from it, so that the next ones go through Connect and find the
+// new primary.
+type hostConn struct {
+	c   mysqlConn
+	h   *hostsConnector
+	gen int64 // h.gen when connected
+}
+
+// mysqlConn is every interface go-sql-driver's connection implements that
+// database/sql uses.
+type mysqlConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.Validator
+	driver.NamedValueChecker
+}
+
+// mysqlStmt is every interface go-sql-driver's statement implements that
+// database/sql uses (its ColumnConverter only without a NamedValueChecker).
+type mysqlStmt interface {
+	driver.Stmt
+	driver.StmtExecContext
+	driver.StmtQueryContext
+	driver.NamedValueChecker
+}
+
+var (
+	_ mysqlConn = (*hostConn)(nil)
+	_ mysqlStmt = (*hostStmt)(nil)
+)
+
+// wrap returns conn as a hostConn, or conn itself when go-sql-driver's
+// connection lacks an interface (a later version): it then works without
+// the drop on demotion.
+func (h *hostsConnector) wrap(conn driver.Conn) driver.Conn {
+	c, ok := conn.(mysqlConn)
+	if !ok {
+		return conn
+	}
+	return &hostConn{c: c, h: h, gen: h.gen.Load()}
+}
+
+// check notes a read-only error: every connection of this generation is
+// then stale.
+func (c *hostConn) check(err error) error {
+	if err != nil && demotedError(err) {
+		c.h.gen.CompareAndSwap(c.gen, c.gen+1)
+	}
+	return err
+}
+
+func (c *hostConn) stale() bool { return c.h.gen.Load() != c.gen }
+
+func (c *hostConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *hostConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	s, err := c.c.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, c.check(err)
+	}
+	ms, ok := s.(mysqlStmt)
+	if !ok {
+		return s, nil
+	}
+	return &hostStmt{s: ms, c: c}, nil
+}
+
+func (c *hostConn) Close() error { return c.c.Close() }
+
+func (c *hostConn) Begin() (driver.Tx, error) { return c.c.Begin() }
+
+func (c *hostConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	tx, err := c.c.BeginTx(ctx, opts)
+	return tx, c.check(err)
+}
+
+func (c *hostConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	r, err := c.c.ExecContext(ctx, query, args)
+	return r, c.check(err)
+}
+
+func (c *hostConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	r, err := c.c.QueryContext(ctx, query, args)
+	return r, c.check(err)
+}
+
+func (c *hostConn) Ping(ctx context.Context) error { return c.c.Ping(ctx) }
+
+// ResetSession refuses a stale connection when database/sql takes it from
+// the pool: it then opens another.
+func (c *hostConn) ResetSession(ctx context.Context) error {
+	if c.stale() {
+		return driver.ErrBadConn
+	}
+	return c.c.ResetSession(ctx)
+}
+
+// IsValid drops a stale connection when it goes back to the pool.
+func (c *hostConn) IsValid() bool { return !c.stale() && c.c.IsValid() }
+
+func (c *hostConn) CheckNamedValue(nv *driver.NamedValue) error { return c.c.CheckNamedValue(nv) }
+
+// hostStmt is a prepared statement of a hostConn.
+type hostStmt struct {
+	s mysqlStmt
+	c *hostConn
+}
+
+func (s *hostStmt) Close() error  { return s.s.Close() }
+func (s *hostStmt) NumInput() int { return s.s.NumInput() }
+
+func (s *hostStmt) Exec(args []driver.Value) (driver.Result, error) {
+	r, err := s.s.Exec(args)
+	return r, s.c.check(err)
+}
+
+func (s *hostStmt) Query(args []driver.Value) (driver.Rows, error) {
+	r, err := s.s.Query(args)
+	return r, s.c.check(err)
+}
+
+func (s *hostStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	r, err := s.s.ExecContext(ctx, args)
+	return r, s.c.check(err)
+}
+
+func (s *hostStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	r, err := s.s.QueryContext(ctx, args)
+	return r, s.c.check(err)
+}
+
+func (s *hostStmt) CheckNamedValue(nv *driver.NamedValue) error { return s.s.CheckNamedValue(nv) }

@@ -235,3 +235,38 @@ func TestMultiHostURLRefusesHostileInput(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiHostURLLeavesADemotedHost: once a statement finds its server
+// read-only (error 1290, raised here with SIGNAL; a real demotion is in
+// tools/chaos/internal/topology), the connections made until then are
+// not used again, and the next goes to the host that is writable now.
+func TestMultiHostURLLeavesADemotedHost(t *testing.T) {
+	cfg := parseDSN(t, sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL"))
+	_, port, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alias := net.JoinHostPort("localhost", port)
+	raw := sharedURL(t, nil, []string{alias})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var logs backendtest.LogBuffer
+	b, err := Open(ctx, raw, Options{Migrate: true, TablePrefix: "mhdemote_", Logger: logs.Logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	acquireOnce(t, b, "before-demotion")
+	if strings.Contains(logs.String(), "position=2") {
+		t.Fatalf("the second host was chosen before the demotion:\n%s", logs.String())
+	}
+	_, err = b.db.ExecContext(ctx, "SIGNAL SQLSTATE 'HY000' SET MYSQL_ERRNO = 1290, MESSAGE_TEXT = 'read-only (test)'")
+	if !demotedError(err) {
+		t.Fatalf("SIGNAL: %v, want error 1290", err)
+	}
+	fakeReadOnly(t, cfg.Addr)
+	acquireOnce(t, b, "after-demotion")
+	if !strings.Contains(logs.String(), "position=2") {
+		t.Errorf("the backend kept its connections to the demoted host:\n%s", logs.String())
+	}
+}

@@ -39,9 +39,11 @@ import (
 // *OptionsError naming the host by its position. When no host is
 // writable, the error of the connection (of Open, or of a later call)
 // matches ErrNoWritableHost and names each host with its problem. A
-// connection made before its server was turned read-only is kept until
-// it breaks: demote an old primary by stopping it, or by restarting it
-// read-only, which closes its connections. A DSN names one host.
+// primary demoted while it stays up (SET GLOBAL read_only = ON) keeps the
+// connections already made to it: the first statement that meets its
+// read-only error (1290) fails, and every connection made until then is
+// dropped instead of used again, so the next call connects to the new
+// primary. A DSN names one host.
 //
 // Either must name a database. Before it returns, Open checks, within ctx,
 // that the server answers and accepts the credentials (a ping over a new

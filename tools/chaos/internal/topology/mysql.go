@@ -136,8 +136,9 @@ func (m *MariaDB) URL() string {
 // its output.
 func (m *MariaDB) Secret() string { return m.password }
 
-// Faults is replica-promote only.
-func (m *MariaDB) Faults() []string { return []string{Promote} }
+// Faults are replica-promote (the primary killed) and failover (a
+// switchover with the primary alive).
+func (m *MariaDB) Faults() []string { return []string{Promote, Failover} }
 
 // TokensMayGoBack is true with asynchronous replication: a term committed
 // on the primary and not yet received by the replica is lost with the
@@ -151,15 +152,16 @@ func (m *MariaDB) Primary() string {
 	return fmt.Sprintf("127.0.0.1:%d", m.nodes[m.primary].port)
 }
 
-// LastKill is when the last Inject sent SIGKILL to the primary.
+// LastKill is when the last Inject sent SIGKILL to the primary (or, for
+// a failover, turned it read-only).
 func (m *MariaDB) LastKill() time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.killedAt
 }
 
-// LastPromotion is how long the last Inject took from the SIGKILL of the
-// primary to the replica accepting writes.
+// LastPromotion is how long the last Inject took from the SIGKILL (or the
+// demotion) of the primary to the replica accepting writes.
 func (m *MariaDB) LastPromotion() time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -173,8 +175,17 @@ func (m *MariaDB) LastPromotion() time.Duration {
 // a replica of the new one (its data may hold terms the new primary never
 // received: it cannot rejoin on it). It returns once that replica has
 // caught up, so that the next injection can promote it back.
+//
+// Inject of failover is a planned switchover: the primary is turned
+// read-only (its clients stay connected), the replica catches up and is
+// promoted as above, and the old primary replicates from it on its own
+// data.
 func (m *MariaDB) Inject(ctx context.Context, fault string) error {
-	if fault != Promote {
+	switch fault {
+	case Promote:
+	case Failover:
+		return m.switchover(ctx)
+	default:
 		return fmt.Errorf("%w: %q on %s", ErrUnknownFault, fault, m.Name())
 	}
 	m.mu.Lock()
@@ -206,6 +217,35 @@ func (m *MariaDB) Inject(ctx context.Context, fault string) error {
 	// for the old primary's.
 	old.id += 2
 	return m.attach(ctx, old, m.primaryIndex(next))
+}
+
+func (m *MariaDB) switchover(ctx context.Context) error {
+	m.mu.Lock()
+	oi := m.primary
+	old, next := m.nodes[oi], m.nodes[1-oi]
+	m.mu.Unlock()
+	start := time.Now()
+	m.mu.Lock()
+	m.killedAt = start
+	m.mu.Unlock()
+	if err := m.run(ctx, old, "demote"); err != nil {
+		return err
+	}
+	if err := m.run(ctx, next, "caught-up", fmt.Sprint(old.port)); err != nil {
+		return err
+	}
+	if err := m.run(ctx, next, "promote"); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.promotion = time.Since(start)
+	m.primary = 1 - oi
+	m.mu.Unlock()
+	link := m.links[1-oi].Addr()
+	if err := m.run(ctx, old, "rejoin", link[strings.LastIndexByte(link, ':')+1:]); err != nil {
+		return err
+	}
+	return m.run(ctx, old, "caught-up", fmt.Sprint(next.port))
 }
 
 func (m *MariaDB) primaryIndex(n *mariadbNode) int {

@@ -16,6 +16,9 @@
 #                         (GTID, MASTER_USE_GTID=slave_pos)
 #   promote               stop replicating once every event received is
 #                         applied, forget the primary, turn read_only off
+#   demote                turn read_only on (clients stay connected)
+#   rejoin PORT           replicate, on this node's data, from the primary
+#                         on PORT, from the GTIDs this node logged
 #   caught-up PORT        wait until this replica has applied everything
 #                         the primary on PORT logged (and, with semisync,
 #                         until the primary waits for it again)
@@ -125,6 +128,16 @@ promote)
 	done
 	[[ $io == "$applied" ]] || die "relay log not applied after 15s (received $io, applied $applied)"
 	sql "$MYSQL_PORT" 'STOP SLAVE; RESET SLAVE ALL; SET GLOBAL read_only = OFF'
+	;;
+demote)
+	sql "$MYSQL_PORT" 'SET GLOBAL read_only = ON'
+	;;
+rejoin)
+	primary=${1:?}
+	sql "$MYSQL_PORT" "SET GLOBAL gtid_slave_pos = @@gtid_binlog_pos;
+		CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=$primary, MASTER_USER='repl',
+			MASTER_PASSWORD='${NODE_PASSWORD:?}', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1;
+		START SLAVE;"
 	;;
 caught-up)
 	primary=${1:?}

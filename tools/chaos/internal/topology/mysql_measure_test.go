@@ -279,7 +279,7 @@ func TestMeasureMariaDBPromotions(t *testing.T) {
 	if n <= 0 {
 		t.Skip("set SIMBA_MEASURE_MARIADB to the number of promotions per setting")
 	}
-	defer goleak.VerifyNone(t)
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the servers and proxies are down
 	delays := []time.Duration{0, 5 * time.Millisecond}
 	if d := os.Getenv("SIMBA_MEASURE_MARIADB_DELAYS"); d != "" {
 		delays = nil

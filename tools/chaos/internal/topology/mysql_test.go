@@ -69,7 +69,7 @@ func acquireSoon(t *testing.T, b *simbamysql.Backend, name string) uint64 {
 // backend: its multi-host URL finds each new primary without a restart,
 // and the URL listing the read-only replica first skips it.
 func TestMariaDBPromotionIsFound(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the servers and proxies are down
 	m := startMariaDB(t, MariaDBOptions{SemiSync: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -116,7 +116,7 @@ func TestMariaDBPromotionIsFound(t *testing.T) {
 // TestMariaDBEveryHostDown: a multi-host URL whose hosts are all down is
 // one error naming each host, without the password.
 func TestMariaDBEveryHostDown(t *testing.T) {
-	defer goleak.VerifyNone(t)
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the servers and proxies are down
 	m := startMariaDB(t, MariaDBOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -138,4 +138,43 @@ func TestMariaDBEveryHostDown(t *testing.T) {
 		t.Errorf("want each host's problem in: %v", err)
 	}
 	t.Log(err)
+}
+
+// TestMariaDBSwitchoverIsFound switches the primary over with both
+// servers up: the old primary turns read-only with the backend's
+// connections still open to it, and the backend must move to the new
+// primary rather than keep writing to the old one.
+func TestMariaDBSwitchoverIsFound(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the servers and proxies are down
+	m := startMariaDB(t, MariaDBOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	b, err := simbamysql.Open(ctx, m.URL(), simbamysql.Options{Migrate: true, TablePrefix: "switch_"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	last := acquireSoon(t, b, "a")
+	for i := range 2 {
+		before := m.Primary()
+		if err := m.Inject(ctx, Failover); err != nil {
+			t.Fatal(err)
+		}
+		if m.Primary() == before {
+			t.Fatalf("switchover %d: primary still %s", i+1, before)
+		}
+		tok := acquireSoon(t, b, "a")
+		if tok <= last {
+			t.Errorf("switchover %d: token %d after %d", i+1, tok, last)
+		}
+		last = tok
+		t.Logf("switchover %d: %s now primary, in %v; token %d", i+1, m.Primary(), m.LastPromotion(), tok)
+	}
+	// A promotion after switchovers still works.
+	if err := m.Inject(ctx, Promote); err != nil {
+		t.Fatal(err)
+	}
+	if tok := acquireSoon(t, b, "a"); tok <= last {
+		t.Errorf("promotion after the switchovers: token %d after %d", tok, last)
+	}
 }
