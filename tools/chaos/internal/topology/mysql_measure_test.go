@@ -270,8 +270,11 @@ func semiSyncStatus(t *testing.T, addr string) string {
 
 // TestMeasureMariaDBPromotions measures, on an asynchronous and a
 // semi-synchronous primary and replica, the cost of an acquire+release
-// (rounds of each interleaved), then, under contention (4 clients, 3
-// names, 1s leases), SIMBA_MEASURE_MARIADB promotions of each: token
+// (rounds of each interleaved; SIMBA_MEASURE_MARIADB_COST=0 skips it),
+// then, under contention (4 clients, 3 names, 1s leases),
+// SIMBA_MEASURE_MARIADB promotions of each (or switchovers, with
+// SIMBA_MEASURE_MARIADB_FAULT=failover), on a replica link delayed by
+// each of SIMBA_MEASURE_MARIADB_DELAYS (default 0s,5ms): token
 // regressions, failover time and the reasons terms end with. Run with
 // SIMBA_MEASURE_MARIADB=10 go test -run TestMeasureMariaDBPromotions -v -timeout 60m.
 func TestMeasureMariaDBPromotions(t *testing.T) {
@@ -280,6 +283,10 @@ func TestMeasureMariaDBPromotions(t *testing.T) {
 		t.Skip("set SIMBA_MEASURE_MARIADB to the number of promotions per setting")
 	}
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the servers and proxies are down
+	fault := Promote
+	if f := os.Getenv("SIMBA_MEASURE_MARIADB_FAULT"); f != "" {
+		fault = f
+	}
 	delays := []time.Duration{0, 5 * time.Millisecond}
 	if d := os.Getenv("SIMBA_MEASURE_MARIADB_DELAYS"); d != "" {
 		delays = nil
@@ -294,9 +301,11 @@ func TestMeasureMariaDBPromotions(t *testing.T) {
 	for _, delay := range delays {
 		async := startMariaDB(t, MariaDBOptions{LinkDelay: delay})
 		semi := startMariaDB(t, MariaDBOptions{SemiSync: true, LinkDelay: delay})
-		measureCost(t, []*MariaDB{async, semi})
+		if os.Getenv("SIMBA_MEASURE_MARIADB_COST") != "0" {
+			measureCost(t, []*MariaDB{async, semi})
+		}
 		for _, m := range []*MariaDB{async, semi} {
-			measurePromotions(t, m, n)
+			measurePromotions(t, m, fault, n)
 		}
 		for _, m := range []*MariaDB{async, semi} {
 			if err := m.Down(context.Background()); err != nil {
@@ -351,9 +360,10 @@ func measureCost(t *testing.T, tops []*MariaDB) {
 	}
 }
 
-// measurePromotions promotes the replica n times while 4 clients contend
-// for 3 names with 1s leases, and reports what the terms show.
-func measurePromotions(t *testing.T, m *MariaDB, n int) {
+// measurePromotions injects fault (replica-promote or failover) n times
+// while 4 clients contend for 3 names with 1s leases, and reports what
+// the terms show.
+func measurePromotions(t *testing.T, m *MariaDB, fault string, n int) {
 	t.Helper()
 	names := []string{"lock-0", "lock-1", "lock-2"}
 	c := contend(t, m.URL(), 4, names, time.Second)
@@ -362,16 +372,16 @@ func measurePromotions(t *testing.T, m *MariaDB, n int) {
 	var promotions []time.Duration
 	for i := range n {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		err := m.Inject(ctx, Promote)
+		err := m.Inject(ctx, fault)
 		cancel()
 		if err != nil {
 			c.finish()
-			t.Fatalf("%s promotion %d: %v", m.Name(), i+1, err)
+			t.Fatalf("%s %s %d: %v", m.Name(), fault, i+1, err)
 		}
 		killAt = append(killAt, m.LastKill())
 		promotions = append(promotions, m.LastPromotion())
 		time.Sleep(2 * time.Second)
 	}
 	terms := c.finish()
-	t.Log(analyse(m.Name(), terms, promotions, killAt, names))
+	t.Log(analyse(m.Name()+" "+fault, terms, promotions, killAt, names))
 }
