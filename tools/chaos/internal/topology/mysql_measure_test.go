@@ -130,18 +130,26 @@ type promotionReport struct {
 	atKill       map[simba.RevokeReason]int
 	reasons      map[simba.RevokeReason]int
 	regressedPer []int // regressions after each promotion
+	// overtaken counts the reasons of the earlier terms whose token a
+	// regression handed out again (or went below).
+	overtaken map[simba.RevokeReason]int
 }
 
 func analyse(setting string, terms []measuredTerm, promotions []time.Duration, killAt []time.Time, names []string) promotionReport {
 	r := promotionReport{setting: setting, terms: len(terms), promotion: promotions,
-		atKill: map[simba.RevokeReason]int{}, reasons: map[simba.RevokeReason]int{},
+		atKill: map[simba.RevokeReason]int{}, reasons: map[simba.RevokeReason]int{}, overtaken: map[simba.RevokeReason]int{},
 		regressedPer: make([]int, len(killAt))}
 	slices.SortFunc(terms, func(a, b measuredTerm) int { return a.begin.Compare(b.begin) })
 	high := map[string]uint64{}
-	for _, tm := range terms {
+	for i, tm := range terms {
 		r.reasons[tm.reason]++
 		if h, ok := high[tm.name]; ok && tm.token <= h {
 			r.regressions++
+			for _, e := range terms[:i] {
+				if e.name == tm.name && e.token >= tm.token {
+					r.overtaken[e.reason]++
+				}
+			}
 			r.maxBack = max(r.maxBack, h-tm.token)
 			for i := len(killAt) - 1; i >= 0; i-- {
 				if tm.begin.After(killAt[i]) {
@@ -201,7 +209,8 @@ func (r promotionReport) String() string {
 	fmt.Fprintf(&b, "  kill to first new term:   %s\n", medianMax(r.failover))
 	fmt.Fprintf(&b, "  kill to every name again: %s\n", medianMax(r.allNames))
 	fmt.Fprintf(&b, "  terms valid at a kill ended by: %v\n", reasonCounts(r.atKill))
-	fmt.Fprintf(&b, "  every term ended by: %v", reasonCounts(r.reasons))
+	fmt.Fprintf(&b, "  every term ended by: %v\n", reasonCounts(r.reasons))
+	fmt.Fprintf(&b, "  terms whose token went again ended by: %v", reasonCounts(r.overtaken))
 	return b.String()
 }
 
