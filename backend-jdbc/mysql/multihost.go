@@ -162,7 +162,8 @@ func (h *hostsConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		}
 		return h.wrap(conn), nil
 	}
-	msg := fmt.Sprintf("%s among %d hosts (%s)", ErrNoWritableHost, len(h.addrs), strings.Join(problems, "; "))
+	// No package prefix: Open's error and the calls' add theirs.
+	msg := fmt.Sprintf("no writable host among %d hosts (%s)", len(h.addrs), strings.Join(problems, "; "))
 	if err := ctx.Err(); err != nil {
 		return nil, &hostsError{msg: msg + ": " + err.Error(), err: err}
 	}
