@@ -195,7 +195,7 @@ func (m *MariaDB) Inject(ctx context.Context, fault string) error {
 	// then waits for the process to go and kills any left in its directory.
 	// The replication link to it is cut at the same instant: what was in
 	// flight on it is lost, as in a crash of its host.
-	if pid, err := readPid(filepath.Join(old.dir, "mysql", "pid")); err == nil {
+	if pid, err := mariadbReadPid(filepath.Join(old.dir, "mysql", "pid")); err == nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	m.links[m.primaryIndex(old)].Reset()
@@ -320,7 +320,7 @@ func (m *MariaDB) run(ctx context.Context, n *mariadbNode, action string, args .
 	return nil
 }
 
-func readPid(file string) (int, error) {
+func mariadbReadPid(file string) (int, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return 0, err

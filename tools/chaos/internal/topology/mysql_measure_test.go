@@ -21,8 +21,8 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
-// measuredTerm is one term a contending client won.
-type measuredTerm struct {
+// mdbTerm is one term a contending client won.
+type mdbTerm struct {
 	name       string
 	token      uint64
 	client     int
@@ -30,20 +30,20 @@ type measuredTerm struct {
 	reason     simba.RevokeReason
 }
 
-// contention runs clients that contend for names on a topology's URL and
+// mdbContention runs clients that mdbContend for names on a topology's URL and
 // records every term.
-type contention struct {
+type mdbContention struct {
 	mu    sync.Mutex
-	terms []measuredTerm
+	terms []mdbTerm
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
 	close []func()
 }
 
-func contend(t *testing.T, url string, clients int, names []string, lease time.Duration) *contention {
+func mdbContend(t *testing.T, url string, clients int, names []string, lease time.Duration) *mdbContention {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
-	c := &contention{stop: stop}
+	c := &mdbContention{stop: stop}
 	quiet := slog.New(slog.DiscardHandler)
 	for i := range clients {
 		octx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -75,7 +75,7 @@ func contend(t *testing.T, url string, clients int, names []string, lease time.D
 
 // work takes the lock, holds it 20-80ms, or one time in ten 0.5-1.5s
 // (or until the term ends), gives it back, and again, until ctx ends.
-func (c *contention) work(ctx context.Context, l *simba.Lock, client int) {
+func (c *mdbContention) work(ctx context.Context, l *simba.Lock, client int) {
 	for ctx.Err() == nil {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		lt, err := l.Acquire(actx)
@@ -87,7 +87,7 @@ func (c *contention) work(ctx context.Context, l *simba.Lock, client int) {
 			}
 			continue
 		}
-		rec := measuredTerm{name: l.Name(), token: lt.Token(), client: client, begin: time.Now()}
+		rec := mdbTerm{name: l.Name(), token: lt.Token(), client: client, begin: time.Now()}
 		hold := time.Duration(20+rand.IntN(60)) * time.Millisecond
 		if rand.IntN(10) == 0 {
 			hold = time.Duration(500+rand.IntN(1000)) * time.Millisecond
@@ -107,7 +107,7 @@ func (c *contention) work(ctx context.Context, l *simba.Lock, client int) {
 	}
 }
 
-func (c *contention) finish() []measuredTerm {
+func (c *mdbContention) finish() []mdbTerm {
 	c.stop()
 	c.wg.Wait()
 	for _, f := range c.close {
@@ -118,8 +118,8 @@ func (c *contention) finish() []measuredTerm {
 	return slices.Clone(c.terms)
 }
 
-// promotionReport is what the measurements of one setting found.
-type promotionReport struct {
+// mdbReport is what the measurements of one setting found.
+type mdbReport struct {
 	setting      string
 	terms        int
 	regressions  int
@@ -135,11 +135,11 @@ type promotionReport struct {
 	overtaken map[simba.RevokeReason]int
 }
 
-func analyse(setting string, terms []measuredTerm, promotions []time.Duration, killAt []time.Time, names []string) promotionReport {
-	r := promotionReport{setting: setting, terms: len(terms), promotion: promotions,
+func mdbAnalyse(setting string, terms []mdbTerm, promotions []time.Duration, killAt []time.Time, names []string) mdbReport {
+	r := mdbReport{setting: setting, terms: len(terms), promotion: promotions,
 		atKill: map[simba.RevokeReason]int{}, reasons: map[simba.RevokeReason]int{}, overtaken: map[simba.RevokeReason]int{},
 		regressedPer: make([]int, len(killAt))}
-	slices.SortFunc(terms, func(a, b measuredTerm) int { return a.begin.Compare(b.begin) })
+	slices.SortFunc(terms, func(a, b mdbTerm) int { return a.begin.Compare(b.begin) })
 	high := map[string]uint64{}
 	for i, tm := range terms {
 		r.reasons[tm.reason]++
@@ -193,7 +193,7 @@ func analyse(setting string, terms []measuredTerm, promotions []time.Duration, k
 	return r
 }
 
-func medianMax(ds []time.Duration) string {
+func mdbMedianMax(ds []time.Duration) string {
 	if len(ds) == 0 {
 		return "none"
 	}
@@ -202,19 +202,19 @@ func medianMax(ds []time.Duration) string {
 	return fmt.Sprintf("median %v, max %v (n=%d)", s[len(s)/2].Round(time.Millisecond), s[len(s)-1].Round(time.Millisecond), len(s))
 }
 
-func (r promotionReport) String() string {
+func (r mdbReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d terms, %d token regressions (at most %d back; per promotion %v)\n", r.setting, r.terms, r.regressions, r.maxBack, r.regressedPer)
-	fmt.Fprintf(&b, "  kill to replica writable: %s\n", medianMax(r.promotion))
-	fmt.Fprintf(&b, "  kill to first new term:   %s\n", medianMax(r.failover))
-	fmt.Fprintf(&b, "  kill to every name again: %s\n", medianMax(r.allNames))
-	fmt.Fprintf(&b, "  terms valid at a kill ended by: %v\n", reasonCounts(r.atKill))
-	fmt.Fprintf(&b, "  every term ended by: %v\n", reasonCounts(r.reasons))
-	fmt.Fprintf(&b, "  terms whose token went again ended by: %v", reasonCounts(r.overtaken))
+	fmt.Fprintf(&b, "  kill to replica writable: %s\n", mdbMedianMax(r.promotion))
+	fmt.Fprintf(&b, "  kill to first new term:   %s\n", mdbMedianMax(r.failover))
+	fmt.Fprintf(&b, "  kill to every name again: %s\n", mdbMedianMax(r.allNames))
+	fmt.Fprintf(&b, "  terms valid at a kill ended by: %v\n", mdbReasonCounts(r.atKill))
+	fmt.Fprintf(&b, "  every term ended by: %v\n", mdbReasonCounts(r.reasons))
+	fmt.Fprintf(&b, "  terms whose token went again ended by: %v", mdbReasonCounts(r.overtaken))
 	return b.String()
 }
 
-func reasonCounts(m map[simba.RevokeReason]int) string {
+func mdbReasonCounts(m map[simba.RevokeReason]int) string {
 	var parts []string
 	for r := simba.NotRevoked; r <= simba.TakenOver; r++ {
 		if m[r] > 0 {
@@ -224,9 +224,9 @@ func reasonCounts(m map[simba.RevokeReason]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// costRound times n acquire+release pairs of one client on url and
+// mdbCostRound times n acquire+release pairs of one client on url and
 // returns each pair's latency.
-func costRound(t *testing.T, cl *simba.Client, name string, n int) []time.Duration {
+func mdbCostRound(t *testing.T, cl *simba.Client, name string, n int) []time.Duration {
 	t.Helper()
 	out := make([]time.Duration, 0, n)
 	for range n {
@@ -247,9 +247,9 @@ func costRound(t *testing.T, cl *simba.Client, name string, n int) []time.Durati
 	return out
 }
 
-// semiSyncStatus reads the semi-synchronous counters of the primary at
+// mdbSemiSyncStatus reads the semi-synchronous counters of the primary at
 // addr, as root.
-func semiSyncStatus(t *testing.T, addr string) string {
+func mdbSemiSyncStatus(t *testing.T, addr string) string {
 	t.Helper()
 	db, err := sql.Open("mysql", "root@tcp("+addr+")/")
 	if err != nil {
@@ -280,7 +280,7 @@ func semiSyncStatus(t *testing.T, addr string) string {
 // TestMeasureMariaDBPromotions measures, on an asynchronous and a
 // semi-synchronous primary and replica, the cost of an acquire+release
 // (rounds of each interleaved; SIMBA_MEASURE_MARIADB_COST=0 skips it),
-// then, under contention (4 clients, 3 names, 1s leases),
+// then, under mdbContention (4 clients, 3 names, 1s leases),
 // SIMBA_MEASURE_MARIADB promotions of each (or switchovers, with
 // SIMBA_MEASURE_MARIADB_FAULT=failover), on a replica link delayed by
 // each of SIMBA_MEASURE_MARIADB_DELAYS (default 0s,5ms): token
@@ -308,13 +308,13 @@ func TestMeasureMariaDBPromotions(t *testing.T) {
 		}
 	}
 	for _, delay := range delays {
-		async := startMariaDB(t, MariaDBOptions{LinkDelay: delay})
-		semi := startMariaDB(t, MariaDBOptions{SemiSync: true, LinkDelay: delay})
+		async := mdbStart(t, MariaDBOptions{LinkDelay: delay})
+		semi := mdbStart(t, MariaDBOptions{SemiSync: true, LinkDelay: delay})
 		if os.Getenv("SIMBA_MEASURE_MARIADB_COST") != "0" {
-			measureCost(t, []*MariaDB{async, semi})
+			mdbMeasureCost(t, []*MariaDB{async, semi})
 		}
 		for _, m := range []*MariaDB{async, semi} {
-			measurePromotions(t, m, fault, n)
+			mdbMeasureFaults(t, m, fault, n)
 		}
 		for _, m := range []*MariaDB{async, semi} {
 			if err := m.Down(context.Background()); err != nil {
@@ -324,9 +324,9 @@ func TestMeasureMariaDBPromotions(t *testing.T) {
 	}
 }
 
-// measureCost times acquire+release pairs of one client per topology, in
+// mdbMeasureCost times acquire+release pairs of one client per topology, in
 // rounds that alternate between the topologies.
-func measureCost(t *testing.T, tops []*MariaDB) {
+func mdbMeasureCost(t *testing.T, tops []*MariaDB) {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	costs := make([][]time.Duration, len(tops))
@@ -344,11 +344,11 @@ func measureCost(t *testing.T, tops []*MariaDB) {
 			t.Fatal(err)
 		}
 		backends, clients = append(backends, b), append(clients, cl)
-		costRound(t, cl, "cost", 20) // warm up: first insert, prepared statements
+		mdbCostRound(t, cl, "cost", 20) // warm up: first insert, prepared statements
 	}
 	for range 6 {
 		for i := range tops {
-			costs[i] = append(costs[i], costRound(t, clients[i], "cost", 50)...)
+			costs[i] = append(costs[i], mdbCostRound(t, clients[i], "cost", 50)...)
 		}
 	}
 	for i, cl := range clients {
@@ -362,20 +362,20 @@ func measureCost(t *testing.T, tops []*MariaDB) {
 		slices.Sort(s)
 		extra := ""
 		if m.semiSync {
-			extra = "; " + semiSyncStatus(t, m.Primary())
+			extra = "; " + mdbSemiSyncStatus(t, m.Primary())
 		}
 		t.Logf("%s: acquire+release median %v, p90 %v, over %d pairs%s", m.Name(),
 			s[len(s)/2].Round(10*time.Microsecond), s[len(s)*9/10].Round(10*time.Microsecond), len(s), extra)
 	}
 }
 
-// measurePromotions injects fault (replica-promote or failover) n times
-// while 4 clients contend for 3 names with 1s leases, and reports what
+// mdbMeasureFaults injects fault (replica-promote or failover) n times
+// while 4 clients mdbContend for 3 names with 1s leases, and reports what
 // the terms show.
-func measurePromotions(t *testing.T, m *MariaDB, fault string, n int) {
+func mdbMeasureFaults(t *testing.T, m *MariaDB, fault string, n int) {
 	t.Helper()
 	names := []string{"lock-0", "lock-1", "lock-2"}
-	c := contend(t, m.URL(), 4, names, time.Second)
+	c := mdbContend(t, m.URL(), 4, names, time.Second)
 	time.Sleep(3 * time.Second)
 	var killAt []time.Time
 	var promotions []time.Duration
@@ -392,5 +392,5 @@ func measurePromotions(t *testing.T, m *MariaDB, fault string, n int) {
 		time.Sleep(2 * time.Second)
 	}
 	terms := c.finish()
-	t.Log(analyse(m.Name()+" "+fault, terms, promotions, killAt, names))
+	t.Log(mdbAnalyse(m.Name()+" "+fault, terms, promotions, killAt, names))
 }

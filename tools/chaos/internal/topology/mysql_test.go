@@ -14,8 +14,8 @@ import (
 	simbamysql "github.com/simba-go/simba/backend-jdbc/mysql"
 )
 
-// startMariaDB starts a topology for a test and stops it at the end.
-func startMariaDB(t *testing.T, opts MariaDBOptions) *MariaDB {
+// mdbStart starts a topology for a test and stops it at the end.
+func mdbStart(t *testing.T, opts MariaDBOptions) *MariaDB {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts two MariaDB servers")
@@ -37,9 +37,9 @@ func startMariaDB(t *testing.T, opts MariaDBOptions) *MariaDB {
 	return m
 }
 
-// acquireSoon opens a session and acquires name on b, trying again for
+// mdbAcquireSoon opens a session and acquires name on b, trying again for
 // up to 20s while the topology has no primary.
-func acquireSoon(t *testing.T, b *simbamysql.Backend, name string) uint64 {
+func mdbAcquireSoon(t *testing.T, b *simbamysql.Backend, name string) uint64 {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -70,7 +70,7 @@ func acquireSoon(t *testing.T, b *simbamysql.Backend, name string) uint64 {
 // and the URL listing the read-only replica first skips it.
 func TestMariaDBPromotionIsFound(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the servers and proxies are down
-	m := startMariaDB(t, MariaDBOptions{SemiSync: true})
+	m := mdbStart(t, MariaDBOptions{SemiSync: true})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	b, err := simbamysql.Open(ctx, m.URL(), simbamysql.Options{Migrate: true, TablePrefix: "promo_"})
@@ -78,7 +78,7 @@ func TestMariaDBPromotionIsFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	first := acquireSoon(t, b, "a")
+	first := mdbAcquireSoon(t, b, "a")
 
 	// The replica listed first: it is read-only, and skipped.
 	u := m.URL()
@@ -89,7 +89,7 @@ func TestMariaDBPromotionIsFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := acquireSoon(t, r, "b")
+	got := mdbAcquireSoon(t, r, "b")
 	_ = r.Close()
 	if got == 0 {
 		t.Fatal("no token")
@@ -104,7 +104,7 @@ func TestMariaDBPromotionIsFound(t *testing.T) {
 		if m.Primary() == before {
 			t.Fatalf("promotion %d: primary still %s", i+1, before)
 		}
-		tok := acquireSoon(t, b, "a")
+		tok := mdbAcquireSoon(t, b, "a")
 		if tok <= last {
 			t.Errorf("promotion %d: token %d after %d (semi-synchronous replication)", i+1, tok, last)
 		}
@@ -117,7 +117,7 @@ func TestMariaDBPromotionIsFound(t *testing.T) {
 // one error naming each host, without the password.
 func TestMariaDBEveryHostDown(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the servers and proxies are down
-	m := startMariaDB(t, MariaDBOptions{})
+	m := mdbStart(t, MariaDBOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, n := range m.nodes {
@@ -146,7 +146,7 @@ func TestMariaDBEveryHostDown(t *testing.T) {
 // primary rather than keep writing to the old one.
 func TestMariaDBSwitchoverIsFound(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // after the servers and proxies are down
-	m := startMariaDB(t, MariaDBOptions{})
+	m := mdbStart(t, MariaDBOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	b, err := simbamysql.Open(ctx, m.URL(), simbamysql.Options{Migrate: true, TablePrefix: "switch_"})
@@ -154,7 +154,7 @@ func TestMariaDBSwitchoverIsFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	last := acquireSoon(t, b, "a")
+	last := mdbAcquireSoon(t, b, "a")
 	for i := range 2 {
 		before := m.Primary()
 		if err := m.Inject(ctx, Failover); err != nil {
@@ -163,7 +163,7 @@ func TestMariaDBSwitchoverIsFound(t *testing.T) {
 		if m.Primary() == before {
 			t.Fatalf("switchover %d: primary still %s", i+1, before)
 		}
-		tok := acquireSoon(t, b, "a")
+		tok := mdbAcquireSoon(t, b, "a")
 		if tok <= last {
 			t.Errorf("switchover %d: token %d after %d", i+1, tok, last)
 		}
@@ -174,7 +174,7 @@ func TestMariaDBSwitchoverIsFound(t *testing.T) {
 	if err := m.Inject(ctx, Promote); err != nil {
 		t.Fatal(err)
 	}
-	if tok := acquireSoon(t, b, "a"); tok <= last {
+	if tok := mdbAcquireSoon(t, b, "a"); tok <= last {
 		t.Errorf("promotion after the switchovers: token %d after %d", tok, last)
 	}
 }
