@@ -2,6 +2,7 @@ package simbamysql
 
 import (
 	"context"
+	"crypto/tls"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -269,4 +270,28 @@ func TestMultiHostURLLeavesADemotedHost(t *testing.T) {
 	if !strings.Contains(logs.String(), "position=2") {
 		t.Errorf("the backend kept its connections to the demoted host:\n%s", logs.String())
 	}
+}
+
+// TestMultiHostURLOverTLS: the hosts of a multi-host URL all speak TLS
+// with Options.TLS, each verified under its own name (the configuration
+// names none), with the password user of the TLS test server; a host
+// that refuses connections is skipped first.
+func TestMultiHostURLOverTLS(t *testing.T) {
+	dsn, password, roots := tlsServer(t)
+	cfg := parseDSN(t, dsn)
+	raw := "mysql://" + cfg.User + "@" + refusedAddr(t) + "," + cfg.Addr + "/" + cfg.DBName
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := Open(ctx, raw, Options{Password: password, TablePrefix: "mhtls_", Migrate: true,
+		TLS: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	acquireOnce(t, b, "over-tls")
+
+	// Without the CA, every host fails, and the error holds no password.
+	backendtest.OpenFailsHiding(t, "Open without the CA", 10*time.Second, func(ctx context.Context) (io.Closer, error) {
+		return Open(ctx, raw, Options{Password: password, TLS: &tls.Config{MinVersion: tls.VersionTLS12}})
+	}, password)
 }
