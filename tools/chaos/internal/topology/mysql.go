@@ -288,9 +288,16 @@ func (m *MariaDB) Down(ctx context.Context) error {
 			_ = l.Close()
 		}
 	}
-	if err := os.RemoveAll(m.dir); err != nil {
-		errs = append(errs, err.Error())
+	// Only what StartMariaDBReplica made: dir may hold the caller's files.
+	for _, n := range m.nodes {
+		if n != nil {
+			if err := os.RemoveAll(n.dir); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
 	}
+	_ = os.Remove(m.sh)
+	_ = os.Remove(m.dir) // when empty
 	if len(errs) > 0 {
 		return fmt.Errorf("topology: %s down: %s", m.Name(), strings.Join(errs, "; "))
 	}
