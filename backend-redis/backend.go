@@ -404,9 +404,12 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 
 // Acquire makes s the owner of name when the lease is free, owned by an
 // expired session or already owned by s, and returns the new term's token:
-// the lease's counter plus one, so tokens of a name strictly increase as
-// long as the lease hash survives (see the README on failover and
-// eviction). The lease hash also records the server time the term began,
+// the greater of the lease's token + 1 (for a name without a lease hash,
+// the floor + 1; see Sweep) and the server's TIME in microseconds, so tokens
+// of a name strictly increase, and stay above the earlier ones even when
+// the lease hash was lost, as long as the clock of the server that grants
+// the next term is not behind by more than the time since the last grant
+// (ADR 0020). The lease hash also records the server time the term began,
 // which Holder reports. It returns Won == false when another live session
 // owns the lease, an error matching simba.ErrSessionExpired when s is gone,
 // a *simba.NameError for an invalid name, and one matching ErrWrongType

@@ -13,7 +13,7 @@ import (
 const (
 	// WarnEvictionPolicy: the server's maxmemory-policy may evict Simba's
 	// keys under memory pressure. allkeys-* policies can evict a lease hash
-	// (its token restarts at 1, so tokens go back) and sessions; volatile-*
+	// (its next token comes from the server's clock) and sessions; volatile-*
 	// policies can evict a session before it expires, so another node may
 	// win a lease while its holder still sees a valid term. Use noeviction
 	// or a dedicated instance.
@@ -84,7 +84,7 @@ func (b *Backend) checkEvictionPolicy(ctx context.Context) {
 	b.policyKnown.Store(true)
 	if policy := cfg["maxmemory-policy"]; evicts(policy) {
 		b.warn(Warning{Code: WarnEvictionPolicy, Message: "maxmemory-policy is " + policy +
-			": under memory pressure Redis may evict Simba's keys, so fencing tokens can go back and" +
+			": under memory pressure Redis may evict Simba's keys, so" +
 			" a session can vanish while its holder still sees a valid term; use noeviction or a dedicated instance"})
 	}
 }
