@@ -40,6 +40,7 @@ type Backend struct {
 	ownsClient  bool
 	prefix      string
 	channel     string
+	replicas    int // Options.MinReplicas
 	log         *slog.Logger
 	onWarning   func(Warning)
 	notify      *notifier
@@ -92,9 +93,13 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 				ErrInvalidOptions, o.KeyPrefix)
 		}
 	}
+	if _, ring := client.(*redis.Ring); ring && o.MinReplicas > 0 {
+		return nil, fmt.Errorf("%w: MinReplicas with a Ring client: its shards have no replicas Simba could wait for", ErrInvalidOptions)
+	}
 	b := &Backend{
 		client:    client,
-		batch:     coalescer{client: client},
+		batch:     coalescer{client: client, replicas: o.MinReplicas, replicaTimeout: o.ReplicaTimeout},
+		replicas:  o.MinReplicas,
 		prefix:    o.KeyPrefix,
 		channel:   o.KeyPrefix + "released",
 		log:       o.Logger,
@@ -154,9 +159,15 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	copts, where, secrets, err := parseURL(rawURL)
+	copts, where, secrets, fromURL, err := parseURL(rawURL)
 	if err != nil {
 		return nil, backendkit.MaskError(err, append(secrets, opts.Password))
+	}
+	if opts.MinReplicas == 0 && opts.ReplicaTimeout == 0 {
+		opts.MinReplicas, opts.ReplicaTimeout = fromURL.MinReplicas, fromURL.ReplicaTimeout
+		if _, err := opts.withDefaults(); err != nil {
+			return nil, invalidURL(fmt.Errorf("redis URL %s: %w", where, err))
+		}
 	}
 	if opts.TLSConfig != nil {
 		copts.TLSConfig = opts.TLSConfig
@@ -201,19 +212,23 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 }
 
 // parseURL turns rawURL into client options, a description of the server
-// that is safe to print (the parsed URL with its password masked) and the
-// password it holds, if any.
-func parseURL(rawURL string) (*redis.Options, string, []string, error) {
+// that is safe to print (the parsed URL with its password masked), the
+// passwords it holds, and the Options its Simba parameters set.
+func parseURL(rawURL string) (*redis.Options, string, []string, Options, error) {
 	u, err := parseRedisURL(rawURL)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, "", nil, Options{}, err
 	}
 	where, secrets := backendkit.RedactURL(u), backendkit.URLSecrets(u)
-	copts, err := redis.ParseURL(rawURL)
+	own, rest, err := simbaParams(u, rawURL)
 	if err != nil {
-		return nil, "", secrets, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err))
+		return nil, "", secrets, Options{}, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err))
 	}
-	return copts, where, secrets, nil
+	copts, err := redis.ParseURL(rest)
+	if err != nil {
+		return nil, "", secrets, Options{}, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err))
+	}
+	return copts, where, secrets, own, nil
 }
 
 // dialRecorder is a go-redis hook that remembers the last failed dial.
@@ -375,7 +390,15 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 	sid := string(s)
 	keys := []string{b.sessionKey(sid), b.joinedKey(sid)}
 	seen, view, mark := b.owned.sending(sid)
-	res, err := keepAliveScript.Run(ctx, b.client, keys, ms, b.prefix, sid, seen).Slice()
+	var res []any
+	var acked acks
+	if b.replicas > 0 {
+		var v any
+		v, acked, err = b.batch.waited(ctx, keepAliveScript, keys, ms, b.prefix, sid, seen)
+		res, err = sliceReply(v, err)
+	} else {
+		res, err = keepAliveScript.Run(ctx, b.client, keys, ms, b.prefix, sid, seen).Slice()
+	}
 	if err != nil {
 		b.owned.answered(sid, mark, false, nil, 0)
 		return simba.KeepAliveReply{}, wrapErr("keep-alive", err)
@@ -399,6 +422,11 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 	for _, key := range ka.bad {
 		b.warn(Warning{Code: WarnWrongTypeKey, Message: "key " + key + " does not hold the type Simba writes there; it is ignored"})
 	}
+	if err := b.replicated("keep-alive", acked); err != nil {
+		// Renewed on the primary only: a failover may lose it, so the
+		// engine must not count on it.
+		return simba.KeepAliveReply{}, err
+	}
 	return ka.reply, nil
 }
 
@@ -421,7 +449,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid)}
 	hi, lo, bb := nameCoefficients(name)
-	res, err := b.batch.run(ctx, acquireScript, keys, sid, b.prefix, name, hi, lo, bb)
+	res, acked, err := b.batch.runWaited(ctx, acquireScript, keys, sid, b.prefix, name, hi, lo, bb)
 	if err != nil {
 		return simba.AcquireResult{}, b.wrapScriptErr(ctx, fmt.Sprintf("acquire %q", name), err,
 			typedKey{keys[0], "hash"}, typedKey{keys[1], "hash"}, typedKey{b.prefix + "floor", "string"})
@@ -439,9 +467,33 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 			return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: token %q", name, errReply, res)
 		}
 		b.owned.record(sid, leaseChange{name: name, token: tok, won: true})
+		if err := b.replicated(fmt.Sprintf("acquire %q", name), acked); err != nil {
+			b.giveBack(ctx, s, name, tok)
+			return simba.AcquireResult{}, err
+		}
 		return simba.AcquireResult{Won: true, Token: tok}, nil
 	}
 	return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: %T", name, errReply, res)
+}
+
+// giveBack releases a term Acquire won but cannot report, because too
+// few replicas acknowledged it. A release that fails leaves the lease to
+// the session's next keep-alive, which reports it, and the engine then
+// releases it as a lease it does not hold.
+func (b *Backend) giveBack(ctx context.Context, s simba.SessionID, name string, token uint64) {
+	if err := b.Release(ctx, s, name, token); err != nil {
+		b.log.Debug("simbaredis: giving back a term too few replicas acknowledged failed", "name", name, "token", token, "error", err)
+	}
+}
+
+// replicated returns nil when Options.MinReplicas is off or the WAIT of a
+// call saw enough replicas acknowledge it, and otherwise the error that
+// says why not, matching ErrNotReplicated.
+func (b *Backend) replicated(op string, a acks) error {
+	if b.replicas == 0 || (a.err == nil && a.n >= int64(b.replicas)) {
+		return nil
+	}
+	return &replicaError{op: op, acked: a.n, want: b.replicas, timeout: b.batch.replicaTimeout, err: a.err}
 }
 
 // Release frees name if s owns it with exactly token and publishes the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 )
 
 // DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
@@ -61,6 +62,29 @@ type Options struct {
 	// rediss:// URLs TLS 1.2+ verifying the URL's host name.
 	TLSConfig *tls.Config
 
+	// MinReplicas, when above 0, makes every Acquire and KeepAlive wait in
+	// the same round trip (Redis WAIT) until that many replicas
+	// acknowledged its write, for at most ReplicaTimeout. An Acquire that
+	// won a term fewer replicas acknowledged gives it back (releases it
+	// with its token) and fails with an error matching ErrNotReplicated,
+	// which the engine treats as a failed attempt and tries again; a
+	// KeepAlive fails the same way, so the engine does not extend the
+	// session's validity from it. Release, JoinGroup, LeaveGroup and
+	// CloseSession do not wait (ADR 0021). WAIT is not consensus: a
+	// failover may still promote a replica that missed the write; with
+	// one replica and MinReplicas 1, it is that replica. Default 0: no
+	// wait. Open also reads it from the URL's min_replicas parameter. Not
+	// available on a Ring client.
+	MinReplicas int
+
+	// ReplicaTimeout bounds each wait for MinReplicas acknowledgements,
+	// in whole milliseconds: at least 1ms, and shorter than the engine's
+	// call deadline (the renew period) so that a missing acknowledgement
+	// is reported as such. Default 100ms when MinReplicas is set; it must
+	// be zero when MinReplicas is not. Open also reads it from the URL's
+	// replica_timeout parameter (a Go duration, such as 50ms).
+	ReplicaTimeout time.Duration
+
 	// Username and Password, used by Open only, authenticate the
 	// connection (Redis 6 ACL user, or the legacy requirepass password when
 	// Username is empty). When set they replace the user information of the
@@ -81,8 +105,22 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	switch {
+	case o.MinReplicas < 0:
+		return o, fmt.Errorf("%w: MinReplicas %d: must not be negative", ErrInvalidOptions, o.MinReplicas)
+	case o.MinReplicas == 0 && o.ReplicaTimeout != 0:
+		return o, fmt.Errorf("%w: ReplicaTimeout %v without MinReplicas", ErrInvalidOptions, o.ReplicaTimeout)
+	case o.MinReplicas > 0 && o.ReplicaTimeout == 0:
+		o.ReplicaTimeout = DefaultReplicaTimeout
+	case o.MinReplicas > 0 && o.ReplicaTimeout < time.Millisecond:
+		return o, fmt.Errorf("%w: ReplicaTimeout %v: must be at least 1ms", ErrInvalidOptions, o.ReplicaTimeout)
+	}
 	return o, nil
 }
+
+// DefaultReplicaTimeout is Options.ReplicaTimeout when MinReplicas is set
+// and ReplicaTimeout is not.
+const DefaultReplicaTimeout = 100 * time.Millisecond
 
 func validatePrefix(p string) error {
 	bad := func(reason string) error {
@@ -116,8 +154,9 @@ func hasHashTag(p string) bool {
 
 // String describes o with Password shown as "redacted" when set.
 func (o Options) String() string {
-	return fmt.Sprintf("simbaredis.Options{KeyPrefix:%q Logger:%t KeepDriverLogger:%t OnWarning:%t TLSConfig:%t Username:%q Password:%s}",
-		o.KeyPrefix, o.Logger != nil, o.KeepDriverLogger, o.OnWarning != nil, o.TLSConfig != nil, o.Username, redactedField(o.Password))
+	return fmt.Sprintf("simbaredis.Options{KeyPrefix:%q Logger:%t KeepDriverLogger:%t OnWarning:%t MinReplicas:%d ReplicaTimeout:%v TLSConfig:%t Username:%q Password:%s}",
+		o.KeyPrefix, o.Logger != nil, o.KeepDriverLogger, o.OnWarning != nil, o.MinReplicas, o.ReplicaTimeout,
+		o.TLSConfig != nil, o.Username, redactedField(o.Password))
 }
 
 // GoString is String, so that %#v does not print the password either.
@@ -128,6 +167,8 @@ func (o Options) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("key_prefix", o.KeyPrefix),
 		slog.Bool("keep_driver_logger", o.KeepDriverLogger),
+		slog.Int("min_replicas", o.MinReplicas),
+		slog.Duration("replica_timeout", o.ReplicaTimeout),
 		slog.Bool("tls", o.TLSConfig != nil),
 		slog.String("username", o.Username),
 		slog.String("password", redactedField(o.Password)),
