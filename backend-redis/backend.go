@@ -150,33 +150,50 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 // Errors about the URL itself match ErrInvalidOptions and
 // simba.ErrInvalidURL.
 //
-// Importing this package registers Open, with zero Options, for the
-// schemes redis and rediss with simba.OpenBackend.
+// Two more forms reach replicated servers:
 //
-// For Sentinel or Cluster, build the go-redis client yourself and use New.
+//	redis+sentinel://[user:password@]host[:port][,host[:port]...]/MASTER[/db][?options]
+//	redis+cluster://[user:password@]host[:port][,host[:port]...][?options]
+//
+// with rediss+sentinel and rediss+cluster for TLS (each server's
+// certificate checked against the host it is dialled at). The hosts are
+// the sentinels (port 26379 by default) or the cluster's seed nodes (6379
+// by default); the user information authenticates the Redis servers that
+// hold the data, and the sentinels' own credentials are the parameters
+// sentinel_username and sentinel_password. The other parameters are those
+// of go-redis's ParseFailoverURL and ParseClusterURL, without the ones the
+// URL's parts give (addr, master_name, db, username, password). A Cluster
+// Backend's key prefix defaults to DefaultClusterKeyPrefix ("{simba}:");
+// one without a hash tag is refused, as by New.
+//
+// Every form takes Simba's own parameters min_replicas and
+// replica_timeout (Options.MinReplicas and ReplicaTimeout, which win when
+// set), removed before go-redis reads the query; any parameter neither
+// knows is refused.
+//
+// Importing this package registers Open, with zero Options, for the
+// schemes redis, rediss, redis+sentinel, rediss+sentinel, redis+cluster
+// and rediss+cluster with simba.OpenBackend.
 func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	copts, where, secrets, fromURL, err := parseURL(rawURL)
+	t, err := parseURL(rawURL)
 	if err != nil {
-		return nil, backendkit.MaskError(err, append(secrets, opts.Password))
+		return nil, backendkit.MaskError(err, append(t.secrets, opts.Password))
 	}
+	where, secrets := t.where, t.secrets
 	if opts.MinReplicas == 0 && opts.ReplicaTimeout == 0 {
-		opts.MinReplicas, opts.ReplicaTimeout = fromURL.MinReplicas, fromURL.ReplicaTimeout
+		opts.MinReplicas, opts.ReplicaTimeout = t.own.MinReplicas, t.own.ReplicaTimeout
 		if _, err := opts.withDefaults(); err != nil {
-			return nil, invalidURL(fmt.Errorf("redis URL %s: %w", where, err))
+			return nil, invalidURL(fmt.Errorf("%w (from the redis URL %s)", err, where))
 		}
 	}
-	if opts.TLSConfig != nil {
-		copts.TLSConfig = opts.TLSConfig
-	}
-	if opts.Username != "" {
-		copts.Username = opts.Username
+	if opts.KeyPrefix == "" && t.cluster != nil {
+		opts.KeyPrefix = DefaultClusterKeyPrefix
 	}
 	if opts.Password != "" {
-		copts.Password = opts.Password
 		secrets = append(secrets, opts.Password)
 	}
 	// go-redis logs failed dials while the PING below retries.
@@ -185,8 +202,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		sink = &driverLogSink{log: o.Logger, secrets: secrets}
 		driverLogs.add(sink)
 	}
-	copts.ContextTimeoutEnabled = true
-	client := redis.NewClient(copts)
+	client := t.newClient(opts)
 	dials := &dialRecorder{}
 	client.AddHook(dials)
 	if err := client.Ping(ctx).Err(); err != nil {
@@ -211,24 +227,82 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	return b, nil
 }
 
-// parseURL turns rawURL into client options, a description of the server
-// that is safe to print (the parsed URL with its password masked), the
-// passwords it holds, and the Options its Simba parameters set.
-func parseURL(rawURL string) (*redis.Options, string, []string, Options, error) {
+// parseURL turns rawURL into what Open connects to: client options, a
+// description of the server that is safe to print (the parsed URL with
+// its credentials masked), the credentials it holds, and the Options its
+// Simba parameters set.
+func parseURL(rawURL string) (target, error) {
+	if scheme, ok := topologyScheme(rawURL); ok {
+		return parseTopologyURL(rawURL, scheme)
+	}
+	var t target
 	u, err := parseRedisURL(rawURL)
 	if err != nil {
-		return nil, "", nil, Options{}, err
+		return t, err
 	}
-	where, secrets := backendkit.RedactURL(u), backendkit.URLSecrets(u)
-	own, rest, err := simbaParams(u, rawURL)
+	t.where, t.secrets = backendkit.RedactURL(u), backendkit.URLSecrets(u)
+	own, query, err := simbaParams(u.RawQuery)
 	if err != nil {
-		return nil, "", secrets, Options{}, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err))
+		return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
+	}
+	rest := rawURL
+	if query != u.RawQuery {
+		c := *u
+		c.RawQuery, c.ForceQuery = query, false
+		rest = c.String()
 	}
 	copts, err := redis.ParseURL(rest)
 	if err != nil {
-		return nil, "", secrets, Options{}, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err))
+		return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
 	}
-	return copts, where, secrets, own, nil
+	t.single, t.own = copts, own
+	return t, nil
+}
+
+// newClient makes the go-redis client of t, with the TLS settings and
+// credentials of opts in place of the URL's when set, and calls bounded
+// by their ctx.
+func (t target) newClient(opts Options) redis.UniversalClient {
+	switch {
+	case t.failover != nil:
+		o := t.failover
+		if opts.TLSConfig != nil {
+			o.TLSConfig = opts.TLSConfig
+		}
+		if opts.Username != "" {
+			o.Username = opts.Username
+		}
+		if opts.Password != "" {
+			o.Password = opts.Password
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewFailoverClient(o)
+	case t.cluster != nil:
+		o := t.cluster
+		if opts.TLSConfig != nil {
+			o.TLSConfig = opts.TLSConfig
+		}
+		if opts.Username != "" {
+			o.Username = opts.Username
+		}
+		if opts.Password != "" {
+			o.Password = opts.Password
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewClusterClient(o)
+	}
+	o := t.single
+	if opts.TLSConfig != nil {
+		o.TLSConfig = opts.TLSConfig
+	}
+	if opts.Username != "" {
+		o.Username = opts.Username
+	}
+	if opts.Password != "" {
+		o.Password = opts.Password
+	}
+	o.ContextTimeoutEnabled = true
+	return redis.NewClient(o)
 }
 
 // dialRecorder is a go-redis hook that remembers the last failed dial.

@@ -15,15 +15,14 @@ const (
 	paramReplicaTimeout = "replica_timeout" // Options.ReplicaTimeout, a Go duration
 )
 
-// simbaParams reads Simba's own query parameters of u, parsed from raw,
-// into Options and returns the URL without them for go-redis (raw itself
-// when it has none). Each may appear once; the other pairs are kept as
-// written.
-func simbaParams(u *url.URL, raw string) (Options, string, error) {
+// simbaParams reads Simba's own parameters of a raw URL query into
+// Options and returns the query without them, the other pairs as written.
+// Each may appear once.
+func simbaParams(rawQuery string) (Options, string, error) {
 	var o Options
 	var kept []string
 	seen := map[string]bool{}
-	for pair := range strings.SplitSeq(u.RawQuery, "&") {
+	for pair := range strings.SplitSeq(rawQuery, "&") {
 		rawKey, rawValue, _ := strings.Cut(pair, "=")
 		key, kerr := url.QueryUnescape(rawKey)
 		if kerr != nil || (key != paramMinReplicas && key != paramReplicaTimeout) {
@@ -55,11 +54,5 @@ func simbaParams(u *url.URL, raw string) (Options, string, error) {
 			o.ReplicaTimeout = d
 		}
 	}
-	if len(seen) == 0 {
-		return o, raw, nil
-	}
-	rest := *u
-	rest.RawQuery = strings.Join(kept, "&")
-	rest.ForceQuery = false
-	return o, rest.String(), nil
+	return o, strings.Join(kept, "&"), nil
 }

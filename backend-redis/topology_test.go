@@ -1,0 +1,200 @@
+package simbaredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// startSentinel starts a private sentinel that monitors primary as
+// "mymaster", with password as its own (requirepass) when not empty, and
+// stops it when the test ends. It returns the sentinel's port.
+func startSentinel(t testing.TB, primary *privateServer, password string) int {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skipf("redis-server not found: %v", err)
+	}
+	dir, port := t.TempDir(), freePort(t)
+	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor mymaster 127.0.0.1 %d 1\n"+
+		"sentinel down-after-milliseconds mymaster 1000\n", port, dir, primary.port)
+	if password != "" {
+		conf += "requirepass " + password + "\n"
+	}
+	file := filepath.Join(dir, "sentinel.conf")
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, file, "--sentinel", "--logfile", filepath.Join(dir, "log"))
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sentinel: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	c := redis.NewSentinelClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Password: password, MaxRetries: -1})
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		addr, err := c.GetMasterAddrByName(ctx, "mymaster").Result()
+		cancel()
+		if err == nil && len(addr) == 2 && addr[1] == strconv.Itoa(primary.port) {
+			return port
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
+			t.Fatalf("sentinel on port %d does not name the primary: %v, %v\n%s", port, addr, err, log)
+		}
+	}
+}
+
+// TestSentinelURL: a redis+sentinel URL reaches the primary the sentinels
+// name, authenticating to the sentinels with sentinel_password, and its
+// min_replicas waits for the replica.
+func TestSentinelURL(t *testing.T) {
+	p := startServer(t)
+	startReplica(t, p)
+	const sentinelPassword = "sentinel-pw-7"
+	port := startSentinel(t, p, sentinelPassword)
+	ctx := callCtx(t)
+	url := fmt.Sprintf("redis+sentinel://127.0.0.1:%d/mymaster/0?sentinel_password=%s&min_replicas=1", port, sentinelPassword)
+	b, err := Open(ctx, url, Options{Logger: quiet})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", url, err)
+	}
+	defer b.Close()
+	g, err := b.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustWin(t, b, g.ID, "n")
+	if tok, err := rawClient(t, p.url()).HGet(ctx, DefaultKeyPrefix+"lease:n", "token").Uint64(); err != nil || tok != r.Token {
+		t.Fatalf("the primary's token = %d, %v; want %d", tok, err, r.Token)
+	}
+	if _, err := b.KeepAlive(ctx, g.ID, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without the sentinels' password the sentinels refuse the lookup.
+	bad := fmt.Sprintf("redis+sentinel://127.0.0.1:%d/mymaster", port)
+	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	if b, err := Open(short, bad, Options{Logger: quiet}); err == nil {
+		_ = b.Close()
+		t.Fatalf("Open(%s) without the sentinels' password succeeded", bad)
+	}
+}
+
+// startClusterNode starts a private server in cluster mode.
+func startClusterNode(t testing.TB) *privateServer {
+	t.Helper()
+	return startServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000",
+		"--repl-diskless-sync-delay", "0")
+}
+
+// TestClusterURLWaitsOnTheKeysNode: on a cluster of two primaries, a
+// redis+cluster URL opens a Backend with the hash-tagged default prefix,
+// and with min_replicas=1 each acquire's WAIT goes to the primary of the
+// prefix's slot, the one with a replica: sent to the other primary it
+// would find no replica and fail about half the acquires.
+func TestClusterURLWaitsOnTheKeysNode(t *testing.T) {
+	a, c := startClusterNode(t), startClusterNode(t)
+	replica := startClusterNode(t)
+	ctx := callCtx(t)
+	ra, rc, rr := rawClient(t, a.url()), rawClient(t, c.url()), rawClient(t, replica.url())
+	if err := ra.ClusterAddSlotsRange(ctx, 0, 8191).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.ClusterAddSlotsRange(ctx, 8192, 16383).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []*redis.Client{rc, rr} {
+		if err := n.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(a.port)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slot, err := ra.ClusterKeySlot(ctx, DefaultClusterKeyPrefix+"lease:n").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, other := a, c
+	if slot >= 8192 {
+		keys, other = c, a
+	}
+	keysID, err := rawClient(t, keys.url()).ClusterMyID(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := rr.ClusterReplicate(ctx, keysID).Err()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CLUSTER REPLICATE: %v", err)
+		}
+	}
+	for _, n := range []*privateServer{a, c, replica} {
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			info, err := rawClient(t, n.url()).ClusterInfo(ctx).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:3") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d: %s, %v", n.port, info, err)
+			}
+		}
+	}
+	waitReplicas(t, keys, 1)
+	waitReplicas(t, other, 0)
+
+	url := fmt.Sprintf("redis+cluster://127.0.0.1:%d,127.0.0.1:%d?min_replicas=1&replica_timeout=200ms", other.port, keys.port)
+	b, err := Open(ctx, url, Options{Logger: quiet})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", url, err)
+	}
+	defer b.Close()
+	if b.KeyPrefix() != DefaultClusterKeyPrefix {
+		t.Fatalf("prefix %q, want %q", b.KeyPrefix(), DefaultClusterKeyPrefix)
+	}
+	g, err := b.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		r, err := b.Acquire(ctx, g.ID, "n")
+		if err != nil || !r.Won {
+			t.Fatalf("acquire %d = %+v, %v; want won, its WAIT on the keys' primary", i, r, err)
+		}
+	}
+	if _, err := b.KeepAlive(ctx, g.ID, 10*time.Second); err != nil {
+		t.Fatalf("KeepAlive: %v", err)
+	}
+	// Two replicas are more than the keys' primary has.
+	two, err := Open(ctx, fmt.Sprintf("redis+cluster://127.0.0.1:%d?min_replicas=2&replica_timeout=20ms", keys.port), Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer two.Close()
+	g2, err := two.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := two.Acquire(ctx, g2.ID, "m"); !errors.Is(err, ErrNotReplicated) || !strings.Contains(err.Error(), "1 of 2 replicas") {
+		t.Fatalf("Acquire with min_replicas=2 = %v, want ErrNotReplicated with 1 of 2", err)
+	}
+	// A prefix without a hash tag is still refused.
+	if _, err := Open(ctx, url, Options{KeyPrefix: "simba:", Logger: quiet}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Open with a prefix without a hash tag = %v, want ErrInvalidOptions", err)
+	}
+}
