@@ -47,9 +47,11 @@ type Backend struct {
 	batch       coalescer  // acquire and release calls sent together
 	owned       ownedViews // what each session owns, as far as this Backend knows
 	closed      atomic.Bool
-	policyMu    sync.Mutex
+	policyMu    sync.Mutex // checkServer
 	policyKnown atomic.Bool
-	driverLog   *driverLogSink // nil with Options.KeepDriverLogger
+	// replicasKnown: checkServer looked for replicas
+	replicasKnown atomic.Bool
+	driverLog     *driverLogSink // nil with Options.KeepDriverLogger
 
 	warnMu   sync.Mutex
 	warnings []Warning
@@ -390,8 +392,9 @@ func (b *Backend) KeyPrefix() string { return b.prefix }
 // OpenSession creates a session with a random 128-bit id that expires lease
 // (rounded down to whole milliseconds, at least 1ms) after this call unless
 // kept alive. The first call of a Backend also reads the server's
-// maxmemory-policy once (see WarnEvictionPolicy), which costs one more round
-// trip.
+// maxmemory-policy and, unless Options.MinReplicas is set, whether it has
+// replicas, once (see WarnEvictionPolicy and WarnReplicasWithoutWait), in
+// one more round trip.
 func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
 	return b.openSession(ctx, lease, "")
 }
@@ -420,7 +423,7 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		}
 		args = append(args, identity)
 	}
-	b.checkEvictionPolicy(ctx)
+	b.checkServer(ctx)
 	sid := newSessionID()
 	n, err := openScript.Run(ctx, b.client, []string{b.sessionKey(sid)}, args...).Int64()
 	if err != nil {

@@ -525,7 +525,7 @@ func TestSubscriptionHealthCheck(t *testing.T) {
 }
 
 // readmeACL returns the ACL SETUSER command the README recommends, for
-// prefix and password, without the optional +config|get.
+// prefix and password, without the optional +config|get, +info and +wait.
 func readmeACL(t *testing.T, prefix, password string) []any {
 	t.Helper()
 	readme, err := os.ReadFile("README.md")
@@ -546,7 +546,7 @@ func readmeACL(t *testing.T, prefix, password string) []any {
 		switch {
 		case f == ">PASSWORD":
 			f = ">" + password
-		case f == "+config|get":
+		case f == "+config|get", f == "+info", f == "+wait":
 			continue
 		case strings.HasPrefix(f, "~simba:"), strings.HasPrefix(f, "&simba:"):
 			f = f[:1] + prefix + f[len("~simba:"):]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -332,5 +333,62 @@ func TestReplicaWaitCost(t *testing.T) {
 	for _, v := range vs {
 		t.Logf("%s: median %v per acquire+release over %d pairs (%d rounds), %.2fx", v.name, median(v.took), len(v.took), rounds,
 			float64(median(v.took))/float64(base))
+	}
+}
+
+// TestReplicasWithoutWaitWarning: a Backend whose primary has a connected
+// replica and MinReplicas 0 records one WarnReplicasWithoutWait at its
+// first OpenSession (directly and through a sentinel); with MinReplicas,
+// or without a replica, it records none.
+func TestReplicasWithoutWaitWarning(t *testing.T) {
+	p := startServer(t)
+	ctx := callCtx(t)
+	open := func(b *Backend) {
+		t.Helper()
+		for range 2 {
+			g, err := b.OpenSession(ctx, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = b.CloseSession(ctx, g.ID)
+		}
+	}
+	alone := openBackend(t, p.url(), Options{Logger: quiet})
+	open(alone)
+	if w := alone.Warnings(); len(w) != 0 {
+		t.Fatalf("without a replica: warnings %+v, want none", w)
+	}
+
+	startReplica(t, p)
+	var got []Warning
+	var logs strings.Builder
+	b := openBackend(t, p.url(), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), OnWarning: func(w Warning) { got = append(got, w) }})
+	open(b)
+	if len(got) != 1 || got[0].Code != WarnReplicasWithoutWait || !strings.Contains(got[0].Message, "1 connected replica") ||
+		!strings.Contains(got[0].Message, "min_replicas=1") {
+		t.Fatalf("OnWarning got %+v, want one %s", got, WarnReplicasWithoutWait)
+	}
+	if w := b.Warnings(); len(w) != 1 || w[0] != got[0] {
+		t.Fatalf("Warnings() = %+v, want %+v", w, got)
+	}
+	if n := strings.Count(logs.String(), "code="+WarnReplicasWithoutWait); n != 1 {
+		t.Fatalf("%d log lines with the warning, want 1:\n%s", n, logs.String())
+	}
+
+	waited := openBackend(t, p.url(), Options{MinReplicas: 1, Logger: quiet})
+	open(waited)
+	if w := waited.Warnings(); len(w) != 0 {
+		t.Fatalf("with MinReplicas: warnings %+v, want none", w)
+	}
+
+	port := startSentinel(t, p, "")
+	sb, err := Open(ctx, fmt.Sprintf("redis+sentinel://127.0.0.1:%d/mymaster", port), Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	open(sb)
+	if w := sb.Warnings(); len(w) != 1 || w[0].Code != WarnReplicasWithoutWait {
+		t.Fatalf("through a sentinel: warnings %+v, want one %s", w, WarnReplicasWithoutWait)
 	}
 }

@@ -3,7 +3,9 @@ package simbaredis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -26,6 +28,15 @@ const (
 	// WarnWrongTypeKey: a keep-alive met a key under the prefix holding
 	// another type than Simba writes there, and ignored it.
 	WarnWrongTypeKey = "wrong-type-key"
+
+	// WarnReplicasWithoutWait: the primary has connected replicas
+	// (INFO replication, connected_slaves) and Options.MinReplicas is 0.
+	// Replication is asynchronous: a failover can lose the latest
+	// acquires and keep-alives, so a session can end early on the new
+	// primary while its node still sees a valid term, and another node
+	// win the lease. Set MinReplicas (min_replicas=1 in the URL), or accept
+	// it; the fencing token still protects (ADR 0020, ADR 0021).
+	WarnReplicasWithoutWait = "replicas-without-wait"
 )
 
 // Warning is an operational problem a Backend detected that does not fail
@@ -59,34 +70,104 @@ func (b *Backend) warn(w Warning) {
 	}
 }
 
-// checkEvictionPolicy reads the server's maxmemory-policy once per Backend
-// and warns when it can evict keys. A server that refuses CONFIG (managed
-// Redis, restricted ACL user) counts as checked; a network failure leaves
-// the check for the next OpenSession.
-func (b *Backend) checkEvictionPolicy(ctx context.Context) {
-	if b.policyKnown.Load() {
+// checkServer reads, once per Backend, what of the server's set-up
+// weakens a guarantee: its maxmemory-policy (WarnEvictionPolicy) and, when
+// Options.MinReplicas is 0, whether it has replicas
+// (WarnReplicasWithoutWait), in one round trip. A server that refuses a
+// command (CONFIG or INFO: managed Redis, a restricted ACL user) counts
+// as checked for it; a network failure leaves the check for the next
+// OpenSession. On a Cluster it asks the primary of the prefix's slot, the
+// one that holds Simba's keys; through Sentinel, the primary the
+// sentinels name.
+func (b *Backend) checkServer(ctx context.Context) {
+	if b.policyKnown.Load() && b.replicasKnown.Load() {
 		return
 	}
 	b.policyMu.Lock()
 	defer b.policyMu.Unlock()
-	if b.policyKnown.Load() {
+	policyKnown, replicasKnown := b.policyKnown.Load(), b.replicasKnown.Load() || b.replicas > 0
+	if policyKnown && replicasKnown {
 		return
 	}
-	cfg, err := b.client.ConfigGet(ctx, "maxmemory-policy").Result()
+	var node redis.Cmdable = b.client
+	if cc, ok := b.client.(*redis.ClusterClient); ok {
+		n, err := cc.MasterForKey(ctx, b.prefix+"floor")
+		if err != nil {
+			return
+		}
+		node = n
+	}
+	pipe := node.Pipeline()
+	var policy *redis.MapStringStringCmd
+	var info *redis.StringCmd
+	if !policyKnown {
+		policy = pipe.ConfigGet(ctx, "maxmemory-policy")
+	}
+	if !replicasKnown {
+		info = pipe.Info(ctx, "replication")
+	}
+	_, _ = pipe.Exec(ctx) // each reply is read below
+	if policy != nil {
+		b.policyKnown.Store(b.checkEvictionPolicy(policy))
+	}
+	if info != nil {
+		b.replicasKnown.Store(b.checkReplicas(info))
+	} else {
+		b.replicasKnown.Store(true)
+	}
+}
+
+// checkEvictionPolicy warns when the maxmemory-policy the server
+// reported can evict keys, and reports whether the policy was checked.
+func (b *Backend) checkEvictionPolicy(cmd *redis.MapStringStringCmd) bool {
+	cfg, err := cmd.Result()
 	if err != nil {
 		var rerr redis.Error
 		if errors.As(err, &rerr) {
 			b.log.Debug("simbaredis: cannot read maxmemory-policy; eviction risk not checked", "error", serverMessage(err))
-			b.policyKnown.Store(true)
+			return true
 		}
-		return
+		return false
 	}
-	b.policyKnown.Store(true)
 	if policy := cfg["maxmemory-policy"]; evicts(policy) {
 		b.warn(Warning{Code: WarnEvictionPolicy, Message: "maxmemory-policy is " + policy +
 			": under memory pressure Redis may evict Simba's keys, so" +
 			" a session can vanish while its holder still sees a valid term; use noeviction or a dedicated instance"})
 	}
+	return true
+}
+
+// checkReplicas warns when the server's INFO replication reports
+// connected replicas, and reports whether it was checked.
+func (b *Backend) checkReplicas(cmd *redis.StringCmd) bool {
+	info, err := cmd.Result()
+	if err != nil {
+		var rerr redis.Error
+		if errors.As(err, &rerr) {
+			b.log.Debug("simbaredis: cannot read INFO replication; replicas not looked for", "error", serverMessage(err))
+			return true
+		}
+		return false
+	}
+	if n := connectedReplicas(info); n > 0 {
+		b.warn(Warning{Code: WarnReplicasWithoutWait, Message: fmt.Sprintf("the Redis primary has %d connected replica(s) and"+
+			" Options.MinReplicas is 0: replication is asynchronous, so a failover can lose the latest acquires and"+
+			" keep-alives and let another node win a lease whose holder still sees a valid term;"+
+			" set MinReplicas (min_replicas=1 in the URL) to wait for replicas", n)})
+	}
+	return true
+}
+
+// connectedReplicas reads connected_slaves from the text of INFO
+// replication; 0 when it is missing or not a number.
+func connectedReplicas(info string) int {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
 }
 
 // evicts reports whether a maxmemory-policy lets Redis evict keys.
