@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	simba "github.com/simba-go/simba/core"
 )
 
 // startSentinel starts a private sentinel that monitors primary as
@@ -196,5 +197,80 @@ func TestClusterURLWaitsOnTheKeysNode(t *testing.T) {
 	// A prefix without a hash tag is still refused.
 	if _, err := Open(ctx, url, Options{KeyPrefix: "simba:", Logger: quiet}); !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("Open with a prefix without a hash tag = %v, want ErrInvalidOptions", err)
+	}
+}
+
+// TestEmptyReplicaPromoted: the sentinels promote a replica that holds
+// none of Simba's keys (as a replica does that was restarted and had not
+// finished its first full sync when the primary was lost): every lease
+// hash and the floor are gone, and the first token on the new primary is
+// still above every token the old one handed out (ADR 0020).
+func TestEmptyReplicaPromoted(t *testing.T) {
+	p := startServer(t)
+	r := startReplica(t, p)
+	port := startSentinel(t, p, "")
+	ctx := callCtx(t)
+	b, err := Open(ctx, fmt.Sprintf("redis+sentinel://127.0.0.1:%d/mymaster?dial_timeout=200ms", port), Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var highest uint64
+	for range 5 {
+		g, err := b.OpenSession(ctx, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"n", "m"} {
+			highest = max(highest, mustWin(t, b, g.ID, name).Token)
+		}
+		if err := b.CloseSession(ctx, g.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A floor too: m's hash, made idle, is swept.
+	if err := rawClient(t, p.url()).HSet(ctx, DefaultKeyPrefix+"lease:m", "since", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.Sweep(ctx, time.Second); err != nil || n != 1 {
+		t.Fatalf("Sweep = %d, %v; want m removed", n, err)
+	}
+	// Empty the replica behind the primary's back: writes to a replica
+	// are not replicated.
+	onReplica := rawClient(t, r.url())
+	if err := onReplica.ConfigSet(ctx, "replica-read-only", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := onReplica.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p.stop()
+	sentinel := redis.NewSentinelClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	defer sentinel.Close()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		addr, err := sentinel.GetMasterAddrByName(ctx, "mymaster").Result()
+		if err == nil && addr[1] == strconv.Itoa(r.port) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sentinel did not promote the replica: %v, %v", addr, err)
+		}
+	}
+	if n, err := onReplica.DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Fatalf("the promoted replica holds %d keys (%v), want none", n, err)
+	}
+	var g simba.SessionGrant
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if g, err = b.OpenSession(ctx, 10*time.Second); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("OpenSession after the failover: %v", err)
+		}
+	}
+	for _, name := range []string{"n", "m", "new"} {
+		if tok := mustWin(t, b, g.ID, name).Token; tok <= highest {
+			t.Errorf("token of %s on the promoted empty replica = %d, not above the old primary's %d", name, tok, highest)
+		}
 	}
 }
