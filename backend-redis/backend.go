@@ -394,7 +394,9 @@ func (b *Backend) KeyPrefix() string { return b.prefix }
 // kept alive. The first call of a Backend also reads the server's
 // maxmemory-policy and, unless Options.MinReplicas is set, whether it has
 // replicas, once (see WarnEvictionPolicy and WarnReplicasWithoutWait), in
-// one more round trip.
+// one more round trip. Every grant carries the set-up warnings recorded
+// so far (see Warning), which the engine logs and publishes once per
+// session.
 func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
 	return b.openSession(ctx, lease, "")
 }
@@ -433,7 +435,7 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		return simba.SessionGrant{}, fmt.Errorf("simbaredis: open session: server reported %dms remaining", n)
 	}
 	b.owned.opened(sid)
-	return simba.SessionGrant{ID: simba.SessionID(sid), Remaining: time.Duration(n) * time.Millisecond}, nil
+	return simba.SessionGrant{ID: simba.SessionID(sid), Remaining: time.Duration(n) * time.Millisecond, Warnings: b.setupWarnings()}, nil
 }
 
 // KeepAlive renews s for lease from now (server time) and reports, from the

@@ -392,3 +392,68 @@ func TestReplicasWithoutWaitWarning(t *testing.T) {
 		t.Fatalf("through a sentinel: warnings %+v, want one %s", w, WarnReplicasWithoutWait)
 	}
 }
+
+// TestWarningsReachTheEngine: every SessionGrant carries the set-up
+// warnings (a replica without MinReplicas, an evicting policy), and the
+// engine publishes each once per session as an EventBackendWarning.
+func TestWarningsReachTheEngine(t *testing.T) {
+	p := startServer(t, "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
+	startReplica(t, p)
+	b := openBackend(t, p.url(), Options{Logger: quiet})
+	ctx := callCtx(t)
+	codes := func(ws []simba.Warning) []string {
+		var out []string
+		for _, w := range ws {
+			out = append(out, w.Code)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{WarnEvictionPolicy, WarnReplicasWithoutWait}
+	for range 2 {
+		g, err := b.OpenSession(ctx, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := codes(g.Warnings); !slices.Equal(got, want) {
+			t.Fatalf("grant warnings %v, want %v", got, want)
+		}
+		_ = b.CloseSession(ctx, g.ID)
+	}
+
+	events := make(chan simba.Event, 16)
+	c, err := simba.New(b, simba.WithLogger(quiet), simba.WithEventListener(func(_ context.Context, e simba.Event) {
+		if e.Kind == simba.EventBackendWarning {
+			events <- e
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Lock("job").Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []simba.Warning
+	for len(got) < 2 {
+		select {
+		case e := <-events:
+			got = append(got, e.Warning)
+		case <-ctx.Done():
+			t.Fatalf("events %v, want both warnings", got)
+		}
+	}
+	if err := c.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for drained := false; !drained; {
+		select {
+		case e := <-events:
+			got = append(got, e.Warning)
+		default:
+			drained = true
+		}
+	}
+	if codes := codes(got); !slices.Equal(codes, want) {
+		t.Fatalf("EventBackendWarning codes %v, want %v once each", codes, want)
+	}
+}

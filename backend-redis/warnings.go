@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	simba "github.com/simba-go/simba/core"
 )
 
 // Codes of the warnings a Backend records.
@@ -40,19 +41,34 @@ const (
 )
 
 // Warning is an operational problem a Backend detected that does not fail
-// an operation but weakens a guarantee or the failover time. Each distinct
-// warning is logged at level Warn, passed to Options.OnWarning and kept for
-// Warnings, once per Backend.
-type Warning struct {
-	Code    string // one of the Warn* constants
-	Message string // what was found and what it risks
-}
+// an operation but weakens a guarantee or the failover time: simba.Warning,
+// the type the engine takes in SessionGrant.Warnings. Each distinct warning
+// is logged at level Warn, passed to Options.OnWarning and kept for
+// Warnings, once per Backend. The setup warnings (every code but
+// WarnWrongTypeKey, which a keep-alive finds) are also put in the
+// SessionGrant of every OpenSession, so that the engine logs and publishes
+// them once per session (simba.EventBackendWarning).
+type Warning = simba.Warning
 
 // Warnings returns every distinct warning recorded so far, oldest first.
 func (b *Backend) Warnings() []Warning {
 	b.warnMu.Lock()
 	defer b.warnMu.Unlock()
 	return slices.Clone(b.warnings)
+}
+
+// setupWarnings returns the warnings recorded so far about the server's
+// or the client's set-up, for a SessionGrant, or nil.
+func (b *Backend) setupWarnings() []Warning {
+	b.warnMu.Lock()
+	defer b.warnMu.Unlock()
+	var out []Warning
+	for _, w := range b.warnings {
+		if w.Code != WarnWrongTypeKey {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // warn records w unless it was recorded before.
