@@ -22,7 +22,10 @@
 // must hold across a failover, is in the module's README: asynchronous
 // replication can lose a recent keep-alive or acquire.
 //
-// Use Open to connect from a URL (the Backend owns the connection), or New
-// to wrap a go-redis client you already have (it stays yours). Then hand
-// the Backend to simba.New.
+// Use Open to connect from a URL (the Backend owns the connection:
+// redis:// for one server, redis+sentinel:// through sentinels,
+// redis+cluster:// for a cluster, rediss forms for TLS), or New to wrap a
+// go-redis client you already have (it stays yours). Then hand the Backend
+// to simba.New. Options.MinReplicas makes acquires and keep-alives wait
+// for replicas (ADR 0021).
 package simbaredis
