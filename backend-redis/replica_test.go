@@ -282,9 +282,10 @@ func TestMinReplicasOptions(t *testing.T) {
 	}
 }
 
-// TestReplicaWaitCost measures an acquire+release pair with MinReplicas 1
-// against one without, on a private primary with one replica: the median
-// of every pair over interleaved rounds. It runs only with
+// TestReplicaWaitCost measures an acquire+release pair, and a keep-alive,
+// with MinReplicas 1 against the same without, on a private primary with
+// one replica: the median of every call over interleaved rounds, and the
+// lowest and highest median of a round. It runs only with
 // SIMBA_MEASURE_REPLICA_WAIT set (it is a measurement, not a check).
 func TestReplicaWaitCost(t *testing.T) {
 	if os.Getenv("SIMBA_MEASURE_REPLICA_WAIT") == "" {
@@ -294,10 +295,16 @@ func TestReplicaWaitCost(t *testing.T) {
 	startReplica(t, p)
 	ctx := context.Background()
 	type variant struct {
-		name string
-		b    *Backend
-		g    simba.SessionID
-		took []time.Duration
+		name       string
+		b          *Backend
+		g          simba.SessionID
+		pair, ka   []time.Duration
+		pairRounds []time.Duration // the median of each round
+	}
+	median := func(d []time.Duration) time.Duration {
+		s := slices.Clone(d)
+		slices.Sort(s)
+		return s[len(s)/2]
 	}
 	var vs []*variant
 	for _, o := range []Options{{Logger: quiet}, {MinReplicas: 1, Logger: quiet}} {
@@ -308,9 +315,10 @@ func TestReplicaWaitCost(t *testing.T) {
 		}
 		vs = append(vs, &variant{name: fmt.Sprintf("min_replicas=%d", o.MinReplicas), b: b, g: g.ID})
 	}
-	const rounds, pairs = 9, 2000
+	const rounds, pairs, keepAlives = 9, 2000, 500
 	for range rounds {
 		for _, v := range vs {
+			var round []time.Duration
 			for range pairs {
 				start := time.Now()
 				r, err := v.b.Acquire(ctx, v.g, "cost")
@@ -320,19 +328,24 @@ func TestReplicaWaitCost(t *testing.T) {
 				if err := v.b.Release(ctx, v.g, "cost", r.Token); err != nil {
 					t.Fatal(err)
 				}
-				v.took = append(v.took, time.Since(start))
+				round = append(round, time.Since(start))
+			}
+			v.pair = append(v.pair, round...)
+			v.pairRounds = append(v.pairRounds, median(round))
+			for range keepAlives {
+				start := time.Now()
+				if _, err := v.b.KeepAlive(ctx, v.g, time.Minute); err != nil {
+					t.Fatalf("%s: KeepAlive: %v", v.name, err)
+				}
+				v.ka = append(v.ka, time.Since(start))
 			}
 		}
 	}
-	median := func(d []time.Duration) time.Duration {
-		s := slices.Clone(d)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
-	base := median(vs[0].took)
+	base, baseKA := median(vs[0].pair), median(vs[0].ka)
 	for _, v := range vs {
-		t.Logf("%s: median %v per acquire+release over %d pairs (%d rounds), %.2fx", v.name, median(v.took), len(v.took), rounds,
-			float64(median(v.took))/float64(base))
+		t.Logf("%s: acquire+release median %v over %d pairs in %d rounds (round medians %v to %v), %.2fx; keep-alive median %v over %d, %.2fx",
+			v.name, median(v.pair), len(v.pair), rounds, slices.Min(v.pairRounds), slices.Max(v.pairRounds),
+			float64(median(v.pair))/float64(base), median(v.ka), len(v.ka), float64(median(v.ka))/float64(baseKA))
 	}
 }
 
