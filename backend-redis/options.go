@@ -33,7 +33,8 @@ type Options struct {
 	// and load sit on the one shard that owns that slot.
 	KeyPrefix string
 
-	// Logger receives the backend's warnings and, unless KeepDriverLogger
+	// Logger receives the backend's warnings (see Warning for their
+	// levels) and, unless KeepDriverLogger
 	// is set, go-redis's own log lines (failed dials, connection pool and
 	// pub/sub trouble) at level Debug, prefixed "simbaredis: go-redis: ".
 	// No line carries a password the Backend knows (from Options, the URL

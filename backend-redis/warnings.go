@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,11 +44,12 @@ const (
 // Warning is an operational problem a Backend detected that does not fail
 // an operation but weakens a guarantee or the failover time: simba.Warning,
 // the type the engine takes in SessionGrant.Warnings. Each distinct warning
-// is logged at level Warn, passed to Options.OnWarning and kept for
-// Warnings, once per Backend. The setup warnings (every code but
-// WarnWrongTypeKey, which a keep-alive finds) are also put in the
-// SessionGrant of every OpenSession, so that the engine logs and publishes
-// them once per session (simba.EventBackendWarning).
+// is passed to Options.OnWarning and kept for Warnings, once per Backend.
+// The set-up warnings (every code but WarnWrongTypeKey, which a keep-alive
+// finds) are also put in the SessionGrant of every OpenSession, and the
+// engine logs them at level Warn and publishes them once per session
+// (simba.EventBackendWarning); the Backend itself logs them at Debug, and
+// WarnWrongTypeKey at Warn.
 type Warning = simba.Warning
 
 // Warnings returns every distinct warning recorded so far, oldest first.
@@ -64,14 +66,22 @@ func (b *Backend) setupWarnings() []Warning {
 	defer b.warnMu.Unlock()
 	var out []Warning
 	for _, w := range b.warnings {
-		if w.Code != WarnWrongTypeKey {
+		if setupWarning(w) {
 			out = append(out, w)
 		}
 	}
 	return out
 }
 
-// warn records w unless it was recorded before.
+// setupWarning reports whether w is about the set-up of the server or the
+// client, which every SessionGrant carries: every warning but one a
+// keep-alive finds in the key space.
+func setupWarning(w Warning) bool { return w.Code != WarnWrongTypeKey }
+
+// warn records w unless it was recorded before, and logs it: a set-up
+// warning at level Debug, since every SessionGrant carries it and the
+// engine logs it at Warn for each session (one line, not two); any other
+// at Warn.
 func (b *Backend) warn(w Warning) {
 	b.warnMu.Lock()
 	if slices.Contains(b.warnings, w) {
@@ -80,7 +90,11 @@ func (b *Backend) warn(w Warning) {
 	}
 	b.warnings = append(b.warnings, w)
 	b.warnMu.Unlock()
-	b.log.Warn("simbaredis: "+w.Message, "code", w.Code)
+	level := slog.LevelWarn
+	if setupWarning(w) {
+		level = slog.LevelDebug
+	}
+	b.log.Log(context.Background(), level, "simbaredis: "+w.Message, "code", w.Code)
 	if b.onWarning != nil {
 		b.onWarning(w)
 	}
