@@ -51,7 +51,9 @@ func waitReplicas(t testing.TB, primary *privateServer, n int) {
 func TestMinReplicasAcknowledged(t *testing.T) {
 	p := startServer(t)
 	r := startReplica(t, p)
-	b := openBackend(t, p.url(), Options{MinReplicas: 1, Logger: quiet})
+	// A timeout long enough for a replica starved of CPU: the test is
+	// about a replica that answers.
+	b := openBackend(t, p.url(), Options{MinReplicas: 1, ReplicaTimeout: 5 * time.Second, Logger: quiet})
 	onReplica := rawClient(t, r.url())
 	ctx := callCtx(t)
 	g, err := b.OpenSession(ctx, 10*time.Second)
@@ -117,11 +119,17 @@ func TestMinReplicasMissing(t *testing.T) {
 	}
 
 	startReplica(t, p)
-	won := mustWin(t, b, g.ID, "n")
+	// With a timeout long enough for a replica starved of CPU.
+	patient := openBackend(t, p.url(), Options{KeyPrefix: b.KeyPrefix(), MinReplicas: 1, ReplicaTimeout: 5 * time.Second, Logger: quiet})
+	g3, err := patient.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	won := mustWin(t, patient, g3.ID, "n")
 	if won.Token <= theirs.Token {
 		t.Fatalf("token %d after the replica came, not above %d", won.Token, theirs.Token)
 	}
-	if reply, err := b.KeepAlive(ctx, g.ID, 10*time.Second); err != nil || reply.Leases["n"] != won.Token {
+	if reply, err := patient.KeepAlive(ctx, g3.ID, 10*time.Second); err != nil || reply.Leases["n"] != won.Token {
 		t.Fatalf("KeepAlive with the replica = %+v, %v; want n at %d", reply, err, won.Token)
 	}
 }
@@ -132,7 +140,7 @@ func TestMinReplicasMissing(t *testing.T) {
 func TestMinReplicasBatched(t *testing.T) {
 	p := startServer(t)
 	startReplica(t, p)
-	b := openBackend(t, p.url(), Options{MinReplicas: 1, Logger: quiet})
+	b := openBackend(t, p.url(), Options{MinReplicas: 1, ReplicaTimeout: 5 * time.Second, Logger: quiet})
 	raw := rawClient(t, p.url())
 	ctx := callCtx(t)
 	g, err := b.OpenSession(ctx, 10*time.Second)
@@ -307,7 +315,7 @@ func TestReplicaWaitCost(t *testing.T) {
 		return s[len(s)/2]
 	}
 	var vs []*variant
-	for _, o := range []Options{{Logger: quiet}, {MinReplicas: 1, Logger: quiet}} {
+	for _, o := range []Options{{Logger: quiet}, {MinReplicas: 1, ReplicaTimeout: 5 * time.Second, Logger: quiet}} {
 		b := openBackend(t, p.url(), o)
 		g, err := b.OpenSession(ctx, time.Minute)
 		if err != nil {

@@ -68,7 +68,7 @@ func TestSentinelURL(t *testing.T) {
 	const sentinelPassword = "sentinel-pw-7"
 	port := startSentinel(t, p, sentinelPassword)
 	ctx := callCtx(t)
-	url := fmt.Sprintf("redis+sentinel://127.0.0.1:%d/mymaster/0?sentinel_password=%s&min_replicas=1", port, sentinelPassword)
+	url := fmt.Sprintf("redis+sentinel://127.0.0.1:%d/mymaster/0?sentinel_password=%s&min_replicas=1&replica_timeout=5s", port, sentinelPassword)
 	b, err := Open(ctx, url, Options{Logger: quiet})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", url, err)
@@ -159,7 +159,7 @@ func TestClusterURLWaitsOnTheKeysNode(t *testing.T) {
 	waitReplicas(t, keys, 1)
 	waitReplicas(t, other, 0)
 
-	url := fmt.Sprintf("redis+cluster://127.0.0.1:%d,127.0.0.1:%d?min_replicas=1&replica_timeout=200ms", other.port, keys.port)
+	url := fmt.Sprintf("redis+cluster://127.0.0.1:%d,127.0.0.1:%d?min_replicas=1&replica_timeout=5s", other.port, keys.port)
 	b, err := Open(ctx, url, Options{Logger: quiet})
 	if err != nil {
 		t.Fatalf("Open(%s): %v", url, err)
