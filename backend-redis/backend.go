@@ -183,7 +183,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	t, err := parseURL(rawURL)
 	if err != nil {
-		return nil, backendkit.MaskError(err, append(t.secrets, opts.Password))
+		return nil, backendkit.MaskError(err, append(t.secrets, opts.Password, opts.SentinelPassword))
 	}
 	where, secrets := t.where, t.secrets
 	if opts.MinReplicas == 0 && opts.ReplicaTimeout == 0 {
@@ -195,9 +195,11 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	if opts.KeyPrefix == "" && t.cluster != nil {
 		opts.KeyPrefix = DefaultClusterKeyPrefix
 	}
-	if opts.Password != "" {
-		secrets = append(secrets, opts.Password)
+	if (opts.SentinelUsername != "" || opts.SentinelPassword != "") && t.failover == nil {
+		return nil, backendkit.MaskError(fmt.Errorf("%w: Options.SentinelUsername or SentinelPassword with the URL %s, which names no sentinels",
+			ErrInvalidOptions, where), append(secrets, opts.Password, opts.SentinelPassword))
 	}
+	secrets = append(secrets, opts.Password, opts.SentinelPassword)
 	// go-redis logs failed dials while the PING below retries.
 	var sink *driverLogSink
 	if !o.KeepDriverLogger {
@@ -276,6 +278,12 @@ func (t target) newClient(opts Options) redis.UniversalClient {
 		}
 		if opts.Password != "" {
 			o.Password = opts.Password
+		}
+		if opts.SentinelUsername != "" {
+			o.SentinelUsername = opts.SentinelUsername
+		}
+		if opts.SentinelPassword != "" {
+			o.SentinelPassword = opts.SentinelPassword
 		}
 		o.ContextTimeoutEnabled = true
 		return redis.NewFailoverClient(o)

@@ -92,6 +92,13 @@ type Options struct {
 	// URL, which keeps secrets out of URLs. Default: taken from the URL.
 	Username string
 	Password string
+
+	// SentinelUsername and SentinelPassword, used by Open only with a
+	// redis+sentinel URL, authenticate the connections to the sentinels,
+	// replacing the URL's sentinel_username and sentinel_password.
+	// Default: taken from the URL; none when it has none.
+	SentinelUsername string
+	SentinelPassword string
 }
 
 // withDefaults returns o with its defaults filled in, or an error naming
@@ -153,17 +160,18 @@ func hasHashTag(p string) bool {
 	return end > 0
 }
 
-// String describes o with Password shown as "redacted" when set.
+// String describes o with Password and SentinelPassword shown as
+// "redacted" when set.
 func (o Options) String() string {
-	return fmt.Sprintf("simbaredis.Options{KeyPrefix:%q Logger:%t KeepDriverLogger:%t OnWarning:%t MinReplicas:%d ReplicaTimeout:%v TLSConfig:%t Username:%q Password:%s}",
+	return fmt.Sprintf("simbaredis.Options{KeyPrefix:%q Logger:%t KeepDriverLogger:%t OnWarning:%t MinReplicas:%d ReplicaTimeout:%v TLSConfig:%t Username:%q Password:%s SentinelUsername:%q SentinelPassword:%s}",
 		o.KeyPrefix, o.Logger != nil, o.KeepDriverLogger, o.OnWarning != nil, o.MinReplicas, o.ReplicaTimeout,
-		o.TLSConfig != nil, o.Username, redactedField(o.Password))
+		o.TLSConfig != nil, o.Username, redactedField(o.Password), o.SentinelUsername, redactedField(o.SentinelPassword))
 }
 
 // GoString is String, so that %#v does not print the password either.
 func (o Options) GoString() string { return o.String() }
 
-// LogValue makes slog print o with Password redacted.
+// LogValue makes slog print o with Password and SentinelPassword redacted.
 func (o Options) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("key_prefix", o.KeyPrefix),
@@ -173,6 +181,8 @@ func (o Options) LogValue() slog.Value {
 		slog.Bool("tls", o.TLSConfig != nil),
 		slog.String("username", o.Username),
 		slog.String("password", redactedField(o.Password)),
+		slog.String("sentinel_username", o.SentinelUsername),
+		slog.String("sentinel_password", redactedField(o.SentinelPassword)),
 	)
 }
 

@@ -86,13 +86,22 @@ func TestSentinelURL(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Without the sentinels' password the sentinels refuse the lookup.
-	bad := fmt.Sprintf("redis+sentinel://127.0.0.1:%d/mymaster", port)
+	// Without the sentinels' password the sentinels refuse the lookup;
+	// Options.SentinelPassword gives it outside the URL.
+	bare := fmt.Sprintf("redis+sentinel://127.0.0.1:%d/mymaster", port)
 	short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	if b, err := Open(short, bad, Options{Logger: quiet}); err == nil {
+	if b, err := Open(short, bare, Options{Logger: quiet}); err == nil {
 		_ = b.Close()
-		t.Fatalf("Open(%s) without the sentinels' password succeeded", bad)
+		t.Fatalf("Open(%s) without the sentinels' password succeeded", bare)
+	}
+	ob, err := Open(ctx, bare, Options{SentinelPassword: sentinelPassword, Logger: quiet})
+	if err != nil {
+		t.Fatalf("Open(%s) with Options.SentinelPassword: %v", bare, err)
+	}
+	defer ob.Close()
+	if _, err := ob.OpenSession(ctx, time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 

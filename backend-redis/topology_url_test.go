@@ -139,14 +139,17 @@ func TestTopologyURLsHideCredentials(t *testing.T) {
 	serverURL(t)
 	const s = backendtest.Secret
 	for _, tt := range []struct {
-		url  string
-		pass bool // the secret is in Options.Password
-		want string
+		url      string
+		pass     bool // the secret is in Options.Password
+		sentinel bool // the secret is in Options.SentinelPassword
+		want     string
 	}{
 		{url: "redis+sentinel://app:" + s + "@127.0.0.1:1,127.0.0.1:2/mymaster", want: "redis+sentinel://app:xxxxx@127.0.0.1:1,127.0.0.1:2/mymaster"},
 		{url: "redis+sentinel://127.0.0.1:1/mymaster/2?sentinel_password=" + s, want: "redis+sentinel://127.0.0.1:1/mymaster/2?sentinel_password=xxxxx"},
 		{url: "rediss+sentinel://u:" + s + "@127.0.0.1:1/m?sentinel_username=x&sentinel_password=" + s, want: "rediss+sentinel://u:xxxxx@127.0.0.1:1/m?sentinel_username=x&sentinel_password=xxxxx"},
 		{url: "redis+sentinel://app@127.0.0.1:1/mymaster", pass: true, want: "redis+sentinel://app@127.0.0.1:1/mymaster"},
+		{url: "redis+sentinel://127.0.0.1:1/mymaster", sentinel: true, want: "redis+sentinel://127.0.0.1:1/mymaster"},
+		{url: "redis://127.0.0.1:1/0", sentinel: true, want: "Options.SentinelUsername or SentinelPassword with the URL redis://127.0.0.1:1/0, which names no sentinels"},
 		{url: "redis+cluster://app:" + s + "@127.0.0.1:1,127.0.0.1:2", want: "redis+cluster://app:xxxxx@127.0.0.1:1,127.0.0.1:2"},
 		{url: "rediss+cluster://:" + s + "@127.0.0.1:1?min_replicas=1", want: "rediss+cluster://:xxxxx@127.0.0.1:1?min_replicas=1"},
 		{url: "redis+cluster://app@127.0.0.1:1", pass: true, want: "redis+cluster://app@127.0.0.1:1"},
@@ -156,6 +159,9 @@ func TestTopologyURLsHideCredentials(t *testing.T) {
 			opts := Options{Logger: logs.Logger()}
 			if tt.pass {
 				opts.Password = s
+			}
+			if tt.sentinel {
+				opts.SentinelPassword = s
 			}
 			var err error
 			backendtest.OpenFailsHiding(t, fmt.Sprintf("Open(%q)", tt.url), 2*time.Second, func(ctx context.Context) (io.Closer, error) {
@@ -168,7 +174,7 @@ func TestTopologyURLsHideCredentials(t *testing.T) {
 			if err != nil && !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("Open(%q) = %v; want it to describe the URL as %s", tt.url, err, tt.want)
 			}
-			if !tt.pass {
+			if !tt.pass && !tt.sentinel {
 				backendtest.OpenFailsHiding(t, fmt.Sprintf("simba.OpenBackend(%q)", tt.url), 2*time.Second, func(ctx context.Context) (io.Closer, error) {
 					ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 					defer cancel()
