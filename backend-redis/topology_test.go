@@ -18,7 +18,9 @@ import (
 
 // startSentinel starts a private sentinel that monitors primary as
 // "mymaster", with password as its own (requirepass) when not empty, and
-// stops it when the test ends. It returns the sentinel's port.
+// stops it when the test ends. A sentinel of a TLS primary speaks only
+// TLS, with the primary's certificate, to its clients and to the primary.
+// It returns the sentinel's port.
 func startSentinel(t testing.TB, primary *privateServer, password string) int {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
@@ -28,6 +30,11 @@ func startSentinel(t testing.TB, primary *privateServer, password string) int {
 	dir, port := t.TempDir(), freePort(t)
 	conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor mymaster 127.0.0.1 %d 1\n"+
 		"sentinel down-after-milliseconds mymaster 1000\n", port, dir, primary.port)
+	if primary.tls != nil {
+		cert, key := filepath.Join(primary.dir, "cert.pem"), filepath.Join(primary.dir, "key.pem")
+		conf = fmt.Sprintf("port 0\ntls-port %d\ntls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\n"+
+			"tls-auth-clients no\ntls-replication yes\n", port, cert, key, cert) + strings.TrimPrefix(conf, fmt.Sprintf("port %d\n", port))
+	}
 	if password != "" {
 		conf += "requirepass " + password + "\n"
 	}
@@ -43,7 +50,7 @@ func startSentinel(t testing.TB, primary *privateServer, password string) int {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	c := redis.NewSentinelClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Password: password, MaxRetries: -1})
+	c := redis.NewSentinelClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Password: password, MaxRetries: -1, TLSConfig: primary.tls})
 	defer c.Close()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -280,6 +287,44 @@ func TestEmptyReplicaPromoted(t *testing.T) {
 	for _, name := range []string{"n", "m", "new"} {
 		if tok := mustWin(t, b, g.ID, name).Token; tok <= highest {
 			t.Errorf("token of %s on the promoted empty replica = %d, not above the old primary's %d", name, tok, highest)
+		}
+	}
+}
+
+// TestSentinelURLOverTLS: a rediss+sentinel URL speaks TLS to the
+// sentinels and to the primary they name (the CA given in
+// Options.TLSConfig); the URL's own TLS settings check each server's
+// certificate, which a self-signed one fails, and a redis+sentinel URL
+// cannot talk to TLS-only sentinels.
+func TestSentinelURLOverTLS(t *testing.T) {
+	p := startTLSServer(t)
+	port := startSentinel(t, p, "")
+	ctx := callCtx(t)
+	url := fmt.Sprintf("rediss+sentinel://127.0.0.1:%d/mymaster", port)
+	b, err := Open(ctx, url, Options{TLSConfig: p.tls, Logger: quiet})
+	if err != nil {
+		t.Fatalf("Open(%s) with the CA: %v", url, err)
+	}
+	defer b.Close()
+	g, err := b.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWin(t, b, g.ID, "n")
+	for _, tt := range []struct{ url, says string }{
+		{url, "certificate signed by unknown authority"},
+		{fmt.Sprintf("redis+sentinel://127.0.0.1:%d/mymaster", port), ""},
+	} {
+		short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		b, err := Open(short, tt.url, Options{Logger: quiet})
+		cancel()
+		if err == nil {
+			_ = b.Close()
+			t.Fatalf("Open(%s) without the CA succeeded", tt.url)
+		}
+		t.Log(err)
+		if !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("Open(%s) = %v, want it to say %q", tt.url, err, tt.says)
 		}
 	}
 }
