@@ -40,7 +40,7 @@ var urlForms = map[string]string{
 	"rediss+cluster":  "rediss+cluster://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]",
 	"postgres":        "postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]...]/DB",
 	"postgresql":      "postgresql://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]...]/DB",
-	"mysql":           "mysql://USER[:PASSWORD]@HOST[:PORT]/DB",
+	"mysql":           "mysql://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]...]/DB",
 	"zk":              "zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]",
 }
 
