@@ -85,13 +85,17 @@ func (e *SchemeError) Is(target error) bool {
 // wellKnownSchemes maps the schemes of this project's backends to the
 // package that registers them, for the error of an unknown scheme.
 var wellKnownSchemes = map[string]string{
-	"memory":     "github.com/simba-go/simba/core/memory",
-	"redis":      "github.com/simba-go/simba/backend-redis",
-	"rediss":     "github.com/simba-go/simba/backend-redis",
-	"postgres":   "github.com/simba-go/simba/backend-jdbc/postgres",
-	"postgresql": "github.com/simba-go/simba/backend-jdbc/postgres",
-	"mysql":      "github.com/simba-go/simba/backend-jdbc/mysql",
-	"zk":         "github.com/simba-go/simba/backend-zk",
+	"memory":          "github.com/simba-go/simba/core/memory",
+	"redis":           "github.com/simba-go/simba/backend-redis",
+	"rediss":          "github.com/simba-go/simba/backend-redis",
+	"redis+sentinel":  "github.com/simba-go/simba/backend-redis",
+	"rediss+sentinel": "github.com/simba-go/simba/backend-redis",
+	"redis+cluster":   "github.com/simba-go/simba/backend-redis",
+	"rediss+cluster":  "github.com/simba-go/simba/backend-redis",
+	"postgres":        "github.com/simba-go/simba/backend-jdbc/postgres",
+	"postgresql":      "github.com/simba-go/simba/backend-jdbc/postgres",
+	"mysql":           "github.com/simba-go/simba/backend-jdbc/mysql",
+	"zk":              "github.com/simba-go/simba/backend-zk",
 }
 
 var backends = struct {

@@ -19,7 +19,7 @@ Feature: What each backend stores
     And B's token of "layout" is one above A's
 
   @R-BE-2 @redis
-  Scenario: Redis keeps an expiring session hash, a lease hash that never expires, and announces releases
+  Scenario: Redis keeps an expiring session hash, a lease hash that never expires, tokens from its clock, and announces releases
     Given nodes A and B are connected
     And A is leader of "layout"
     And a subscriber listens on the backend's release channel
@@ -31,7 +31,8 @@ Feature: What each backend stores
     Then the subscriber heard the release of "layout", addressed to the node that waits for it
     And within 1s B is leader of "layout"
     And the backend's record of "layout" names B's session and token, and never expires
-    And B's token of "layout" is one above A's
+    And B's token of "layout" is above A's
+    And B's token of "layout" is the server's clock in microseconds when B won it
     When B stops the election "layout"
     Then the backend still keeps the record of "layout", naming no session, with B's token
 

@@ -193,6 +193,33 @@ func (w *world) tokenAbove(a, lease, how, b string) error {
 	return nil
 }
 
+// tokenFromServerClock checks that a node's token of lease is the Redis
+// server's TIME in microseconds at its win (ADR 0020): not after the
+// server's clock now, and not older than the scenario.
+func (w *world) tokenFromServerClock(node, lease, winner string) error {
+	if w.env.redis == nil {
+		return fmt.Errorf("features: tokens follow the server's clock on Redis only: tag the scenario @redis")
+	}
+	if winner != node {
+		return fmt.Errorf("features: the step names %s's token and %s's win: name one node", node, winner)
+	}
+	_, t, err := w.term(node, lease)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := w.serverCtx()
+	defer cancel()
+	now, err := w.env.redis.Time(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("features: TIME: %w", err)
+	}
+	tok, nowUS := int64(t.Token()), now.UnixMicro()
+	if tok > nowUS || tok < nowUS-int64(time.Minute/time.Microsecond) {
+		return fmt.Errorf("%s's token %d of %q is not the server's clock in µs at its win (now %d)", node, tok, lease, nowUS)
+	}
+	return nil
+}
+
 func (w *world) subscribeReleases() error {
 	if w.env.redis == nil {
 		return fmt.Errorf("features: the release channel is Redis's: tag the scenario @redis")

@@ -215,6 +215,7 @@ func (w *world) registerSteps(step func(string, any)) {
 	step(`^the backend's record of "([^"]*)" names ([A-Z])'s session and token(, and never expires)?$`, w.leaseRecord)
 	step(`^the backend still keeps the record of "([^"]*)", naming no session, with ([A-Z])'s token$`, w.releasedRecord)
 	step(`^([A-Z])'s token of "([^"]*)" is (one above|above) ([A-Z])'s$`, w.tokenAbove)
+	step(`^([A-Z])'s token of "([^"]*)" is the server's clock in microseconds when ([A-Z]) won it$`, w.tokenFromServerClock)
 	step(`^a subscriber listens on the backend's release channel$`, w.subscribeReleases)
 	step(`^the subscriber heard the release of "([^"]*)", addressed to the node that waits for it$`, w.heardRelease)
 

@@ -28,7 +28,13 @@
 // spliced into SQL come from the validated table prefix.
 //
 // Build a backend over a *sql.DB you own with [New], or let [Open] create
-// and own one from a URL or DSN. Tables are created, or brought up to date
+// and own one from a URL or DSN. A URL may list a primary and its
+// replicas, mysql://user:pass@h1:3306,h2:3306/db: each new connection goes
+// to the first host whose @@read_only is 0, so that after a replica is
+// promoted the backend finds it without a restart ([ErrNoWritableHost]
+// when no host is writable). [Backend.OpenSession] warns, through
+// simba.SessionGrant.Warnings, of a Galera node ([WarnGalera]) and of
+// connections at READ UNCOMMITTED ([WarnIsolation]). Tables are created, or brought up to date
 // from an earlier version's, by [Options.Migrate] or by a DBA from the
 // script that [Schema] returns: numbered, idempotent migration steps.
 // Without them a call fails with a [*MissingTableError] or an

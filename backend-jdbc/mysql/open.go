@@ -3,6 +3,7 @@ package simbamysql
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"log/slog"
 	"net"
@@ -24,6 +25,25 @@ import (
 //     timeout, readTimeout, ...) or server variables; or
 //   - a go-sql-driver/mysql DSN, user:pass@tcp(host:3306)/db?tls=true,
 //     used as written.
+//
+// A URL may list several hosts, mysql://user:pass@h1:3306,h2:3306/db (a
+// primary and its replicas, in any order): every new connection goes to
+// the first host, in the order written, that accepts it and is writable
+// (@@read_only is 0, asked on each new connection), like pgx's
+// target_session_attrs=read-write. After a replica is promoted (its
+// read_only turned off) and the old primary is gone or read-only, the
+// next connection finds it, without a restart. Every host gets the same
+// user, database and parameters; with tls=true each is verified under
+// its own name. A host list with an empty host, a port that is not a
+// number from 1 to 65535, or a host given twice is refused with an
+// *OptionsError naming the host by its position. When no host is
+// writable, the error of the connection (of Open, or of a later call)
+// matches ErrNoWritableHost and names each host with its problem. A
+// primary demoted while it stays up (SET GLOBAL read_only = ON) keeps the
+// connections already made to it: the first statement that meets its
+// read-only error (1290) fails, and every connection made until then is
+// dropped instead of used again, so the next call connects to the new
+// primary. A DSN names one host.
 //
 // Either must name a database. Before it returns, Open checks, within ctx,
 // that the server answers and accepts the credentials (a ping over a new
@@ -56,12 +76,21 @@ func Open(ctx context.Context, dataSource string, opts Options) (*Backend, error
 	if err != nil {
 		return nil, err
 	}
-	cfg, secrets, err := config(dataSource, opts)
+	first, hosts, err := splitHosts(dataSource)
+	if err != nil {
+		return nil, err
+	}
+	cfg, secrets, err := config(first, opts)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Logger = driverLogger{core.Logger, secrets}
-	conn, err := mysql.NewConnector(cfg)
+	var conn driver.Connector
+	if hosts != nil {
+		conn, err = newHostsConnector(cfg, hosts, secrets, core.Logger)
+	} else {
+		conn, err = mysql.NewConnector(cfg)
+	}
 	if err != nil {
 		field := "dsn"
 		if hasScheme.MatchString(dataSource) {

@@ -11,10 +11,10 @@ Feature: Elections through libsimba
     Then node "a" is elected for "leader" within 10s
     When node "a" steps down from "leader" for 0.2s
     Then node "a" saw for "leader" within 10s
-      | callback               |
-      | elected T              |
-      | revoked T STEPPED_DOWN |
-      | elected T+1            |
+      | callback                |
+      | elected T1              |
+      | revoked T1 STEPPED_DOWN |
+      | elected T2              |
 
   @R-CB-3 @R-HO-1
   Scenario: Stop returns after the last callback, and nothing comes after it
@@ -22,27 +22,27 @@ Feature: Elections through libsimba
     Then node "a" is elected for "leader" within 10s
     When node "a" stops the election "leader"
     Then node "a" saw for "leader" within 0s
-      | callback          |
-      | elected T         |
-      | revoked T STOPPED |
+      | callback           |
+      | elected T1         |
+      | revoked T1 STOPPED |
     And node "a" saw nothing more for "leader" within 0.3s
 
   @R-CB-5
   Scenario: A callback stops its own election without waiting for itself
     When node "a" starts the election "leader" and stops it from its first callback
     Then node "a" saw for "leader" within 10s
-      | callback          |
-      | elected T         |
-      | revoked T STOPPED |
+      | callback           |
+      | elected T1         |
+      | revoked T1 STOPPED |
     And node "a" saw nothing more for "leader" within 0.3s
 
   @R-CB-3 @R-CB-5
   Scenario: After a stop from a callback, no new term reaches the callbacks
     When node "a" starts the election "leader", steps down in its first callback and stops it from the revoked one
     Then node "a" saw for "leader" within 10s
-      | callback               |
-      | elected T             |
-      | revoked T STEPPED_DOWN |
+      | callback                |
+      | elected T1              |
+      | revoked T1 STEPPED_DOWN |
     And node "a" saw nothing more for "leader" within 0.5s
 
   @R-HO-2 @R-CAND-2

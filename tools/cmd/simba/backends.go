@@ -31,13 +31,17 @@ type backendOptions struct {
 // urlForms are the URL forms of the schemes simba links, for the hint of
 // a URL that lacks the "//" after its scheme.
 var urlForms = map[string]string{
-	"memory":     "memory://[NAME]",
-	"redis":      "redis://[USER:PASSWORD@]HOST[:PORT][/DB]",
-	"rediss":     "rediss://[USER:PASSWORD@]HOST[:PORT][/DB]",
-	"postgres":   "postgres://USER[:PASSWORD]@HOST[:PORT]/DB",
-	"postgresql": "postgresql://USER[:PASSWORD]@HOST[:PORT]/DB",
-	"mysql":      "mysql://USER[:PASSWORD]@HOST[:PORT]/DB",
-	"zk":         "zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]",
+	"memory":          "memory://[NAME]",
+	"redis":           "redis://[USER:PASSWORD@]HOST[:PORT][/DB]",
+	"rediss":          "rediss://[USER:PASSWORD@]HOST[:PORT][/DB]",
+	"redis+sentinel":  "redis+sentinel://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]",
+	"rediss+sentinel": "rediss+sentinel://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]",
+	"redis+cluster":   "redis+cluster://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]",
+	"rediss+cluster":  "rediss+cluster://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]",
+	"postgres":        "postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]...]/DB",
+	"postgresql":      "postgresql://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]...]/DB",
+	"mysql":           "mysql://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]...]/DB",
+	"zk":              "zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]",
 }
 
 // badURLError reports a backend URL that cannot be used as written: a

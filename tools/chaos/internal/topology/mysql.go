@@ -1,0 +1,368 @@
+package topology
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/simba-go/simba/tools/chaos/internal/proxy"
+)
+
+//go:embed mysql.sh
+var mariadbScript []byte
+
+// MariaDBOptions configure StartMariaDBReplica.
+type MariaDBOptions struct {
+	// SemiSync turns on MariaDB's built-in semi-synchronous replication
+	// on both nodes, with rpl_semi_sync_master_wait_point=AFTER_SYNC: a
+	// commit is reported once the replica has the event in its relay log.
+	// A primary without a replica waits rpl_semi_sync_master_timeout (1s
+	// here) and then runs asynchronously until a replica catches up.
+	SemiSync bool
+	// LinkDelay, when positive, delays every chunk of the replication
+	// stream by that much in each direction (a TCP proxy between the
+	// replica and its primary), as a replica in another zone or region
+	// would see it; the clients still reach both servers directly.
+	LinkDelay time.Duration
+}
+
+// MariaDB is a MariaDB primary and one replica with GTID replication
+// (log_bin, server_id, gtid_strict_mode, MASTER_USE_GTID=slave_pos), on
+// two free loopback ports; the replica reaches its primary through a TCP
+// proxy, which can delay the stream (MariaDBOptions.LinkDelay) and which
+// is cut when the primary is killed. Its URL is the multi-host URL of simbamysql,
+// which connects to the host whose @@read_only is 0; it authenticates as
+// a user without READ ONLY ADMIN, whom read_only stops.
+type MariaDB struct {
+	dir, lib, sh string
+	semiSync     bool
+	linkDelay    time.Duration
+	password     string
+	nodes        [2]*mariadbNode
+	links        [2]*proxy.Proxy // to each node, for its replica
+
+	mu        sync.Mutex
+	primary   int // index into nodes
+	promotion time.Duration
+	killedAt  time.Time
+	down      bool
+}
+
+type mariadbNode struct {
+	id   int // server_id: 1, 2, then higher on each rebuild
+	port int
+	dir  string
+}
+
+var _ Topology = (*MariaDB)(nil)
+
+// StartMariaDBReplica makes state directories under dir, starts a primary
+// and a replica there, and returns once the replica has applied the
+// primary's binary log.
+func StartMariaDBReplica(ctx context.Context, dir string, opts MariaDBOptions) (*MariaDB, error) {
+	lib, err := mariadbLib()
+	if err != nil {
+		return nil, err
+	}
+	secret := make([]byte, 12)
+	_, _ = rand.Read(secret)
+	m := &MariaDB{dir: dir, lib: lib, semiSync: opts.SemiSync, linkDelay: opts.LinkDelay, password: hex.EncodeToString(secret)}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	m.sh = filepath.Join(dir, "mysql.sh")
+	if err := os.WriteFile(m.sh, mariadbScript, 0o755); err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	for i := range m.nodes {
+		port, err := mariadbFreePort()
+		if err != nil {
+			return nil, err
+		}
+		m.nodes[i] = &mariadbNode{id: i + 1, port: port, dir: filepath.Join(dir, fmt.Sprintf("node%d", i+1))}
+		if m.links[i], err = proxy.Listen(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
+			_ = m.Down(ctx)
+			return nil, fmt.Errorf("topology: %w", err)
+		}
+		if opts.LinkDelay > 0 {
+			m.links[i].Set(proxy.Slow, opts.LinkDelay)
+		}
+	}
+	if err := m.run(ctx, m.nodes[0], "primary"); err != nil {
+		_ = m.Down(ctx)
+		return nil, err
+	}
+	if err := m.attach(ctx, m.nodes[1], 0); err != nil {
+		_ = m.Down(ctx)
+		return nil, err
+	}
+	return m, nil
+}
+
+// Name is "mysql-async" or "mysql-semisync", followed by the link delay
+// when there is one ("mysql-async-5ms").
+func (m *MariaDB) Name() string {
+	name := "mysql-async"
+	if m.semiSync {
+		name = "mysql-semisync"
+	}
+	if m.linkDelay > 0 {
+		name += "-" + m.linkDelay.String()
+	}
+	return name
+}
+
+// Backend is "mysql".
+func (m *MariaDB) Backend() string { return "mysql" }
+
+// URL lists both nodes, the first primary first.
+func (m *MariaDB) URL() string {
+	return fmt.Sprintf("mysql://simba:%s@127.0.0.1:%d,127.0.0.1:%d/simba_test",
+		m.password, m.nodes[0].port, m.nodes[1].port)
+}
+
+// Secret is the password in URL, for a caller that must keep it out of
+// its output.
+func (m *MariaDB) Secret() string { return m.password }
+
+// Faults are replica-promote (the primary killed) and failover (a
+// switchover with the primary alive).
+func (m *MariaDB) Faults() []string { return []string{Promote, Failover} }
+
+// TokensMayGoBack is true with asynchronous replication: a term committed
+// on the primary and not yet received by the replica is lost with the
+// primary, and its token is handed out again.
+func (m *MariaDB) TokensMayGoBack() bool { return !m.semiSync }
+
+// Primary is the address of the current primary.
+func (m *MariaDB) Primary() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return fmt.Sprintf("127.0.0.1:%d", m.nodes[m.primary].port)
+}
+
+// LastKill is when the last Inject sent SIGKILL to the primary (or, for
+// a failover, turned it read-only).
+func (m *MariaDB) LastKill() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.killedAt
+}
+
+// LastPromotion is how long the last Inject took from the SIGKILL (or the
+// demotion) of the primary to the replica accepting writes.
+func (m *MariaDB) LastPromotion() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.promotion
+}
+
+// Inject of replica-promote kills the primary with SIGKILL (and cuts its
+// replication link, dropping what was in flight), promotes the
+// replica by hand (every event it received applied, then STOP SLAVE,
+// RESET SLAVE ALL, read_only=OFF), and rebuilds the old primary empty as
+// a replica of the new one (its data may hold terms the new primary never
+// received: it cannot rejoin on it). It returns once that replica has
+// caught up, so that the next injection can promote it back.
+//
+// Inject of failover is a planned switchover: the primary is turned
+// read-only (its clients stay connected), the replica catches up and is
+// promoted as above, and the old primary replicates from it on its own
+// data.
+func (m *MariaDB) Inject(ctx context.Context, fault string) error {
+	switch fault {
+	case Promote:
+	case Failover:
+		return m.switchover(ctx)
+	default:
+		return fmt.Errorf("%w: %q on %s", ErrUnknownFault, fault, m.Name())
+	}
+	m.mu.Lock()
+	old, next := m.nodes[m.primary], m.nodes[1-m.primary]
+	m.mu.Unlock()
+	// The SIGKILL is sent here, so that its instant is known; the script
+	// then waits for the process to go and kills any left in its directory.
+	// The replication link to it is cut at the same instant: what was in
+	// flight on it is lost, as in a crash of its host.
+	if pid, err := mariadbReadPid(filepath.Join(old.dir, "mysql", "pid")); err == nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	m.links[m.primaryIndex(old)].Reset()
+	start := time.Now()
+	m.mu.Lock()
+	m.killedAt = start
+	m.mu.Unlock()
+	if err := m.run(ctx, old, "kill"); err != nil {
+		return err
+	}
+	if err := m.run(ctx, next, "promote"); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.promotion = time.Since(start)
+	m.primary = 1 - m.primary
+	m.mu.Unlock()
+	// A new server_id for the rebuilt node: its GTIDs must not be taken
+	// for the old primary's.
+	old.id += 2
+	return m.attach(ctx, old, m.primaryIndex(next))
+}
+
+func (m *MariaDB) switchover(ctx context.Context) error {
+	m.mu.Lock()
+	oi := m.primary
+	old, next := m.nodes[oi], m.nodes[1-oi]
+	m.mu.Unlock()
+	start := time.Now()
+	m.mu.Lock()
+	m.killedAt = start
+	m.mu.Unlock()
+	if err := m.run(ctx, old, "demote"); err != nil {
+		return err
+	}
+	if err := m.run(ctx, next, "caught-up", fmt.Sprint(old.port)); err != nil {
+		return err
+	}
+	if err := m.run(ctx, next, "promote"); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.promotion = time.Since(start)
+	m.primary = 1 - oi
+	m.mu.Unlock()
+	link := m.links[1-oi].Addr()
+	if err := m.run(ctx, old, "rejoin", link[strings.LastIndexByte(link, ':')+1:]); err != nil {
+		return err
+	}
+	return m.run(ctx, old, "caught-up", fmt.Sprint(next.port))
+}
+
+func (m *MariaDB) primaryIndex(n *mariadbNode) int {
+	if m.nodes[0] == n {
+		return 0
+	}
+	return 1
+}
+
+// attach rebuilds replica empty, replicating from the node at index
+// primary through its link, and waits until it has caught up.
+func (m *MariaDB) attach(ctx context.Context, replica *mariadbNode, primary int) error {
+	link := m.links[primary].Addr()
+	if err := m.run(ctx, replica, "replica", link[strings.LastIndexByte(link, ':')+1:]); err != nil {
+		return err
+	}
+	return m.run(ctx, replica, "caught-up", fmt.Sprint(m.nodes[primary].port))
+}
+
+// Down stops both servers and deletes their data. It is idempotent.
+func (m *MariaDB) Down(ctx context.Context) error {
+	m.mu.Lock()
+	done := m.down
+	m.down = true
+	m.mu.Unlock()
+	if done {
+		return nil
+	}
+	var errs []string
+	for _, n := range m.nodes {
+		if n == nil {
+			continue
+		}
+		if err := m.run(ctx, n, "down"); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	for _, l := range m.links {
+		if l != nil {
+			_ = l.Close()
+		}
+	}
+	// Only what StartMariaDBReplica made: dir may hold the caller's files.
+	for _, n := range m.nodes {
+		if n != nil {
+			if err := os.RemoveAll(n.dir); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	_ = os.Remove(m.sh)
+	_ = os.Remove(m.dir) // when empty
+	if len(errs) > 0 {
+		return fmt.Errorf("topology: %s down: %s", m.Name(), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (m *MariaDB) run(ctx context.Context, n *mariadbNode, action string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	semi := "0"
+	if m.semiSync {
+		semi = "1"
+	}
+	cmd := exec.CommandContext(ctx, "bash", append([]string{m.sh, m.lib, action}, args...)...)
+	cmd.Env = append(os.Environ(),
+		"SIMBA_TESTENV_DIR="+n.dir,
+		fmt.Sprintf("SIMBA_TESTENV_MYSQL_PORT=%d", n.port),
+		fmt.Sprintf("NODE_ID=%d", n.id),
+		"NODE_SEMISYNC="+semi,
+		"NODE_PASSWORD="+m.password,
+	)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.ReplaceAll(string(out), m.password, "********")
+		return fmt.Errorf("topology: mariadb node %d %s: %w\n%s", n.id, action, err, msg)
+	}
+	return nil
+}
+
+func mariadbReadPid(file string) (int, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return 0, fmt.Errorf("topology: no pid in %s", file)
+	}
+	return pid, nil
+}
+
+// mariadbLib finds tools/testenv/lib.sh above the working directory.
+func mariadbLib() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("topology: %w", err)
+	}
+	for {
+		lib := filepath.Join(dir, "tools", "testenv", "lib.sh")
+		if _, err := os.Stat(lib); err == nil {
+			return lib, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("topology: tools/testenv/lib.sh not found above %s", dir)
+		}
+		dir = parent
+	}
+}
+
+func mariadbFreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("topology: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
