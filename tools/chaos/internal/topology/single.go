@@ -21,8 +21,8 @@ func init() {
 // single is one Redis server without persistence or replica, the
 // topology the suite's own tests run on: its primary-kill fault is a
 // SIGKILL, SingleDownTime down, and a start on the same port with no
-// data. Every key is lost, so tokens start again near 1: they go back, as
-// on a Redis failover that loses writes.
+// data. Every key is lost, the lease hashes and floors with the rest, as
+// on a failover to a replica promoted empty.
 type single struct {
 	srv *servers.Server
 }
@@ -36,11 +36,16 @@ func StartSingle(ctx context.Context, dir string) (Topology, error) {
 	return &single{srv: srv}, nil
 }
 
-func (s *single) Name() string          { return "redis-single" }
-func (s *single) Backend() string       { return servers.Redis }
-func (s *single) URL() string           { return s.srv.URL() }
-func (s *single) Faults() []string      { return []string{PrimaryKill} }
-func (s *single) TokensMayGoBack() bool { return true }
+func (s *single) Name() string     { return "redis-single" }
+func (s *single) Backend() string  { return servers.Redis }
+func (s *single) URL() string      { return s.srv.URL() }
+func (s *single) Faults() []string { return []string{PrimaryKill} }
+
+// TokensMayGoBack is false: the backend takes every token from at least
+// the server's TIME in microseconds, which the restart does not put back
+// (backend-redis README, "Failover and restarts"; ADR 0020).
+func (s *single) TokensMayGoBack() bool { return false }
+
 func (s *single) Down(ctx context.Context) error {
 	if err := s.srv.Down(ctx); err != nil {
 		return fmt.Errorf("topology: redis-single: %w", err)
