@@ -32,7 +32,8 @@ type session struct {
 	requests atomic.Int64  // requests sent, pings excluded (tests, benchmarks)
 
 	closeOnce sync.Once
-	links     links // the network connection, closed by closeConn
+	hosts     *hostList // stopped by closeConn
+	links     links     // the network connection, closed by closeConn
 	dialMu    sync.Mutex
 	dialErr   error // the last failed dial, for a clear OpenSession error
 
@@ -136,6 +137,7 @@ func (s *session) expire(reason string) {
 // within about a second whatever the server does.
 func (s *session) closeConn() {
 	s.closeOnce.Do(func() {
+		s.hosts.stop()
 		s.conn.Close()
 		s.links.close()
 	})
@@ -228,7 +230,8 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
 	}
 	s.timeout.Store(int64(clampTimeout(lease))) // bounds the first connect (responseTimeout)
-	conn, events, err := zk.Connect(b.servers, clampTimeout(lease),
+	s.hosts = newHostList(func() time.Duration { return reconnectPause(time.Duration(s.timeout.Load())) })
+	conn, events, err := zk.Connect(b.servers, clampTimeout(lease), zk.WithHostProvider(s.hosts),
 		zk.WithDialer(s.dial), zk.WithLogger(zkLogger{b.log}), zk.WithEventCallback(s.event))
 	if err != nil {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
@@ -237,6 +240,7 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
+		s.hosts.stop()
 		conn.Close()
 		s.links.close()
 		for range events {

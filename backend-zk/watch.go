@@ -18,6 +18,11 @@ import (
 // length only decides how long the watches survive a lost connection.
 const watchTimeout = 10 * time.Second
 
+// watchReconnectPause is how long the watch connection waits once every
+// server refused it in a row (see hostList): the release watches of the
+// waiting sessions need it back as soon as an ensemble elected a leader.
+const watchReconnectPause = 50 * time.Millisecond
+
 // watchConn is the backend's read connection: release watches and the
 // reads of Holder. Unlike a session's, it may silently move to a new
 // Zookeeper session after an expiry: the watches it had fire then (a
@@ -25,6 +30,7 @@ const watchTimeout = 10 * time.Second
 type watchConn struct {
 	conn  *zk.Conn
 	calls inflight      // every request on conn goes through calls.do
+	hosts *hostList     // stopped by close
 	links links         // the network connection, closed by close
 	done  chan struct{} // closed when the connection's goroutines ended
 	once  sync.Once
@@ -47,6 +53,7 @@ var errConnClosing = errors.New("simbazk: connection closing")
 func (w *watchConn) close() {
 	w.once.Do(func() {
 		w.calls.quiesce(closeGrace, watchTimeout, w.links.close)
+		w.hosts.stop()
 		w.conn.Close()
 		w.links.close()
 	})
@@ -201,7 +208,8 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 		return b.watcher, nil
 	}
 	w := &watchConn{done: make(chan struct{}), auth: make(chan struct{})}
-	conn, events, err := zk.Connect(b.servers, watchTimeout,
+	w.hosts = newHostList(func() time.Duration { return watchReconnectPause })
+	conn, events, err := zk.Connect(b.servers, watchTimeout, zk.WithHostProvider(w.hosts),
 		zk.WithDialer(func(network, address string, _ time.Duration) (net.Conn, error) {
 			c, err := b.dialRaw(context.Background(), network, address)
 			if err != nil {
