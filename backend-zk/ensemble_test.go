@@ -22,13 +22,13 @@ import (
 const ensembleLease = time.Second
 
 // ensembleMembers returns the members of SIMBA_TEST_ZK_ENSEMBLE, or, when
-// real is false and it is not set, the test server three times.
-func ensembleMembers(t *testing.T, real bool) []string {
+// needEnsemble is false and it is not set, the test server three times.
+func ensembleMembers(t *testing.T, needEnsemble bool) []string {
 	t.Helper()
 	if v := os.Getenv("SIMBA_TEST_ZK_ENSEMBLE"); v != "" {
 		return strings.Split(v, ",")
 	}
-	if real {
+	if needEnsemble {
 		t.Skip("SIMBA_TEST_ZK_ENSEMBLE is not set (a running ensemble: go test -run TestZKEnsemble ./internal/topology in tools/chaos prints one)")
 	}
 	s := testServers(t, "SIMBA_TEST_ZK_SERVERS")[0]
