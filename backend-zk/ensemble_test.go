@@ -155,3 +155,66 @@ func TestSessionMovesToAnotherMember(t *testing.T) {
 		t.Fatal("lease taken over after the session moved")
 	}
 }
+
+// TestQueueNodeLeftByLostConnection loses the watch connection of a
+// backend just as it leaves the queue of a lease (its caller gave up, so
+// its queue node is deleted): the delete is sent and its connection
+// dropped before the answer. The node must not stay in the queue, where
+// it would keep every backend queued after it from being woken by a
+// release, for as long as the first backend lives.
+func TestQueueNodeLeftByLostConnection(t *testing.T) {
+	p1, direct, p := newProxiedBackend(t)
+	holder := mustOpen(t, direct, 10*time.Second)
+	r := mustAcquire(t, direct, holder, "x")
+
+	gaveUp, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := p1.WatchRelease(gaveUp, "x"); err != nil {
+		t.Fatal(err)
+	}
+	a := dialAdmin(t, testServers(t, "SIMBA_TEST_ZK_SERVERS"))
+	defer a.close()
+	queue := direct.waitersDir + "/x"
+	if n := queueLen(t, a, queue); n != 1 {
+		t.Fatalf("queue of x has %d nodes, want the first backend's", n)
+	}
+
+	p.BlackHole() // the delete goes out and is never answered...
+	cancel()
+	time.Sleep(200 * time.Millisecond)
+	p.Cut() // ...and its connection drops
+	time.Sleep(50 * time.Millisecond)
+	p.Restore()
+	if _, _, err := p1.Holder(ctx(t), "x"); err != nil { // the watch connection is back
+		t.Fatalf("Holder after the reconnect: %v", err)
+	}
+
+	// Another backend now waits for x and must be woken by its release.
+	other, err := New(testServers(t, "SIMBA_TEST_ZK_SERVERS"), Options{Root: direct.Root(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	woken, err := other.WatchRelease(ctx(t), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.Release(ctx(t), holder, "x", r.Token); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-woken:
+	case <-time.After(2 * time.Second):
+		t.Fatalf("the release of x did not wake the backend waiting for it; queue: %d nodes", queueLen(t, a, queue))
+	}
+}
+
+// queueLen is the number of nodes in the queue dir of a lease.
+func queueLen(t *testing.T, a *admin, dir string) int {
+	t.Helper()
+	children, _, err := a.conn.Children(dir)
+	if err != nil {
+		t.Fatalf("children of %s: %v", dir, err)
+	}
+	return len(children)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -263,7 +264,9 @@ func (b *Backend) dropWatcher(wc *watchConn) {
 // free it fires at once; otherwise the backend queues for the name, an
 // ephemeral sequential node of the read connection's session under
 // Root/waiters/{name} (a container node, which the server removes once
-// empty), and only the first backend of the queue watches the lease node,
+// empty; the node's name carries the backend's prefix, see queue.go, so
+// that a node whose create or delete lost its answer is swept), and only
+// the first backend of the queue watches the lease node,
 // each other one the node before its own. A release therefore wakes one
 // backend, not every one that waits; that backend's node leaves the queue
 // once it fired (after its claim, see claimFor), which wakes the next one
@@ -289,10 +292,19 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 	me, err := b.enqueue(wc, dir)
 	if err != nil {
 		me = "" // no place in the queue: watch the lease node itself
+		if !errors.Is(err, zk.ErrNoNode) {
+			b.sweepLater(dir) // the create may have been done
+		}
 	}
+	b.queuedAs(dir, me)
 	defer func() {
-		if me != "" {
-			_ = wc.do(func() error { return wc.conn.Delete(me, -1) })
+		if me == "" {
+			return
+		}
+		b.queuedAs(dir, "")
+		err := wc.do(func() error { return wc.conn.Delete(me, -1) })
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			b.sweepLater(dir) // the node may still be there
 		}
 	}()
 	for {
@@ -352,7 +364,7 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 func (b *Backend) enqueue(wc *watchConn, dir string) (string, error) {
 	var me string
 	create := func() (err error) {
-		me, err = wc.conn.Create(dir+"/w-", nil, zk.FlagEphemeralSequential, b.opts.ACL)
+		me, err = wc.conn.Create(dir+"/"+b.queuePrefix, nil, zk.FlagEphemeralSequential, b.opts.ACL)
 		return err
 	}
 	err := wc.do(create)
@@ -381,11 +393,13 @@ func predecessor(wc *watchConn, dir, me string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	slices.Sort(children) // one prefix, zero-padded sequence numbers
+	// Each backend names its nodes with a prefix of its own: the order is
+	// that of the sequence numbers the server appended.
+	slices.SortFunc(children, func(a, b string) int { return strings.Compare(queueSeq(a), queueSeq(b)) })
 	base := me[len(dir)+1:]
-	i, found := slices.BinarySearch(children, base)
+	i := slices.Index(children, base)
 	switch {
-	case !found:
+	case i < 0:
 		return "", fmt.Errorf("simbazk: queue node %s is gone", me)
 	case i == 0:
 		return "", nil
