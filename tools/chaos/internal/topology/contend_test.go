@@ -19,13 +19,27 @@ import (
 	"github.com/simba-go/simba/tools/chaos/internal/history"
 )
 
+// The kinds of the records of this file, which the checker passes over: a
+// failed Acquire, and a session event of the client (Reason names it).
+const (
+	acquireFailed = "acquire-failed"
+	sessionEvent  = "session-event"
+)
+
+// recordedEvents are the client events recorded in the history.
+var recordedEvents = map[simba.EventKind]bool{
+	simba.EventSessionSuspended:      true,
+	simba.EventSessionRestored:       true,
+	simba.EventSessionDeadlinePassed: true,
+	simba.EventSessionExpired:        true,
+}
+
 // contention is a few Simba clients, each on a backend of its own opened
 // by URL, whose workers contend for a few lock names and record every term
 // in one history.
 type contention struct {
 	path    string
 	lease   time.Duration
-	hold    time.Duration
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	writers []*history.Writer
@@ -41,16 +55,20 @@ type contention struct {
 type contentionOptions struct {
 	nodes, locks, workers int
 	lease, hold           time.Duration
+	// longLocks more names, long-0 .., are held for up to 2*longHold, so
+	// that terms are under way when a fault strikes and show how they end.
+	longLocks int
+	longHold  time.Duration
 }
 
 // contend starts o.nodes clients on url; each runs o.workers workers on
-// every lock name lock-0 .. lock-(o.locks-1). Stop them with stop.
+// every lock name lock-0 .. lock-(o.locks-1) and long-0 ..
+// long-(o.longLocks-1). Stop them with stop.
 func contend(ctx context.Context, t testing.TB, url string, o contentionOptions) *contention {
 	t.Helper()
 	c := &contention{
 		path:   filepath.Join(t.TempDir(), "history.jsonl"),
 		lease:  o.lease,
-		hold:   o.hold,
 		events: map[string]int{},
 		errs:   map[string]int{},
 	}
@@ -96,6 +114,9 @@ func (c *contention) node(ctx context.Context, url string, h *history.Writer, o 
 				c.sessions.Add(1)
 				h.Add(history.Record{Kind: history.KindSession, Session: string(e.Session)})
 			}
+			if recordedEvents[e.Kind] {
+				h.Add(history.Record{Kind: sessionEvent, Session: string(e.Session), Reason: e.Kind.String()})
+			}
 		}))
 	if err != nil {
 		ready <- err
@@ -103,9 +124,13 @@ func (c *contention) node(ctx context.Context, url string, h *history.Writer, o 
 	}
 	ready <- nil
 	var wg sync.WaitGroup
-	for l := range o.locks {
+	for l := range o.locks + o.longLocks {
+		name, hold := fmt.Sprintf("lock-%d", l), o.hold
+		if l >= o.locks {
+			name, hold = fmt.Sprintf("long-%d", l-o.locks), o.longHold
+		}
 		for range o.workers {
-			wg.Go(func() { c.worker(ctx, client, h, fmt.Sprintf("lock-%d", l)) })
+			wg.Go(func() { c.worker(ctx, client, h, name, hold) })
 		}
 	}
 	wg.Wait()
@@ -114,9 +139,10 @@ func (c *contention) node(ctx context.Context, url string, h *history.Writer, o 
 	_ = client.Close(cctx)
 }
 
-// worker acquires the lock, holds it for c.hold (less when the term ends
-// first), releases it, idles up to 30ms, and again.
-func (c *contention) worker(ctx context.Context, client *simba.Client, h *history.Writer, name string) {
+// worker acquires the lock, holds it for a random time up to twice hold
+// (less when the term ends first), releases it, idles up to 30ms, and
+// again. A failed acquire is recorded too (kind acquireFailed).
+func (c *contention) worker(ctx context.Context, client *simba.Client, h *history.Writer, name string, hold time.Duration) {
 	lock := client.Lock(name)
 	for ctx.Err() == nil {
 		actx, cancel := context.WithTimeout(ctx, 20*c.lease)
@@ -127,6 +153,7 @@ func (c *contention) worker(ctx context.Context, client *simba.Client, h *histor
 				c.mu.Lock()
 				c.errs[errClass(err)]++
 				c.mu.Unlock()
+				h.Add(history.Record{Kind: acquireFailed, Name: name, Err: err.Error()})
 				sleepCtx(ctx, 50*time.Millisecond)
 			}
 			continue
@@ -135,7 +162,7 @@ func (c *contention) worker(ctx context.Context, client *simba.Client, h *histor
 		t0 := history.Mono()
 		h.Add(history.Record{Kind: history.KindStart, Name: name, Token: t.Token(), Session: string(t.Session()),
 			Deadline: t0 + int64(t.Remaining())})
-		timer := time.NewTimer(c.hold)
+		timer := time.NewTimer(rand.N(2*hold) + 1)
 		select {
 		case <-timer.C:
 		case <-t.Done():
@@ -196,15 +223,19 @@ func (c *contention) records(t testing.TB) []history.Record {
 }
 
 // figures sums up a run: the checker's verdict and, per fault kind, how
-// long after each kill each name had its first new term, and how the
-// terms ended within window of a kill.
+// long after each kill each lock-N name (held briefly, so that a new term
+// follows soon whenever the service allows one) had its first new term,
+// and how the terms of every name ended within window of a kill.
 type figures struct {
 	res       *check.Result
 	failovers map[string][]time.Duration // by fault kind: kill to the first term of a name
 	worst     map[string][]time.Duration // by fault kind: kill to the last name's first term
 	missing   map[string]int             // names without a new term within window of a kill
 	reasons   map[string]map[string]int  // by fault kind ("none" outside windows): end reason -> terms
+	events    map[string]map[string]int  // by fault kind, as reasons: session event -> count
+	elections map[string][]time.Duration // by fault kind: kill to the ensemble serving again
 	terms     int
+	timeouts  int // acquires that failed (each waited 20 leases)
 }
 
 func summarize(recs []history.Record, lease time.Duration, window time.Duration) *figures {
@@ -214,6 +245,8 @@ func summarize(recs []history.Record, lease time.Duration, window time.Duration)
 		worst:     map[string][]time.Duration{},
 		missing:   map[string]int{},
 		reasons:   map[string]map[string]int{},
+		events:    map[string]map[string]int{},
+		elections: map[string][]time.Duration{},
 	}
 	type kill struct {
 		t    int64
@@ -226,8 +259,12 @@ func summarize(recs []history.Record, lease time.Duration, window time.Duration)
 		case history.KindFault:
 			kills = append(kills, kill{r.T, r.Fault})
 		case history.KindStart:
-			starts[r.Name] = append(starts[r.Name], r.T)
+			if strings.HasPrefix(r.Name, "lock-") {
+				starts[r.Name] = append(starts[r.Name], r.T)
+			}
 			fg.terms++
+		case acquireFailed:
+			fg.timeouts++
 		}
 	}
 	slices.SortFunc(kills, func(a, b kill) int { return compareInt64(a.t, b.t) })
@@ -249,7 +286,12 @@ func summarize(recs []history.Record, lease time.Duration, window time.Duration)
 		fg.worst[k.kind] = append(fg.worst[k.kind], worst)
 	}
 	for _, r := range recs {
-		if r.Kind != history.KindEnd {
+		into := fg.reasons
+		switch r.Kind {
+		case history.KindEnd:
+		case sessionEvent:
+			into = fg.events
+		default:
 			continue
 		}
 		kind := check.None
@@ -258,10 +300,10 @@ func summarize(recs []history.Record, lease time.Duration, window time.Duration)
 				kind = k.kind
 			}
 		}
-		if fg.reasons[kind] == nil {
-			fg.reasons[kind] = map[string]int{}
+		if into[kind] == nil {
+			into[kind] = map[string]int{}
 		}
-		fg.reasons[kind][r.Reason]++
+		into[kind][r.Reason]++
 	}
 	return fg
 }
@@ -287,27 +329,35 @@ func spread(ds []time.Duration) (median, most time.Duration) {
 func (fg *figures) String() string {
 	var b strings.Builder
 	tot := fg.res.Total()
-	fmt.Fprintf(&b, "terms %d, overlaps %d, token regressions %d, violations %d\n",
-		fg.terms, tot.Overlaps, tot.TokenRegressions, len(fg.res.Violations))
+	fmt.Fprintf(&b, "terms %d, overlaps %d, token regressions %d, violations %d, failed acquires %d\n",
+		fg.terms, tot.Overlaps, tot.TokenRegressions, len(fg.res.Violations), fg.timeouts)
 	for _, kind := range []string{LeaderKill, FollowerKill} {
+		emed, emost := spread(fg.elections[kind])
+		fmt.Fprintf(&b, "%s: the ensemble served again (a leader, every survivor answering) after median %v, max %v\n",
+			kind, emed.Round(time.Millisecond), emost.Round(time.Millisecond))
 		med, most := spread(fg.failovers[kind])
 		wmed, wmost := spread(fg.worst[kind])
 		fmt.Fprintf(&b, "%s: %d kills; first new term of a name after the kill: median %v, max %v (%d name-kills, %d without one); every name: median %v, max %v\n",
 			kind, len(fg.worst[kind]), med.Round(time.Millisecond), most.Round(time.Millisecond),
 			len(fg.failovers[kind]), fg.missing[kind], wmed.Round(time.Millisecond), wmost.Round(time.Millisecond))
 	}
-	kinds := make([]string, 0, len(fg.reasons))
-	for k := range fg.reasons {
-		kinds = append(kinds, k)
-	}
-	slices.Sort(kinds)
-	for _, k := range kinds {
-		rs := make([]string, 0, len(fg.reasons[k]))
-		for r, n := range fg.reasons[k] {
-			rs = append(rs, fmt.Sprintf("%s %d", r, n))
+	for _, part := range []struct {
+		what   string
+		counts map[string]map[string]int
+	}{{"terms ended", fg.reasons}, {"session events", fg.events}} {
+		kinds := make([]string, 0, len(part.counts))
+		for k := range part.counts {
+			kinds = append(kinds, k)
 		}
-		slices.Sort(rs)
-		fmt.Fprintf(&b, "terms ended within the window of %s: %s\n", k, strings.Join(rs, ", "))
+		slices.Sort(kinds)
+		for _, k := range kinds {
+			rs := make([]string, 0, len(part.counts[k]))
+			for r, n := range part.counts[k] {
+				rs = append(rs, fmt.Sprintf("%s %d", r, n))
+			}
+			slices.Sort(rs)
+			fmt.Fprintf(&b, "%s within the window of %s: %s\n", part.what, k, strings.Join(rs, ", "))
+		}
 	}
 	for _, v := range fg.res.Violations {
 		fmt.Fprintf(&b, "violation: %s\n", v)

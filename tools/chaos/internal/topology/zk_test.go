@@ -20,14 +20,15 @@ func zkInstalled() bool {
 	return err == nil
 }
 
-// zkLease is the lease the clients ask for: with a 100ms tick the servers
-// grant it whole.
+// zkLease is the lease the clients ask for by default: with a 100ms tick
+// the servers grant it whole.
 const zkLease = time.Second
 
-// runZKEnsemble starts an ensemble, lets three clients contend on three
-// lock names, kills the leader and the busiest follower in turn (each
-// rounds times), and sums up the run.
-func runZKEnsemble(t *testing.T, rounds int, settle time.Duration) *figures {
+// runZKEnsemble starts an ensemble, lets three clients with the given
+// lease contend on three lock names held briefly and one held for up to
+// 2s, kills the leader and the busiest follower in turn (each rounds
+// times), and sums up the run.
+func runZKEnsemble(t *testing.T, rounds int, settle, lease time.Duration) *figures {
 	t.Helper()
 	if !zkInstalled() {
 		t.Skip("the zookeeper package is not installed (tools/testenv/up zk installs it)")
@@ -42,8 +43,10 @@ func runZKEnsemble(t *testing.T, rounds int, settle time.Duration) *figures {
 			t.Error(err)
 		}
 	})
-	c := contend(ctx, t, e.URL(), contentionOptions{nodes: 3, locks: 3, workers: 2, lease: zkLease, hold: 100 * time.Millisecond})
+	c := contend(ctx, t, e.URL(), contentionOptions{nodes: 3, locks: 3, workers: 2,
+		lease: lease, hold: 50 * time.Millisecond, longLocks: 1, longHold: time.Second})
 	sleepCtx(ctx, settle)
+	elections := map[string][]time.Duration{}
 	for i := range rounds {
 		for _, f := range e.Faults() {
 			if err := e.Inject(ctx, f); err != nil {
@@ -52,6 +55,7 @@ func runZKEnsemble(t *testing.T, rounds int, settle time.Duration) *figures {
 			}
 			last := e.Last()
 			c.fault(f, last.Member, last.Kill)
+			elections[f] = append(elections[f], time.Duration(last.Serving-last.Kill))
 			t.Logf("round %d: %s of zk-%d: served again after %v, rejoined after %v", i, f, last.Member,
 				time.Duration(last.Serving-last.Kill).Round(time.Millisecond),
 				time.Duration(last.Rejoined-last.Kill).Round(time.Millisecond))
@@ -59,7 +63,8 @@ func runZKEnsemble(t *testing.T, rounds int, settle time.Duration) *figures {
 		}
 	}
 	c.stop(t)
-	fg := summarize(c.records(t), zkLease, settle)
+	fg := summarize(c.records(t), lease, settle)
+	fg.elections = elections
 	c.mu.Lock()
 	t.Logf("sessions opened %d; events %v; failed acquires %v", c.sessions.Load(), c.events, c.errs)
 	c.mu.Unlock()
@@ -72,7 +77,7 @@ func runZKEnsemble(t *testing.T, rounds int, settle time.Duration) *figures {
 // a name overlap, tokens increase, and every name has a new term soon
 // after each kill.
 func TestZKEnsembleFaults(t *testing.T) {
-	fg := runZKEnsemble(t, 1, 3*time.Second)
+	fg := runZKEnsemble(t, 1, 3*time.Second, zkLease)
 	if fg.res.Failed() {
 		t.Errorf("the checker found violations")
 	}
@@ -84,13 +89,22 @@ func TestZKEnsembleFaults(t *testing.T) {
 }
 
 // TestZKEnsembleMeasure is the measurement: SIMBA_TOPOLOGY_ZK_ROUNDS
-// rounds of a leader kill and a follower kill under contention.
+// rounds of a leader kill and a follower kill under contention, with
+// leases of SIMBA_TOPOLOGY_ZK_LEASE (default 1s).
 func TestZKEnsembleMeasure(t *testing.T) {
 	rounds, _ := strconv.Atoi(os.Getenv("SIMBA_TOPOLOGY_ZK_ROUNDS"))
 	if rounds <= 0 {
 		t.Skip("set SIMBA_TOPOLOGY_ZK_ROUNDS to the number of leader and follower kills")
 	}
-	fg := runZKEnsemble(t, rounds, 4*time.Second)
+	lease := zkLease
+	if v := os.Getenv("SIMBA_TOPOLOGY_ZK_LEASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			t.Fatalf("SIMBA_TOPOLOGY_ZK_LEASE=%q: want a positive duration", v)
+		}
+		lease = d
+	}
+	fg := runZKEnsemble(t, rounds, 4*time.Second, lease)
 	if fg.res.Failed() {
 		t.Errorf("the checker found violations")
 	}
