@@ -10,14 +10,27 @@ import (
 	"time"
 )
 
-// zkInstalled reports whether the Debian zookeeper package and a java are
-// installed, so that an ensemble can be started.
-func zkInstalled() bool {
-	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
-		return false
+// needZK skips the test unless the test environment runs Zookeeper
+// (SIMBA_TEST_ZK_SERVERS, which make test sets once the Debian package is
+// installed): an ensemble can then be started from the same package. Under
+// CI the variable must be set.
+func needZK(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("an ensemble run takes tens of seconds")
 	}
-	_, err := exec.LookPath("java")
-	return err == nil
+	if os.Getenv("SIMBA_TEST_ZK_SERVERS") == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("SIMBA_TEST_ZK_SERVERS is not set under CI: the ensemble test must run")
+		}
+		t.Skip("SIMBA_TEST_ZK_SERVERS is not set (make test sets it)")
+	}
+	if _, err := os.Stat("/usr/share/java/zookeeper.jar"); err != nil {
+		t.Fatalf("the zookeeper package is not installed (tools/testenv/up zk installs it): %v", err)
+	}
+	if _, err := exec.LookPath("java"); err != nil {
+		t.Fatalf("no java for the zookeeper package: %v", err)
+	}
 }
 
 // zkLease is the lease the clients ask for by default: with a 100ms tick
@@ -30,9 +43,7 @@ const zkLease = time.Second
 // times), and sums up the run.
 func runZKEnsemble(t *testing.T, rounds int, settle, lease time.Duration) *figures {
 	t.Helper()
-	if !zkInstalled() {
-		t.Skip("the zookeeper package is not installed (tools/testenv/up zk installs it)")
-	}
+	needZK(t)
 	ctx := context.Background()
 	e, err := StartZKEnsemble(ctx, t.TempDir(), ZKOptions{})
 	if err != nil {
@@ -119,9 +130,7 @@ func TestZKEnsembleServe(t *testing.T) {
 	if err != nil || d <= 0 {
 		t.Skip("set SIMBA_TOPOLOGY_ZK_SERVE to how long the ensemble should run")
 	}
-	if !zkInstalled() {
-		t.Skip("the zookeeper package is not installed (tools/testenv/up zk installs it)")
-	}
+	needZK(t)
 	ctx := context.Background()
 	e, err := StartZKEnsemble(ctx, t.TempDir(), ZKOptions{})
 	if err != nil {
