@@ -124,7 +124,8 @@ func TestZKEnsembleMeasure(t *testing.T) {
 // TestZKEnsembleServe starts an ensemble for other tests to use and keeps
 // it for SIMBA_TOPOLOGY_ZK_SERVE (a duration, e.g. 10m): it prints the
 // SIMBA_TEST_ZK_ENSEMBLE the tests of backend-zk read, and writes that
-// line to SIMBA_TOPOLOGY_ZK_ENV when set.
+// line to SIMBA_TOPOLOGY_ZK_ENV when set; removing that file stops the
+// ensemble early.
 func TestZKEnsembleServe(t *testing.T) {
 	d, err := time.ParseDuration(os.Getenv("SIMBA_TOPOLOGY_ZK_SERVE"))
 	if err != nil || d <= 0 {
@@ -143,11 +144,16 @@ func TestZKEnsembleServe(t *testing.T) {
 	}()
 	line := "export SIMBA_TEST_ZK_ENSEMBLE='" + strings.Join(e.Addrs(), ",") + "'"
 	t.Log(line)
-	if f := os.Getenv("SIMBA_TOPOLOGY_ZK_ENV"); f != "" {
+	f := os.Getenv("SIMBA_TOPOLOGY_ZK_ENV")
+	if f != "" {
 		if err := os.WriteFile(f, []byte(line+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		defer os.Remove(f)
 	}
-	time.Sleep(d)
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(time.Second) {
+		if _, err := os.Stat(f); f != "" && err != nil {
+			return
+		}
+	}
 }
