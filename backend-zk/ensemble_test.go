@@ -185,6 +185,11 @@ func TestQueueNodeLeftByLostConnection(t *testing.T) {
 	p.Cut() // ...and its connection drops
 	time.Sleep(50 * time.Millisecond)
 	p.Restore()
+	// Let the watch connection reconnect and set its watches again before
+	// it sends a request: the Zookeeper client reads its last zxid for
+	// that without synchronisation, which the race detector would report
+	// should the answer to a request queued meanwhile be read first.
+	time.Sleep(300 * time.Millisecond)
 	if _, _, err := p1.Holder(ctx(t), "x"); err != nil { // the watch connection is back
 		t.Fatalf("Holder after the reconnect: %v", err)
 	}
@@ -217,4 +222,38 @@ func queueLen(t *testing.T, a *admin, dir string) int {
 		t.Fatalf("children of %s: %v", dir, err)
 	}
 	return len(children)
+}
+
+// TestLeaseCheckAcrossReconnect deletes a session's lease node by hand
+// while the session is disconnected, and another session takes the lease;
+// the session's watches are then set again on its new connection as if it
+// had seen those changes already (what the Zookeeper client sends when the
+// answer to a request queued during the outage reaches it before it builds
+// that request). The next keep-alive must not list the lease.
+func TestLeaseCheckAcrossReconnect(t *testing.T) {
+	b, direct, p := newProxiedBackend(t)
+	s := mustOpen(t, b, 10*time.Second)
+	mustAcquire(t, b, s, "x")
+	mustKeepAlive(t, b, s) // the lease is under an exists-watch from here on
+	a := dialAdmin(t, testServers(t, "SIMBA_TEST_ZK_SERVERS"))
+	defer a.close()
+
+	p.StaleSetWatches()
+	p.Cut()
+	if err := a.conn.Delete(direct.leasePath("x"), -1); err != nil {
+		t.Fatal(err)
+	}
+	other := mustOpen(t, direct, 10*time.Second)
+	if r := mustAcquire(t, direct, other, "x"); !r.Won {
+		t.Fatal("another session cannot take the lease deleted by hand")
+	}
+	p.Restore()
+	time.Sleep(300 * time.Millisecond) // reconnected, watches set again
+	reply, err := keepAliveWithin(b, s, time.Now(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("KeepAlive after the reconnect: %v", err)
+	}
+	if _, ok := reply.Leases["x"]; ok {
+		t.Fatalf("KeepAlive after the reconnect lists x, whose node was deleted meanwhile: %v", reply.Leases)
+	}
 }

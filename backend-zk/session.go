@@ -111,6 +111,23 @@ func (s *session) connected(id int64, timeout time.Duration) {
 		s.expire("the server opened a different session")
 	default:
 		s.timeout.Store(int64(timeout))
+		s.distrustWatches()
+	}
+}
+
+// distrustWatches makes the next keep-alive read every lease again, with a
+// new exists-watch, after the session reconnected. The Zookeeper client
+// sets its watches again on the new connection with the last zxid it saw,
+// which it reads without synchronisation: when the answer to a request
+// queued during the outage reached it first, the zxid is that later one,
+// and the server fires no watch for a change made while the session was
+// away (a node deleted and created again, say). Reading the leases once
+// costs a request each.
+func (s *session) distrustWatches() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name := range s.leases {
+		s.unwatched[name] = struct{}{}
 	}
 }
 
