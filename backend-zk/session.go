@@ -30,6 +30,7 @@ type session struct {
 	dead     chan struct{} // closed when expired
 	done     chan struct{} // closed when the connection's goroutines ended
 	requests atomic.Int64  // requests sent, pings excluded (tests, benchmarks)
+	watching atomic.Bool   // an exists-watch was set (see setWatchesGate)
 
 	closeOnce sync.Once
 	hosts     *hostList // stopped by closeConn
@@ -87,7 +88,7 @@ func (s *session) dial(network, address string, _ time.Duration) (net.Conn, erro
 	if !s.links.add(c) {
 		return nil, errLinksClosed
 	}
-	sc := &sessionConn{Conn: c, s: s}
+	sc := &sessionConn{Conn: c, s: s, gate: newSetWatchesGate()}
 	sc.handshake.Store(true)
 	return sc, nil
 }
@@ -478,6 +479,7 @@ func (s *session) existsAll(ctx context.Context, paths []string, watch bool) ([]
 				var st *zk.Stat
 				var err error
 				if watch {
+					s.watching.Store(true)
 					ok, st, _, err = s.conn.ExistsW(paths[i])
 				} else {
 					ok, st, err = s.conn.Exists(paths[i])

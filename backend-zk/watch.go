@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -29,14 +30,15 @@ const watchReconnectPause = 50 * time.Millisecond
 // Zookeeper session after an expiry: the watches it had fire then (a
 // spurious wake-up) and later ones work on the new session.
 type watchConn struct {
-	conn  *zk.Conn
-	calls inflight      // every request on conn goes through calls.do
-	hosts *hostList     // stopped by close
-	links links         // the network connection, closed by close
-	done  chan struct{} // closed when the connection's goroutines ended
-	once  sync.Once
-	auth  chan struct{} // closed once the connection is set up (Auth added)
-	err   error         // the set-up's error, readable after auth is closed
+	conn     *zk.Conn
+	calls    inflight      // every request on conn goes through calls.do
+	watching atomic.Bool   // a watch was set (see setWatchesGate)
+	hosts    *hostList     // stopped by close
+	links    links         // the network connection, closed by close
+	done     chan struct{} // closed when the connection's goroutines ended
+	once     sync.Once
+	auth     chan struct{} // closed once the connection is set up (Auth added)
+	err      error         // the set-up's error, readable after auth is closed
 }
 
 // errConnClosing is what a request answers when its connection is closing.
@@ -219,7 +221,7 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 			if !w.links.add(c) {
 				return nil, errLinksClosed
 			}
-			return &boundedConn{Conn: c}, nil
+			return &boundedConn{Conn: c, watching: &w.watching, gate: newSetWatchesGate()}, nil
 		}),
 		zk.WithLogger(zkLogger{b.log}))
 	if err != nil {
@@ -323,6 +325,7 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 			ok bool
 			ev <-chan zk.Event
 		)
+		wc.watching.Store(true)
 		err := wc.do(func() (err error) { ok, _, ev, err = wc.conn.ExistsW(target); return err })
 		switch {
 		case err != nil:
