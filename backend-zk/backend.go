@@ -37,7 +37,14 @@ type Backend struct {
 	conns    map[*session]struct{} // every session whose connection still runs
 	watcher  *watchConn            // nil until the first WatchRelease or Holder
 	watches  map[string]*releaseWatch
-	wg       sync.WaitGroup // every goroutine the backend started
+	// The queue nodes of the backend (see watchQueued): their prefix, the
+	// node each queue dir holds for a watch of the backend that waits, and
+	// the dirs that may hold one no watch uses, swept by one goroutine.
+	queuePrefix string
+	queued      map[string]string
+	sweeps      map[string]struct{}
+	sweeping    bool
+	wg          sync.WaitGroup // every goroutine the backend started
 
 	// pause, when set (by tests only, before the first call), runs between
 	// the exists request of a release or re-acquire and the request that
@@ -67,16 +74,19 @@ func New(servers []string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{
-		servers:    append([]string(nil), servers...),
-		opts:       o,
-		log:        o.Logger.With("component", "simbazk"),
-		leasesDir:  o.Root + "/leases",
-		groupsDir:  o.Root + "/groups",
-		waitersDir: o.Root + "/waiters",
-		closing:    make(chan struct{}),
-		sessions:   make(map[simba.SessionID]*session),
-		conns:      make(map[*session]struct{}),
-		watches:    make(map[string]*releaseWatch),
+		servers:     append([]string(nil), servers...),
+		opts:        o,
+		log:         o.Logger.With("component", "simbazk"),
+		leasesDir:   o.Root + "/leases",
+		groupsDir:   o.Root + "/groups",
+		waitersDir:  o.Root + "/waiters",
+		closing:     make(chan struct{}),
+		sessions:    make(map[simba.SessionID]*session),
+		conns:       make(map[*session]struct{}),
+		watches:     make(map[string]*releaseWatch),
+		queued:      make(map[string]string),
+		sweeps:      make(map[string]struct{}),
+		queuePrefix: "w-" + queueToken() + "-",
 	}
 	return b, nil
 }

@@ -141,8 +141,8 @@ func TestShortConnectionLoss(t *testing.T) {
 func TestBlackHoledConnection(t *testing.T) {
 	// Pings are not sent, so only a pending request can reveal a
 	// connection that went silent: it is dropped after 2/3 of the session
-	// timeout and the session goes on over a new one (the Zookeeper client
-	// waits 1s before it dials its only server again).
+	// timeout and the session goes on over a new one (dialed again after a
+	// twentieth of the session timeout, see hostList).
 	const lease = 6 * time.Second
 	b, _, p := newProxiedBackend(t)
 	s := mustOpen(t, b, lease)

@@ -3,9 +3,11 @@ package simbazk
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"strings"
@@ -182,6 +184,7 @@ type proxy struct {
 
 	mu          sync.Mutex
 	cut         bool
+	stale       bool // new connections' set-watches claim to have seen every change
 	conns       map[net.Conn]struct{}
 	gen         int // generation of new connections
 	frozenBelow int // connections of an older generation are black holes
@@ -220,7 +223,7 @@ func (p *proxy) accept() {
 			continue
 		}
 		p.conns[c], p.conns[u] = struct{}{}, struct{}{}
-		gen := p.gen
+		gen, stale := p.gen, p.stale
 		p.mu.Unlock()
 		pipe := func(dst, src net.Conn) {
 			buf := make([]byte, 32<<10)
@@ -238,7 +241,11 @@ func (p *proxy) accept() {
 			_ = dst.Close()
 			_ = src.Close()
 		}
-		p.wg.Go(func() { pipe(u, c) })
+		if stale {
+			p.wg.Go(func() { staleSetWatches(u, c) })
+		} else {
+			p.wg.Go(func() { pipe(u, c) })
+		}
 		p.wg.Go(func() { pipe(c, u) })
 	}
 }
@@ -267,6 +274,50 @@ func (p *proxy) frozen(gen int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return gen < p.frozenBelow
+}
+
+// StaleSetWatches makes the set-watches requests of later connections
+// claim that the client has seen every change (the highest zxid), as the
+// Zookeeper client does when a response's zxid reaches it before it builds
+// that request: the server then fires none of the watches for the changes
+// made while the client was away.
+func (p *proxy) StaleSetWatches() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stale = true
+}
+
+// staleSetWatches copies the client's frames to the server, the relative
+// zxid of each set-watches request replaced by the highest one.
+func staleSetWatches(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	const opSetWatches = 101
+	var buf []byte
+	first := true // the connect request has no request header
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		for len(buf) >= 4 {
+			size := 4 + int(binary.BigEndian.Uint32(buf[:4]))
+			if len(buf) < size {
+				break
+			}
+			frame := buf[:size]
+			if !first && size >= 4+8+8 && int32(binary.BigEndian.Uint32(frame[8:12])) == opSetWatches {
+				binary.BigEndian.PutUint64(frame[12:20], math.MaxInt64)
+			}
+			first = false
+			if _, werr := dst.Write(frame); werr != nil {
+				return
+			}
+			buf = buf[size:]
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // Restore accepts connections again.

@@ -30,9 +30,11 @@ type session struct {
 	dead     chan struct{} // closed when expired
 	done     chan struct{} // closed when the connection's goroutines ended
 	requests atomic.Int64  // requests sent, pings excluded (tests, benchmarks)
+	watching atomic.Bool   // an exists-watch was set (see setWatchesGate)
 
 	closeOnce sync.Once
-	links     links // the network connection, closed by closeConn
+	hosts     *hostList // stopped by closeConn
+	links     links     // the network connection, closed by closeConn
 	dialMu    sync.Mutex
 	dialErr   error // the last failed dial, for a clear OpenSession error
 
@@ -86,7 +88,7 @@ func (s *session) dial(network, address string, _ time.Duration) (net.Conn, erro
 	if !s.links.add(c) {
 		return nil, errLinksClosed
 	}
-	sc := &sessionConn{Conn: c, s: s}
+	sc := &sessionConn{Conn: c, s: s, gate: newSetWatchesGate()}
 	sc.handshake.Store(true)
 	return sc, nil
 }
@@ -110,6 +112,23 @@ func (s *session) connected(id int64, timeout time.Duration) {
 		s.expire("the server opened a different session")
 	default:
 		s.timeout.Store(int64(timeout))
+		s.distrustWatches()
+	}
+}
+
+// distrustWatches makes the next keep-alive read every lease again, with a
+// new exists-watch, after the session reconnected. The Zookeeper client
+// sets its watches again on the new connection with the last zxid it saw,
+// which it reads without synchronisation: when the answer to a request
+// queued during the outage reached it first, the zxid is that later one,
+// and the server fires no watch for a change made while the session was
+// away (a node deleted and created again, say). Reading the leases once
+// costs a request each.
+func (s *session) distrustWatches() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name := range s.leases {
+		s.unwatched[name] = struct{}{}
 	}
 }
 
@@ -136,6 +155,7 @@ func (s *session) expire(reason string) {
 // within about a second whatever the server does.
 func (s *session) closeConn() {
 	s.closeOnce.Do(func() {
+		s.hosts.stop()
 		s.conn.Close()
 		s.links.close()
 	})
@@ -228,7 +248,8 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
 	}
 	s.timeout.Store(int64(clampTimeout(lease))) // bounds the first connect (responseTimeout)
-	conn, events, err := zk.Connect(b.servers, clampTimeout(lease),
+	s.hosts = newHostList(func() time.Duration { return reconnectPause(time.Duration(s.timeout.Load())) })
+	conn, events, err := zk.Connect(b.servers, clampTimeout(lease), zk.WithHostProvider(s.hosts),
 		zk.WithDialer(s.dial), zk.WithLogger(zkLogger{b.log}), zk.WithEventCallback(s.event))
 	if err != nil {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
@@ -237,6 +258,7 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
+		s.hosts.stop()
 		conn.Close()
 		s.links.close()
 		for range events {
@@ -457,6 +479,7 @@ func (s *session) existsAll(ctx context.Context, paths []string, watch bool) ([]
 				var st *zk.Stat
 				var err error
 				if watch {
+					s.watching.Store(true)
 					ok, st, _, err = s.conn.ExistsW(paths[i])
 				} else {
 					ok, st, err = s.conn.Exists(paths[i])

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -18,18 +20,25 @@ import (
 // length only decides how long the watches survive a lost connection.
 const watchTimeout = 10 * time.Second
 
+// watchReconnectPause is how long the watch connection waits once every
+// server refused it in a row (see hostList): the release watches of the
+// waiting sessions need it back as soon as an ensemble elected a leader.
+const watchReconnectPause = 50 * time.Millisecond
+
 // watchConn is the backend's read connection: release watches and the
 // reads of Holder. Unlike a session's, it may silently move to a new
 // Zookeeper session after an expiry: the watches it had fire then (a
 // spurious wake-up) and later ones work on the new session.
 type watchConn struct {
-	conn  *zk.Conn
-	calls inflight      // every request on conn goes through calls.do
-	links links         // the network connection, closed by close
-	done  chan struct{} // closed when the connection's goroutines ended
-	once  sync.Once
-	auth  chan struct{} // closed once the connection is set up (Auth added)
-	err   error         // the set-up's error, readable after auth is closed
+	conn     *zk.Conn
+	calls    inflight      // every request on conn goes through calls.do
+	watching atomic.Bool   // a watch was set (see setWatchesGate)
+	hosts    *hostList     // stopped by close
+	links    links         // the network connection, closed by close
+	done     chan struct{} // closed when the connection's goroutines ended
+	once     sync.Once
+	auth     chan struct{} // closed once the connection is set up (Auth added)
+	err      error         // the set-up's error, readable after auth is closed
 }
 
 // errConnClosing is what a request answers when its connection is closing.
@@ -47,6 +56,7 @@ var errConnClosing = errors.New("simbazk: connection closing")
 func (w *watchConn) close() {
 	w.once.Do(func() {
 		w.calls.quiesce(closeGrace, watchTimeout, w.links.close)
+		w.hosts.stop()
 		w.conn.Close()
 		w.links.close()
 	})
@@ -201,7 +211,8 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 		return b.watcher, nil
 	}
 	w := &watchConn{done: make(chan struct{}), auth: make(chan struct{})}
-	conn, events, err := zk.Connect(b.servers, watchTimeout,
+	w.hosts = newHostList(func() time.Duration { return watchReconnectPause })
+	conn, events, err := zk.Connect(b.servers, watchTimeout, zk.WithHostProvider(w.hosts),
 		zk.WithDialer(func(network, address string, _ time.Duration) (net.Conn, error) {
 			c, err := b.dialRaw(context.Background(), network, address)
 			if err != nil {
@@ -210,7 +221,7 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 			if !w.links.add(c) {
 				return nil, errLinksClosed
 			}
-			return &boundedConn{Conn: c}, nil
+			return &boundedConn{Conn: c, watching: &w.watching, gate: newSetWatchesGate()}, nil
 		}),
 		zk.WithLogger(zkLogger{b.log}))
 	if err != nil {
@@ -255,7 +266,9 @@ func (b *Backend) dropWatcher(wc *watchConn) {
 // free it fires at once; otherwise the backend queues for the name, an
 // ephemeral sequential node of the read connection's session under
 // Root/waiters/{name} (a container node, which the server removes once
-// empty), and only the first backend of the queue watches the lease node,
+// empty; the node's name carries the backend's prefix, see queue.go, so
+// that a node whose create or delete lost its answer is swept), and only
+// the first backend of the queue watches the lease node,
 // each other one the node before its own. A release therefore wakes one
 // backend, not every one that waits; that backend's node leaves the queue
 // once it fired (after its claim, see claimFor), which wakes the next one
@@ -281,10 +294,19 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 	me, err := b.enqueue(wc, dir)
 	if err != nil {
 		me = "" // no place in the queue: watch the lease node itself
+		if !errors.Is(err, zk.ErrNoNode) {
+			b.sweepLater(dir) // the create may have been done
+		}
 	}
+	b.queuedAs(dir, me)
 	defer func() {
-		if me != "" {
-			_ = wc.do(func() error { return wc.conn.Delete(me, -1) })
+		if me == "" {
+			return
+		}
+		b.queuedAs(dir, "")
+		err := wc.do(func() error { return wc.conn.Delete(me, -1) })
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			b.sweepLater(dir) // the node may still be there
 		}
 	}()
 	for {
@@ -303,6 +325,7 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 			ok bool
 			ev <-chan zk.Event
 		)
+		wc.watching.Store(true)
 		err := wc.do(func() (err error) { ok, _, ev, err = wc.conn.ExistsW(target); return err })
 		switch {
 		case err != nil:
@@ -344,7 +367,7 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 func (b *Backend) enqueue(wc *watchConn, dir string) (string, error) {
 	var me string
 	create := func() (err error) {
-		me, err = wc.conn.Create(dir+"/w-", nil, zk.FlagEphemeralSequential, b.opts.ACL)
+		me, err = wc.conn.Create(dir+"/"+b.queuePrefix, nil, zk.FlagEphemeralSequential, b.opts.ACL)
 		return err
 	}
 	err := wc.do(create)
@@ -373,11 +396,13 @@ func predecessor(wc *watchConn, dir, me string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	slices.Sort(children) // one prefix, zero-padded sequence numbers
+	// Each backend names its nodes with a prefix of its own: the order is
+	// that of the sequence numbers the server appended.
+	slices.SortFunc(children, func(a, b string) int { return strings.Compare(queueSeq(a), queueSeq(b)) })
 	base := me[len(dir)+1:]
-	i, found := slices.BinarySearch(children, base)
+	i := slices.Index(children, base)
 	switch {
-	case !found:
+	case i < 0:
 		return "", fmt.Errorf("simbazk: queue node %s is gone", me)
 	case i == 0:
 		return "", nil

@@ -64,6 +64,8 @@ type sessionConn struct {
 
 	mu          sync.Mutex // guards outstanding and the read deadline
 	outstanding int        // requests written and not yet answered
+
+	gate setWatchesGate
 }
 
 func (c *sessionConn) Write(p []byte) (int, error) {
@@ -71,6 +73,7 @@ func (c *sessionConn) Write(p []byte) (int, error) {
 		c.wroteConnect = true
 		return c.Conn.Write(p)
 	}
+	c.gate.wrote(p)
 	if len(p) >= replyHeader {
 		if int32(binary.BigEndian.Uint32(p[4:8])) == pingXid {
 			return len(p), nil
@@ -87,6 +90,9 @@ func (c *sessionConn) Write(p []byte) (int, error) {
 }
 
 func (c *sessionConn) Read(p []byte) (int, error) {
+	if !c.handshake.Load() {
+		c.gate.firstRead(c.s.watching.Load())
+	}
 	n, err := c.Conn.Read(p)
 	c.scan(p[:n])
 	if err != nil {
@@ -182,6 +188,46 @@ const watchConnTimeout = watchTimeout * 2 / 3
 type boundedConn struct {
 	net.Conn
 	connected atomic.Bool
+	watching  *atomic.Bool // the watch connection has set a watch
+
+	// The connect response, followed on the read side (one goroutine at a
+	// time) so that the gate knows the first read after it.
+	head  [4]byte
+	headN int
+	left  int // bytes of the connect response still to come, once its length is known
+	done  bool
+	wrote bool // the connect request went out
+	gate  setWatchesGate
+}
+
+func (c *boundedConn) Write(p []byte) (int, error) {
+	if c.wrote {
+		c.gate.wrote(p)
+	}
+	c.wrote = true
+	return c.Conn.Write(p)
+}
+
+func (c *boundedConn) Read(p []byte) (int, error) {
+	if c.done {
+		c.gate.firstRead(c.watching.Load())
+		return c.Conn.Read(p)
+	}
+	n, err := c.Conn.Read(p)
+	b := p[:n]
+	if c.headN < len(c.head) {
+		k := copy(c.head[c.headN:], b)
+		c.headN += k
+		b = b[k:]
+		if c.headN == len(c.head) {
+			c.left = int(binary.BigEndian.Uint32(c.head[:]))
+		}
+	}
+	if c.headN == len(c.head) {
+		c.left -= len(b)
+		c.done = c.left <= 0
+	}
+	return n, err
 }
 
 func (c *boundedConn) SetReadDeadline(t time.Time) error {

@@ -178,7 +178,7 @@ func measureFailovers(ctx context.Context, t *testing.T, p *Postgres, promotions
 			_ = c.Close(cctx)
 			_ = b.Close()
 		})
-		wg.Go(func() { contend(runCtx, c, names, hold, l) })
+		wg.Go(func() { pgContend(runCtx, c, names, hold, l) })
 	}
 	time.Sleep(3 * time.Second)
 	var failovers, promoted []time.Duration
@@ -237,7 +237,7 @@ func measureFailovers(ctx context.Context, t *testing.T, p *Postgres, promotions
 
 // contend acquires a random lock, holds it for hold and releases it, until
 // ctx ends.
-func contend(ctx context.Context, c *simba.Client, names []string, hold time.Duration, l *ledger) {
+func pgContend(ctx context.Context, c *simba.Client, names []string, hold time.Duration, l *ledger) {
 	for ctx.Err() == nil {
 		name := names[rand.IntN(len(names))]
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -1,0 +1,138 @@
+package simbazk
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// A backend's node in the queue of a lease (see watchQueued) is deleted
+// when its watch ends. That delete, or the create of the node, can fail
+// with its connection while the server did it or not: the answer is lost,
+// not the request. A node left behind would stay first in the queue for
+// as long as the read connection's session lives, and the backends queued
+// after it would never be woken by a release again (only their engine's
+// own retries would find the lease free). So each backend names its queue
+// nodes with a prefix of its own, and after such a failure it sweeps the
+// queue dir: every node with its prefix that no watch of the backend uses
+// is deleted, again after a pause until a sweep succeeds.
+
+// queueToken returns the random part of a backend's queue node prefix.
+func queueToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// queueSeq returns the sequence number the server appended to a queue
+// node's name (ten digits), by which the queue is ordered.
+func queueSeq(node string) string {
+	const digits = 10
+	if len(node) < digits {
+		return node
+	}
+	return node[len(node)-digits:]
+}
+
+// queuedAs records me as the node a watch of the backend uses in the queue
+// dir ("" when it left).
+func (b *Backend) queuedAs(dir, me string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if me != "" {
+		b.queued[dir] = me
+	} else {
+		delete(b.queued, dir)
+	}
+}
+
+// Pauses between the sweeps of a queue dir, doubled after each failed one.
+const (
+	sweepFirst = 50 * time.Millisecond
+	sweepMost  = time.Second
+)
+
+// sweepLater schedules a sweep of the queue dir, on the backend's sweeper
+// goroutine (started if none runs).
+func (b *Backend) sweepLater(dir string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.sweeps[dir] = struct{}{}
+	if !b.sweeping {
+		b.sweeping = true
+		b.wg.Go(b.sweep)
+	}
+}
+
+// sweep sweeps every dir scheduled, after a pause, until every sweep
+// succeeded or the backend closes.
+func (b *Backend) sweep() {
+	wait := sweepFirst
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-b.closing:
+			t.Stop()
+			return
+		}
+		b.mu.Lock()
+		dirs := make([]string, 0, len(b.sweeps))
+		for dir := range b.sweeps {
+			dirs = append(dirs, dir)
+		}
+		wc := b.watcher
+		b.mu.Unlock()
+		for _, dir := range dirs {
+			// Without a read connection its session, and every node it
+			// had, is gone.
+			if wc == nil || b.sweepDir(wc, dir) == nil {
+				b.mu.Lock()
+				delete(b.sweeps, dir)
+				b.mu.Unlock()
+			}
+		}
+		b.mu.Lock()
+		if len(b.sweeps) == 0 {
+			b.sweeping = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+		wait = min(2*wait, sweepMost)
+	}
+}
+
+// sweepDir deletes the backend's nodes in the queue dir that no watch of
+// the backend uses.
+func (b *Backend) sweepDir(wc *watchConn, dir string) error {
+	var children []string
+	err := wc.do(func() (err error) { children, _, err = wc.conn.Children(dir); return err })
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	live := b.queued[dir]
+	b.mu.Unlock()
+	for _, c := range children {
+		path := dir + "/" + c
+		if !strings.HasPrefix(c, b.queuePrefix) || path == live {
+			continue
+		}
+		err := wc.do(func() error { return wc.conn.Delete(path, -1) })
+		if err != nil && !errors.Is(err, zk.ErrNoNode) {
+			return err
+		}
+	}
+	return nil
+}
