@@ -2,7 +2,9 @@ package suite
 
 import (
 	"context"
+	"time"
 
+	"github.com/simba-go/simba/tools/chaos/internal/history"
 	"github.com/simba-go/simba/tools/chaos/internal/servers"
 	"github.com/simba-go/simba/tools/chaos/internal/topology"
 )
@@ -26,4 +28,38 @@ func init() {
 				return p, nil
 			}})
 	}
+	for name, semi := range map[string]bool{"mysql-async": false, "mysql-semisync": true} {
+		add(topology.Entry{Name: name, Backend: servers.MySQL,
+			Start: func(ctx context.Context, dir string) (topology.Topology, error) {
+				m, err := topology.StartMariaDBReplica(ctx, dir, topology.MariaDBOptions{SemiSync: semi})
+				if err != nil {
+					return nil, err
+				}
+				return m, nil
+			}})
+	}
+	add(topology.Entry{Name: "zk-ensemble", Backend: servers.ZK,
+		Start: func(ctx context.Context, dir string) (topology.Topology, error) {
+			e, err := topology.StartZKEnsemble(ctx, dir, topology.ZKOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return zkStrikes{e}, nil
+		}})
+}
+
+// zkStrikes is the ensemble with the moment its last fault struck (the
+// SIGKILL of a member, after finding which): a Striker.
+type zkStrikes struct{ *topology.ZKEnsemble }
+
+var _ Striker = zkStrikes{}
+
+// FaultAt converts the ensemble's CLOCK_MONOTONIC reading of its last
+// SIGKILL to a time.Time.
+func (z zkStrikes) FaultAt() time.Time {
+	kill := z.Last().Kill
+	if kill == 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(-time.Duration(history.Mono() - kill))
 }
