@@ -21,6 +21,8 @@ import (
 //go:embed redis.sh
 var redisScript []byte
 
+var _ Topology = (*Redis)(nil)
+
 // ErrNoTestenv is returned by the Start functions when
 // tools/testenv/lib.sh cannot be found above the working directory.
 var ErrNoTestenv = errors.New("topology: tools/testenv/lib.sh not found above the working directory")
@@ -335,8 +337,7 @@ func (t *Redis) sentinelKill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.mark()
-	if err := t.run(ctx, "kill", old.name); err != nil {
+	if err := t.kill(ctx, old); err != nil {
 		return err
 	}
 	next, err := t.awaitNewPrimary(ctx, old)
@@ -467,8 +468,7 @@ func (t *Redis) emptyPromotion(ctx context.Context) error {
 	if err := t.do(ctx, primary, "set", markerKey, time.Now().String()).Err(); err != nil {
 		return fmt.Errorf("write the marker on %s: %w", primary.name, err)
 	}
-	t.mark()
-	if err := t.run(ctx, "kill", replica.name); err != nil {
+	if err := t.kill(ctx, replica); err != nil {
 		return err
 	}
 	if err := t.startServer(ctx, replica, &primary); err != nil {
@@ -507,8 +507,7 @@ func (t *Redis) emptyPromotion(ctx context.Context) error {
 	if err := t.awaitSentinelsSeeReplica(ctx); err != nil {
 		return err
 	}
-	t.mark()
-	if err := t.run(ctx, "kill", primary.name); err != nil {
+	if err := t.kill(ctx, primary); err != nil {
 		return err
 	}
 	next, err := t.awaitNewPrimary(ctx, primary)
@@ -719,8 +718,7 @@ func (t *Redis) clusterKill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.mark()
-	if err := t.run(ctx, "kill", old.name); err != nil {
+	if err := t.kill(ctx, old); err != nil {
 		return err
 	}
 	if err := t.awaitSlotOwner(ctx, replica, old); err != nil {
@@ -911,6 +909,20 @@ func (t *Redis) do(ctx context.Context, p redisProc, args ...any) *redis.Cmd {
 	cmd := c.Do(ctx, args...)
 	_ = cmd.Err()
 	return cmd
+}
+
+// kill sends SIGKILL to p, marking the moment, and waits until it and any
+// stray of it are gone.
+func (t *Redis) kill(ctx context.Context, p redisProc) error {
+	pid, err := t.pid(p)
+	if err != nil {
+		return err
+	}
+	t.mark()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("kill %s: %w", p.name, err)
+	}
+	return t.run(ctx, "kill", p.name)
 }
 
 func (t *Redis) pid(p redisProc) (int, error) {
