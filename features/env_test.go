@@ -259,7 +259,7 @@ func redisEnv(t *testing.T, raw, run string) (*backendEnv, error) {
 func redisClusterEnv(t *testing.T, raw, run string) (*backendEnv, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme != "redis+cluster" || u.Host == "" {
-		return nil, fmt.Errorf("SIMBA_TEST_REDIS_CLUSTER_URL: want redis+cluster://host:port,host:port,...")
+		return nil, errors.New("SIMBA_TEST_REDIS_CLUSTER_URL: want redis+cluster://host:port,host:port")
 	}
 	addrs := strings.Split(u.Host, ",")
 	prefix := "{simbafeat" + run + "}:"

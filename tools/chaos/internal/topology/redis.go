@@ -966,7 +966,10 @@ func poll(ctx context.Context, limit time.Duration, what string, f func(context.
 		}
 		last = err
 		if sleep(ctx, 50*time.Millisecond) != nil {
-			return fmt.Errorf("waiting for %s: %w (last: %v)", what, ctx.Err(), last)
+			if last == nil {
+				return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+			}
+			return fmt.Errorf("waiting for %s: %w (last: %w)", what, ctx.Err(), last)
 		}
 	}
 }
