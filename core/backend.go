@@ -19,7 +19,27 @@ type SessionGrant struct {
 	// backend's own clock from when it handled the call. It may be less than
 	// the lease asked for (a Zookeeper server caps it at maxSessionTimeout).
 	Remaining time.Duration
+	// Warnings lists what the backend found about its server's setup that
+	// weakens a guarantee without failing the call: replicas a failover
+	// could promote without the latest writes, a clustering mode the
+	// statements were not made for, an eviction policy. The engine logs
+	// each one and publishes it as an [EventBackendWarning], once per
+	// session. A backend reports a warning again in every grant while it
+	// holds, so that each new session's listeners hear of it.
+	Warnings []Warning
 }
+
+// Warning is one setup problem a backend reports in a [SessionGrant].
+type Warning struct {
+	// Code names the kind of problem, stable across releases, for
+	// filtering and alerts: each backend documents its codes (for example
+	// simbaredis.WarnEvictionPolicy).
+	Code string
+	// Message says what was found and what it risks, in one line.
+	Message string
+}
+
+func (w Warning) String() string { return w.Code + ": " + w.Message }
 
 // KeepAliveReply is a backend's answer to [Backend.KeepAlive]. A backend
 // may return the same Leases and Groups maps in several replies (a reply

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -535,6 +536,7 @@ func (c *Client) open() *session {
 				c.status = StatusLive
 				c.emit(Event{Kind: EventSessionOpened, Session: s.id, Granted: grant.Remaining})
 				c.log.Debug("simba: session opened", "session", s.id, "granted", grant.Remaining)
+				c.warnSetup(s.id, grant.Warnings)
 				for _, e := range c.entries {
 					e.contend()
 				}
@@ -557,6 +559,18 @@ func (c *Client) open() *session {
 			return nil
 		}
 		backoff = min(backoff*2, c.cfg.RenewInterval)
+	}
+}
+
+// warnSetup logs and publishes the setup warnings of a new session's
+// grant, each distinct one once. Call with the lock held.
+func (c *Client) warnSetup(id SessionID, warnings []Warning) {
+	for i, w := range warnings {
+		if slices.Contains(warnings[:i], w) {
+			continue
+		}
+		c.emit(Event{Kind: EventBackendWarning, Session: id, Warning: w})
+		c.log.Warn("simba: the backend warns about its setup", "session", id, "code", w.Code, "warning", w.Message)
 	}
 }
 

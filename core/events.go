@@ -26,11 +26,12 @@ const (
 	EventListenerPanicked                           // a listener callback panicked; Name, Token, Err
 	EventKeepAlive                                  // a keep-alive was answered or failed; Latency, Err (nil on success)
 	EventDropped                                    // this listener fell behind and missed Dropped events, the oldest waiting; it comes where they were, before the next event it gets
+	EventBackendWarning                             // the backend found a setup that weakens a guarantee; Warning, once per session
 )
 
 var eventNames = [...]string{"", "SessionOpened", "SessionSuspended", "SessionRestored", "SessionDeadlinePassed",
 	"SessionExpired", "SessionLeaseShortened", "SessionClosed", "Elected", "Revoked", "BackendError", "WorkFailed",
-	"ListenerPanicked", "KeepAlive", "Dropped"}
+	"ListenerPanicked", "KeepAlive", "Dropped", "BackendWarning"}
 
 func (k EventKind) String() string {
 	if k <= 0 || int(k) >= len(eventNames) {
@@ -56,6 +57,7 @@ type Event struct {
 	Waited  time.Duration // for Elected of a lock: how long the winning Acquire or TryAcquire waited
 	Lock    bool          // for Elected and Revoked: the term is a lock's, not an election's
 	Dropped int           // for Dropped: the events this listener missed since its last Dropped
+	Warning Warning       // for BackendWarning: what the backend found
 }
 
 func (e Event) String() string {
@@ -83,6 +85,9 @@ func (e Event) String() string {
 	}
 	if e.Dropped != 0 {
 		s += fmt.Sprintf(" dropped=%d", e.Dropped)
+	}
+	if e.Warning.Code != "" {
+		s += " warning=" + e.Warning.String()
 	}
 	if e.Err != nil {
 		s += " err=" + e.Err.Error()

@@ -1,8 +1,11 @@
 package simba_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -434,5 +437,69 @@ func TestSlowListenerHearsOfDropsWhereTheyHappened(t *testing.T) {
 			t.Fatalf("EventsDropped() = %d, the EventDropped events count %d", got, dropped)
 		}
 		t.Logf("%d events dropped, counted by %d EventDropped (%d while the cycles ran)", dropped, reports, during)
+	})
+}
+
+// warningEvents returns the BackendWarning events the listener got.
+func (l *eventLog) warningEvents() []simba.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var evs []simba.Event
+	for _, e := range l.events {
+		if e.Kind == simba.EventBackendWarning {
+			evs = append(evs, e)
+		}
+	}
+	return evs
+}
+
+func TestBackendWarningsPublishedOncePerSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memory.New()
+		replicas := simba.Warning{Code: "replicas", Message: "replicas without the durable option"}
+		eviction := simba.Warning{Code: "eviction", Message: "an eviction policy"}
+		srv.SetWarnings(replicas, eviction, replicas)
+		var log eventLog
+		var logged bytes.Buffer
+		c := newClient(t, srv, simba.WithEventListener(log.listen),
+			simba.WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+		if _, err := c.Lock("w").Acquire(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		first := c.Snapshot().Session.ID
+		check := func(evs []simba.Event, session simba.SessionID) {
+			t.Helper()
+			if len(evs) != 2 || evs[0].Warning != replicas || evs[1].Warning != eviction {
+				t.Fatalf("warning events %v, want %v then %v once each", evs, replicas, eviction)
+			}
+			for _, e := range evs {
+				if e.Session != session {
+					t.Fatalf("%v: session %q, want %q", e, e.Session, session)
+				}
+			}
+		}
+		check(log.warningEvents(), first)
+		if n := strings.Count(logged.String(), "code=replicas"); n != 1 {
+			t.Fatalf("the replicas warning logged %d times, want once:\n%s", n, logged.String())
+		}
+		if got := log.warningEvents()[0].String(); !strings.Contains(got, "warning=replicas: replicas without the durable option") {
+			t.Fatalf("event reads %q, want the warning in it", got)
+		}
+
+		// A keep-alive reports nothing new; a new session warns again.
+		time.Sleep(3 * testConfig().RenewInterval)
+		synctest.Wait()
+		check(log.warningEvents(), first)
+		srv.ExpireSession(first)
+		for c.Snapshot().Session.ID == first || c.Snapshot().Session.ID == "" {
+			time.Sleep(testConfig().RenewInterval)
+			synctest.Wait()
+		}
+		evs := log.warningEvents()
+		if len(evs) != 4 {
+			t.Fatalf("%d warning events after a second session, want 4: %v", len(evs), evs)
+		}
+		check(evs[2:], c.Snapshot().Session.ID)
 	})
 }

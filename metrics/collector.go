@@ -53,6 +53,7 @@ type Collector struct {
 	workFailures      *prometheus.CounterVec   // [lease]
 	workPanics        *prometheus.CounterVec   // [lease]
 	listenerPanics    *prometheus.CounterVec   // [lease]
+	backendWarnings   *prometheus.CounterVec   // code
 	fromEvents        []prometheus.Collector
 
 	// Computed at scrape.
@@ -148,6 +149,10 @@ func New(opts ...Option) (*Collector, error) {
 			Name: "simba_listener_panics_total",
 			Help: "Election listener callbacks (OnElected, OnRevoked) that panicked.",
 		}, lease),
+		backendWarnings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "simba_backend_warnings_total",
+			Help: "Setup warnings the backend reported as sessions opened, by code (each backend's README lists its codes): once per session and code.",
+		}, []string{"code"}),
 
 		statusDesc: prometheus.NewDesc("simba_session_status",
 			"The session status: 1 for the current one (OPENING, LIVE, SUSPENDED or CLOSED), 0 for the others.",
@@ -173,6 +178,7 @@ func New(opts ...Option) (*Collector, error) {
 	c.fromEvents = []prometheus.Collector{
 		c.sessionsOpened, c.sessionsEnded, c.suspensions, c.keepAlive, c.keepAliveFailures, c.backendErrors,
 		c.termsWon, c.termsEnded, c.acquireWait, c.workFailures, c.workPanics, c.listenerPanics,
+		c.backendWarnings,
 	}
 	for _, r := range []string{endDeadlinePassed, endSessionExpired, endClosed} {
 		c.sessionsEnded.WithLabelValues(r)
@@ -230,6 +236,8 @@ func (c *Collector) Observe(_ context.Context, e simba.Event) {
 		}
 	case simba.EventListenerPanicked:
 		c.listenerPanics.WithLabelValues(c.labels(KindElection, e.Name)[1:]...).Inc()
+	case simba.EventBackendWarning:
+		c.backendWarnings.WithLabelValues(e.Warning.Code).Inc()
 	}
 }
 

@@ -610,3 +610,28 @@ func TestEventsDropped(t *testing.T) {
 		}
 	})
 }
+
+func TestBackendWarnings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		col, err := simbametrics.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(col)
+		srv := memory.New()
+		srv.SetWarnings(simba.Warning{Code: "replicas-without-wait", Message: "replicas without the durable option"})
+		client, err := simba.New(srv, simba.WithConfig(testConfig()),
+			simba.WithLogger(slog.New(slog.DiscardHandler)), simba.WithEventListener(col.Observe))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = client.Close(context.Background()) }()
+		synctest.Wait()
+		want(t, reg, map[string]float64{`simba_backend_warnings_total{code="replicas-without-wait"}`: 1})
+		srv.ExpireSession(client.Snapshot().Session.ID)
+		time.Sleep(2 * testConfig().RenewInterval)
+		synctest.Wait()
+		want(t, reg, map[string]float64{`simba_backend_warnings_total{code="replicas-without-wait"}`: 2})
+	})
+}

@@ -76,6 +76,7 @@ type Server struct {
 	watchers map[string]map[*watcher]struct{}
 	phantom  *session // owner of the leases taken by TakeOver, never expires
 	calls    map[string]int
+	warnings []simba.Warning
 }
 
 type session struct {
@@ -189,7 +190,7 @@ func (s *Server) openSession(ctx context.Context, lease time.Duration, identity 
 	ss.identity = identity
 	ss.expires = now.Add(d)
 	heap.Push(&s.expiry, ss)
-	return simba.SessionGrant{ID: ss.id, Remaining: d}, nil
+	return simba.SessionGrant{ID: ss.id, Remaining: d, Warnings: slices.Clone(s.warnings)}, nil
 }
 
 // newSession registers a session with an id never seen before.
@@ -571,6 +572,16 @@ func (s *Server) SetMaxLease(d time.Duration) {
 	s.lock()
 	defer s.mu.Unlock()
 	s.maxLease = max(d, 0)
+}
+
+// SetWarnings makes every later OpenSession report ws in its grant, as a
+// real backend reports a setup that weakens a guarantee (replicas without
+// the durable option, an eviction policy), so that tests can see how
+// their code takes [simba.EventBackendWarning]. No ws clears them.
+func (s *Server) SetWarnings(ws ...simba.Warning) {
+	s.lock()
+	defer s.mu.Unlock()
+	s.warnings = slices.Clone(ws)
 }
 
 // TakeOver makes a phantom session, which never expires, the owner of name
