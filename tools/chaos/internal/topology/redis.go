@@ -23,10 +23,6 @@ var redisScript []byte
 
 var _ Topology = (*Redis)(nil)
 
-// ErrNoTestenv is returned by the Start functions when
-// tools/testenv/lib.sh cannot be found above the working directory.
-var ErrNoTestenv = errors.New("topology: tools/testenv/lib.sh not found above the working directory")
-
 // RedisOptions are the settings of a Redis topology. The zero value is
 // usable.
 type RedisOptions struct {
@@ -55,17 +51,17 @@ func (o RedisOptions) withDefaults() RedisOptions {
 	return o
 }
 
-// probeKey is the key Inject writes to check that a primary accepts
+// redisProbeKey is the key Inject writes to check that a primary accepts
 // writes. On a cluster it carries the prefix's hash tag.
-const probeKey = "simba-topology:probe"
+const redisProbeKey = "simba-topology:probe"
 
-// markerKey is written on the primary before the empty-promotion fault
+// redisMarkerKey is written on the primary before the empty-promotion fault
 // restarts the replica; a promoted node without it never got the
 // primary's data.
-const markerKey = "simba-topology:marker"
+const redisMarkerKey = "simba-topology:marker"
 
-// injectBound is how long one fault may take before Inject gives up.
-const injectBound = 90 * time.Second
+// redisInjectBound is how long one fault may take before Inject gives up.
+const redisInjectBound = 90 * time.Second
 
 // Redis is a Redis Sentinel or Redis Cluster topology on loopback.
 type Redis struct {
@@ -118,7 +114,7 @@ func StartRedisCluster(ctx context.Context, dir string, opts RedisOptions) (*Red
 }
 
 func newRedis(dir string, opts RedisOptions, cluster bool) (*Redis, error) {
-	lib, err := findLib()
+	lib, err := redisFindLib()
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +132,7 @@ func newRedis(dir string, opts RedisOptions, cluster bool) (*Redis, error) {
 		n, prefix = 6, "node"
 	}
 	for i := range n {
-		port, err := freePort()
+		port, err := redisFreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +140,7 @@ func newRedis(dir string, opts RedisOptions, cluster bool) (*Redis, error) {
 	}
 	if !cluster {
 		for i := range 3 {
-			port, err := freePort()
+			port, err := redisFreePort()
 			if err != nil {
 				return nil, err
 			}
@@ -192,7 +188,7 @@ func (t *Redis) startSentinel(ctx context.Context) error {
 		}
 	}
 	// A failover needs every sentinel to know the replica and the others.
-	return poll(ctx, injectBound, "the sentinels to know the replica and each other", func(ctx context.Context) (bool, error) {
+	return redisPoll(ctx, redisInjectBound, "the sentinels to know the replica and each other", func(ctx context.Context) (bool, error) {
 		for _, s := range t.sentinels {
 			m, err := t.sentinelMaster(ctx, s)
 			if err != nil {
@@ -241,10 +237,10 @@ func (t *Redis) URL() string {
 }
 
 // SentinelAddrs lists the sentinels' host:port addresses.
-func (t *Redis) SentinelAddrs() []string { return addrs(t.sentinels) }
+func (t *Redis) SentinelAddrs() []string { return redisAddrs(t.sentinels) }
 
 // ClusterAddrs lists every data server's host:port address.
-func (t *Redis) ClusterAddrs() []string { return addrs(t.servers) }
+func (t *Redis) ClusterAddrs() []string { return redisAddrs(t.servers) }
 
 // Master is the name the sentinels monitor the primary under.
 func (t *Redis) Master() string { return t.opts.Master }
@@ -252,7 +248,7 @@ func (t *Redis) Master() string { return t.opts.Master }
 // KeyPrefix is the key prefix the faults of a cluster aim at.
 func (t *Redis) KeyPrefix() string { return t.opts.KeyPrefix }
 
-func addrs(ps []redisProc) []string {
+func redisAddrs(ps []redisProc) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
 		out[i] = p.addr()
@@ -288,7 +284,7 @@ func (t *Redis) mark() {
 // Inject injects fault and returns once a primary accepts writes again,
 // every server runs and every replica is in sync.
 func (t *Redis) Inject(ctx context.Context, fault string) error {
-	ctx, cancel := context.WithTimeout(ctx, injectBound)
+	ctx, cancel := context.WithTimeout(ctx, redisInjectBound)
 	defer cancel()
 	var err error
 	switch {
@@ -360,7 +356,7 @@ func (t *Redis) sentinelFailover(ctx context.Context, mark bool) error {
 	s := t.sentinels[0]
 	// A sentinel refuses while a failover runs or the replica is not yet
 	// fit; ask again until it accepts.
-	err = poll(ctx, 30*time.Second, "a sentinel to accept SENTINEL FAILOVER", func(ctx context.Context) (bool, error) {
+	err = redisPoll(ctx, 30*time.Second, "a sentinel to accept SENTINEL FAILOVER", func(ctx context.Context) (bool, error) {
 		if mark {
 			t.mark()
 		}
@@ -392,7 +388,7 @@ func (t *Redis) sentinelPartition(ctx context.Context) error {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("pause %s: %w", s.name, err)
 	}
-	sleepErr := sleep(ctx, 4*t.opts.DownAfter)
+	sleepErr := redisSleep(ctx, 4*t.opts.DownAfter)
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		return fmt.Errorf("resume %s: %w", s.name, err)
 	}
@@ -465,7 +461,7 @@ func (t *Redis) emptyPromotion(ctx context.Context) error {
 	if err := t.do(ctx, primary, "config", "set", "repl-diskless-sync-delay", "30").Err(); err != nil {
 		return fmt.Errorf("delay the full syncs of %s: %w", primary.name, err)
 	}
-	if err := t.do(ctx, primary, "set", markerKey, time.Now().String()).Err(); err != nil {
+	if err := t.do(ctx, primary, "set", redisMarkerKey, time.Now().String()).Err(); err != nil {
 		return fmt.Errorf("write the marker on %s: %w", primary.name, err)
 	}
 	if err := t.kill(ctx, replica); err != nil {
@@ -474,7 +470,7 @@ func (t *Redis) emptyPromotion(ctx context.Context) error {
 	if err := t.startServer(ctx, replica, &primary); err != nil {
 		return err
 	}
-	err = poll(ctx, 20*time.Second, "the replica's full sync to wait for the primary", func(ctx context.Context) (bool, error) {
+	err = redisPoll(ctx, 20*time.Second, "the replica's full sync to wait for the primary", func(ctx context.Context) (bool, error) {
 		info, err := t.info(ctx, replica)
 		if err != nil {
 			return false, err
@@ -517,7 +513,7 @@ func (t *Redis) emptyPromotion(ctx context.Context) error {
 	if next != replica {
 		return fmt.Errorf("the sentinels promoted %s, want %s", next.name, replica.name)
 	}
-	n, err := t.do(ctx, next, "exists", markerKey).Int64()
+	n, err := t.do(ctx, next, "exists", redisMarkerKey).Int64()
 	if err != nil {
 		return fmt.Errorf("read the marker on %s: %w", next.name, err)
 	}
@@ -533,7 +529,7 @@ func (t *Redis) emptyPromotion(ctx context.Context) error {
 // awaitSentinelsSeeReplica waits until every sentinel lists one replica
 // that is not down.
 func (t *Redis) awaitSentinelsSeeReplica(ctx context.Context) error {
-	return poll(ctx, 30*time.Second, "every sentinel to see the replica up", func(ctx context.Context) (bool, error) {
+	return redisPoll(ctx, 30*time.Second, "every sentinel to see the replica up", func(ctx context.Context) (bool, error) {
 		for _, s := range t.sentinels {
 			reps, err := t.do(ctx, s, "sentinel", "replicas", t.opts.Master).Slice()
 			if err != nil {
@@ -541,7 +537,7 @@ func (t *Redis) awaitSentinelsSeeReplica(ctx context.Context) error {
 			}
 			up := 0
 			for _, r := range reps {
-				m := pairs(r)
+				m := redisPairs(r)
 				if !strings.Contains(m["flags"], "down") && !strings.Contains(m["flags"], "disconnected") {
 					up++
 				}
@@ -557,7 +553,7 @@ func (t *Redis) awaitSentinelsSeeReplica(ctx context.Context) error {
 // currentPrimary is the primary a majority of the sentinels report.
 func (t *Redis) currentPrimary(ctx context.Context) (redisProc, error) {
 	var p redisProc
-	err := poll(ctx, 30*time.Second, "a majority of sentinels to agree on the primary", func(ctx context.Context) (bool, error) {
+	err := redisPoll(ctx, 30*time.Second, "a majority of sentinels to agree on the primary", func(ctx context.Context) (bool, error) {
 		var err error
 		p, err = t.majorityPrimary(ctx)
 		return err == nil, err
@@ -595,7 +591,7 @@ func (t *Redis) majorityPrimary(ctx context.Context) (redisProc, error) {
 // primary other than old and it accepts writes.
 func (t *Redis) awaitNewPrimary(ctx context.Context, old redisProc) (redisProc, error) {
 	var p redisProc
-	err := poll(ctx, injectBound, "the sentinels to report a new primary that accepts writes", func(ctx context.Context) (bool, error) {
+	err := redisPoll(ctx, redisInjectBound, "the sentinels to report a new primary that accepts writes", func(ctx context.Context) (bool, error) {
 		var err error
 		p, err = t.majorityPrimary(ctx)
 		if err != nil {
@@ -671,7 +667,7 @@ func (t *Redis) clusterNodes(ctx context.Context, via redisProc) ([]clusterNode,
 // slotOwner is the primary that owns the slot of the key prefix, and its
 // replica, as the first answering server sees them.
 func (t *Redis) slotOwner(ctx context.Context, skip redisProc) (primary, replica redisProc, err error) {
-	slot := hashSlot(t.opts.KeyPrefix)
+	slot := redisHashSlot(t.opts.KeyPrefix)
 	for _, via := range t.servers {
 		if via == skip {
 			continue
@@ -757,8 +753,8 @@ func (t *Redis) clusterFailover(ctx context.Context) error {
 // awaitSlotOwner waits until every running node sees want own the
 // prefix's slot and want accepts writes.
 func (t *Redis) awaitSlotOwner(ctx context.Context, want, dead redisProc) error {
-	slot := hashSlot(t.opts.KeyPrefix)
-	return poll(ctx, injectBound, "the replica to take the slot over", func(ctx context.Context) (bool, error) {
+	slot := redisHashSlot(t.opts.KeyPrefix)
+	return redisPoll(ctx, redisInjectBound, "the replica to take the slot over", func(ctx context.Context) (bool, error) {
 		for _, via := range t.servers {
 			if via == dead {
 				continue
@@ -784,7 +780,7 @@ func (t *Redis) awaitSlotOwner(ctx context.Context, want, dead redisProc) error 
 // awaitCluster waits until every node reports the cluster ok and every
 // replica is in sync.
 func (t *Redis) awaitCluster(ctx context.Context) error {
-	return poll(ctx, injectBound, "the cluster to be ok with every replica in sync", func(ctx context.Context) (bool, error) {
+	return redisPoll(ctx, redisInjectBound, "the cluster to be ok with every replica in sync", func(ctx context.Context) (bool, error) {
 		for _, p := range t.servers {
 			s, err := t.do(ctx, p, "cluster", "info").Text()
 			if err != nil {
@@ -807,7 +803,7 @@ func (t *Redis) awaitCluster(ctx context.Context) error {
 
 // hashSlot is the Redis Cluster slot of key: CRC16 of its hash tag (or of
 // the whole key) modulo 16384.
-func hashSlot(key string) int {
+func redisHashSlot(key string) int {
 	if i := strings.IndexByte(key, '{'); i >= 0 {
 		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
 			key = key[i+1 : i+1+j]
@@ -832,7 +828,7 @@ func hashSlot(key string) int {
 // awaitSynced waits until replica is a replica of primary with its link
 // up (its full sync done).
 func (t *Redis) awaitSynced(ctx context.Context, replica, primary redisProc) error {
-	return poll(ctx, injectBound, replica.name+" to be in sync with "+primary.name, func(ctx context.Context) (bool, error) {
+	return redisPoll(ctx, redisInjectBound, replica.name+" to be in sync with "+primary.name, func(ctx context.Context) (bool, error) {
 		info, err := t.info(ctx, replica)
 		if err != nil {
 			return false, err
@@ -845,7 +841,7 @@ func (t *Redis) awaitSynced(ctx context.Context, replica, primary redisProc) err
 }
 
 func (t *Redis) awaitWritable(ctx context.Context, p redisProc) error {
-	return poll(ctx, injectBound, p.name+" to accept writes", t.writableFunc(p))
+	return redisPoll(ctx, redisInjectBound, p.name+" to accept writes", t.writableFunc(p))
 }
 
 func (t *Redis) writableFunc(p redisProc) func(context.Context) (bool, error) {
@@ -853,7 +849,7 @@ func (t *Redis) writableFunc(p redisProc) func(context.Context) (bool, error) {
 }
 
 func (t *Redis) writable(ctx context.Context, p redisProc) (bool, error) {
-	key := probeKey
+	key := redisProbeKey
 	if t.cluster {
 		key = t.opts.KeyPrefix + "topology-probe"
 	}
@@ -882,16 +878,16 @@ func (t *Redis) sentinelMaster(ctx context.Context, s redisProc) (map[string]str
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.name, err)
 	}
-	return pairsOf(r), nil
+	return redisPairsOf(r), nil
 }
 
 // pairs reads a flat field-value reply into a map.
-func pairs(v any) map[string]string {
+func redisPairs(v any) map[string]string {
 	s, _ := v.([]any)
-	return pairsOf(s)
+	return redisPairsOf(s)
 }
 
-func pairsOf(s []any) map[string]string {
+func redisPairsOf(s []any) map[string]string {
 	m := map[string]string{}
 	for i := 0; i+1 < len(s); i += 2 {
 		m[fmt.Sprint(s[i])] = fmt.Sprint(s[i+1])
@@ -955,7 +951,7 @@ func (t *Redis) run(ctx context.Context, args ...string) error {
 
 // poll calls f every 50ms until it reports true, or fails with f's last
 // error once limit has passed or ctx ended.
-func poll(ctx context.Context, limit time.Duration, what string, f func(context.Context) (bool, error)) error {
+func redisPoll(ctx context.Context, limit time.Duration, what string, f func(context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	var last error
@@ -965,7 +961,7 @@ func poll(ctx context.Context, limit time.Duration, what string, f func(context.
 			return nil
 		}
 		last = err
-		if sleep(ctx, 50*time.Millisecond) != nil {
+		if redisSleep(ctx, 50*time.Millisecond) != nil {
 			if last == nil {
 				return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 			}
@@ -974,7 +970,7 @@ func poll(ctx context.Context, limit time.Duration, what string, f func(context.
 	}
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+func redisSleep(ctx context.Context, d time.Duration) error {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
@@ -985,7 +981,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-func findLib() (string, error) {
+func redisFindLib() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("topology: %w", err)
@@ -997,13 +993,13 @@ func findLib() (string, error) {
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", ErrNoTestenv
+			return "", errors.New("topology: tools/testenv/lib.sh not found above the working directory")
 		}
 		dir = parent
 	}
 }
 
-func freePort() (int, error) {
+func redisFreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("topology: %w", err)

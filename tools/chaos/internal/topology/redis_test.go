@@ -6,16 +6,10 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
-
 // The slots CLUSTER KEYSLOT of Redis 7.0 gives for these keys.
-func TestHashSlot(t *testing.T) {
+func TestRedisHashSlot(t *testing.T) {
 	for key, want := range map[string]int{
 		"foo":                  12182,
 		"somekey":              11058,
@@ -24,8 +18,8 @@ func TestHashSlot(t *testing.T) {
 		"{user1000}.following": 3443,
 		"a{}b":                 13694, // an empty tag: the whole key
 	} {
-		if got := hashSlot(key); got != want {
-			t.Errorf("hashSlot(%q) = %d, want %d", key, got, want)
+		if got := redisHashSlot(key); got != want {
+			t.Errorf("redisHashSlot(%q) = %d, want %d", key, got, want)
 		}
 	}
 }
