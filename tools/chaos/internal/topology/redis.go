@@ -949,7 +949,7 @@ func (t *Redis) run(ctx context.Context, args ...string) error {
 	return nil
 }
 
-// poll calls f every 50ms until it reports true, or fails with f's last
+// redisPoll calls f every 50ms until it reports true, or fails with f's last
 // error once limit has passed or ctx ended.
 func redisPoll(ctx context.Context, limit time.Duration, what string, f func(context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
