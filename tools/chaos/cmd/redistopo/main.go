@@ -47,6 +47,7 @@ type options struct {
 	cost     int
 	dir      string
 	open     string
+	query    string
 }
 
 type faultCount struct {
@@ -59,7 +60,7 @@ func main() {
 	var faults string
 	fs := flag.NewFlagSet("redistopo", flag.ContinueOnError)
 	fs.StringVar(&o.topology, "topology", "sentinel", "sentinel or cluster")
-	fs.StringVar(&faults, "faults", "primary-kill=1", "faults to inject, as fault=count, comma-separated, taken in turn")
+	fs.StringVar(&faults, "faults", "primary-kill=1", "faults to inject, as fault=count, comma-separated, taken in turn; none: only the cost per acquire")
 	fs.IntVar(&o.clients, "clients", 4, "clients (each its own connection and session)")
 	fs.IntVar(&o.locks, "locks", 3, "lock names every client contends for")
 	fs.DurationVar(&o.lease, "lease", time.Second, "lease duration")
@@ -69,11 +70,15 @@ func main() {
 	fs.DurationVar(&o.warmup, "warmup", 3*time.Second, "contention before the first fault")
 	fs.IntVar(&o.cost, "cost", 500, "acquires timed for the cost per acquire (0: none)")
 	fs.StringVar(&o.dir, "dir", "", "state directory (default: a new temporary one)")
-	fs.StringVar(&o.open, "open", "client", "how nodes open the backend: client (simbaredis.New over a go-redis client) or url (simba.OpenBackend of the topology's URL)")
+	fs.StringVar(&o.open, "open", "client", "how nodes open the backend: client (simbaredis.New over a go-redis client) or url (simbaredis.Open of the topology's URL)")
+	fs.StringVar(&o.query, "query", "", "URL parameters added to the topology's URL with -open url, e.g. min_replicas=1")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
 	for f := range strings.SplitSeq(faults, ",") {
+		if f == "none" {
+			break
+		}
 		name, count, _ := strings.Cut(f, "=")
 		n, err := strconv.Atoi(count)
 		if err != nil || n < 1 {
@@ -125,7 +130,7 @@ func run(ctx context.Context, o options) (err error) {
 	logf("%s up: %s", topo.Name(), topo.URL())
 
 	open := func(ctx context.Context) (simba.Backend, func(), error) {
-		return openBackend(ctx, topo, o.open, prefix)
+		return openBackend(ctx, topo, o, prefix)
 	}
 	if o.cost > 0 {
 		c, err := acquireCost(ctx, open, o.cost)
@@ -136,6 +141,9 @@ func run(ctx context.Context, o options) (err error) {
 			topo.Name(), o.cost, c.median, c.p99)
 	}
 
+	if len(o.faults) == 0 {
+		return nil
+	}
 	rec := &recorder{}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -186,11 +194,15 @@ func interleave(fcs []faultCount) []string {
 }
 
 // openBackend opens one node's backend on the topology: through the
-// topology's URL, or through simbaredis.New over a go-redis failover or
+// topology's URL with the run's key prefix, or through simbaredis.New over a go-redis failover or
 // cluster client built here.
-func openBackend(ctx context.Context, topo *topology.Redis, how, prefix string) (simba.Backend, func(), error) {
-	if how == "url" {
-		b, err := simba.OpenBackend(ctx, topo.URL()+"?key_prefix="+prefix)
+func openBackend(ctx context.Context, topo *topology.Redis, o options, prefix string) (simba.Backend, func(), error) {
+	if o.open == "url" {
+		u := topo.URL()
+		if o.query != "" {
+			u += "?" + o.query
+		}
+		b, err := simbaredis.Open(ctx, u, simbaredis.Options{KeyPrefix: prefix})
 		if err != nil {
 			return nil, nil, err
 		}
