@@ -93,9 +93,17 @@ func New(servers []string, opts Options) (*Backend, error) {
 // the two requests, the probe's session expires after the server's minimum
 // session timeout, owning no node). Each server gets DialTimeout, within
 // ctx, to connect and answer: Open returns within ctx, and without a
-// deadline in ctx within DialTimeout per server. The probe does not check
-// opts.Auth (a Zookeeper server accepts any digest identity; a wrong
-// password shows as a missing permission on the first write).
+// deadline in ctx within DialTimeout per server.
+//
+// With opts.Auth, Open then checks the identity, within ctx: a Zookeeper
+// server accepts any digest identity, so a wrong password shows only in
+// the ACLs. Open opens a session (closed at once), reads the ACL of Root,
+// or of its nearest ancestor that exists (where Simba creates its nodes),
+// and fails with an error matching ErrAuth when that ACL lets neither the
+// identity nor world:anyone create nodes and names the same user with
+// another password. An ACL it cannot judge from the client (entries of
+// another scheme or user, a super user) passes; a refusal then shows as a
+// missing permission on the first write.
 //
 // Open fails with an *OptionsError for a bad connect string or options
 // (errors.Is(err, ErrInvalidOptions)); when no server answers, with an
@@ -121,6 +129,12 @@ func Open(ctx context.Context, connect string, opts Options) (*Backend, error) {
 	if err := b.probeAny(ctx); err != nil {
 		_ = b.Close()
 		return nil, err
+	}
+	if b.opts.Auth != "" {
+		if err := b.checkAuth(ctx); err != nil {
+			_ = b.Close()
+			return nil, err
+		}
 	}
 	return b, nil
 }

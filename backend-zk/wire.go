@@ -304,6 +304,11 @@ func (b *Backend) probe(ctx context.Context, address string) error {
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	_, err = handshake(conn)
+	if b.opts.TLS == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) && ctx.Err() == nil {
+		// A secureClientPort closes a connection that does not start
+		// with a TLS handshake.
+		err = fmt.Errorf("%w: the server closed the connection before its connect response (a TLS port needs Options.TLS)", err)
+	}
 	return probeErr(ctx, err)
 }
 

@@ -107,8 +107,9 @@ type Options struct {
 	CleanupInterval time.Duration
 
 	// TLS, when set, is the TLS configuration of the connections Open
-	// makes; it overrides the URL's sslmode. New ignores it: its pool is
-	// configured by its owner.
+	// makes; it overrides the URL's sslmode. When its ServerName is empty,
+	// the name verified is the host each connection dials. New ignores it:
+	// its pool is configured by its owner.
 	TLS *tls.Config
 
 	// Password, when set, is the password Open authenticates with; it

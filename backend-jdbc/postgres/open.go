@@ -68,10 +68,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		return nil, pkg.OptionsError("url", backendkit.MaskText(parseErrorMessage(err.Error(), u, rawURL), secrets))
 	}
 	if opts.TLS != nil {
-		cfg.ConnConfig.TLSConfig = opts.TLS.Clone()
-		for _, fb := range cfg.ConnConfig.Fallbacks {
-			fb.TLSConfig = opts.TLS.Clone()
-		}
+		useTLS(&cfg.ConnConfig.Config, opts.TLS)
 	}
 	if opts.Password != "" {
 		cfg.ConnConfig.Password = opts.Password

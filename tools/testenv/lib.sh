@@ -71,9 +71,22 @@ check_servers() {
 	done
 }
 
+# is_instance NAME holds when NAME is an instance of a server.
+is_instance() {
+	local s inst
+	for s in "${ALL_SERVERS[@]}"; do
+		for inst in $(instances_of "$s"); do
+			[[ $inst == "$1" ]] && return 0
+		done
+	done
+	return 1
+}
+
 instances_of() {
 	case $1 in
-	zk) echo zk zk-capped ;;
+	redis) echo redis redis-tls ;;
+	mysql) echo mysql mysql-tls ;;
+	zk) echo zk zk-capped zk-tls ;;
 	*) echo "$1" ;;
 	esac
 }
@@ -86,6 +99,9 @@ port_of() {
 	mysql) echo "$MYSQL_PORT" ;;
 	zk) echo "$ZK_PORT" ;;
 	zk-capped) echo "$ZK_CAPPED_PORT" ;;
+	redis-tls) echo "$REDIS_TLS_PORT" ;;
+	mysql-tls) echo "$MYSQL_TLS_PORT" ;;
+	zk-tls) echo "$ZK_TLS_PORT" ;;
 	esac
 }
 
@@ -103,6 +119,7 @@ exports_of() {
 		printf "export SIMBA_TEST_ZK_CAPPED_SERVERS='127.0.0.1:%s'\n" "$ZK_CAPPED_PORT"
 		;;
 	esac
+	tls_exports_of "$1"
 }
 
 # short_hash PATH names a per-state-directory spot outside it (for paths that
@@ -321,6 +338,7 @@ inst_healthy() {
 		out=$(zk_word "$port" srvr)
 		[[ $out == *"Mode: standalone"* ]] && out=PONG
 		;;
+	redis-tls | mysql-tls | zk-tls) out= && tls_healthy "$1" && out=PONG ;;
 	esac
 	[[ $out == PONG ]]
 }
@@ -443,6 +461,7 @@ fsync = off
 synchronous_commit = off
 full_page_writes = off
 EOF
+	postgres_tls_conf "$dir/data"
 	if ! as_postgres "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -W start \
 		</dev/null >>"$dir/ctl.log" 2>&1 8>&- 9>&-; then
 		cat "$dir/ctl.log" >&2
@@ -451,26 +470,39 @@ EOF
 	fi
 }
 
+# mysql_sock INST prints the unix socket path of a MariaDB instance: in its
+# directory, or in /tmp when that path would pass the length limit of a
+# socket path (about 100 bytes).
+mysql_sock() {
+	local sock
+	sock=$(inst_dir "$1")/mysql.sock
+	if ((${#sock} > 100)); then
+		sock=/tmp/simba-testenv-$(short_hash "$TESTENV_DIR")-mysql.sock
+		[[ $1 == mysql ]] || sock=${sock%.sock}-$1.sock
+	fi
+	echo "$sock"
+}
+
+# start_mysql [INST [ARG...]] starts the MariaDB instance INST (default
+# mysql) with the server arguments ARG added.
 start_mysql() {
-	local dir sock user=()
-	dir=$(inst_dir mysql)
+	local inst=${1:-mysql} dir user=()
+	(($#)) && shift
+	dir=$(inst_dir "$inst")
 	mkdir -p "$dir"
 	is_root && user=(--user=root)
 	if ! mariadb-install-db --no-defaults --datadir="$dir/data" "${user[@]}" \
 		--auth-root-authentication-method=normal --skip-test-db \
 		</dev/null >>"$dir/log" 2>&1 8>&- 9>&-; then
-		log_tail mysql
+		log_tail "$inst"
 		die "mariadb-install-db failed"
 	fi
-	# A unix socket path must stay short (about 100 bytes).
-	sock=$dir/mysql.sock
-	((${#sock} > 100)) && sock=/tmp/simba-testenv-$(short_hash "$TESTENV_DIR")-mysql.sock
 	launch "$dir" "$(command -v mariadbd)" --no-defaults --datadir="$dir/data" "${user[@]}" \
-		--port="$MYSQL_PORT" --bind-address=127.0.0.1 --socket="$sock" --pid-file="$dir/pid" \
+		--port="$(port_of "$inst")" --bind-address=127.0.0.1 --socket="$(mysql_sock "$inst")" --pid-file="$dir/pid" \
 		--skip-name-resolve --skip-log-bin --max-connections=500 \
 		--character-set-server=utf8mb4 \
 		--innodb-buffer-pool-size=128M --innodb-log-file-size=32M \
-		--innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --sync-binlog=0
+		--innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 --sync-binlog=0 "$@"
 }
 
 # zk_runtime prints three lines: the java command, the main class and the
@@ -544,8 +576,310 @@ start_inst() {
 	postgres) start_postgres ;;
 	mysql) start_mysql ;;
 	zk | zk-capped) start_zk "$1" ;;
+	redis-tls) start_redis_tls ;;
+	mysql-tls) start_mysql_tls ;;
+	zk-tls) start_zk_tls ;;
 	esac
 }
+
+# ---------------------------------------------------------------- TLS and authentication
+#
+# Each server also runs behind TLS with a password user, named simba:
+#   redis-tls  its own Redis, TLS only (tls-port), the ACL user simba (the
+#              default user is off)
+#   postgres   the same server: ssl=on; simba logs in over TLS only, with
+#              scram-sha-256, to its own database simba_tls; postgres keeps
+#              trust over plain TCP
+#   mysql-tls  its own MariaDB with require_secure_transport (it is
+#              server-wide); simba is granted the database simba_test
+#   zk-tls     its own Zookeeper, its secureClientPort only (Netty); clients
+#              authenticate with the digest identity simba:PASSWORD
+# The state directory's tls/ holds a CA and a server certificate for
+# 127.0.0.1 and localhost, made with openssl on first use, and one password
+# per server (letters and digits), which only the export lines show.
+# Settings, all optional:
+#   SIMBA_TESTENV_REDIS_TLS_PORT  16380
+#   SIMBA_TESTENV_MYSQL_TLS_PORT  13307
+#   SIMBA_TESTENV_ZK_TLS_PORT     12183
+# (PostgreSQL serves TLS on SIMBA_TESTENV_POSTGRES_PORT.)
+
+REDIS_TLS_PORT=${SIMBA_TESTENV_REDIS_TLS_PORT:-16380}
+MYSQL_TLS_PORT=${SIMBA_TESTENV_MYSQL_TLS_PORT:-13307}
+ZK_TLS_PORT=${SIMBA_TESTENV_ZK_TLS_PORT:-12183}
+for _port in "$REDIS_TLS_PORT" "$MYSQL_TLS_PORT" "$ZK_TLS_PORT"; do
+	if ! [[ $_port =~ ^[0-9]{1,5}$ ]] || ((_port < 1 || _port > 65535)); then
+		printf 'testenv: error: invalid port %q in SIMBA_TESTENV_*_TLS_PORT\n' "$_port" >&2
+		exit 1
+	fi
+done
+unset _port
+
+TLS_USER=simba
+PG_TLS_DB=simba_tls
+
+# tls_packages_missing prints the Debian packages the TLS instances need
+# besides their servers': openssl makes the certificates.
+tls_packages_missing() { have openssl || echo openssl; }
+
+tls_dir() { printf '%s/tls' "$TESTENV_DIR"; }
+
+# ensure_tls makes the CA, the server certificate and key, and the
+# passwords in tls_dir, unless they are there already.
+ensure_tls() {
+	local dir tmp s
+	dir=$(tls_dir)
+	if [[ ! -s $dir/ca.pem || ! -s $dir/server.pem || ! -s $dir/server.key ]]; then
+		have openssl || die "openssl is missing (apt-get install openssl)"
+		mkdir -p "$TESTENV_DIR"
+		tmp=$(mktemp -d "$TESTENV_DIR/.tls.XXXXXX")
+		if ! (
+			cd "$tmp" &&
+				openssl req -x509 -new -nodes -newkey rsa:2048 -sha256 -days 3650 \
+					-keyout ca.key -out ca.pem -subj '/CN=Simba test CA' &&
+				openssl req -new -nodes -newkey rsa:2048 -sha256 \
+					-keyout server.key -out server.csr -subj '/CN=localhost' &&
+				printf '%s\n' 'basicConstraints=critical,CA:FALSE' 'keyUsage=critical,digitalSignature,keyEncipherment' \
+					'extendedKeyUsage=serverAuth' 'subjectAltName=IP:127.0.0.1,DNS:localhost' >server.ext &&
+				openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -sha256 -days 825 \
+					-extfile server.ext -out server.pem &&
+				cat server.key server.pem >server-bundle.pem &&
+				rm -f server.csr server.ext ca.srl
+		) >"$tmp/openssl.log" 2>&1; then
+			cat "$tmp/openssl.log" >&2
+			rm -rf "$tmp"
+			die "openssl could not make the test certificates"
+		fi
+		rm -f "$tmp/openssl.log"
+		chmod 600 "$tmp"/*.key "$tmp/server-bundle.pem"
+		chmod 644 "$tmp/ca.pem" "$tmp/server.pem"
+		rm -rf "$dir"
+		mv "$tmp" "$dir"
+		chmod 755 "$dir"
+	fi
+	for s in redis postgres mysql zk; do
+		[[ -s $dir/$s.password ]] && continue
+		(umask 077 && openssl rand -hex 16 >"$dir/$s.password") || die "cannot make the $s password"
+	done
+}
+
+# tls_password SERVER prints the password of SERVER's TLS user.
+tls_password() { cat "$(tls_dir)/$1.password" 2>/dev/null; }
+
+# tls_exports_of SERVER prints the export lines of SERVER's TLS instance,
+# once its password exists.
+tls_exports_of() {
+	local dir pass
+	dir=$(tls_dir)
+	pass=$(tls_password "$1") || return 0
+	[[ -n $pass ]] || return 0
+	printf "export SIMBA_TEST_TLS_CA='%s'\n" "$dir/ca.pem"
+	case $1 in
+	redis) printf "export SIMBA_TEST_REDIS_TLS_URL='rediss://%s:%s@127.0.0.1:%s/0'\n" "$TLS_USER" "$pass" "$REDIS_TLS_PORT" ;;
+	postgres)
+		printf "export SIMBA_TEST_POSTGRES_TLS_URL='postgres://%s:%s@127.0.0.1:%s/%s?sslmode=verify-full&sslrootcert=%s'\n" \
+			"$TLS_USER" "$pass" "$POSTGRES_PORT" "$PG_TLS_DB" "$dir/ca.pem"
+		;;
+	mysql)
+		printf "export SIMBA_TEST_MYSQL_TLS_URL='%s:%s@tcp(127.0.0.1:%s)/%s?parseTime=true&tls=custom'\n" \
+			"$TLS_USER" "$pass" "$MYSQL_TLS_PORT" "$MYSQL_DB"
+		;;
+	zk)
+		printf "export SIMBA_TEST_ZK_TLS_SERVERS='127.0.0.1:%s'\n" "$ZK_TLS_PORT"
+		printf "export SIMBA_TEST_ZK_TLS_AUTH='%s:%s'\n" "$TLS_USER" "$pass"
+		;;
+	esac
+}
+
+# tls_healthy INST holds when INST answers over TLS, verified with the CA.
+tls_healthy() {
+	local port ca out
+	port=$(port_of "$1")
+	ca=$(tls_dir)/ca.pem
+	[[ -s $ca ]] || return 1
+	case $1 in
+	redis-tls)
+		have redis-cli || return 1
+		out=$(REDISCLI_AUTH=$(tls_password redis) timeout 5 redis-cli --no-auth-warning --tls --cacert "$ca" \
+			-h 127.0.0.1 -p "$port" --user "$TLS_USER" ping 2>/dev/null)
+		;;
+	mysql-tls)
+		have mariadb || return 1
+		out=$(timeout 5 mariadb --no-defaults --protocol=TCP -h 127.0.0.1 -P "$port" -u root --connect-timeout=3 \
+			--ssl --ssl-ca="$ca" --ssl-verify-server-cert -N -B -e 'select 1' 2>/dev/null)
+		[[ $out == 1 ]] && out=PONG
+		;;
+	zk-tls)
+		have openssl || return 1
+		# -quiet waits for the server to close the connection, which it
+		# does once it has answered.
+		out=$(printf srvr | timeout 5 openssl s_client -quiet -verify_return_error -CAfile "$ca" \
+			-verify_ip 127.0.0.1 -connect "127.0.0.1:$port" 2>/dev/null)
+		[[ $out == *"Mode: standalone"* ]] && out=PONG
+		;;
+	esac
+	[[ $out == PONG ]]
+}
+
+start_redis_tls() {
+	local dir tls
+	ensure_tls
+	dir=$(inst_dir redis-tls)
+	tls=$(tls_dir)
+	mkdir -p "$dir"
+	# The password stays out of the command line: it is in a file only
+	# the owner reads.
+	(
+		umask 077
+		cat >"$dir/redis.conf" <<EOF
+# simba test environment: TLS only, loopback only, one ACL user
+port 0
+tls-port $REDIS_TLS_PORT
+bind 127.0.0.1
+tls-cert-file $tls/server.pem
+tls-key-file $tls/server.key
+tls-ca-cert-file $tls/ca.pem
+tls-auth-clients no
+save ""
+appendonly no
+dir $dir
+daemonize yes
+pidfile $dir/pid
+logfile $dir/log
+maxclients 1000
+user default off
+user $TLS_USER on >$(tls_password redis) ~* &* +@all
+EOF
+	)
+	# shellcheck disable=SC2094
+	(cd "$dir" && redis-server "$dir/redis.conf") </dev/null >>"$dir/log" 2>&1 8>&- 9>&-
+}
+
+# postgres_tls_conf DATADIR turns TLS on in a PostgreSQL data directory:
+# the server certificate and key are copied into it (the key must belong to
+# the server's user), simba logs in over TLS only with scram-sha-256, and
+# everyone else keeps trust over TCP. It is idempotent, and a reload of the
+# server applies it (every setting here takes effect at a reload).
+postgres_tls_conf() {
+	local data=$1
+	ensure_tls
+	postgres_tls_files "$data"
+	grep -q '^# simba test environment: TLS' "$data/postgresql.conf" || cat >>"$data/postgresql.conf" <<EOF
+
+# simba test environment: TLS
+ssl = on
+ssl_cert_file = 'server.pem'
+ssl_key_file = 'server.key'
+password_encryption = 'scram-sha-256'
+EOF
+	# First match wins: the lines go before initdb's, which stay (trust,
+	# replication connections included).
+	if ! grep -q '^# simba test environment: TLS' "$data/pg_hba.conf"; then
+		{
+			echo '# simba test environment: TLS; the TLS user over TLS only, with scram-sha-256'
+			echo "hostssl all $TLS_USER 127.0.0.1/32 scram-sha-256"
+			echo "host    all $TLS_USER 127.0.0.1/32 reject"
+			cat "$data/pg_hba.conf"
+		} >"$data/pg_hba.conf.new" && mv "$data/pg_hba.conf.new" "$data/pg_hba.conf"
+	fi
+	is_root && chown postgres: "$data/pg_hba.conf"
+	return 0
+}
+
+# postgres_tls_files DATADIR copies the server certificate and key into
+# DATADIR, where the server reads them (at start and at a reload).
+postgres_tls_files() {
+	local data=$1 tls
+	tls=$(tls_dir)
+	cmp -s "$tls/server.pem" "$data/server.pem" && cmp -s "$tls/server.key" "$data/server.key" && return 0
+	cp "$tls/server.pem" "$data/server.pem"
+	cp "$tls/server.key" "$data/server.key"
+	chmod 600 "$data/server.key"
+	is_root && chown postgres: "$data/server.pem" "$data/server.key"
+	return 0
+}
+
+start_mysql_tls() {
+	local tls
+	ensure_tls
+	tls=$(tls_dir)
+	start_mysql mysql-tls --ssl-ca="$tls/ca.pem" --ssl-cert="$tls/server.pem" --ssl-key="$tls/server.key" \
+		--require-secure-transport=ON
+}
+
+start_zk_tls() {
+	local dir rt java main cp tls j
+	ensure_tls
+	dir=$(inst_dir zk-tls)
+	tls=$(tls_dir)
+	rt=$(zk_runtime) || exit 1
+	java=$(sed -n 1p <<<"$rt")
+	main=$(sed -n 2p <<<"$rt")
+	cp=$(sed -n 3p <<<"$rt")
+	# The Netty connection factory, which alone serves TLS, needs the
+	# Netty jars the package's manifest does not name.
+	for j in netty-codec netty-resolver netty-transport-native-unix-common; do
+		[[ -f /usr/share/java/$j.jar ]] && cp=$cp:/usr/share/java/$j.jar
+	done
+	mkdir -p "$dir/data"
+	cat >"$dir/zoo.cfg" <<EOF
+# simba test environment: standalone, loopback only, TLS only
+tickTime=$ZK_TICK_MS
+minSessionTimeout=$((2 * ZK_TICK_MS))
+maxSessionTimeout=$ZK_MAX_SESSION_MS
+dataDir=$dir/data
+secureClientPort=$ZK_TLS_PORT
+secureClientPortAddress=127.0.0.1
+serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
+ssl.keyStore.location=$tls/server-bundle.pem
+ssl.keyStore.type=PEM
+ssl.trustStore.location=$tls/ca.pem
+ssl.trustStore.type=PEM
+ssl.clientAuth=none
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=srvr,ruok,conf,stat,mntr,cons
+EOF
+	launch "$dir" "$java" -Xms32m -Xmx256m -XX:+UseSerialGC \
+		-Dzookeeper.forceSync=no -Dzookeeper.preAllocSize=4096 \
+		-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
+		-cp "$cp" "$main" "$dir/zoo.cfg"
+}
+
+# tls_setup SERVER, run by up once SERVER answers, creates or updates its
+# TLS user with the current password (idempotent). Passwords travel on
+# standard input, never on a command line.
+tls_setup() {
+	local pass
+	ensure_tls
+	case $1 in
+	postgres)
+		# A server started here by an earlier version of this file gets
+		# TLS at the reload below.
+		[[ -n $(inst_running postgres) ]] && postgres_tls_conf "$(inst_realdir postgres)/data"
+		pass=$(tls_password postgres)
+		PGCONNECT_TIMEOUT=5 psql -X -q -w -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$POSTGRES_PORT" -U postgres -d postgres >/dev/null <<EOF ||
+SELECT format('CREATE ROLE %I LOGIN', '$TLS_USER') WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$TLS_USER') \gexec
+ALTER ROLE $TLS_USER LOGIN PASSWORD '$pass';
+SELECT format('CREATE DATABASE %I OWNER %I', '$PG_TLS_DB', '$TLS_USER') WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '$PG_TLS_DB') \gexec
+SELECT pg_reload_conf();
+EOF
+			die "cannot set up the PostgreSQL user $TLS_USER"
+		;;
+	mysql)
+		pass=$(tls_password mysql)
+		mariadb --no-defaults --protocol=SOCKET --socket="$(mysql_sock mysql-tls)" -u root <<EOF ||
+CREATE DATABASE IF NOT EXISTS $MYSQL_DB CHARACTER SET utf8mb4;
+CREATE USER IF NOT EXISTS '$TLS_USER'@'%' IDENTIFIED BY '$pass' REQUIRE SSL;
+ALTER USER '$TLS_USER'@'%' IDENTIFIED BY '$pass' REQUIRE SSL;
+GRANT ALL ON $MYSQL_DB.* TO '$TLS_USER'@'%';
+GRANT PROCESS ON *.* TO '$TLS_USER'@'%';
+EOF
+			die "cannot set up the MariaDB user $TLS_USER"
+		;;
+	esac
+}
+
+# ---------------------------------------------------------------- servers not started here
 
 # zk_cap_ok INST checks, when the server tells, that a Zookeeper not started
 # here caps sessions as this environment promises.
