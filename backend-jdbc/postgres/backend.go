@@ -136,7 +136,8 @@ func (o Options) core() sqlcore.Options {
 // won that way shows in the session's next keep-alive, and a session opened
 // that way expires unused.
 type Backend struct {
-	e *sqlcore.Backend
+	e    *sqlcore.Backend
+	pool *pgxpool.Pool
 }
 
 var (
@@ -178,7 +179,7 @@ func newBackend(pool *pgxpool.Pool, opts Options, closeClient func()) (*Backend,
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{e: e}, nil
+	return &Backend{e: e, pool: pool}, nil
 }
 
 // Schema returns the SQL script that creates the tables with table prefix
@@ -215,20 +216,35 @@ func (b *Backend) Close() error { return b.e.Close() }
 func (b *Backend) Migrate(ctx context.Context) error { return b.e.Migrate(ctx) }
 
 // OpenSession inserts a new session row expiring lease from now (database
-// time), with no identity. One round trip. Cancelling ctx abandons the
-// call: the session may or may not exist, and if it does it expires unused.
+// time), with no identity. Cancelling ctx abandons the call: the session
+// may or may not exist, and if it does it expires unused.
+//
+// A second round trip reads the server's durability settings; the grant's
+// Warnings name those under which a token handed out can be handed out
+// again (WarnCommitNotDurable, WarnAsyncReplication). When that read
+// fails the session is granted without warnings, and the next one reads
+// again.
 func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
-	return b.e.OpenSession(ctx, lease)
+	return b.OpenSessionAs(ctx, lease, "")
 }
 
 // OpenSessionAs is OpenSession for a session whose row stores identity in
 // its identity column, which Holder reports; the engine opens its sessions
 // with it (simba.WithIdentity). An empty identity stores none. An identity
 // longer than simba.MaxIdentity bytes, or not printable UTF-8, fails with
-// an error matching simba.ErrInvalidArgument before any statement. One
-// round trip.
+// an error matching simba.ErrInvalidArgument before any statement. Two
+// round trips, as OpenSession.
 func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
-	return b.e.OpenSessionAs(ctx, lease, identity)
+	g, err := b.e.OpenSessionAs(ctx, lease, identity)
+	if err != nil {
+		return g, err
+	}
+	if setup, err := readSetup(ctx, b.pool); err == nil {
+		for _, w := range setup.warnings() {
+			g.Warnings = append(g.Warnings, simba.Warning{Code: w.code, Message: w.message})
+		}
+	}
+	return g, nil
 }
 
 // Holder returns the session that owns name now, with the identity it was

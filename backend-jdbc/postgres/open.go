@@ -3,8 +3,11 @@ package simbapg
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +27,14 @@ import (
 // here. When ctx ends first, Open gives up and its error wraps ctx's. Give
 // ctx a deadline: a server that accepts connections but never answers is
 // waited for as long as ctx allows.
+//
+// A URL may name several hosts (postgres://user@h1:5432,h2:5432/db) with
+// target_session_attrs=read-write, so that each new connection goes to the
+// first host that accepts writes: after a promotion, a connection to the
+// old primary fails, the pool drops it, and the next one goes to the new
+// primary, without a reopen. Each host gets connect_timeout to answer
+// before the next is tried, DefaultConnectTimeout when neither the URL
+// nor PGCONNECT_TIMEOUT sets it.
 //
 // Options.TLS, when set, replaces the URL's sslmode and Options.Password
 // its password. A user name or password holding '@', ':', '/', '?', '#' or
@@ -73,6 +84,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	if opts.Password != "" {
 		cfg.ConnConfig.Password = opts.Password
 	}
+	boundConnect(&cfg.ConnConfig.Config, u)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, connectError(err, secrets)
@@ -88,9 +100,42 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	if err := b.e.Ready(ctx); err != nil {
 		_ = b.Close()
-		return nil, backendkit.MaskError(err, secrets)
+		return nil, poolerHint(backendkit.MaskError(err, secrets))
 	}
 	return b, nil
+}
+
+// DefaultConnectTimeout is the time Open's pool gives each host to accept
+// a new connection, when neither the URL's connect_timeout nor
+// PGCONNECT_TIMEOUT sets it. pgx would otherwise wait for ever: the pool
+// makes a connection in the background, without the deadline of the call
+// that asked for it, so a host that accepts TCP connections and never
+// answers (hung, or cut off behind a proxy) held every slot of the pool,
+// and a multi-host URL never reached its next host.
+const DefaultConnectTimeout = 5 * time.Second
+
+// boundConnect gives cfg DefaultConnectTimeout unless the URL u or
+// PGCONNECT_TIMEOUT chose a connect_timeout, 0 (no bound) included.
+func boundConnect(cfg *pgconn.Config, u *url.URL) {
+	if _, set := u.Query()["connect_timeout"]; set || os.Getenv("PGCONNECT_TIMEOUT") != "" {
+		return
+	}
+	cfg.ConnectTimeout = DefaultConnectTimeout
+}
+
+// poolerHint adds to err, when the server said that a prepared statement
+// of pgx's cache already exists or does not (42P05, 26000), what that
+// means: a pooler in transaction or statement mode (pgbouncer before
+// 1.21, or without max_prepared_statements) gave this connection a server
+// connection that another client prepared statements on.
+func poolerHint(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || (pe.Code != "42P05" && pe.Code != "26000") {
+		return err
+	}
+	return fmt.Errorf("%w (is a pooler in transaction or statement mode, such as pgbouncer, between the backend "+
+		"and the server? pgx's statement cache needs a server connection of its own: add "+
+		"default_query_exec_mode=exec to the URL, or use session pooling)", err)
 }
 
 // parseErrorMessage is the message of pgx's *pgconn.ParseConfigError,

@@ -3,9 +3,12 @@ package simbapg
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 func TestOpenRefusesBadInput(t *testing.T) {
@@ -90,3 +93,55 @@ func TestFenceRefusesNilHandles(t *testing.T) {
 }
 
 func second(_ bool, err error) error { return err }
+
+func TestOpenBoundsEachConnect(t *testing.T) {
+	for _, c := range []struct {
+		url, env string
+		want     time.Duration
+	}{
+		{url: "postgres://h1:1,h2:2/d", want: DefaultConnectTimeout},
+		{url: "postgres://h1:1,h2:2/d?connect_timeout=7", want: 7 * time.Second},
+		{url: "postgres://h/d?connect_timeout=0", want: 0},
+		{url: "postgres://h/d", env: "3", want: 3 * time.Second},
+	} {
+		t.Run(c.url+" "+c.env, func(t *testing.T) {
+			t.Setenv("PGCONNECT_TIMEOUT", c.env)
+			u, err := url.Parse(c.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := pgxpool.ParseConfig(c.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			boundConnect(&cfg.ConnConfig.Config, u)
+			if got := cfg.ConnConfig.ConnectTimeout; got != c.want {
+				t.Errorf("connect timeout %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestOpenMultiHostAllDown opens a multi-host URL whose hosts all refuse:
+// the one error names each host and shows no password.
+func TestOpenMultiHostAllDown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, raw := range []string{
+		"postgres://app:s3cr3t-pw@127.0.0.1:1,127.0.0.1:2/app?sslmode=disable&target_session_attrs=read-write",
+		"postgres://app@127.0.0.1:1,127.0.0.1:2/app?sslmode=disable&target_session_attrs=read-write&password=s3cr3t-pw",
+	} {
+		b, err := Open(ctx, raw, Options{})
+		if err == nil {
+			_ = b.Close()
+			t.Fatalf("Open(%q) succeeded", raw)
+		}
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "simbapg: connect: ") || !strings.Contains(msg, "127.0.0.1:1") || !strings.Contains(msg, "127.0.0.1:2") {
+			t.Errorf("Open of two down hosts: %v, want a connect error naming both", err)
+		}
+		if strings.Contains(msg, "s3cr3t") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}

@@ -152,10 +152,13 @@ packages_missing() {
 #   promtool          prometheus: checks and unit-tests metrics/alerts.yml
 #   python3 with      python3, python3-pytest, python3-behave: the Python
 #   pytest, behave    package of cgo-bindings, its tests and its features
+#   pgbouncer         pgbouncer: the PostgreSQL backend's tests through a
+#                     pooler in transaction mode
 # (the C compiler comes with gcc, which .ci/run installs).
 tools_missing() {
 	local py=/usr/bin/python3
 	have promtool || echo prometheus
+	have pgbouncer || echo pgbouncer
 	[[ -x $py ]] || echo python3
 	[[ -x $py ]] && "$py" -c 'import pytest' 2>/dev/null || echo python3-pytest
 	[[ -x $py ]] && "$py" -c 'import behave' 2>/dev/null || echo python3-behave
@@ -458,7 +461,9 @@ listen_addresses = '127.0.0.1'
 unix_socket_directories = ''
 max_connections = 300
 fsync = off
-synchronous_commit = off
+# PostgreSQL's default: a commit waits for its WAL write (with fsync off, no
+# disk flush). Off, a crash loses acknowledged commits, and simbapg warns.
+synchronous_commit = on
 full_page_writes = off
 EOF
 	postgres_tls_conf "$dir/data"
