@@ -40,15 +40,18 @@ type Backend struct {
 	ownsClient  bool
 	prefix      string
 	channel     string
+	replicas    int // Options.MinReplicas
 	log         *slog.Logger
 	onWarning   func(Warning)
 	notify      *notifier
 	batch       coalescer  // acquire and release calls sent together
 	owned       ownedViews // what each session owns, as far as this Backend knows
 	closed      atomic.Bool
-	policyMu    sync.Mutex
+	policyMu    sync.Mutex // checkServer
 	policyKnown atomic.Bool
-	driverLog   *driverLogSink // nil with Options.KeepDriverLogger
+	// replicasKnown: checkServer looked for replicas
+	replicasKnown atomic.Bool
+	driverLog     *driverLogSink // nil with Options.KeepDriverLogger
 
 	warnMu   sync.Mutex
 	warnings []Warning
@@ -92,9 +95,13 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 				ErrInvalidOptions, o.KeyPrefix)
 		}
 	}
+	if _, ring := client.(*redis.Ring); ring && o.MinReplicas > 0 {
+		return nil, fmt.Errorf("%w: MinReplicas with a Ring client: its shards have no replicas Simba could wait for", ErrInvalidOptions)
+	}
 	b := &Backend{
 		client:    client,
-		batch:     coalescer{client: client},
+		batch:     coalescer{client: client, replicas: o.MinReplicas, replicaTimeout: o.ReplicaTimeout},
+		replicas:  o.MinReplicas,
 		prefix:    o.KeyPrefix,
 		channel:   o.KeyPrefix + "released",
 		log:       o.Logger,
@@ -145,37 +152,61 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 // Errors about the URL itself match ErrInvalidOptions and
 // simba.ErrInvalidURL.
 //
-// Importing this package registers Open, with zero Options, for the
-// schemes redis and rediss with simba.OpenBackend.
+// Two more forms reach replicated servers:
 //
-// For Sentinel or Cluster, build the go-redis client yourself and use New.
+//	redis+sentinel://[user:password@]host[:port][,host[:port]...]/MASTER[/db][?options]
+//	redis+cluster://[user:password@]host[:port][,host[:port]...][?options]
+//
+// with rediss+sentinel and rediss+cluster for TLS (each server's
+// certificate checked against the host it is dialled at). The hosts are
+// the sentinels (port 26379 by default) or the cluster's seed nodes (6379
+// by default); the user information authenticates the Redis servers that
+// hold the data, and the sentinels' own credentials are the parameters
+// sentinel_username and sentinel_password. The other parameters are those
+// of go-redis's ParseFailoverURL and ParseClusterURL, without the ones the
+// URL's parts give (addr, master_name, db, username, password). A Cluster
+// Backend's key prefix defaults to DefaultClusterKeyPrefix ("{simba}:");
+// one without a hash tag is refused, as by New.
+//
+// Every form takes Simba's own parameters min_replicas and
+// replica_timeout (Options.MinReplicas and ReplicaTimeout, which win when
+// set), removed before go-redis reads the query; any parameter neither
+// knows is refused.
+//
+// Importing this package registers Open, with zero Options, for the
+// schemes redis, rediss, redis+sentinel, rediss+sentinel, redis+cluster
+// and rediss+cluster with simba.OpenBackend.
 func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	copts, where, secrets, err := parseURL(rawURL)
+	t, err := parseURL(rawURL)
 	if err != nil {
-		return nil, backendkit.MaskError(err, append(secrets, opts.Password))
+		return nil, backendkit.MaskError(err, append(t.secrets, opts.Password, opts.SentinelPassword))
 	}
-	if opts.TLSConfig != nil {
-		copts.TLSConfig = opts.TLSConfig
+	where, secrets := t.where, t.secrets
+	if opts.MinReplicas == 0 && opts.ReplicaTimeout == 0 {
+		opts.MinReplicas, opts.ReplicaTimeout = t.own.MinReplicas, t.own.ReplicaTimeout
+		if _, err := opts.withDefaults(); err != nil {
+			return nil, invalidURL(fmt.Errorf("%w (from the redis URL %s)", err, where))
+		}
 	}
-	if opts.Username != "" {
-		copts.Username = opts.Username
+	if opts.KeyPrefix == "" && t.cluster != nil {
+		opts.KeyPrefix = DefaultClusterKeyPrefix
 	}
-	if opts.Password != "" {
-		copts.Password = opts.Password
-		secrets = append(secrets, opts.Password)
+	if (opts.SentinelUsername != "" || opts.SentinelPassword != "") && t.failover == nil {
+		return nil, backendkit.MaskError(fmt.Errorf("%w: Options.SentinelUsername or SentinelPassword with the URL %s, which names no sentinels",
+			ErrInvalidOptions, where), append(secrets, opts.Password, opts.SentinelPassword))
 	}
+	secrets = append(secrets, opts.Password, opts.SentinelPassword)
 	// go-redis logs failed dials while the PING below retries.
 	var sink *driverLogSink
 	if !o.KeepDriverLogger {
 		sink = &driverLogSink{log: o.Logger, secrets: secrets}
 		driverLogs.add(sink)
 	}
-	copts.ContextTimeoutEnabled = true
-	client := redis.NewClient(copts)
+	client := t.newClient(opts)
 	dials := &dialRecorder{}
 	client.AddHook(dials)
 	if err := client.Ping(ctx).Err(); err != nil {
@@ -200,20 +231,88 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	return b, nil
 }
 
-// parseURL turns rawURL into client options, a description of the server
-// that is safe to print (the parsed URL with its password masked) and the
-// password it holds, if any.
-func parseURL(rawURL string) (*redis.Options, string, []string, error) {
+// parseURL turns rawURL into what Open connects to: client options, a
+// description of the server that is safe to print (the parsed URL with
+// its credentials masked), the credentials it holds, and the Options its
+// Simba parameters set.
+func parseURL(rawURL string) (target, error) {
+	if scheme, ok := topologyScheme(rawURL); ok {
+		return parseTopologyURL(rawURL, scheme)
+	}
+	var t target
 	u, err := parseRedisURL(rawURL)
 	if err != nil {
-		return nil, "", nil, err
+		return t, err
 	}
-	where, secrets := backendkit.RedactURL(u), backendkit.URLSecrets(u)
-	copts, err := redis.ParseURL(rawURL)
+	t.where, t.secrets = backendkit.RedactURL(u), backendkit.URLSecrets(u)
+	own, query, err := simbaParams(u.RawQuery)
 	if err != nil {
-		return nil, "", secrets, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, where, err))
+		return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
 	}
-	return copts, where, secrets, nil
+	rest := rawURL
+	if query != u.RawQuery {
+		c := *u
+		c.RawQuery, c.ForceQuery = query, false
+		rest = c.String()
+	}
+	copts, err := redis.ParseURL(rest)
+	if err != nil {
+		return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
+	}
+	t.single, t.own = copts, own
+	return t, nil
+}
+
+// newClient makes the go-redis client of t, with the TLS settings and
+// credentials of opts in place of the URL's when set, and calls bounded
+// by their ctx.
+func (t target) newClient(opts Options) redis.UniversalClient {
+	switch {
+	case t.failover != nil:
+		o := t.failover
+		if opts.TLSConfig != nil {
+			o.TLSConfig = opts.TLSConfig
+		}
+		if opts.Username != "" {
+			o.Username = opts.Username
+		}
+		if opts.Password != "" {
+			o.Password = opts.Password
+		}
+		if opts.SentinelUsername != "" {
+			o.SentinelUsername = opts.SentinelUsername
+		}
+		if opts.SentinelPassword != "" {
+			o.SentinelPassword = opts.SentinelPassword
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewFailoverClient(o)
+	case t.cluster != nil:
+		o := t.cluster
+		if opts.TLSConfig != nil {
+			o.TLSConfig = opts.TLSConfig
+		}
+		if opts.Username != "" {
+			o.Username = opts.Username
+		}
+		if opts.Password != "" {
+			o.Password = opts.Password
+		}
+		o.ContextTimeoutEnabled = true
+		return redis.NewClusterClient(o)
+	}
+	o := t.single
+	if opts.TLSConfig != nil {
+		o.TLSConfig = opts.TLSConfig
+	}
+	if opts.Username != "" {
+		o.Username = opts.Username
+	}
+	if opts.Password != "" {
+		o.Password = opts.Password
+	}
+	o.ContextTimeoutEnabled = true
+	return redis.NewClient(o)
 }
 
 // dialRecorder is a go-redis hook that remembers the last failed dial.
@@ -301,8 +400,11 @@ func (b *Backend) KeyPrefix() string { return b.prefix }
 // OpenSession creates a session with a random 128-bit id that expires lease
 // (rounded down to whole milliseconds, at least 1ms) after this call unless
 // kept alive. The first call of a Backend also reads the server's
-// maxmemory-policy once (see WarnEvictionPolicy), which costs one more round
-// trip.
+// maxmemory-policy and, unless Options.MinReplicas is set, whether it has
+// replicas, once (see WarnEvictionPolicy and WarnReplicasWithoutWait), in
+// one more round trip. Every grant carries the set-up warnings recorded
+// so far (see Warning), which the engine logs and publishes once per
+// session.
 func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
 	return b.openSession(ctx, lease, "")
 }
@@ -331,7 +433,7 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		}
 		args = append(args, identity)
 	}
-	b.checkEvictionPolicy(ctx)
+	b.checkServer(ctx)
 	sid := newSessionID()
 	n, err := openScript.Run(ctx, b.client, []string{b.sessionKey(sid)}, args...).Int64()
 	if err != nil {
@@ -341,7 +443,7 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		return simba.SessionGrant{}, fmt.Errorf("simbaredis: open session: server reported %dms remaining", n)
 	}
 	b.owned.opened(sid)
-	return simba.SessionGrant{ID: simba.SessionID(sid), Remaining: time.Duration(n) * time.Millisecond}, nil
+	return simba.SessionGrant{ID: simba.SessionID(sid), Remaining: time.Duration(n) * time.Millisecond, Warnings: b.setupWarnings()}, nil
 }
 
 // KeepAlive renews s for lease from now (server time) and reports, from the
@@ -375,7 +477,15 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 	sid := string(s)
 	keys := []string{b.sessionKey(sid), b.joinedKey(sid)}
 	seen, view, mark := b.owned.sending(sid)
-	res, err := keepAliveScript.Run(ctx, b.client, keys, ms, b.prefix, sid, seen).Slice()
+	var res []any
+	var acked acks
+	if b.replicas > 0 {
+		var v any
+		v, acked, err = b.batch.waited(ctx, keepAliveScript, keys, ms, b.prefix, sid, seen)
+		res, err = sliceReply(v, err)
+	} else {
+		res, err = keepAliveScript.Run(ctx, b.client, keys, ms, b.prefix, sid, seen).Slice()
+	}
 	if err != nil {
 		b.owned.answered(sid, mark, false, nil, 0)
 		return simba.KeepAliveReply{}, wrapErr("keep-alive", err)
@@ -399,14 +509,22 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 	for _, key := range ka.bad {
 		b.warn(Warning{Code: WarnWrongTypeKey, Message: "key " + key + " does not hold the type Simba writes there; it is ignored"})
 	}
+	if err := b.replicated("keep-alive", acked); err != nil {
+		// Renewed on the primary only: a failover may lose it, so the
+		// engine must not count on it.
+		return simba.KeepAliveReply{}, err
+	}
 	return ka.reply, nil
 }
 
 // Acquire makes s the owner of name when the lease is free, owned by an
 // expired session or already owned by s, and returns the new term's token:
-// the lease's counter plus one, so tokens of a name strictly increase as
-// long as the lease hash survives (see the README on failover and
-// eviction). The lease hash also records the server time the term began,
+// the greater of the lease's token + 1 (for a name without a lease hash,
+// the floor + 1; see Sweep) and the server's TIME in microseconds, so tokens
+// of a name strictly increase, and stay above the earlier ones even when
+// the lease hash was lost, as long as the clock of the server that grants
+// the next term is not behind by more than the time since the last grant
+// (ADR 0020). The lease hash also records the server time the term began,
 // which Holder reports. It returns Won == false when another live session
 // owns the lease, an error matching simba.ErrSessionExpired when s is gone,
 // a *simba.NameError for an invalid name, and one matching ErrWrongType
@@ -418,7 +536,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid)}
 	hi, lo, bb := nameCoefficients(name)
-	res, err := b.batch.run(ctx, acquireScript, keys, sid, b.prefix, name, hi, lo, bb)
+	res, acked, err := b.batch.runWaited(ctx, acquireScript, keys, sid, b.prefix, name, hi, lo, bb)
 	if err != nil {
 		return simba.AcquireResult{}, b.wrapScriptErr(ctx, fmt.Sprintf("acquire %q", name), err,
 			typedKey{keys[0], "hash"}, typedKey{keys[1], "hash"}, typedKey{b.prefix + "floor", "string"})
@@ -436,9 +554,33 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 			return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: token %q", name, errReply, res)
 		}
 		b.owned.record(sid, leaseChange{name: name, token: tok, won: true})
+		if err := b.replicated(fmt.Sprintf("acquire %q", name), acked); err != nil {
+			b.giveBack(ctx, s, name, tok)
+			return simba.AcquireResult{}, err
+		}
 		return simba.AcquireResult{Won: true, Token: tok}, nil
 	}
 	return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: %T", name, errReply, res)
+}
+
+// giveBack releases a term Acquire won but cannot report, because too
+// few replicas acknowledged it. A release that fails leaves the lease to
+// the session's next keep-alive, which reports it, and the engine then
+// releases it as a lease it does not hold.
+func (b *Backend) giveBack(ctx context.Context, s simba.SessionID, name string, token uint64) {
+	if err := b.Release(ctx, s, name, token); err != nil {
+		b.log.Debug("simbaredis: giving back a term too few replicas acknowledged failed", "name", name, "token", token, "error", err)
+	}
+}
+
+// replicated returns nil when Options.MinReplicas is off or the WAIT of a
+// call saw enough replicas acknowledge it, and otherwise the error that
+// says why not, matching ErrNotReplicated.
+func (b *Backend) replicated(op string, a acks) error {
+	if b.replicas == 0 || (a.err == nil && a.n >= int64(b.replicas)) {
+		return nil
+	}
+	return &replicaError{op: op, acked: a.n, want: b.replicas, timeout: b.batch.replicaTimeout, err: a.err}
 }
 
 // Release frees name if s owns it with exactly token and publishes the

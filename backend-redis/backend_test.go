@@ -3,6 +3,7 @@ package simbaredis
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -275,7 +276,11 @@ func TestLayout(t *testing.T) {
 	if g.Remaining <= 2900*time.Millisecond || g.Remaining > 3*time.Second {
 		t.Fatalf("granted %v for a 3s lease", g.Remaining)
 	}
-	mustWin(t, b, g.ID, name)
+	tok := mustWin(t, b, g.ID, name).Token
+	if tok < uint64(before.UnixMicro()) || tok > uint64(raw.Time(ctx).Val().UnixMicro()) {
+		t.Errorf("first token %d, want the server time in µs (ADR 0020), after %d", tok, before.UnixMicro())
+	}
+	token := strconv.FormatUint(tok, 10)
 	if _, err := b.JoinGroup(ctx, g.ID, group); err != nil {
 		t.Fatal(err)
 	}
@@ -314,10 +319,10 @@ func TestLayout(t *testing.T) {
 	wantHash("simba:session:"+sid, map[string]string{"identity": "layout-node"})
 	wantTimeField("simba:session:"+sid, "opened")
 	leaseKey := "simba:lease:" + name
-	wantHash(leaseKey, map[string]string{"session": sid, "token": "1"})
+	wantHash(leaseKey, map[string]string{"session": sid, "token": token})
 	wantTimeField(leaseKey, "since")
 	wantTTL(leaseKey, -1, -1) // never expires
-	wantHash("simba:session:"+sid, map[string]string{"+" + name: "1", "digest": strconv.FormatInt(leaseDigest(name, 1), 10)})
+	wantHash("simba:session:"+sid, map[string]string{"+" + name: token, "digest": strconv.FormatInt(leaseDigest(name, tok), 10)})
 	if ok, err := raw.SIsMember(ctx, "simba:joined:"+sid, group).Result(); err != nil || !ok {
 		t.Errorf("SISMEMBER simba:joined:%s %s = %v, %v", sid, group, ok, err)
 	}
@@ -336,12 +341,12 @@ func TestLayout(t *testing.T) {
 		wantTTL(key, 2*time.Second, 3*time.Second)
 	}
 
-	if err := b.Release(ctx, g.ID, name, 1); err != nil {
+	if err := b.Release(ctx, g.ID, name, tok); err != nil {
 		t.Fatal(err)
 	}
 	got, err := raw.HGetAll(ctx, leaseKey).Result()
-	if err != nil || got["session"] != "" || got["token"] != "1" || len(got) != 2 || got["since"] == "" {
-		t.Errorf("lease hash after release = %v, %v; want token 1 and since left", got, err)
+	if err != nil || got["session"] != "" || got["token"] != token || len(got) != 2 || got["since"] == "" {
+		t.Errorf("lease hash after release = %v, %v; want token %s and since left", got, err, token)
 	}
 	if err := b.CloseSession(ctx, g.ID); err != nil {
 		t.Fatal(err)
@@ -371,8 +376,18 @@ func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
+// ProcessPipelineHook counts a pipeline as one entry, "pipeline(a b ...)".
 func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		names := make([]string, len(cmds))
+		for i, cmd := range cmds {
+			names[i] = cmd.Name()
+		}
+		c.mu.Lock()
+		c.names = append(c.names, "pipeline("+strings.Join(names, " ")+")")
+		c.mu.Unlock()
+		return next(ctx, cmds)
+	}
 }
 
 // take returns the commands sent since the last call.
@@ -385,7 +400,8 @@ func (c *commandCounter) take() []string {
 }
 
 // TestOneRoundTripPerCall pins the cost of every operation: one EVALSHA,
-// plus one CONFIG GET at the first OpenSession of a Backend.
+// plus one pipeline of CONFIG GET and INFO at the first OpenSession of a
+// Backend.
 func TestOneRoundTripPerCall(t *testing.T) {
 	url := serverURL(t)
 	b := openBackend(t, url, Options{})
@@ -398,8 +414,9 @@ func TestOneRoundTripPerCall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := counter.take(); len(got) < 2 || got[0] != "config" {
-		t.Fatalf("first OpenSession sent %v, want CONFIG GET then the script", got)
+	got := slices.DeleteFunc(counter.take(), func(c string) bool { return c == "hello" }) // a new connection's
+	if len(got) < 2 || got[0] != "pipeline(config info)" {
+		t.Fatalf("first OpenSession sent %v, want CONFIG GET and INFO in one pipeline, then the script", got)
 	}
 	want := []string{"evalsha"}
 	check := func(op string) {
@@ -422,14 +439,15 @@ func TestOneRoundTripPerCall(t *testing.T) {
 	check("OpenSessionAs")
 	_ = b.CloseSession(ctx, g3.ID)
 	counter.take()
+	var last simba.AcquireResult
 	for _, name := range []string{"a", "b", "c"} { // warm every script
-		mustWin(t, b, g.ID, name)
+		last = mustWin(t, b, g.ID, name)
 		if _, err := b.JoinGroup(ctx, g.ID, name); err != nil {
 			t.Fatal(err)
 		}
 	}
 	_ = b.LeaveGroup(ctx, g.ID, "c")
-	_ = b.Release(ctx, g.ID, "c", 1)
+	_ = b.Release(ctx, g.ID, "c", last.Token)
 	_, _, _ = b.Holder(ctx, "c")
 	if _, err := b.KeepAlive(ctx, g.ID, 5*time.Second); err != nil {
 		t.Fatal(err)

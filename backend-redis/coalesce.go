@@ -2,6 +2,7 @@ package simbaredis
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +17,12 @@ import (
 type coalescer struct {
 	client redis.UniversalClient
 
+	// replicas and replicaTimeout are Options.MinReplicas and
+	// ReplicaTimeout: a batch holding a call that asks for it ends with
+	// WAIT replicas replicaTimeout, sent on the connection of its writes.
+	replicas       int
+	replicaTimeout time.Duration
+
 	mu      sync.Mutex
 	pending []*scriptCall
 	busy    bool // a goroutine is sending a batch
@@ -26,16 +33,45 @@ type scriptCall struct {
 	script *redis.Script
 	keys   []string
 	args   []any
+	wait   bool // send WAIT after it (when the coalescer has replicas)
 	val    any
 	err    error
+	acked  acks // of a call with wait
 	done   chan struct{}
+}
+
+// acks is the outcome of a WAIT: the replicas that acknowledged the
+// writes sent before it, or the error that kept it from answering.
+type acks struct {
+	n   int64
+	err error
 }
 
 // run runs script through the coalescer and returns its reply, or ctx's
 // error when ctx ends first (the script may still run on the server, like
 // a call whose reply was lost).
 func (q *coalescer) run(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
-	c := &scriptCall{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{})}
+	val, _, err := q.runCall(&scriptCall{ctx: ctx, script: script, keys: keys, args: args})
+	return val, err
+}
+
+// runWaited is run followed by WAIT in the same round trip when the
+// coalescer has replicas, and reports the WAIT's outcome too.
+func (q *coalescer) runWaited(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, acks, error) {
+	return q.runCall(&scriptCall{ctx: ctx, script: script, keys: keys, args: args, wait: q.replicas > 0})
+}
+
+// waited runs one call followed by WAIT at once, outside any batch (a
+// keep-alive, which the coalescer does not batch).
+func (q *coalescer) waited(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, acks, error) {
+	c := &scriptCall{ctx: ctx, script: script, keys: keys, args: args, wait: true, done: make(chan struct{})}
+	q.pipeline([]*scriptCall{c})
+	return c.val, c.acked, c.err
+}
+
+func (q *coalescer) runCall(c *scriptCall) (any, acks, error) {
+	ctx := c.ctx
+	c.done = make(chan struct{})
 	q.mu.Lock()
 	q.pending = append(q.pending, c)
 	lead := !q.busy
@@ -46,9 +82,9 @@ func (q *coalescer) run(ctx context.Context, script *redis.Script, keys []string
 	}
 	select {
 	case <-c.done:
-		return c.val, c.err
+		return c.val, c.acked, c.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, acks{err: ctx.Err()}, ctx.Err()
 	}
 }
 
@@ -76,7 +112,7 @@ func (q *coalescer) sendBatch() bool {
 	}
 	q.mu.Unlock()
 
-	if len(batch) == 1 {
+	if len(batch) == 1 && !batch[0].wait {
 		c := batch[0]
 		c.val, c.err = c.script.Run(c.ctx, q.client, c.keys, c.args...).Result()
 		close(c.done)
@@ -94,24 +130,86 @@ func (q *coalescer) sendBatch() bool {
 }
 
 // pipeline sends a batch as EVALSHA commands in one pipeline, bounded by
-// the latest deadline of its calls; a script the server does not know yet
-// is sent again on its own (EVAL).
+// the latest deadline of its calls, and ends it with WAIT when a call of
+// the batch asks for it. A script the server does not know yet is sent
+// again, with EVAL: on its own, or followed by WAIT again when its call
+// asked for it, since the first WAIT came before its write.
 func (q *coalescer) pipeline(batch []*scriptCall) {
 	ctx, cancel := batchContext(batch)
 	defer cancel()
-	pipe := q.client.Pipeline()
-	cmds := make([]*redis.Cmd, len(batch))
-	for i, c := range batch {
-		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
-	}
-	_, _ = pipe.Exec(ctx) // the errors are read per command below
-	for i, c := range batch {
-		c.val, c.err = cmds[i].Result()
+	q.send(ctx, batch, false)
+	var again []*scriptCall
+	for _, c := range batch {
 		if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") && c.ctx.Err() == nil {
+			if c.wait {
+				again = append(again, c)
+				continue
+			}
 			c.val, c.err = c.script.Run(c.ctx, q.client, c.keys, c.args...).Result()
 		}
 		close(c.done)
 	}
+	if len(again) > 0 {
+		q.send(ctx, again, true)
+		for _, c := range again {
+			close(c.done)
+		}
+	}
+}
+
+// send runs batch in one pipeline (EVALSHA, or EVAL when eval is set),
+// followed by WAIT when one of its calls asks for it, and sets each
+// call's reply and, for those that asked, the WAIT's outcome.
+func (q *coalescer) send(ctx context.Context, batch []*scriptCall, eval bool) {
+	wait := q.replicas > 0 && slices.ContainsFunc(batch, func(c *scriptCall) bool { return c.wait })
+	pipe, err := q.pipe(ctx, batch[0].keys[0], wait)
+	if err != nil {
+		for _, c := range batch {
+			c.err, c.acked = err, acks{err: err}
+		}
+		return
+	}
+	cmds := make([]*redis.Cmd, len(batch))
+	for i, c := range batch {
+		if eval {
+			cmds[i] = c.script.Eval(ctx, pipe, c.keys, c.args...)
+		} else {
+			cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		}
+	}
+	var waitCmd *redis.Cmd
+	if wait {
+		waitCmd = pipe.Do(ctx, "wait", q.replicas, q.replicaTimeout.Milliseconds())
+	}
+	_, _ = pipe.Exec(ctx) // the errors are read per command below
+	moved := false
+	for i, c := range batch {
+		c.val, c.err = cmds[i].Result()
+		moved = moved || redis.HasErrorPrefix(c.err, "MOVED") || redis.HasErrorPrefix(c.err, "ASK")
+		if c.wait && waitCmd != nil {
+			c.acked.n, c.acked.err = waitCmd.Int64()
+		}
+	}
+	if cc, ok := q.client.(*redis.ClusterClient); ok && wait && moved {
+		cc.ReloadState(ctx) // the slot moved: find its new node next time
+	}
+}
+
+// pipe returns the pipeline a batch goes out on: the client's, or for a
+// batch that ends with WAIT on a Cluster, that of the node serving key.
+// Every key of an operation shares the prefix's hash tag, so one node
+// holds them all, and WAIT, which names no key, must reach that node on
+// the connection of the writes: a cluster pipeline would send it to a
+// node of its own choosing.
+func (q *coalescer) pipe(ctx context.Context, key string, wait bool) (redis.Pipeliner, error) {
+	if cc, ok := q.client.(*redis.ClusterClient); ok && wait {
+		node, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return node.Pipeline(), nil
+	}
+	return q.client.Pipeline(), nil
 }
 
 // batchContext ends at the latest deadline of the batch's calls, and not

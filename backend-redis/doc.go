@@ -6,9 +6,11 @@
 // its last keep-alive; the id is 128 random bits and never reused, and the
 // hash also keeps the identity of the client that opened it
 // (OpenSessionAs). A lease is a hash simba:lease:<name> holding the owning
-// session, a token that grows by one with every term and the server time
-// the term began; it never expires, so tokens keep growing for as long as
-// the server keeps its data. Holder reads who holds a lease: the session
+// session, the token of its last term and the server time the term began;
+// it never expires. A new term's token is the greater of the previous
+// token + 1 and the server's TIME in microseconds, so tokens keep growing
+// even after the server lost its data, within the bound of the clock skew
+// between Redis hosts (ADR 0020). Holder reads who holds a lease: the session
 // the lease hash names, if that session's key still exists. Every operation is one Lua
 // script that Redis runs atomically, reading time from the server's TIME,
 // never from the client's clock; Acquire, Release and KeepAlive therefore
@@ -18,9 +20,12 @@
 //
 // What can go wrong in production, and what to run instead when fencing
 // must hold across a failover, is in the module's README: asynchronous
-// replication and key eviction can both make a token go back.
+// replication can lose a recent keep-alive or acquire.
 //
-// Use Open to connect from a URL (the Backend owns the connection), or New
-// to wrap a go-redis client you already have (it stays yours). Then hand
-// the Backend to simba.New.
+// Use Open to connect from a URL (the Backend owns the connection:
+// redis:// for one server, redis+sentinel:// through sentinels,
+// redis+cluster:// for a cluster, rediss forms for TLS), or New to wrap a
+// go-redis client you already have (it stays yours). Then hand the Backend
+// to simba.New. Options.MinReplicas makes acquires and keep-alives wait
+// for replicas (ADR 0021).
 package simbaredis

@@ -3,7 +3,9 @@ package simbaredis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -22,7 +24,43 @@ var (
 	// for authentication or permission reasons (NOAUTH, WRONGPASS, NOPERM,
 	// or an ACL refusal of a command inside a script).
 	ErrAuth = errors.New("simbaredis: authentication or permission refused")
+
+	// ErrNotReplicated is matched by the error of an Acquire or KeepAlive
+	// whose write fewer replicas than Options.MinReplicas acknowledged
+	// within Options.ReplicaTimeout: a failover could lose it. An Acquire
+	// gave the term back; a KeepAlive renewed the session on the primary
+	// only. The engine treats both as failed calls and tries again.
+	ErrNotReplicated = errors.New("simbaredis: write not acknowledged by enough replicas")
 )
+
+// replicaError is the error of a call whose WAIT saw too few replicas.
+type replicaError struct {
+	op      string
+	acked   int64
+	want    int
+	timeout time.Duration
+	err     error // the WAIT's own failure, if it had one
+}
+
+func (e *replicaError) Error() string {
+	what := "the session was renewed on the primary only"
+	if strings.HasPrefix(e.op, "acquire") {
+		what = "the term was given back"
+	}
+	if e.err != nil {
+		return fmt.Sprintf("simbaredis: %s: waiting for %d replicas to acknowledge the write failed (%s); %s",
+			e.op, e.want, serverMessage(e.err), what)
+	}
+	return fmt.Sprintf("simbaredis: %s: %d of %d replicas acknowledged the write within %v; %s",
+		e.op, e.acked, e.want, e.timeout, what)
+}
+
+func (e *replicaError) Unwrap() []error {
+	if e.err == nil {
+		return []error{ErrNotReplicated}
+	}
+	return []error{ErrNotReplicated, e.err}
+}
 
 // opError is the error of a failed operation: what was being done, a
 // classification the caller can match with errors.Is (may be nil), and the

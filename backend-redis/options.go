@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 )
 
 // DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
@@ -32,7 +33,8 @@ type Options struct {
 	// and load sit on the one shard that owns that slot.
 	KeyPrefix string
 
-	// Logger receives the backend's warnings and, unless KeepDriverLogger
+	// Logger receives the backend's warnings (see Warning for their
+	// levels) and, unless KeepDriverLogger
 	// is set, go-redis's own log lines (failed dials, connection pool and
 	// pub/sub trouble) at level Debug, prefixed "simbaredis: go-redis: ".
 	// No line carries a password the Backend knows (from Options, the URL
@@ -61,12 +63,42 @@ type Options struct {
 	// rediss:// URLs TLS 1.2+ verifying the URL's host name.
 	TLSConfig *tls.Config
 
+	// MinReplicas, when above 0, makes every Acquire and KeepAlive wait in
+	// the same round trip (Redis WAIT) until that many replicas
+	// acknowledged its write, for at most ReplicaTimeout. An Acquire that
+	// won a term fewer replicas acknowledged gives it back (releases it
+	// with its token) and fails with an error matching ErrNotReplicated,
+	// which the engine treats as a failed attempt and tries again; a
+	// KeepAlive fails the same way, so the engine does not extend the
+	// session's validity from it. Release, JoinGroup, LeaveGroup and
+	// CloseSession do not wait (ADR 0021). WAIT is not consensus: a
+	// failover may still promote a replica that missed the write; with
+	// one replica and MinReplicas 1, it is that replica. Default 0: no
+	// wait. Open also reads it from the URL's min_replicas parameter. Not
+	// available on a Ring client.
+	MinReplicas int
+
+	// ReplicaTimeout bounds each wait for MinReplicas acknowledgements,
+	// in whole milliseconds: at least 1ms, and shorter than the engine's
+	// call deadline (the renew period) so that a missing acknowledgement
+	// is reported as such. Default 100ms when MinReplicas is set; it must
+	// be zero when MinReplicas is not. Open also reads it from the URL's
+	// replica_timeout parameter (a Go duration, such as 50ms).
+	ReplicaTimeout time.Duration
+
 	// Username and Password, used by Open only, authenticate the
 	// connection (Redis 6 ACL user, or the legacy requirepass password when
 	// Username is empty). When set they replace the user information of the
 	// URL, which keeps secrets out of URLs. Default: taken from the URL.
 	Username string
 	Password string
+
+	// SentinelUsername and SentinelPassword, used by Open only with a
+	// redis+sentinel URL, authenticate the connections to the sentinels,
+	// replacing the URL's sentinel_username and sentinel_password.
+	// Default: taken from the URL; none when it has none.
+	SentinelUsername string
+	SentinelPassword string
 }
 
 // withDefaults returns o with its defaults filled in, or an error naming
@@ -81,8 +113,22 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	switch {
+	case o.MinReplicas < 0:
+		return o, fmt.Errorf("%w: MinReplicas %d: must not be negative", ErrInvalidOptions, o.MinReplicas)
+	case o.MinReplicas == 0 && o.ReplicaTimeout != 0:
+		return o, fmt.Errorf("%w: ReplicaTimeout %v without MinReplicas", ErrInvalidOptions, o.ReplicaTimeout)
+	case o.MinReplicas > 0 && o.ReplicaTimeout == 0:
+		o.ReplicaTimeout = DefaultReplicaTimeout
+	case o.MinReplicas > 0 && o.ReplicaTimeout < time.Millisecond:
+		return o, fmt.Errorf("%w: ReplicaTimeout %v: must be at least 1ms", ErrInvalidOptions, o.ReplicaTimeout)
+	}
 	return o, nil
 }
+
+// DefaultReplicaTimeout is Options.ReplicaTimeout when MinReplicas is set
+// and ReplicaTimeout is not.
+const DefaultReplicaTimeout = 100 * time.Millisecond
 
 func validatePrefix(p string) error {
 	bad := func(reason string) error {
@@ -114,23 +160,29 @@ func hasHashTag(p string) bool {
 	return end > 0
 }
 
-// String describes o with Password shown as "redacted" when set.
+// String describes o with Password and SentinelPassword shown as
+// "redacted" when set.
 func (o Options) String() string {
-	return fmt.Sprintf("simbaredis.Options{KeyPrefix:%q Logger:%t KeepDriverLogger:%t OnWarning:%t TLSConfig:%t Username:%q Password:%s}",
-		o.KeyPrefix, o.Logger != nil, o.KeepDriverLogger, o.OnWarning != nil, o.TLSConfig != nil, o.Username, redactedField(o.Password))
+	return fmt.Sprintf("simbaredis.Options{KeyPrefix:%q Logger:%t KeepDriverLogger:%t OnWarning:%t MinReplicas:%d ReplicaTimeout:%v TLSConfig:%t Username:%q Password:%s SentinelUsername:%q SentinelPassword:%s}",
+		o.KeyPrefix, o.Logger != nil, o.KeepDriverLogger, o.OnWarning != nil, o.MinReplicas, o.ReplicaTimeout,
+		o.TLSConfig != nil, o.Username, redactedField(o.Password), o.SentinelUsername, redactedField(o.SentinelPassword))
 }
 
 // GoString is String, so that %#v does not print the password either.
 func (o Options) GoString() string { return o.String() }
 
-// LogValue makes slog print o with Password redacted.
+// LogValue makes slog print o with Password and SentinelPassword redacted.
 func (o Options) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("key_prefix", o.KeyPrefix),
 		slog.Bool("keep_driver_logger", o.KeepDriverLogger),
+		slog.Int("min_replicas", o.MinReplicas),
+		slog.Duration("replica_timeout", o.ReplicaTimeout),
 		slog.Bool("tls", o.TLSConfig != nil),
 		slog.String("username", o.Username),
 		slog.String("password", redactedField(o.Password)),
+		slog.String("sentinel_username", o.SentinelUsername),
+		slog.String("sentinel_password", redactedField(o.SentinelPassword)),
 	)
 }
 

@@ -6,11 +6,13 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
-// Importing the package registers Open for the schemes redis and rediss
-// with simba.OpenBackend.
+// Importing the package registers Open for the schemes redis and rediss,
+// and for the Sentinel and Cluster forms redis+sentinel, rediss+sentinel,
+// redis+cluster and rediss+cluster, with simba.OpenBackend.
 func init() {
-	simba.RegisterBackend("redis", openURL)
-	simba.RegisterBackend("rediss", openURL)
+	for _, scheme := range []string{"redis", "rediss", schemeSentinel, schemeSentinelTLS, schemeCluster, schemeClusterTLS} {
+		simba.RegisterBackend(scheme, openURL)
+	}
 }
 
 // openURL is Open with zero Options, for simba.OpenBackend.

@@ -13,7 +13,7 @@ import (
 
 func TestRegisteredSchemes(t *testing.T) {
 	schemes := simba.BackendSchemes()
-	for _, s := range []string{"redis", "rediss"} {
+	for _, s := range []string{"redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster"} {
 		if !slices.Contains(schemes, s) {
 			t.Errorf("BackendSchemes() = %v, want %s registered", schemes, s)
 		}

@@ -102,6 +102,19 @@ func replyStrings(v any) ([]string, error) {
 	return out, nil
 }
 
+// sliceReply is the array reply val of a script, as redis.Cmd.Slice
+// reads it.
+func sliceReply(val any, err error) ([]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	arr, ok := val.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T, want an array", errReply, val)
+	}
+	return arr, nil
+}
+
 func replyInt(v any) (int64, error) {
 	switch v := v.(type) {
 	case int64:

@@ -207,8 +207,14 @@ return {redis.call('PTTL', s), leases, groups, bad, d}
 // acquireScript starts a new term when the lease is free, owned by an
 // expired session, or owned by the caller, records when it began (since,
 // server time in ms) and adds the lease to the session hash and its
-// digest. A name without a lease hash (never used, or removed by
-// sweepScript) starts above the floor, the highest token ever removed. It
+// digest. The new token is the lease's token + 1, or for a name without a
+// lease hash (never used, or removed by sweepScript) the floor + 1, the
+// floor being the highest token ever removed; or the server's TIME in
+// microseconds when that is greater, so that a Redis that lost the lease
+// hash and the floor (a failover to a replica without them) still hands
+// out a token above the earlier ones (ADR 0020). Tokens below 9 * 10^15
+// (TIME reaches it in the year 2255) are computed as Lua numbers, exact
+// below 2^53; a counter above that goes on by HINCRBY, TIME far below. It
 // reads the session hash (its digest with it) and the lease hash, and
 // writes each once. Every piece of Lua counts here (ADR 0015): the
 // commands are plain redis.call, so a key of the wrong type aborts the
@@ -230,9 +236,10 @@ if cur[1] and cur[1] ~= sid and redis.call('EXISTS', ARGV[2] .. 'session:' .. cu
 end
 local token = cur[2] or redis.call('GET', ARGV[2] .. 'floor') or '0'
 local t = redis.call('TIME')
-local since = t[1] .. string.sub('00000' .. t[2], -6, -4)
-if #token < 15 then
-  token = string.format('%d', tonumber(token) + 1)
+local us = t[1] .. string.sub('00000' .. t[2], -6)
+local since = string.sub(us, 1, -4)
+if #token < 16 or (#token == 16 and token < '9000000000000000') then
+  token = string.format('%d', math.max(tonumber(token) + 1, tonumber(us)))
   redis.call('HSET', l, 'session', sid, 'token', token, 'since', since)
 else
   if not cur[2] then redis.call('HSET', l, 'token', token) end

@@ -102,6 +102,8 @@ func TestMaskedErrorsKeepTheirSentinels(t *testing.T) {
 func TestOptionsPrintWithoutPassword(t *testing.T) {
 	o := Options{KeyPrefix: "app:", Username: "simba", Password: backendtest.Secret}
 	backendtest.PrintsWithoutSecret(t, o, &o, backendtest.Secret, "app:", "simba")
+	s := Options{KeyPrefix: "app:", SentinelUsername: "watcher", SentinelPassword: backendtest.Secret}
+	backendtest.PrintsWithoutSecret(t, s, &s, backendtest.Secret, "app:", "watcher")
 }
 
 // TestOpenPrintsTheURLStructurally: the URL an error describes keeps

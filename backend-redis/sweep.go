@@ -19,8 +19,8 @@ const sweepBatch = 500
 // raises the key P floor to the highest token it removed, in the same
 // atomic step, and a name without a lease hash starts above the floor. A
 // name that comes back after its hash was removed therefore gets a token
-// above every token it had, though not the next one (tokens of a name
-// are strictly increasing, never consecutive).
+// above every token it had (tokens of a name are strictly increasing, not
+// consecutive: see Acquire).
 //
 // Sweep walks the lease keys with SCAN, in batches of 500 checked and
 // removed by one script each, so Redis is never blocked for long; run it

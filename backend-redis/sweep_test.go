@@ -41,7 +41,7 @@ func TestSweep(t *testing.T) {
 	for i := range 1200 { // several batches
 		name := fmt.Sprint("idle.", i)
 		r := mustWin(t, b, g.ID, name)
-		r2 := mustWin(t, b, g.ID, name) // token 2
+		r2 := mustWin(t, b, g.ID, name) // a second term
 		if err := b.Release(ctx, g.ID, name, r2.Token); err != nil {
 			t.Fatal(err)
 		}
@@ -85,11 +85,11 @@ func TestSweep(t *testing.T) {
 	if f, err := raw.Get(ctx, p+"floor").Result(); err != nil || f != strconv.FormatUint(idleTok, 10) {
 		t.Fatalf("floor = %q, %v; want %d, the highest token removed", f, err, idleTok)
 	}
-	if r := mustWin(t, b, g.ID, "idle.7"); r.Token != idleTok+1 {
-		t.Fatalf("a removed name came back with token %d, want %d (above the floor)", r.Token, idleTok+1)
+	if r := mustWin(t, b, g.ID, "idle.7"); r.Token <= idleTok {
+		t.Fatalf("a removed name came back with token %d, want it above the floor %d", r.Token, idleTok)
 	}
-	if r := mustWin(t, b, g.ID, "new"); r.Token != idleTok+1 {
-		t.Fatalf("a new name starts at token %d, want %d", r.Token, idleTok+1)
+	if r := mustWin(t, b, g.ID, "new"); r.Token <= idleTok {
+		t.Fatalf("a new name starts at token %d, want it above the floor %d", r.Token, idleTok)
 	}
 	if n, err := b.Sweep(ctx, time.Hour); err != nil || n != 0 {
 		t.Fatalf("second Sweep = %d, %v; want nothing left to remove", n, err)
@@ -100,10 +100,10 @@ func TestSweep(t *testing.T) {
 }
 
 // TestSweepWideFloor: a name without a lease hash starts above a floor
-// too wide for a Lua number (15 digits or more), as above a narrow one.
+// too wide for a Lua number (9 * 10^15 or more), as above a narrow one.
 func TestSweepWideFloor(t *testing.T) {
 	_, raw, b, p, ctx, g := sweepSession(t)
-	const wide = "1000000000000000"
+	const wide = "9000000000000000"
 	raw.HSet(ctx, p+"lease:wide", "session", "gone", "token", wide, "since", 1)
 	if n, err := b.Sweep(ctx, time.Hour); err != nil || n != 1 {
 		t.Fatalf("Sweep = %d, %v; want the idle lease removed", n, err)
@@ -112,8 +112,8 @@ func TestSweepWideFloor(t *testing.T) {
 		t.Fatalf("floor = %q, want %s", f, wide)
 	}
 	for _, name := range []string{"wide", "fresh"} {
-		if r := mustWin(t, b, g.ID, name); r.Token != 1000000000000001 {
-			t.Errorf("%s starts at token %d, want 1000000000000001 (above the floor)", name, r.Token)
+		if r := mustWin(t, b, g.ID, name); r.Token != 9000000000000001 {
+			t.Errorf("%s starts at token %d, want 9000000000000001 (above the floor)", name, r.Token)
 		}
 	}
 }

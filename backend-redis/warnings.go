@@ -3,17 +3,21 @@ package simbaredis
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+	simba "github.com/simba-go/simba/core"
 )
 
 // Codes of the warnings a Backend records.
 const (
 	// WarnEvictionPolicy: the server's maxmemory-policy may evict Simba's
 	// keys under memory pressure. allkeys-* policies can evict a lease hash
-	// (its token restarts at 1, so tokens go back) and sessions; volatile-*
+	// (its next token comes from the server's clock) and sessions; volatile-*
 	// policies can evict a session before it expires, so another node may
 	// win a lease while its holder still sees a valid term. Use noeviction
 	// or a dedicated instance.
@@ -26,16 +30,27 @@ const (
 	// WarnWrongTypeKey: a keep-alive met a key under the prefix holding
 	// another type than Simba writes there, and ignored it.
 	WarnWrongTypeKey = "wrong-type-key"
+
+	// WarnReplicasWithoutWait: the primary has connected replicas
+	// (INFO replication, connected_slaves) and Options.MinReplicas is 0.
+	// Replication is asynchronous: a failover can lose the latest
+	// acquires and keep-alives, so a session can end early on the new
+	// primary while its node still sees a valid term, and another node
+	// win the lease. Set MinReplicas (min_replicas=1 in the URL), or accept
+	// it; the fencing token still protects (ADR 0020, ADR 0021).
+	WarnReplicasWithoutWait = "replicas-without-wait"
 )
 
 // Warning is an operational problem a Backend detected that does not fail
-// an operation but weakens a guarantee or the failover time. Each distinct
-// warning is logged at level Warn, passed to Options.OnWarning and kept for
-// Warnings, once per Backend.
-type Warning struct {
-	Code    string // one of the Warn* constants
-	Message string // what was found and what it risks
-}
+// an operation but weakens a guarantee or the failover time: simba.Warning,
+// the type the engine takes in SessionGrant.Warnings. Each distinct warning
+// is passed to Options.OnWarning and kept for Warnings, once per Backend.
+// The set-up warnings (every code but WarnWrongTypeKey, which a keep-alive
+// finds) are also put in the SessionGrant of every OpenSession, and the
+// engine logs them at level Warn and publishes them once per session
+// (simba.EventBackendWarning); the Backend itself logs them at Debug, and
+// WarnWrongTypeKey at Warn.
+type Warning = simba.Warning
 
 // Warnings returns every distinct warning recorded so far, oldest first.
 func (b *Backend) Warnings() []Warning {
@@ -44,7 +59,29 @@ func (b *Backend) Warnings() []Warning {
 	return slices.Clone(b.warnings)
 }
 
-// warn records w unless it was recorded before.
+// setupWarnings returns the warnings recorded so far about the server's
+// or the client's set-up, for a SessionGrant, or nil.
+func (b *Backend) setupWarnings() []Warning {
+	b.warnMu.Lock()
+	defer b.warnMu.Unlock()
+	var out []Warning
+	for _, w := range b.warnings {
+		if setupWarning(w) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// setupWarning reports whether w is about the set-up of the server or the
+// client, which every SessionGrant carries: every warning but one a
+// keep-alive finds in the key space.
+func setupWarning(w Warning) bool { return w.Code != WarnWrongTypeKey }
+
+// warn records w unless it was recorded before, and logs it: a set-up
+// warning at level Debug, since every SessionGrant carries it and the
+// engine logs it at Warn for each session (one line, not two); any other
+// at Warn.
 func (b *Backend) warn(w Warning) {
 	b.warnMu.Lock()
 	if slices.Contains(b.warnings, w) {
@@ -53,40 +90,114 @@ func (b *Backend) warn(w Warning) {
 	}
 	b.warnings = append(b.warnings, w)
 	b.warnMu.Unlock()
-	b.log.Warn("simbaredis: "+w.Message, "code", w.Code)
+	level := slog.LevelWarn
+	if setupWarning(w) {
+		level = slog.LevelDebug
+	}
+	b.log.Log(context.Background(), level, "simbaredis: "+w.Message, "code", w.Code)
 	if b.onWarning != nil {
 		b.onWarning(w)
 	}
 }
 
-// checkEvictionPolicy reads the server's maxmemory-policy once per Backend
-// and warns when it can evict keys. A server that refuses CONFIG (managed
-// Redis, restricted ACL user) counts as checked; a network failure leaves
-// the check for the next OpenSession.
-func (b *Backend) checkEvictionPolicy(ctx context.Context) {
-	if b.policyKnown.Load() {
+// checkServer reads, once per Backend, what of the server's set-up
+// weakens a guarantee: its maxmemory-policy (WarnEvictionPolicy) and, when
+// Options.MinReplicas is 0, whether it has replicas
+// (WarnReplicasWithoutWait), in one round trip. A server that refuses a
+// command (CONFIG or INFO: managed Redis, a restricted ACL user) counts
+// as checked for it; a network failure leaves the check for the next
+// OpenSession. On a Cluster it asks the primary of the prefix's slot, the
+// one that holds Simba's keys; through Sentinel, the primary the
+// sentinels name.
+func (b *Backend) checkServer(ctx context.Context) {
+	if b.policyKnown.Load() && b.replicasKnown.Load() {
 		return
 	}
 	b.policyMu.Lock()
 	defer b.policyMu.Unlock()
-	if b.policyKnown.Load() {
+	policyKnown, replicasKnown := b.policyKnown.Load(), b.replicasKnown.Load() || b.replicas > 0
+	if policyKnown && replicasKnown {
 		return
 	}
-	cfg, err := b.client.ConfigGet(ctx, "maxmemory-policy").Result()
+	var node redis.Cmdable = b.client
+	if cc, ok := b.client.(*redis.ClusterClient); ok {
+		n, err := cc.MasterForKey(ctx, b.prefix+"floor")
+		if err != nil {
+			return
+		}
+		node = n
+	}
+	pipe := node.Pipeline()
+	var policy *redis.MapStringStringCmd
+	var info *redis.StringCmd
+	if !policyKnown {
+		policy = pipe.ConfigGet(ctx, "maxmemory-policy")
+	}
+	if !replicasKnown {
+		info = pipe.Info(ctx, "replication")
+	}
+	_, _ = pipe.Exec(ctx) // each reply is read below
+	if policy != nil {
+		b.policyKnown.Store(b.checkEvictionPolicy(policy))
+	}
+	if info != nil {
+		b.replicasKnown.Store(b.checkReplicas(info))
+	} else {
+		b.replicasKnown.Store(true)
+	}
+}
+
+// checkEvictionPolicy warns when the maxmemory-policy the server
+// reported can evict keys, and reports whether the policy was checked.
+func (b *Backend) checkEvictionPolicy(cmd *redis.MapStringStringCmd) bool {
+	cfg, err := cmd.Result()
 	if err != nil {
 		var rerr redis.Error
 		if errors.As(err, &rerr) {
 			b.log.Debug("simbaredis: cannot read maxmemory-policy; eviction risk not checked", "error", serverMessage(err))
-			b.policyKnown.Store(true)
+			return true
 		}
-		return
+		return false
 	}
-	b.policyKnown.Store(true)
 	if policy := cfg["maxmemory-policy"]; evicts(policy) {
 		b.warn(Warning{Code: WarnEvictionPolicy, Message: "maxmemory-policy is " + policy +
-			": under memory pressure Redis may evict Simba's keys, so fencing tokens can go back and" +
+			": under memory pressure Redis may evict Simba's keys, so" +
 			" a session can vanish while its holder still sees a valid term; use noeviction or a dedicated instance"})
 	}
+	return true
+}
+
+// checkReplicas warns when the server's INFO replication reports
+// connected replicas, and reports whether it was checked.
+func (b *Backend) checkReplicas(cmd *redis.StringCmd) bool {
+	info, err := cmd.Result()
+	if err != nil {
+		var rerr redis.Error
+		if errors.As(err, &rerr) {
+			b.log.Debug("simbaredis: cannot read INFO replication; replicas not looked for", "error", serverMessage(err))
+			return true
+		}
+		return false
+	}
+	if n := connectedReplicas(info); n > 0 {
+		b.warn(Warning{Code: WarnReplicasWithoutWait, Message: fmt.Sprintf("the Redis primary has %d connected replica(s) and"+
+			" Options.MinReplicas is 0: replication is asynchronous, so a failover can lose the latest acquires and"+
+			" keep-alives and let another node win a lease whose holder still sees a valid term;"+
+			" set MinReplicas (min_replicas=1 in the URL) to wait for replicas", n)})
+	}
+	return true
+}
+
+// connectedReplicas reads connected_slaves from the text of INFO
+// replication; 0 when it is missing or not a number.
+func connectedReplicas(info string) int {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
 }
 
 // evicts reports whether a maxmemory-policy lets Redis evict keys.
