@@ -68,8 +68,11 @@ func deleteClusterKeys(t testing.TB, c *redis.ClusterClient, prefix string) {
 // TestClusterConformance runs the backend conformance suite on a Redis
 // Cluster: every simulated node is its own cluster client and Backend, all
 // under one hash-tagged key prefix, so that every key lives in one slot.
+// With SIMBA_TEST_REDIS_CLUSTER_URL each node opens that URL with Open;
+// with SIMBA_TEST_REDIS_CLUSTER_ADDRS, New over a cluster client.
 func TestClusterConformance(t *testing.T) {
 	addrs := clusterAddrs(t)
+	url := os.Getenv("SIMBA_TEST_REDIS_CLUSTER_URL")
 	prefix := testPrefix()
 	raw := clusterClient(t, addrs)
 	if err := raw.Ping(callCtx(t)).Err(); err != nil {
@@ -78,9 +81,15 @@ func TestClusterConformance(t *testing.T) {
 	t.Cleanup(func() { deleteClusterKeys(t, raw, prefix) })
 	backendtest.Run(t, backendtest.Harness{
 		New: func(t testing.TB) simba.Backend {
-			b, err := New(clusterClient(t, addrs), Options{KeyPrefix: prefix})
+			var b *Backend
+			var err error
+			if url != "" {
+				b, err = Open(callCtx(t), url, Options{KeyPrefix: prefix})
+			} else {
+				b, err = New(clusterClient(t, addrs), Options{KeyPrefix: prefix})
+			}
 			if err != nil {
-				t.Fatalf("New: %v", err)
+				t.Fatalf("open a node's backend: %v", err)
 			}
 			t.Cleanup(func() { _ = b.Close() })
 			return b

@@ -181,6 +181,7 @@ type faultStats struct {
 	regressions int             // of them, with a token at or below one handed out before
 	episodes    int             // of those, the first of a run of them on its lock
 	first       []time.Duration // from the disruptive moment to the first term that began after it
+	overlaps    int             // terms that began while another client still held its lock
 	deepest     uint64          // the largest amount a token went back by
 	depths      []uint64
 }
@@ -202,6 +203,18 @@ func printReport(w io.Writer, name string, terms []termRec, windows []window) {
 			highest[t.lock] = t.token
 		}
 	}
+	// Terms that began before an earlier term of their lock had ended:
+	// two clients counted on the lock at once.
+	overlap := make([]bool, len(terms))
+	heldUntil := map[string]time.Time{}
+	for i, t := range terms {
+		if t.start.Before(heldUntil[t.lock]) {
+			overlap[i] = true
+		}
+		if t.end.After(heldUntil[t.lock]) {
+			heldUntil[t.lock] = t.end
+		}
+	}
 	stats := map[string]*faultStats{}
 	var order []string
 	for k, win := range windows {
@@ -220,6 +233,9 @@ func printReport(w io.Writer, name string, terms []termRec, windows []window) {
 		for i, t := range terms {
 			if !t.start.Before(win.begin) && t.start.Before(next) {
 				s.terms++
+				if overlap[i] {
+					s.overlaps++
+				}
 				if back[i] > 0 {
 					s.regressions++
 					s.depths = append(s.depths, back[i]-1)
@@ -248,16 +264,16 @@ func printReport(w io.Writer, name string, terms []termRec, windows []window) {
 		s.first = append(s.first, first)
 	}
 	fmt.Fprintf(w, "\n%s: %d terms in all\n", name, len(terms))
-	fmt.Fprintf(w, "| fault | faults | first new term, median | max | longest gap, median | max | terms | tokens back | runs of them | back by | terms ended by a fault |\n")
-	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| fault | faults | first new term, median | max | longest gap, median | max | terms | overlapping | tokens back | runs of them | back by | terms ended by a fault |\n")
+	fmt.Fprintf(w, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, f := range order {
 		s := stats[f]
 		slices.Sort(s.outage)
 		slices.Sort(s.first)
-		fmt.Fprintf(w, "| %s | %d | %v | %v | %v | %v | %d | %d | %d | %s | %s |\n", f, s.n,
+		fmt.Fprintf(w, "| %s | %d | %v | %v | %v | %v | %d | %d | %d | %d | %s | %s |\n", f, s.n,
 			round(s.first[len(s.first)/2]), round(s.first[len(s.first)-1]),
 			round(s.outage[len(s.outage)/2]), round(s.outage[len(s.outage)-1]),
-			s.terms, s.regressions, s.episodes, depthText(s), reasonsText(s.ended))
+			s.terms, s.overlaps, s.regressions, s.episodes, depthText(s), reasonsText(s.ended))
 	}
 }
 
