@@ -31,7 +31,8 @@ type RedisOptions struct {
 	Master string
 	// KeyPrefix is the key prefix the nodes use, with a hash tag: on a
 	// cluster, the faults hit the primary that owns its slot. Default
-	// "{simba}:".
+	// "{simba}:", the prefix a Backend opened from a redis+cluster:// URL
+	// takes (simbaredis.DefaultClusterKeyPrefix).
 	KeyPrefix string
 	// DownAfter is the sentinels' down-after-milliseconds, and the
 	// cluster's node timeout. Default 1s.
