@@ -292,7 +292,8 @@ func (c *Client) lingerEnded() {
 // still waiting, so the EventDropped that counts the drops comes right
 // before the next event the listener gets: at the start of a chunk for
 // the drops from the ring, before the next event of the chunk for the
-// drops from the hand. A new event queued meanwhile is taken by the same
+// drops from the hand, and with the ring's for the drops that end the
+// hand, so that two EventDropped never come in a row. A new event queued meanwhile is taken by the same
 // run, so a listener has at most one deliver task at a time.
 func (c *Client) drain(ctx context.Context, l *listener) {
 	for {
@@ -321,16 +322,25 @@ func (c *Client) drain(ctx context.Context, l *listener) {
 		reported := 0
 		for {
 			p := l.handPos.Add(1)
-			if skipped := int(p >> 32); skipped > reported {
+			i := int(uint32(p)) - 1
+			skipped := int(p >> 32)
+			if i >= k {
+				if skipped > reported {
+					// The drops end the chunk: the next event the listener
+					// gets is the ring's, so count them with the ring's
+					// drops, in one EventDropped before it.
+					c.evMu.Lock()
+					l.dropped += skipped - reported
+					c.evMu.Unlock()
+				}
+				break
+			}
+			if skipped > reported {
 				c.evMu.Lock()
 				at := l.droppedAt
 				c.evMu.Unlock()
 				c.reportDropped(ctx, l, skipped-reported, at)
 				reported = skipped
-			}
-			i := int(uint32(p)) - 1
-			if i >= k {
-				break
 			}
 			c.callListener(ctx, l.fn, l.hand[i])
 		}

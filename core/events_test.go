@@ -203,14 +203,23 @@ func cycles(t *testing.T, c *simba.Client, n int) {
 // A listener that does not keep up keeps at most the bound of events
 // waiting: past it the oldest are dropped.
 func TestBlockedListenerKeepsAtMostTheBound(t *testing.T) {
-	t.Run("default", func(t *testing.T) { testBlockedListenerBound(t, simba.DefaultEventBuffer) })
-	t.Run("1000", func(t *testing.T) { testBlockedListenerBound(t, 1000, simba.WithEventBuffer(1000)) })
+	t.Run("default", func(t *testing.T) { testBlockedListenerBound(t, simba.DefaultEventBuffer, nil) })
+	t.Run("1000", func(t *testing.T) { testBlockedListenerBound(t, 1000, nil, simba.WithEventBuffer(1000)) })
+	// SessionOpened and a BackendWarning are handed over together: the
+	// warning, waiting behind the event the listener blocks on, is the
+	// first dropped, and its drop is counted in the same EventDropped as
+	// those of the queue after it.
+	t.Run("warning", func(t *testing.T) {
+		testBlockedListenerBound(t, 16, []simba.Warning{{Code: "w", Message: "a setup warning"}}, simba.WithEventBuffer(16))
+	})
 }
 
-func testBlockedListenerBound(t *testing.T, bound int, opts ...simba.Option) {
+func testBlockedListenerBound(t *testing.T, bound int, warnings []simba.Warning, opts ...simba.Option) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newBlockedListener()
-		c := newClient(t, memory.New().Connect(), append(opts, simba.WithEventListener(l.listen))...)
+		srv := memory.New()
+		srv.SetWarnings(warnings...)
+		c := newClient(t, srv.Connect(), append(opts, simba.WithEventListener(l.listen))...)
 		defer l.unblock()
 		synctest.Wait() // SessionOpened reached the listener, which blocks on it
 		const n = 20000
@@ -225,7 +234,7 @@ func testBlockedListenerBound(t *testing.T, bound int, opts ...simba.Option) {
 		// The first event was in the listener's hands; the rest waited, at
 		// most the bound of them, the newest. The count of the others came
 		// first: they were older.
-		const emitted = 1 + 2*n // SessionOpened, then an Elected and a Revoked per cycle
+		emitted := 1 + len(warnings) + 2*n // SessionOpened, its warnings, then an Elected and a Revoked per cycle
 		evs := l.events
 		last := evs[1]
 		if last.Kind != simba.EventDropped {

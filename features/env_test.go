@@ -37,6 +37,9 @@ const (
 	backendPostgres = "postgres"
 	backendMySQL    = "mysql"
 	backendZK       = "zk"
+	// backendRedisCluster is the Redis backend on a Redis Cluster: it runs
+	// the scenarios tagged @redis too.
+	backendRedisCluster = "redis-cluster"
 )
 
 // serverVars maps each real backend to the variable that gives its
@@ -46,9 +49,11 @@ var serverVars = map[string]string{
 	backendPostgres: "SIMBA_TEST_POSTGRES_URL",
 	backendMySQL:    "SIMBA_TEST_MYSQL_URL",
 	backendZK:       "SIMBA_TEST_ZK_SERVERS",
+
+	backendRedisCluster: "SIMBA_TEST_REDIS_CLUSTER_URL",
 }
 
-var allBackends = []string{backendMemory, backendRedis, backendPostgres, backendMySQL, backendZK}
+var allBackends = []string{backendMemory, backendRedis, backendPostgres, backendMySQL, backendZK, backendRedisCluster}
 
 // sqlDialect is the database of a SQL backend; the zero value is none.
 type sqlDialect int
@@ -83,12 +88,12 @@ type backendEnv struct {
 
 	// Direct access to the server, for the checks of its data layout and
 	// for the backend's fencing recipe: the one of the backend in use is set.
-	prefix  string        // the key prefix (Redis), table prefix (SQL) or root (Zookeeper) of the run
-	redis   *redis.Client // Redis
-	db      *sql.DB       // PostgreSQL and MySQL
-	dialect sqlDialect    // PostgreSQL and MySQL
-	zk      *zk.Conn      // Zookeeper
-	servers []string      // Zookeeper: the servers, for a connection that ends a session
+	prefix  string                // the key prefix (Redis), table prefix (SQL) or root (Zookeeper) of the run
+	redis   redis.UniversalClient // Redis: a plain client, or a cluster client
+	db      *sql.DB               // PostgreSQL and MySQL
+	dialect sqlDialect            // PostgreSQL and MySQL
+	zk      *zk.Conn              // Zookeeper
+	servers []string              // Zookeeper: the servers, for a connection that ends a session
 
 	// connect opens a connection for one node of scenario w.
 	connect func(ctx context.Context, w *world) (nodeBackend, error)
@@ -171,6 +176,8 @@ func openEnv(ctx context.Context, t *testing.T, name string) (*backendEnv, error
 	switch name {
 	case backendRedis:
 		return redisEnv(t, raw, run)
+	case backendRedisCluster:
+		return redisClusterEnv(t, raw, run)
 	case backendPostgres:
 		return postgresEnv(ctx, t, raw, run)
 	case backendMySQL:
@@ -241,6 +248,81 @@ func redisEnv(t *testing.T, raw, run string) (*backendEnv, error) {
 				errs = append(errs, iter.Err())
 			}
 			return errors.Join(errs...)
+		},
+	}, nil
+}
+
+// redisClusterEnv keeps the run's keys under a prefix of their own, with a
+// hash tag so that they share one slot, and connects each node through a
+// proxy per cluster node: the node's cluster client dials the proxy of
+// every address the cluster names.
+func redisClusterEnv(t *testing.T, raw, run string) (*backendEnv, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme != "redis+cluster" || u.Host == "" {
+		return nil, errors.New("SIMBA_TEST_REDIS_CLUSTER_URL: want redis+cluster://host:port,host:port")
+	}
+	addrs := strings.Split(u.Host, ",")
+	prefix := "{simbafeat" + run + "}:"
+	direct := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	return &backendEnv{
+		name:       backendRedisCluster,
+		broadcasts: true,
+		idForm:     hex128,
+		t:          t,
+		prefix:     prefix,
+		redis:      direct,
+		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
+			// The cluster names its nodes by the addresses they announce;
+			// learn them all first, so that each gets its proxy.
+			nodes, err := direct.ClusterNodes(ctx).Result()
+			if err != nil {
+				return nodeBackend{}, fmt.Errorf("features: CLUSTER NODES: %w", err)
+			}
+			var targets []string
+			for line := range strings.SplitSeq(strings.TrimSpace(nodes), "\n") {
+				if f := strings.Fields(line); len(f) > 1 {
+					targets = append(targets, strings.SplitN(f[1], "@", 2)[0])
+				}
+			}
+			ps, err := proxyAll(targets, nil)
+			if err != nil {
+				return nodeBackend{}, err
+			}
+			via := make(map[string]string, len(targets))
+			for i, a := range targets {
+				via[a] = ps[i].Addr()
+			}
+			var dialer net.Dialer
+			c := redis.NewClusterClient(&redis.ClusterOptions{
+				Addrs: addrs, ContextTimeoutEnabled: true,
+				Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+					if p, ok := via[addr]; ok {
+						addr = p
+					}
+					return dialer.DialContext(ctx, network, addr)
+				},
+			})
+			b, err := simbaredis.New(c, simbaredis.Options{KeyPrefix: prefix, Logger: quiet})
+			if err != nil {
+				_ = c.Close()
+				ps.Close()
+				return nodeBackend{}, err
+			}
+			return nodeBackend{backend: b, link: ps, close: func() { _ = b.Close(); _ = c.Close(); ps.Close() }}, nil
+		},
+		cleanup: func(ctx context.Context) error {
+			defer direct.Close()
+			return direct.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+				var errs []error
+				for _, pattern := range []string{prefix + "*", "{" + fencePrefix(prefix) + "*"} {
+					iter := node.Scan(ctx, 0, pattern, 500).Iterator()
+					for iter.Next(ctx) {
+						errs = append(errs, node.Del(ctx, iter.Val()).Err())
+					}
+					errs = append(errs, iter.Err())
+				}
+				return errors.Join(errs...)
+			})
 		},
 	}, nil
 }

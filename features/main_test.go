@@ -102,8 +102,11 @@ func tagsFor(env *backendEnv) string {
 		untagged = append(untagged, "~@"+b)
 	}
 	bases := []string{
-		strings.Join(append(tags, "@"+env.name), " && "),
+		strings.Join(append(slices.Clone(tags), "@"+env.name), " && "),
 		strings.Join(untagged, " && "),
+	}
+	if env.name == backendRedisCluster {
+		bases = append(bases, strings.Join(append(slices.Clone(tags), "@"+backendRedis), " && "))
 	}
 	var alts []string
 	extra := strings.TrimSpace(os.Getenv("SIMBA_FEATURES_TAGS"))

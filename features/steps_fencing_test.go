@@ -34,7 +34,9 @@ const (
 
 // fencePrefix is the start of the names of the Redis fences a run makes
 // under the key prefix p; each fence's keys begin with "{" and that name.
-func fencePrefix(p string) string { return p + "fence." }
+// A fence name is a lease name, without braces: a cluster prefix's hash
+// tag is dropped (the fence's own name is its keys' hash tag).
+func fencePrefix(p string) string { return strings.NewReplacer("{", "", "}", "").Replace(p) + "fence." }
 
 // valueResource is the in-process recipe, fencing.Value, seen by the kit.
 type valueResource struct{ v fencing.Value[string] }

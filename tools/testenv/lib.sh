@@ -4,7 +4,8 @@
 # where the state lives, which ports the servers use, and how each server is
 # installed, checked, started and stopped. Sourced, never run.
 #
-# Servers (the names the scripts take): redis, postgres, mysql, zk.
+# Servers (the names the scripts take): redis, postgres, mysql, zk,
+# redis-cluster.
 # Instances (one directory and one process each): redis, postgres, mysql, zk
 # and zk-capped; the zk server is the pair zk + zk-capped.
 #
@@ -16,6 +17,7 @@
 #   SIMBA_TESTENV_MYSQL_PORT      13306
 #   SIMBA_TESTENV_ZK_PORT         12181
 #   SIMBA_TESTENV_ZK_CAPPED_PORT  12182
+#   SIMBA_TESTENV_REDIS_CLUSTER_PORT  16400 (and the five ports above it)
 
 # shellcheck disable=SC2034 # the settings are read by the scripts that source this file
 PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
@@ -39,6 +41,7 @@ ZK_MAX_SESSION_MS=60000
 ZK_CAPPED_MAX_SESSION_MS=4000
 
 ALL_SERVERS=(redis postgres mysql zk)
+ALL_SERVERS+=(redis-cluster) # see the Redis Cluster section at the end
 
 for _port in "$REDIS_PORT" "$POSTGRES_PORT" "$MYSQL_PORT" "$ZK_PORT" "$ZK_CAPPED_PORT"; do
 	if ! [[ $_port =~ ^[0-9]{1,5}$ ]] || ((_port < 1 || _port > 65535)); then
@@ -61,6 +64,7 @@ check_servers() {
 	local s
 	for s in "$@"; do
 		case $s in
+		redis-cluster) ;;
 		redis | postgres | mysql | zk) ;;
 		*) die "unknown server '$s' (known: ${ALL_SERVERS[*]})" ;;
 		esac
@@ -89,6 +93,7 @@ instances_of() {
 
 port_of() {
 	case $1 in
+	redis-cluster) echo "$REDIS_CLUSTER_PORT" ;;
 	redis) echo "$REDIS_PORT" ;;
 	postgres) echo "$POSTGRES_PORT" ;;
 	mysql) echo "$MYSQL_PORT" ;;
@@ -105,6 +110,7 @@ inst_dir() { printf '%s/%s' "$TESTENV_DIR" "$1"; }
 # exports_of SERVER prints the export lines that point tests at SERVER.
 exports_of() {
 	case $1 in
+	redis-cluster) exports_redis_cluster ;;
 	redis) printf "export SIMBA_TEST_REDIS_URL='redis://127.0.0.1:%s/0'\n" "$REDIS_PORT" ;;
 	postgres) printf "export SIMBA_TEST_POSTGRES_URL='postgres://postgres@127.0.0.1:%s/postgres?sslmode=disable'\n" "$POSTGRES_PORT" ;;
 	mysql) printf "export SIMBA_TEST_MYSQL_URL='root@tcp(127.0.0.1:%s)/%s?parseTime=true'\n" "$MYSQL_PORT" "$MYSQL_DB" ;;
@@ -133,6 +139,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 # packages_missing SERVER prints the Debian packages SERVER still needs.
 packages_missing() {
 	case $1 in
+	redis-cluster) packages_missing redis ;;
 	redis) have redis-server && have redis-cli || echo redis-server redis-tools ;;
 	postgres) [[ -n $(pg_bindir) ]] && have psql || echo postgresql postgresql-client ;;
 	mysql) have mariadbd && have mariadb-install-db && have mariadb || echo mariadb-server mariadb-client ;;
@@ -315,6 +322,7 @@ inst_healthy() {
 	local port out
 	port=$(port_of "$1")
 	case $1 in
+	redis-cluster) redis_cluster_healthy && out=PONG ;;
 	redis)
 		have redis-cli || return 1
 		out=$(timeout 5 redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)
@@ -568,6 +576,7 @@ EOF
 
 start_inst() {
 	case $1 in
+	redis-cluster) start_redis_cluster ;;
 	redis) start_redis ;;
 	postgres) start_postgres ;;
 	mysql) start_mysql ;;
@@ -888,4 +897,69 @@ zk_cap_ok() {
 		return 0
 	fi
 	[[ $got == "$want" ]]
+}
+
+# ---------------------------------------------------------------- Redis Cluster
+#
+# The redis-cluster server is one instance of six redis-server processes on
+# 127.0.0.1, ports REDIS_CLUSTER_PORT .. +5 (and their cluster bus ports,
+# 10000 above): three primaries with one replica each, no persistence. Each
+# node runs in a directory of its own under the instance's directory, so
+# stop_inst finds them all; the instance's pid is the first node's.
+
+REDIS_CLUSTER_PORT=${SIMBA_TESTENV_REDIS_CLUSTER_PORT:-16400}
+REDIS_CLUSTER_NODES=6
+if ! [[ $REDIS_CLUSTER_PORT =~ ^[0-9]{1,5}$ ]] || ((REDIS_CLUSTER_PORT < 1 || REDIS_CLUSTER_PORT + REDIS_CLUSTER_NODES - 1 + 10000 > 65535)); then
+	printf 'testenv: error: invalid port %q in SIMBA_TESTENV_REDIS_CLUSTER_PORT (its bus ports are 10000 above)\n' "$REDIS_CLUSTER_PORT" >&2
+	exit 1
+fi
+
+redis_cluster_ports() {
+	local i
+	for ((i = 0; i < REDIS_CLUSTER_NODES; i++)); do echo $((REDIS_CLUSTER_PORT + i)); done
+}
+
+exports_redis_cluster() {
+	local p hosts=()
+	for p in $(redis_cluster_ports); do hosts+=("127.0.0.1:$p"); done
+	printf "export SIMBA_TEST_REDIS_CLUSTER_URL='redis+cluster://%s'\n" "$(
+		IFS=,
+		echo "${hosts[*]}"
+	)"
+}
+
+# redis_cluster_healthy holds when every node answers and reports the
+# cluster ok.
+redis_cluster_healthy() {
+	local p
+	have redis-cli || return 1
+	for p in $(redis_cluster_ports); do
+		[[ $(timeout 5 redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null) == *cluster_state:ok* ]] || return 1
+	done
+}
+
+start_redis_cluster() {
+	local dir p hosts=() start
+	dir=$(inst_dir redis-cluster)
+	mkdir -p "$dir"
+	for p in $(redis_cluster_ports); do
+		mkdir -p "$dir/$p"
+		launch "$dir/$p" "$(command -v redis-server)" --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
+			--dir "$dir/$p" --maxclients 4000 --cluster-enabled yes --cluster-config-file nodes.conf \
+			--cluster-node-timeout 2000
+		hosts+=("127.0.0.1:$p")
+	done
+	start=$SECONDS
+	for p in $(redis_cluster_ports); do
+		until [[ $(timeout 3 redis-cli -h 127.0.0.1 -p "$p" ping 2>/dev/null) == PONG ]]; do
+			((SECONDS - start < TESTENV_TIMEOUT)) || die "the Redis Cluster node on port $p did not start (log in $dir/$p/log)"
+			sleep 0.2
+		done
+	done
+	cp "$dir/$REDIS_CLUSTER_PORT/pid" "$dir/pid"
+	if ! timeout 60 redis-cli --cluster create "${hosts[@]}" --cluster-replicas 1 --cluster-yes \
+		</dev/null >>"$dir/log" 2>&1 8>&- 9>&-; then
+		log_tail redis-cluster
+		die "redis-cli --cluster create failed"
+	fi
 }
