@@ -38,6 +38,18 @@ func init() {
 				return m, nil
 			}})
 	}
+	for name, start := range map[string]func(context.Context, string, topology.RedisOptions) (*topology.Redis, error){
+		"redis-sentinel": topology.StartRedisSentinel, "redis-cluster": topology.StartRedisCluster,
+	} {
+		add(topology.Entry{Name: name, Backend: servers.Redis,
+			Start: func(ctx context.Context, dir string) (topology.Topology, error) {
+				r, err := start(ctx, dir, topology.RedisOptions{})
+				if err != nil {
+					return nil, err
+				}
+				return r, nil
+			}})
+	}
 	add(topology.Entry{Name: "zk-ensemble", Backend: servers.ZK,
 		Start: func(ctx context.Context, dir string) (topology.Topology, error) {
 			e, err := topology.StartZKEnsemble(ctx, dir, topology.ZKOptions{})
@@ -53,6 +65,9 @@ func init() {
 type zkStrikes struct{ *topology.ZKEnsemble }
 
 var _ Striker = zkStrikes{}
+
+// The Redis topologies tell when their faults struck themselves.
+var _ Striker = (*topology.Redis)(nil)
 
 // FaultAt converts the ensemble's CLOCK_MONOTONIC reading of its last
 // SIGKILL to a time.Time.
