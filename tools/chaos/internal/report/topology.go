@@ -67,8 +67,11 @@ func TopologySection(o *suite.Outcome, p suite.Profile, at time.Time) string {
 	var b strings.Builder
 	tm := p.Timing()
 	fmt.Fprintf(&b, "## Topology `%s`\n\n", o.Topology)
-	fmt.Fprintf(&b, "Measured by `make topology` (`tools/chaos`, profile `%s`) on %s UTC, %d cores, loopback,\n",
-		p.Name, at.UTC().Format("2006-01-02 15:04"), runtime.NumCPU())
+	by := "`make topology` (`tools/chaos`, profile `topology`)"
+	if p.Name != "topology" {
+		by = fmt.Sprintf("`tools/chaos` with profile `%s` (not `make topology`'s)", p.Name)
+	}
+	fmt.Fprintf(&b, "Measured by %s on %s UTC, %d cores, loopback,\n", by, at.UTC().Format("2006-01-02 15:04"), runtime.NumCPU())
 	fmt.Fprintf(&b, "on a machine shared with other work; the run took %v. %d node processes opened the topology's\n",
 		o.Duration.Round(time.Second), p.Nodes)
 	fmt.Fprintf(&b, "URL (backend %s) and contended for %d locks and %d election, lease %v (renew %v).\n",
