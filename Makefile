@@ -12,7 +12,9 @@ SHELL := /bin/bash
 
 GO ?= go
 GOFMT ?= gofmt
-GO_TEST_FLAGS ?= -race -count=1
+# 30m: the robustness suite's package runs its CI profile, self-test and
+# short topology runs one after the other, past go test's default 10m.
+GO_TEST_FLAGS ?= -race -count=1 -timeout 30m
 # The ratio chart make bench writes; tools/bench/README.md embeds it.
 BENCH_SVG ?= tools/bench/ratios.svg
 GOLANGCI_LINT_VERSION ?= v2.15.0
@@ -46,7 +48,7 @@ pkgs=$$(grep -v 'matched no packages' <<<"$$pkgs" || true)
 endef
 
 .PHONY: help test test-modules test-core goget-check min-go-check demo lint lint-tool tidy-check vuln tidy \
-	release-check bench servers-up servers-down modules libsimba chaos soak
+	release-check bench servers-up servers-down modules libsimba chaos soak topology
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -150,12 +152,17 @@ release-check: ## the checks of a release at the version the go.mod files name (
 # The robustness suite (tools/chaos) runs its own private servers; the
 # test servers are started for their packages and SIMBA_TEST_* variables.
 # make test runs the same CI profile as the go test of the tools/chaos module.
-chaos: ## robustness suite, CI profile: >= 500 handovers per backend under faults, and the broken-build self-test
-	@$(TESTENV)/with-servers bash -c 'cd tools/chaos && $(GO) test -count=1 -v -timeout 20m ./internal/suite'
+chaos: ## robustness suite, CI profile: >= 500 handovers per backend under faults, the broken-build self-test, short topology runs
+	@$(TESTENV)/with-servers bash -c 'cd tools/chaos && $(GO) test -count=1 -v -timeout 30m ./internal/suite'
 
 soak: ## robustness suite, soak profile: >= 10,000 handovers per backend; writes docs/reliability.md and its plot
 	@$(TESTENV)/with-servers bash -c 'cd tools/chaos && $(GO) run ./cmd/chaos -profile soak \
 		-report ../../docs/reliability.md -svg ../../docs/reliability-failover.svg'
+
+# TOPOLOGIES=redis-single,zk-ensemble narrows make topology (default: every registered topology).
+topology: ## robustness suite on the replicated topologies: >= 20 injections of each fault per topology; writes their tables in docs/reliability.md
+	@$(TESTENV)/with-servers bash -c 'cd tools/chaos && $(GO) run ./cmd/chaos -profile topology \
+		$(if $(TOPOLOGIES),-topology $(TOPOLOGIES)) -report ../../docs/reliability.md'
 
 servers-up: ## start the test servers and print their export lines
 	@$(TESTENV)/up

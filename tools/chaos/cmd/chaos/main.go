@@ -2,6 +2,10 @@
 // the summary table; with -report and -svg it also writes the figures.
 //
 //	go run ./cmd/chaos -profile soak -report ../../docs/reliability.md -svg ../../docs/reliability-failover.svg
+//	go run ./cmd/chaos -profile topology -topology redis-single -report ../../docs/reliability.md
+//
+// The report rewrites only its own sections of the file: the soak's, and
+// one per topology run.
 //
 // It exits 1 when a check fails or a run cannot complete, 2 on a usage
 // error.
@@ -23,17 +27,19 @@ import (
 
 	"github.com/simba-go/simba/tools/chaos/internal/report"
 	"github.com/simba-go/simba/tools/chaos/internal/suite"
+	"github.com/simba-go/simba/tools/chaos/internal/topology"
 )
 
 func main() {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
-	profile := fs.String("profile", "ci", "ci (500 handovers per backend) or soak (10,000)")
+	profile := fs.String("profile", "ci", "ci (500 handovers per backend), soak (10,000), topology (20 injections of each topology fault) or topology-short")
+	topologies := fs.String("topology", "", "with -profile topology: comma-separated topologies (default: all of "+strings.Join(topology.Names(), ", ")+")")
 	backends := fs.String("backends", strings.Join(suite.Backends, ","), "comma-separated: redis, postgres, mysql, zk")
 	handovers := fs.Int("handovers", 0, "override the profile's handovers per backend")
 	reportPath := fs.String("report", "", "write the Markdown report here")
 	svgPath := fs.String("svg", "", "write the failover plot here")
 	keep := fs.Bool("keep", false, "keep the histories and logs")
-	faults := fs.String("faults", "", "comma-separated faults to inject (default: all)")
+	faults := fs.String("faults", "", "comma-separated faults to inject (default: all); with a topology profile, the node faults mixed in (sigkill, sigstop; \"none\" for none)")
 	maxDur := fs.Duration("max", 0, "override the profile's longest injection time per backend")
 	locks := fs.Int("locks", -1, "override the profile's lock names")
 	broken := fs.String("broken", "", "run every node with a deliberate bug: margin, revive or release")
@@ -46,8 +52,17 @@ func main() {
 		p = suite.CI()
 	case "soak":
 		p = suite.Soak()
+	case "topology":
+		p = suite.Topology()
+	case "topology-short":
+		p = suite.TopologyShort()
 	default:
-		fmt.Fprintln(os.Stderr, "chaos: -profile must be ci or soak")
+		fmt.Fprintln(os.Stderr, "chaos: -profile must be ci, soak, topology or topology-short")
+		os.Exit(2)
+	}
+	isTopology := strings.HasPrefix(p.Name, "topology")
+	if *topologies != "" && !isTopology {
+		fmt.Fprintln(os.Stderr, "chaos: -topology needs -profile topology")
 		os.Exit(2)
 	}
 	if *maxDur > 0 {
@@ -61,11 +76,26 @@ func main() {
 	if *locks >= 0 {
 		p.Locks = *locks
 	}
-	if *faults != "" {
+	switch *faults {
+	case "":
+	case "none":
+		p.Faults = nil
+	default:
 		p.Faults = strings.Split(*faults, ",")
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if isTopology {
+		names := topology.Names()
+		if *topologies != "" {
+			names = strings.Split(*topologies, ",")
+		}
+		if err := runTopologies(ctx, p, names, *reportPath, *keep); err != nil {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(ctx, p, strings.Split(*backends, ","), *reportPath, *svgPath, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(1)
@@ -111,7 +141,7 @@ func run(ctx context.Context, p suite.Profile, backends []string, reportPath, sv
 	report.Table(&table, outs)
 	fmt.Print(table.String())
 	if reportPath != "" {
-		if err := os.WriteFile(reportPath, []byte(document(p, outs, table.String(), time.Since(began), svgPath, reportPath)), 0o644); err != nil {
+		if err := splice(reportPath, "soak", document(p, outs, table.String(), time.Since(began), svgPath, reportPath)); err != nil {
 			return err
 		}
 	}
@@ -128,12 +158,108 @@ func run(ctx context.Context, p suite.Profile, backends []string, reportPath, sv
 	return nil
 }
 
+// splice rewrites the section key of the report at path (package
+// report, Splice), keeping the rest of the file.
+func splice(path, key, body string) error {
+	doc, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if len(doc) == 0 {
+		doc = []byte("# Reliability figures\n\n")
+	}
+	return os.WriteFile(path, []byte(report.Splice(string(doc), key, body)), 0o644)
+}
+
+// runTopologies starts each topology, runs p on it, stops it, and prints
+// its table; with a report path, it rewrites the topology's section.
+// A topology registered as unbuildable is reported with its error.
+func runTopologies(ctx context.Context, p suite.Profile, names []string, reportPath string, keep bool) error {
+	entries := make([]topology.Entry, 0, len(names))
+	for _, n := range names {
+		e, err := topology.Lookup(n)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, e)
+	}
+	root, err := suite.RepoRoot()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "simba-chaos-topology-")
+	if err != nil {
+		return err
+	}
+	if keep {
+		fmt.Fprintln(os.Stderr, "histories in", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	bin, err := suite.BuildNode(ctx, root, dir)
+	if err != nil {
+		return err
+	}
+	failed := false
+	for _, e := range entries {
+		if e.Unbuildable != "" {
+			fmt.Fprintf(os.Stderr, "%s: not run, it cannot be built from Debian's packages: %s\n", e.Name, e.Unbuildable)
+			if reportPath != "" {
+				if err := splice(reportPath, "topology "+e.Name, report.UnbuildableSection(e.Name, e.Unbuildable, time.Now())); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		out, err := runTopology(ctx, p, e, suite.Env{Dir: filepath.Join(dir, e.Name), NodeBin: bin, RepoRoot: root})
+		if err != nil {
+			return fmt.Errorf("%s: %w", e.Name, err)
+		}
+		fmt.Fprintf(os.Stderr, "%s: %d injections, %d handovers in %v\n", e.Name, out.Result.Total().Injections,
+			out.Result.Total().Handovers, out.Duration.Round(time.Second))
+		for _, v := range out.Result.Violations {
+			fmt.Fprintln(os.Stderr, "  VIOLATION", v)
+			failed = true
+		}
+		fmt.Printf("%s\n\n", e.Name)
+		report.TopologyTable(os.Stdout, out)
+		fmt.Println()
+		if reportPath != "" {
+			if err := splice(reportPath, "topology "+e.Name, report.TopologySection(out, p, time.Now())); err != nil {
+				return err
+			}
+		}
+	}
+	if failed {
+		return errChecks
+	}
+	return nil
+}
+
+// runTopology starts e's servers, runs p on them and stops them.
+func runTopology(ctx context.Context, p suite.Profile, e topology.Entry, env suite.Env) (out *suite.Outcome, err error) {
+	startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	topo, err := e.Start(startCtx, filepath.Join(env.Dir, "servers"))
+	cancel()
+	if err != nil {
+		return nil, fmt.Errorf("start: %w", err)
+	}
+	defer func() {
+		downCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if derr := topo.Down(downCtx); derr != nil && err == nil {
+			err = fmt.Errorf("down: %w", derr)
+		}
+	}()
+	p.Progress = os.Stderr
+	return suite.RunTopology(ctx, p, topo, env)
+}
+
 func document(p suite.Profile, outs []*suite.Outcome, table string, took time.Duration, svgPath, reportPath string) string {
 	host, _ := os.Hostname()
 	cpu := cpuModel()
 	tm := p.Timing()
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Reliability figures\n\n")
 	fmt.Fprintf(&b, "Measured by the robustness suite (`tools/chaos`, profile `%s`, `make %s`) on %s UTC,\n",
 		p.Name, map[string]string{"ci": "chaos", "soak": "soak"}[p.Name], time.Now().UTC().Format("2006-01-02 15:04"))
 	fmt.Fprintf(&b, "host %s: %d CPUs (%s), %s/%s, %s; the run took %v. The machine was shared with other\n",

@@ -4,12 +4,18 @@
 //   - two valid terms of one name overlapping in time, where a term is
 //     valid from its start record to the earlier of its end record and the
 //     latest local deadline the node saw for it;
-//   - a token that does not strictly increase from term to term of a name;
+//   - a token that does not strictly increase from term to term of a name
+//     (counted but passed where the topology's documentation allows it,
+//     option TokensMayGoBack);
 //   - a stale write accepted by the fenced resource (a token below the
 //     highest it had accepted for the name);
 //   - a write sent after its term's validity ended;
 //   - a failover after a crash (SIGKILL) slower than LeaseDuration +
 //     RenewInterval/2 + RetryJitter + Slack.
+//
+// After a fault on the servers (a fault record without a victim node) it
+// also measures how long the nodes took to work again and which terms
+// ended around the fault, with their reasons.
 //
 // Every record carries the machine-wide monotonic clock, so the histories
 // of separate processes compare directly. The start of a term is recorded
@@ -55,6 +61,11 @@ var CrashFaults = map[string]bool{"sigkill": true}
 // NodeFaults are the faults aimed at one node, whose failover is measured.
 var NodeFaults = map[string]bool{"sigkill": true, "sigstop": true, "blackhole": true, "expire": true, "evict": true}
 
+// Suite is the node name of the suite's own records (the resource's and
+// the faults'): a fault recorded without a victim carries it, and hits the
+// servers rather than a node.
+const Suite = "suite"
+
 // Evict is the fault after which a bounded overlap is the documented
 // behaviour rather than a violation.
 const Evict = "evict"
@@ -74,13 +85,39 @@ type Row struct {
 	Writes           int
 	Refused          int // stale writes the resource refused, as it should
 	Failovers        []time.Duration
+	// MaxTokenDrop is the most a token went back: the previous term's
+	// token minus the regressing one's, at most.
+	MaxTokenDrop uint64
+	// WorkAgain holds, for each injection of a fault on the servers, the
+	// time from the moment it struck (its begin record, or its strike
+	// record where the topology tells that moment) to the end of the
+	// first stall of the nodes that begins within a lease of it: a gap
+	// between two term starts (of any names) longer than every gap before
+	// the first fault. Without a stall, to the first term after it.
+	WorkAgain []time.Duration
+	// Ended counts, by reason, the terms that began before the end of a
+	// fault on the servers and ended (their end records) from its begin to
+	// a lease after its end.
+	Ended map[string]int
 }
 
 // Result is the outcome of one run.
 type Result struct {
 	Rows       []*Row // in the order the faults were first injected, None first
 	Violations []string
+	// TokensMayGoBack says that token regressions were counted, not
+	// failed (option TokensMayGoBack).
+	TokensMayGoBack bool
 }
+
+// Option changes what Check counts as a failure.
+type Option func(*Result)
+
+// TokensMayGoBack counts token regressions without failing on them: for a
+// topology whose documentation says a token can go back (asynchronous
+// replication without the durable option). Overlapping terms and stale
+// writes accepted still fail.
+func TokensMayGoBack(r *Result) { r.TokensMayGoBack = true }
 
 // Total sums the rows.
 func (r *Result) Total() Row {
@@ -99,6 +136,14 @@ func (r *Result) Total() Row {
 		t.Writes += x.Writes
 		t.Refused += x.Refused
 		t.Failovers = append(t.Failovers, x.Failovers...)
+		t.MaxTokenDrop = max(t.MaxTokenDrop, x.MaxTokenDrop)
+		t.WorkAgain = append(t.WorkAgain, x.WorkAgain...)
+		for reason, n := range x.Ended {
+			if t.Ended == nil {
+				t.Ended = map[string]int{}
+			}
+			t.Ended[reason] += n
+		}
 	}
 	return t
 }
@@ -124,6 +169,8 @@ func (t *term) validEnd() int64 { return min(t.end, t.deadline) }
 
 type fault struct {
 	t      int64
+	end    int64 // the end record's time; math.MaxInt64 without one
+	strike int64 // when the fault struck, if the topology said (a "strike" record); else t
 	kind   string
 	victim string
 }
@@ -133,49 +180,72 @@ const maxViolations = 50
 
 // Check runs every check over the records of one run: the nodes', the
 // resource's and the faults' records, in any order.
-func Check(recs []history.Record, tm Timing) *Result {
-	terms := map[termKey]*term{}
+func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
+	res := &Result{}
+	for _, o := range opts {
+		o(res)
+	}
+	// A node's token of a name identifies its term, but where tokens go
+	// back the same node can win the same token of a name twice: the
+	// records are read in time order, and a start after the end of the
+	// term of its key begins another term.
+	recs = slices.Clone(recs)
+	slices.SortStableFunc(recs, func(a, b history.Record) int { return compareInt(a.T, b.T) })
+	var terms []*term
+	cur := map[termKey]*term{}   // the latest term of each key so far
+	first := map[termKey]*term{} // for a write recorded before its term's start
 	var writes []history.Record
+	var writeTerms []*term // the term of each write, nil for none
 	var fences []history.Record
 	var faults []fault
+	var faultEnds []history.Record
 	for _, r := range recs {
 		k := termKey{r.Node, r.Name, r.Token}
 		switch r.Kind {
 		case history.KindStart:
-			t := terms[k]
-			if t == nil {
+			t := cur[k]
+			if t == nil || t.end <= r.T {
 				t = &term{termKey: k, start: r.T, end: math.MaxInt64}
-				terms[k] = t
+				terms = append(terms, t)
+				cur[k] = t
+				if first[k] == nil {
+					first[k] = t
+				}
 			}
 			t.start = min(t.start, r.T)
 			t.deadline = max(t.deadline, r.Deadline)
 		case history.KindWrite:
 			writes = append(writes, r)
-			if t := terms[k]; t != nil {
+			writeTerms = append(writeTerms, cur[k])
+			if t := cur[k]; t != nil {
 				t.deadline = max(t.deadline, r.Deadline)
 			}
 		case history.KindEnd:
-			if t := terms[k]; t != nil && r.T < t.end {
+			if t := cur[k]; t != nil && r.T < t.end {
 				t.end, t.reason = r.T, r.Reason
 			}
 		case history.KindFence:
 			fences = append(fences, r)
 		case history.KindFault:
-			if r.Phase == "begin" {
-				faults = append(faults, fault{t: r.T, kind: r.Fault, victim: r.Node})
+			switch r.Phase {
+			case "begin":
+				faults = append(faults, fault{t: r.T, end: math.MaxInt64, strike: r.T, kind: r.Fault, victim: r.Node})
+			case "end", "strike":
+				faultEnds = append(faultEnds, r)
 			}
 		}
 	}
-	// Writes may come before their start record in the slice: fold their
-	// deadlines in again now that every term exists.
-	for _, w := range writes {
-		if t := terms[termKey{w.Node, w.Name, w.Token}]; t != nil {
+	// A write recorded before its term's start (a node never does) counts
+	// under the first term of its key.
+	for i, w := range writes {
+		if t := first[termKey{w.Node, w.Name, w.Token}]; writeTerms[i] == nil && t != nil {
+			writeTerms[i] = t
 			t.deadline = max(t.deadline, w.Deadline)
 		}
 	}
 	sort.Slice(faults, func(i, j int) bool { return faults[i].t < faults[j].t })
+	pairEnds(faults, faultEnds)
 
-	res := &Result{}
 	rows := map[string]*Row{}
 	row := func(kind string) *Row {
 		if rows[kind] == nil {
@@ -224,7 +294,10 @@ func Check(recs []history.Record, tm Timing) *Result {
 				}
 				if t.token <= prev.token {
 					p.TokenRegressions++
-					violate("%s: token %d of %s started after token %d of %s", name, t.token, t.node, prev.token, prev.node)
+					p.MaxTokenDrop = max(p.MaxTokenDrop, prev.token-t.token)
+					if !res.TokensMayGoBack {
+						violate("%s: token %d of %s started after token %d of %s", name, t.token, t.node, prev.token, prev.node)
+					}
 				}
 			}
 			switch {
@@ -242,10 +315,10 @@ func Check(recs []history.Record, tm Timing) *Result {
 		}
 	}
 
-	for _, w := range writes {
+	for i, w := range writes {
 		p := phase(w.T)
 		p.Writes++
-		t := terms[termKey{w.Node, w.Name, w.Token}]
+		t := writeTerms[i]
 		if t == nil {
 			p.LateWrites++
 			violate("%s: %s wrote with token %d of no term it recorded", w.Name, w.Node, w.Token)
@@ -273,6 +346,8 @@ func Check(recs []history.Record, tm Timing) *Result {
 		highest[f.Name] = max(highest[f.Name], f.Token)
 	}
 
+	serverFaults(faults, terms, tm, row)
+
 	for _, f := range faults {
 		if !NodeFaults[f.kind] {
 			continue
@@ -291,6 +366,95 @@ func Check(recs []history.Record, tm Timing) *Result {
 		}
 	}
 	return res
+}
+
+// pairEnds gives each fault (sorted by begin) the first end record, and
+// strike record, of its kind at or after its begin that no earlier fault
+// took (faults are injected one at a time).
+func pairEnds(faults []fault, ends []history.Record) {
+	slices.SortStableFunc(ends, func(a, b history.Record) int { return compareInt(a.T, b.T) })
+	used := make([]bool, len(ends))
+	for _, phase := range []string{"end", "strike"} {
+		for i := range faults {
+			f := &faults[i]
+			for j, e := range ends {
+				if !used[j] && e.Phase == phase && e.Fault == f.kind && e.T >= f.t {
+					used[j] = true
+					if phase == "end" {
+						f.end = e.T
+					} else {
+						f.strike = e.T
+					}
+					break
+				}
+			}
+		}
+	}
+}
+
+// serverFaults measures, for each fault on the servers (no victim node:
+// recorded under Suite), the time to work again (workAgain) and the
+// reasons of the terms that began before its end and ended from its begin
+// to a lease after its end (a term hit by the fault has ended by then;
+// the terms begun after the fault are left out).
+func serverFaults(faults []fault, terms []*term, tm Timing, row func(string) *Row) {
+	starts := make([]int64, 0, len(terms))
+	for _, t := range terms {
+		starts = append(starts, t.start)
+	}
+	slices.Sort(starts)
+	// The longest gap between two term starts before the first fault: a
+	// longer one after a fault is a stall.
+	var ordinary int64
+	for i := 1; i < len(starts) && len(faults) > 0 && starts[i] < faults[0].t; i++ {
+		ordinary = max(ordinary, starts[i]-starts[i-1])
+	}
+	for _, f := range faults {
+		if f.victim != "" && f.victim != Suite {
+			continue
+		}
+		r := row(f.kind)
+		if d, ok := workAgain(starts, f.strike, ordinary, int64(tm.Lease)); ok {
+			r.WorkAgain = append(r.WorkAgain, d)
+		}
+		until := f.end
+		if until != math.MaxInt64 {
+			until += int64(tm.Lease)
+		}
+		for _, t := range terms {
+			if t.end != math.MaxInt64 && t.end >= f.t && t.end <= until && t.start <= f.end {
+				if r.Ended == nil {
+					r.Ended = map[string]int{}
+				}
+				r.Ended[t.reason]++
+			}
+		}
+	}
+}
+
+// workAgain is the time from strike to the end of the first stall (a gap
+// between consecutive term starts longer than ordinary) that begins
+// within horizon of strike: the outage of a kill begins there, whatever
+// the terms the old servers still granted while the fault was being set
+// up. Without such a stall the nodes never stopped, and it is the time to
+// the first term started after strike. It is false without a term after
+// strike.
+func workAgain(starts []int64, strike, ordinary, horizon int64) (time.Duration, bool) {
+	i := sort.Search(len(starts), func(i int) bool { return starts[i] > strike })
+	if i == len(starts) {
+		return 0, false
+	}
+	prev := strike
+	for _, s := range starts[i:] {
+		if prev > strike+horizon {
+			break
+		}
+		if s-prev > ordinary {
+			return time.Duration(s - strike), true
+		}
+		prev = s
+	}
+	return time.Duration(starts[i] - strike), true
 }
 
 // evicted reports whether the overlap of earlier by later follows an

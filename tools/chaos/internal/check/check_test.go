@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -178,6 +179,170 @@ func TestEvictionWithinGraceIsCountedApart(t *testing.T) {
 	}
 	if r := res.Total(); r.EvictOverlaps != 1 || r.Overlaps != 0 {
 		t.Errorf("evict overlaps %d, overlaps %d, want 1 and 0", r.EvictOverlaps, r.Overlaps)
+	}
+}
+
+func faultEnd(t int64, kind, victim string) history.Record {
+	return history.Record{T: t * ms, Kind: history.KindFault, Fault: kind, Node: victim, Phase: "end"}
+}
+
+func ended(t int64, node, name string, tok uint64, reason string) history.Record {
+	r := end(t, node, name, tok)
+	r.Reason = reason
+	return r
+}
+
+// regressed is a history whose tokens go back after a primary lost its
+// data: no overlap, no stale write accepted.
+func regressed() []history.Record {
+	return []history.Record{
+		start(1000, "a", "x", 40, 1900), end(1100, "a", "x", 40),
+		fault(1200, "primary-kill", ""),
+		start(2500, "b", "x", 3, 3400), write(2510, "b", "x", 3, 3400), fenced(2511, "b", "x", 3, false),
+		end(2600, "b", "x", 3),
+		start(2700, "a", "x", 45, 3600), end(2800, "a", "x", 45),
+		start(2900, "c", "x", 44, 3800), end(3000, "c", "x", 44),
+	}
+}
+
+func TestTokenRegressionsFailUnlessTheyMayGoBack(t *testing.T) {
+	if res := check.Check(regressed(), timing); !res.Failed() || res.Total().TokenRegressions != 2 {
+		t.Fatalf("regressions %d, violations %v: want 2 regressions failing the check",
+			res.Total().TokenRegressions, res.Violations)
+	}
+	res := check.Check(regressed(), timing, check.TokensMayGoBack)
+	if res.Failed() {
+		t.Fatalf("violations where tokens may go back: %v", res.Violations)
+	}
+	r := res.Total()
+	if r.TokenRegressions != 2 || r.MaxTokenDrop != 37 || !res.TokensMayGoBack {
+		t.Errorf("regressions %d, max drop %d, flag %v; want 2, 37 (40 to 3) and set", r.TokenRegressions,
+			r.MaxTokenDrop, res.TokensMayGoBack)
+	}
+}
+
+// TestTheSameTokenWonTwiceIsTwoTerms: where tokens go back, a node can win
+// a token of a name it won before the data was lost; its writes belong to
+// its new term, not to the old one, ended long ago.
+func TestTheSameTokenWonTwiceIsTwoTerms(t *testing.T) {
+	give := []history.Record{
+		start(1000, "a", "x", 2, 1900), write(1010, "a", "x", 2, 1900), end(1100, "a", "x", 2),
+		start(1200, "b", "x", 3, 2100), end(1300, "b", "x", 3),
+		fault(1400, "primary-kill", ""),
+		start(4000, "a", "x", 2, 4900), write(4010, "a", "x", 2, 4900), end(4100, "a", "x", 2),
+	}
+	res := check.Check(give, timing, check.TokensMayGoBack)
+	if res.Failed() {
+		t.Fatalf("violations: %v", res.Violations)
+	}
+	if r := res.Total(); r.Terms != 3 || r.TokenRegressions != 1 || r.MaxTokenDrop != 1 || r.LateWrites != 0 {
+		t.Errorf("terms %d, regressions %d, drop %d, late writes %d; want 3, 1, 1, 0", r.Terms, r.TokenRegressions,
+			r.MaxTokenDrop, r.LateWrites)
+	}
+}
+
+func TestServerFaultsMeasureWorkAgainAndEndedTerms(t *testing.T) {
+	give := []history.Record{
+		start(1000, "a", "x", 1, 1900), start(1010, "b", "y", 1, 1900),
+		fault(1100, "primary-kill", check.Suite),
+		// the holders learn their terms are gone, during and after the
+		// fault; one more ends past the window (end + lease).
+		ended(1300, "a", "x", 1, "DEADLINE_PASSED"), ended(1500, "b", "y", 1, "SESSION_EXPIRED"),
+		faultEnd(1600, "primary-kill", check.Suite),
+		start(1400, "c", "w", 7, 2300), ended(1450, "c", "w", 7, "released"),
+		start(2400, "c", "x", 2, 3300), ended(2500, "c", "x", 2, "released"),
+		ended(2700, "c", "z", 9, "released"), start(2000, "c", "z", 9, 2900),
+		// a node fault is not a server fault: no work-again figure.
+		fault(4000, "sigkill", "c"),
+		start(5000, "a", "x", 3, 5900),
+	}
+	res := check.Check(give, timing)
+	if res.Failed() {
+		t.Fatalf("violations: %v", res.Violations)
+	}
+	var pk, sk *check.Row
+	for _, r := range res.Rows {
+		switch r.Fault {
+		case "primary-kill":
+			pk = r
+		case "sigkill":
+			sk = r
+		}
+	}
+	if pk == nil || sk == nil {
+		t.Fatalf("rows %v lack primary-kill or sigkill", res.Rows)
+	}
+	// The first term after the fault began at 1400 (w), 300ms after it.
+	if len(pk.WorkAgain) != 1 || pk.WorkAgain[0] != 300*time.Millisecond {
+		t.Errorf("work again %v, want [300ms]", pk.WorkAgain)
+	}
+	// w ended during the fault; x and z began after it (2700 is past
+	// 1600 + 1s anyway).
+	want := map[string]int{"DEADLINE_PASSED": 1, "SESSION_EXPIRED": 1, "released": 1}
+	if !maps.Equal(pk.Ended, want) {
+		t.Errorf("ended %v, want %v", pk.Ended, want)
+	}
+	if len(sk.WorkAgain) != 0 || len(sk.Ended) != 0 {
+		t.Errorf("a node fault measured as a server fault: %v %v", sk.WorkAgain, sk.Ended)
+	}
+	if tot := res.Total(); !maps.Equal(tot.Ended, want) || len(tot.WorkAgain) != 1 {
+		t.Errorf("total ended %v, work again %v", tot.Ended, tot.WorkAgain)
+	}
+}
+
+func TestWorkAgainCountsFromTheStrike(t *testing.T) {
+	strike := faultEnd(1500, "primary-kill", check.Suite)
+	strike.Phase = "strike"
+	give := []history.Record{
+		fault(1100, "primary-kill", check.Suite),
+		// a term won on the old primary before the kill struck
+		start(1200, "a", "x", 1, 2100), ended(1250, "a", "x", 1, "released"),
+		faultEnd(2000, "primary-kill", check.Suite), strike,
+		start(1900, "b", "x", 2, 2800),
+	}
+	res := check.Check(give, timing)
+	if got := res.Total().WorkAgain; len(got) != 1 || got[0] != 400*time.Millisecond {
+		t.Errorf("work again %v, want [400ms] (from the strike at 1500 to the term at 1900)", got)
+	}
+}
+
+// TestWorkAgainSkipsTermsBeforeTheStall: an Inject that kills through a
+// script strikes some time after the fault's begin, and terms go on
+// starting on the old primary meanwhile; the nodes work again at the end
+// of the stall that follows, not at the first of those terms.
+func TestWorkAgainSkipsTermsBeforeTheStall(t *testing.T) {
+	var give []history.Record
+	tok := uint64(0)
+	term := func(at int64, name string) {
+		tok++
+		give = append(give, start(at, "a", name, tok, at+900), ended(at+5, "a", name, tok, "released"))
+	}
+	for at := int64(1000); at < 2000; at += 20 { // the clean phase: a term every 20ms at most
+		term(at, "x")
+	}
+	give = append(give, fault(2000, "replica-promote", check.Suite))
+	term(2010, "y") // on the old primary, before the kill lands at about 2030
+	term(2025, "y")
+	term(2330, "y") // the new primary: 300ms of stall
+	for at := int64(2345); at < 3000; at += 15 {
+		term(at, "y")
+	}
+	give = append(give, faultEnd(3000, "replica-promote", check.Suite))
+	// a later fault with no stall at all: the nodes never stopped
+	give = append(give, fault(5000, "follower-kill", check.Suite))
+	for at := int64(5004); at < 6000; at += 15 {
+		term(at, "z")
+	}
+	give = append(give, faultEnd(5900, "follower-kill", check.Suite))
+	res := check.Check(give, timing)
+	if res.Failed() {
+		t.Fatalf("violations: %v", res.Violations)
+	}
+	want := map[string]time.Duration{"replica-promote": 330 * time.Millisecond, "follower-kill": 4 * time.Millisecond}
+	for _, r := range res.Rows {
+		if w, ok := want[r.Fault]; ok && (len(r.WorkAgain) != 1 || r.WorkAgain[0] != w) {
+			t.Errorf("%s: work again %v, want [%v]", r.Fault, r.WorkAgain, w)
+		}
 	}
 }
 

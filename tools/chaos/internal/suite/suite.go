@@ -2,7 +2,8 @@
 // private server, a fenced resource and a few node processes (each behind
 // a fault proxy of its own), injects faults in turn until the profile's
 // handovers and injections are reached, stops everything and checks the
-// histories (package check).
+// histories (package check). RunTopology does the same on a replicated
+// topology (package topology), whose own faults it injects.
 package suite
 
 import (
@@ -32,6 +33,7 @@ import (
 	"github.com/simba-go/simba/tools/chaos/internal/history"
 	"github.com/simba-go/simba/tools/chaos/internal/proxy"
 	"github.com/simba-go/simba/tools/chaos/internal/servers"
+	"github.com/simba-go/simba/tools/chaos/internal/topology"
 )
 
 // ErrProfile is matched by the errors of Run about a profile or backend it
@@ -86,6 +88,31 @@ func CI() Profile {
 		Nodes: 3, Locks: 8, Elections: 1, Workers: 1, Idle: 400 * time.Millisecond, Lease: time.Second}
 }
 
+// Topology is the profile of make topology, per topology: at least 20
+// injections of each of the topology's faults, with a node fault
+// (SIGKILL, SIGSTOP in turn) after each. No handover count: the resource
+// counts a handover only when a name's highest token changes hands, and
+// after tokens went back it refuses every write until they pass it again.
+func Topology() Profile {
+	return Profile{Name: "topology", Handovers: 0, PerFault: 20, MaxDuration: 30 * time.Minute,
+		Nodes: 3, Locks: 8, Elections: 1, Workers: 1, Idle: 400 * time.Millisecond, Lease: time.Second,
+		Faults: NodeFaults}
+}
+
+// TopologyShort is the profile of the topology test of make test: two
+// injections of each of the topology's faults and no node fault; a
+// topology that cannot inject them within 3 minutes fails the test (a
+// Sentinel topology, five faults, takes about two).
+func TopologyShort() Profile {
+	p := Topology()
+	p.Name, p.PerFault, p.MaxDuration, p.Faults = "topology-short", 2, 3*time.Minute, nil
+	return p
+}
+
+// NodeFaults are the faults RunTopology can mix in: they hit a node, not
+// the servers, and need no proxy.
+var NodeFaults = []string{SigKill, SigStop}
+
 // Soak is the long profile: at least 10,000 handovers per backend.
 func Soak() Profile {
 	return Profile{Name: "soak", Handovers: 10000, PerFault: 10, MaxDuration: 60 * time.Minute,
@@ -101,9 +128,10 @@ func (p Profile) Timing() check.Timing {
 		EvictGrace: 2*renew + 250*time.Millisecond}
 }
 
-// Outcome is the result of a run on one backend.
+// Outcome is the result of a run on one backend or topology.
 type Outcome struct {
 	Backend  string
+	Topology string // the topology's name; empty for Run
 	Profile  string
 	Result   *check.Result
 	Duration time.Duration
@@ -152,11 +180,17 @@ type run struct {
 	p      Profile
 	env    Env
 	kind   string
-	srv    *servers.Server
+	label  string          // the backend or topology in progress lines
+	url    string          // the backend URL, without a node's proxy
+	srv    *servers.Server // Run's server; nil for a topology
+	topo   topology.Topology
 	fence  *fence.Server
 	log    *history.Writer
 	rng    *rand.Rand
 	faults map[string]int
+	// schedule is the order of the faults, round after round; counted are
+	// the faults whose injections the profile counts.
+	schedule, counted []string
 
 	nodes []*nodeProc
 	wg    sync.WaitGroup
@@ -166,7 +200,7 @@ type nodeProc struct {
 	slot    int
 	name    string // changes on every restart: n1, n1.2, n1.3 ...
 	history string
-	proxy   *proxy.Proxy
+	proxy   *proxy.Proxy // nil on a topology
 	cmd     *exec.Cmd
 	done    chan struct{}
 }
@@ -176,9 +210,8 @@ func Run(ctx context.Context, p Profile, kind string, env Env) (out *Outcome, er
 	if !slices.Contains(Backends, kind) {
 		return nil, fmt.Errorf("%w: unknown backend %q", ErrProfile, kind)
 	}
-	if p.Nodes < 2 || p.Lease <= 0 || p.Locks < 0 || p.Elections < 0 || p.Locks+p.Elections < 1 ||
-		p.MaxDuration <= 0 || p.Workers < 1 || p.Idle < 0 {
-		return nil, fmt.Errorf("%w: need 2 nodes or more, a lease, a name, a duration and a worker per name", ErrProfile)
+	if err := p.valid(); err != nil {
+		return nil, err
 	}
 	if len(p.Faults) == 0 {
 		p.Faults = AllFaults
@@ -196,7 +229,8 @@ func Run(ctx context.Context, p Profile, kind string, env Env) (out *Outcome, er
 	if err := os.MkdirAll(env.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("suite: %w", err)
 	}
-	r := &run{p: p, env: env, kind: kind, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)), faults: map[string]int{}}
+	r := &run{p: p, env: env, kind: kind, label: kind, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)),
+		faults: map[string]int{}, schedule: p.Faults, counted: p.Faults}
 	r.srv, err = servers.Start(ctx, env.Dir, kind)
 	if err != nil {
 		return nil, err
@@ -206,25 +240,118 @@ func Run(ctx context.Context, p Profile, kind string, env Env) (out *Outcome, er
 			err = derr
 		}
 	}()
-	if err := r.migrate(ctx); err != nil {
-		return nil, err
-	}
-	r.log, err = history.Create(filepath.Join(env.Dir, "suite.jsonl"), "suite")
+	r.url = r.srv.URL()
+	res, err := r.execute(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r.fence, err = fence.Listen(filepath.Join(env.Dir, "fence.sock"), r.log)
+	return &Outcome{Backend: kind, Profile: p.Name, Result: res, Duration: time.Since(began), Dir: env.Dir}, nil
+}
+
+// RunTopology runs profile p on topology t, which the caller started and
+// stops, and checks the run. The nodes open t.URL() directly, without a
+// proxy; the faults are t.Faults(), each recorded as begin and end around
+// t.Inject, with p.Faults (node faults only: NodeFaults) in turn after
+// each. The profile's injections count t.Faults() only. Where
+// t.TokensMayGoBack(), token regressions are counted, not failed.
+func RunTopology(ctx context.Context, p Profile, t topology.Topology, env Env) (*Outcome, error) {
+	if !slices.Contains(Backends, t.Backend()) {
+		return nil, fmt.Errorf("%w: topology %s has an unknown backend %q", ErrProfile, t.Name(), t.Backend())
+	}
+	if err := p.valid(); err != nil {
+		return nil, err
+	}
+	for _, f := range p.Faults {
+		if !slices.Contains(NodeFaults, f) {
+			return nil, fmt.Errorf("%w: %q is not a node fault a topology run can mix in (%v)", ErrProfile, f, NodeFaults)
+		}
+	}
+	tf := t.Faults()
+	if len(tf) == 0 {
+		return nil, fmt.Errorf("%w: topology %s has no fault", ErrProfile, t.Name())
+	}
+	began := time.Now()
+	if err := os.MkdirAll(env.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("suite: %w", err)
+	}
+	r := &run{p: p, env: env, kind: t.Backend(), label: t.Name(), url: t.URL(), topo: t,
+		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)), faults: map[string]int{},
+		schedule: topologySchedule(tf, p.Faults), counted: tf}
+	var opts []check.Option
+	if t.TokensMayGoBack() {
+		opts = append(opts, check.TokensMayGoBack)
+	}
+	res, err := r.execute(ctx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Outcome{Backend: t.Backend(), Topology: t.Name(), Profile: p.Name, Result: res,
+		Duration: time.Since(began), Dir: env.Dir}, nil
+}
+
+// Striker is a topology that tells when its last fault struck: the
+// SIGKILL, the failover command, after whatever Inject did first. A run
+// on it records that moment (a "strike" fault record), and measures the
+// time to work again from there rather than from the fault's begin.
+type Striker interface {
+	FaultAt() time.Time
+}
+
+// topologySchedule puts a node fault, in turn, after each topology fault:
+// every pairing of the two comes round.
+func topologySchedule(tf, nf []string) []string {
+	if len(nf) == 0 {
+		return tf
+	}
+	n := len(tf) * len(nf) / gcd(len(tf), len(nf))
+	out := make([]string, 0, 2*n)
+	for i := range n {
+		out = append(out, tf[i%len(tf)], nf[i%len(nf)])
+	}
+	return out
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// valid checks the counts and durations of a profile.
+func (p Profile) valid() error {
+	if p.Nodes < 2 || p.Lease <= 0 || p.Locks < 0 || p.Elections < 0 || p.Locks+p.Elections < 1 ||
+		p.MaxDuration <= 0 || p.Workers < 1 || p.Idle < 0 {
+		return fmt.Errorf("%w: need 2 nodes or more, a lease, a name, a duration and a worker per name", ErrProfile)
+	}
+	return nil
+}
+
+// execute migrates, starts the resource and the nodes, injects the
+// faults, stops everything and checks the histories.
+func (r *run) execute(ctx context.Context, opts ...check.Option) (*check.Result, error) {
+	var err error
+	if err := r.migrate(ctx); err != nil {
+		return nil, err
+	}
+	r.log, err = history.Create(filepath.Join(r.env.Dir, "suite.jsonl"), check.Suite)
+	if err != nil {
+		return nil, err
+	}
+	r.fence, err = fence.Listen(filepath.Join(r.env.Dir, "fence.sock"), r.log)
 	if err != nil {
 		_ = r.log.Close()
 		return nil, err
 	}
-	for i := range p.Nodes {
-		px, err := proxy.Listen(r.srv.Addr())
-		if err != nil {
-			r.shutdown()
-			return nil, err
+	for i := range r.p.Nodes {
+		n := &nodeProc{slot: i, name: fmt.Sprintf("n%d", i+1)}
+		if r.srv != nil {
+			n.proxy, err = proxy.Listen(r.srv.Addr())
+			if err != nil {
+				r.shutdown()
+				return nil, err
+			}
 		}
-		n := &nodeProc{slot: i, name: fmt.Sprintf("n%d", i+1), proxy: px}
 		r.nodes = append(r.nodes, n)
 		if err := r.startNode(n); err != nil {
 			r.shutdown()
@@ -237,11 +364,11 @@ func Run(ctx context.Context, p Profile, kind string, env Env) (out *Outcome, er
 		return nil, injectErr
 	}
 
-	recs, err := history.ReadFile(filepath.Join(env.Dir, "suite.jsonl"))
+	recs, err := history.ReadFile(filepath.Join(r.env.Dir, "suite.jsonl"))
 	if err != nil {
 		return nil, err
 	}
-	files, _ := filepath.Glob(filepath.Join(env.Dir, "node-*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(r.env.Dir, "node-*.jsonl"))
 	for _, f := range files {
 		rs, err := history.ReadFile(f)
 		if err != nil {
@@ -249,8 +376,7 @@ func Run(ctx context.Context, p Profile, kind string, env Env) (out *Outcome, er
 		}
 		recs = append(recs, rs...)
 	}
-	return &Outcome{Backend: kind, Profile: p.Name, Result: check.Check(recs, p.Timing()),
-		Duration: time.Since(began), Dir: env.Dir}, nil
+	return check.Check(recs, r.p.Timing(), opts...), nil
 }
 
 // migrate creates the tables of a SQL backend: nodes open it by URL,
@@ -260,13 +386,13 @@ func (r *run) migrate(ctx context.Context) error {
 	defer cancel()
 	switch r.kind {
 	case servers.Postgres:
-		b, err := simbapg.Open(ctx, r.srv.URL(), simbapg.Options{Migrate: true})
+		b, err := simbapg.Open(ctx, r.url, simbapg.Options{Migrate: true})
 		if err != nil {
 			return fmt.Errorf("suite: migrate: %w", err)
 		}
 		return b.Close()
 	case servers.MySQL:
-		b, err := simbamysql.Open(ctx, r.srv.URL(), simbamysql.Options{Migrate: true})
+		b, err := simbamysql.Open(ctx, r.url, simbamysql.Options{Migrate: true})
 		if err != nil {
 			return fmt.Errorf("suite: migrate: %w", err)
 		}
@@ -275,9 +401,13 @@ func (r *run) migrate(ctx context.Context) error {
 	return nil
 }
 
-// nodeURL is the server's URL with the node's proxy as its address.
+// nodeURL is the server's URL with the node's proxy as its address, or
+// the topology's URL.
 func (r *run) nodeURL(n *nodeProc) string {
-	return strings.Replace(r.srv.URL(), r.srv.Addr(), n.proxy.Addr(), 1)
+	if n.proxy == nil {
+		return r.url
+	}
+	return strings.Replace(r.url, r.srv.Addr(), n.proxy.Addr(), 1)
 }
 
 func (r *run) startNode(n *nodeProc) error {
@@ -317,7 +447,9 @@ func (r *run) shutdown() {
 			_ = n.cmd.Process.Signal(syscall.SIGCONT)
 			_ = n.cmd.Process.Signal(syscall.SIGTERM)
 		}
-		n.proxy.Set(proxy.Pass, 0)
+		if n.proxy != nil {
+			n.proxy.Set(proxy.Pass, 0)
+		}
 	}
 	for _, n := range r.nodes {
 		if n.cmd == nil {
@@ -332,7 +464,9 @@ func (r *run) shutdown() {
 	}
 	r.wg.Wait()
 	for _, n := range r.nodes {
-		_ = n.proxy.Close()
+		if n.proxy != nil {
+			_ = n.proxy.Close()
+		}
 	}
 	if r.fence != nil {
 		_ = r.fence.Close()
@@ -359,7 +493,7 @@ func (r *run) inject(ctx context.Context) error {
 		if err := r.nodesAlive(); err != nil {
 			return err
 		}
-		f := r.p.Faults[i%len(r.p.Faults)]
+		f := r.schedule[i%len(r.schedule)]
 		if err := r.fault(ctx, f); err != nil {
 			return err
 		}
@@ -390,7 +524,7 @@ func (r *run) reached() bool {
 	if r.fence.Handovers() < r.p.Handovers {
 		return false
 	}
-	for _, f := range r.p.Faults {
+	for _, f := range r.counted {
 		if r.faults[f] < r.p.PerFault {
 			return false
 		}
@@ -403,12 +537,15 @@ func (r *run) reached() bool {
 // further behind.
 func (r *run) progress(start time.Time) {
 	done := r.fence.Handovers()
-	frac := min(float64(done)/float64(r.p.Handovers), 1)
+	frac := 1.0
+	if r.p.Handovers > 0 {
+		frac = min(float64(done)/float64(r.p.Handovers), 1)
+	}
 	injected := 0
-	for _, f := range r.p.Faults {
+	for _, f := range r.counted {
 		injected += min(r.faults[f], r.p.PerFault)
 	}
-	if want := r.p.PerFault * len(r.p.Faults); want > 0 {
+	if want := r.p.PerFault * len(r.counted); want > 0 {
 		frac = min(frac, float64(injected)/float64(want))
 	}
 	elapsed := time.Since(start)
@@ -418,8 +555,12 @@ func (r *run) progress(start time.Time) {
 	}
 	const width = 30
 	bar := strings.Repeat("#", int(frac*width)) + strings.Repeat(".", width-int(frac*width))
-	fmt.Fprintf(r.p.Progress, "%-9s [%s] %6d/%d handovers, %d/%d injections  %s elapsed  ETA %s\n",
-		r.kind, bar, done, r.p.Handovers, injected, r.p.PerFault*len(r.p.Faults), elapsed.Round(time.Second), eta)
+	handovers := fmt.Sprintf("%6d/%d", done, r.p.Handovers)
+	if r.p.Handovers == 0 {
+		handovers = fmt.Sprintf("%6d", done)
+	}
+	fmt.Fprintf(r.p.Progress, "%-9s [%s] %s handovers, %d/%d injections  %s elapsed  ETA %s\n",
+		r.label, bar, handovers, injected, r.p.PerFault*len(r.counted), elapsed.Round(time.Second), eta)
 }
 
 func (r *run) sleep(ctx context.Context, d time.Duration) bool {
@@ -459,6 +600,25 @@ func (r *run) fault(ctx context.Context, kind string) error {
 	past := lease + lease/2 + 300*time.Millisecond // past the lease, whatever the phase of the keep-alives
 	settle := lease + lease/2
 	r.faults[kind]++
+	if r.topo != nil && slices.Contains(r.counted, kind) {
+		// A fault of the servers: no victim node.
+		r.record(kind, "begin", "")
+		began := time.Now()
+		err := r.topo.Inject(ctx, kind)
+		r.record(kind, "end", "")
+		if s, ok := r.topo.(Striker); ok {
+			if at := s.FaultAt(); at.After(began) {
+				// The monotonic clock of the histories, at that moment.
+				r.log.Add(history.Record{T: history.Mono() - int64(time.Since(at)), Kind: history.KindFault,
+					Fault: kind, Phase: "strike"})
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("inject %s: %w", kind, err)
+		}
+		r.sleep(ctx, settle)
+		return nil
+	}
 	v := r.victim()
 	switch kind {
 	case SigStop:
