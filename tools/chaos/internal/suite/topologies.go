@@ -38,12 +38,21 @@ func init() {
 				return m, nil
 			}})
 	}
-	for name, start := range map[string]func(context.Context, string, topology.RedisOptions) (*topology.Redis, error){
-		"redis-sentinel": topology.StartRedisSentinel, "redis-cluster": topology.StartRedisCluster,
-	} {
+	// Sentinel runs with min_replicas=1, its durable setting: without it a
+	// SENTINEL FAILOVER loses the keep-alives the old primary took while
+	// the replica was promoted, and terms overlap (backend-redis/README.md,
+	// "Replicated Redis"). A cluster's failover loses nothing.
+	redis := map[string]struct {
+		start func(context.Context, string, topology.RedisOptions) (*topology.Redis, error)
+		opts  topology.RedisOptions
+	}{
+		"redis-sentinel-wait": {topology.StartRedisSentinel, topology.RedisOptions{MinReplicas: 1}},
+		"redis-cluster":       {topology.StartRedisCluster, topology.RedisOptions{}},
+	}
+	for name, r := range redis {
 		add(topology.Entry{Name: name, Backend: servers.Redis,
 			Start: func(ctx context.Context, dir string) (topology.Topology, error) {
-				r, err := start(ctx, dir, topology.RedisOptions{})
+				r, err := r.start(ctx, dir, r.opts)
 				if err != nil {
 					return nil, err
 				}

@@ -37,6 +37,10 @@ type RedisOptions struct {
 	// DownAfter is the sentinels' down-after-milliseconds, and the
 	// cluster's node timeout. Default 1s.
 	DownAfter time.Duration
+	// MinReplicas, when above 0, is the min_replicas parameter of URL:
+	// every acquire and keep-alive waits for that many replicas
+	// (simbaredis.Options.MinReplicas), and Name ends in "-wait".
+	MinReplicas int
 }
 
 func (o RedisOptions) withDefaults() RedisOptions {
@@ -219,10 +223,14 @@ func (t *Redis) startCluster(ctx context.Context) error {
 
 // Name is "redis-sentinel" or "redis-cluster".
 func (t *Redis) Name() string {
+	name := "redis-sentinel"
 	if t.cluster {
-		return "redis-cluster"
+		name = "redis-cluster"
 	}
-	return "redis-sentinel"
+	if t.opts.MinReplicas > 0 {
+		name += "-wait"
+	}
+	return name
 }
 
 // Backend is "redis".
@@ -231,10 +239,14 @@ func (t *Redis) Backend() string { return "redis" }
 // URL is redis+sentinel://SENTINELS/MASTER or redis+cluster://NODES, the
 // host:port lists comma-separated.
 func (t *Redis) URL() string {
+	u := "redis+sentinel://" + strings.Join(t.SentinelAddrs(), ",") + "/" + t.opts.Master
 	if t.cluster {
-		return "redis+cluster://" + strings.Join(t.ClusterAddrs(), ",")
+		u = "redis+cluster://" + strings.Join(t.ClusterAddrs(), ",")
 	}
-	return "redis+sentinel://" + strings.Join(t.SentinelAddrs(), ",") + "/" + t.opts.Master
+	if t.opts.MinReplicas > 0 {
+		u += "?min_replicas=" + strconv.Itoa(t.opts.MinReplicas)
+	}
+	return u
 }
 
 // SentinelAddrs lists the sentinels' host:port addresses.
@@ -265,8 +277,11 @@ func (t *Redis) Faults() []string {
 	return []string{PrimaryKill, Failover, SentinelPartition, RollingRestart, EmptyPromotion}
 }
 
-// TokensMayGoBack is true: replication is asynchronous.
-func (t *Redis) TokensMayGoBack() bool { return true }
+// TokensMayGoBack is false: replication is asynchronous, but tokens
+// come from the server's clock (ADR 0020), so that even a promoted
+// replica that lost writes, or an empty one, hands out greater tokens
+// (one host here: no clock skew between the servers).
+func (t *Redis) TokensMayGoBack() bool { return false }
 
 // FaultAt is the disruptive moment of the last fault injected: the
 // SIGKILL, the failover command, the sentinel's pause, the first restart.
