@@ -319,7 +319,7 @@ port_open() {
 
 # inst_healthy INST holds when a server of the right kind answers on INST's port.
 inst_healthy() {
-	local port out
+	local port out=
 	port=$(port_of "$1")
 	case $1 in
 	redis-cluster) redis_cluster_healthy && out=PONG ;;
@@ -697,7 +697,7 @@ tls_exports_of() {
 
 # tls_healthy INST holds when INST answers over TLS, verified with the CA.
 tls_healthy() {
-	local port ca out
+	local port ca out=
 	port=$(port_of "$1")
 	ca=$(tls_dir)/ca.pem
 	[[ -s $ca ]] || return 1
