@@ -45,7 +45,7 @@ type Server struct {
 // Start makes a state directory under base and starts kind there, empty,
 // on a free port; it returns once the server answers.
 func Start(ctx context.Context, base, kind string) (*Server, error) {
-	lib, err := findLib()
+	lib, err := FindLib()
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +61,11 @@ func Start(ctx context.Context, base, kind string) (*Server, error) {
 	if err := os.WriteFile(sh, script, 0o755); err != nil {
 		return nil, fmt.Errorf("servers: %w", err)
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
-	spare, err := freePort()
+	spare, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,9 @@ func (s *Server) do(ctx context.Context, action string) error {
 	return nil
 }
 
-func findLib() (string, error) {
+// FindLib returns the path of tools/testenv/lib.sh in the first directory
+// above the working directory that has one, or ErrNoTestenv.
+func FindLib() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("servers: %w", err)
@@ -137,7 +139,8 @@ func findLib() (string, error) {
 	}
 }
 
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("servers: %w", err)

@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,7 +70,7 @@ var _ Topology = (*MariaDB)(nil)
 // and a replica there, and returns once the replica has applied the
 // primary's binary log.
 func StartMariaDBReplica(ctx context.Context, dir string, opts MariaDBOptions) (*MariaDB, error) {
-	lib, err := mariadbLib()
+	lib, err := findLib()
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +85,7 @@ func StartMariaDBReplica(ctx context.Context, dir string, opts MariaDBOptions) (
 		return nil, fmt.Errorf("topology: %w", err)
 	}
 	for i := range m.nodes {
-		port, err := mariadbFreePort()
+		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
@@ -337,32 +336,4 @@ func mariadbReadPid(file string) (int, error) {
 		return 0, fmt.Errorf("topology: no pid in %s", file)
 	}
 	return pid, nil
-}
-
-// mariadbLib finds tools/testenv/lib.sh above the working directory.
-func mariadbLib() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("topology: %w", err)
-	}
-	for {
-		lib := filepath.Join(dir, "tools", "testenv", "lib.sh")
-		if _, err := os.Stat(lib); err == nil {
-			return lib, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("topology: tools/testenv/lib.sh not found above %s", dir)
-		}
-		dir = parent
-	}
-}
-
-func mariadbFreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("topology: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -64,7 +64,7 @@ var _ Topology = (*Postgres)(nil)
 // streams (and, with opts.Sync, once a commit on the primary has been
 // acknowledged by it). Down stops both.
 func StartPostgresReplica(ctx context.Context, dir string, opts PostgresOptions) (*Postgres, error) {
-	lib, err := pgFindLib()
+	lib, err := findLib()
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func StartPostgresReplica(ctx context.Context, dir string, opts PostgresOptions)
 	}
 	p := &Postgres{opts: opts, lib: lib, sh: sh}
 	for i := range p.nodes {
-		port, err := pgFreePort()
+		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
@@ -303,31 +303,4 @@ func (p *Postgres) output(ctx context.Context, action string, args ...string) (s
 		return "", fmt.Errorf("topology: %s %s: %w\n%s", p.Name(), action, err, strings.TrimSpace(stderr.String()+string(out)))
 	}
 	return string(out), nil
-}
-
-func pgFindLib() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("topology: %w", err)
-	}
-	for {
-		lib := filepath.Join(dir, "tools", "testenv", "lib.sh")
-		if _, err := os.Stat(lib); err == nil {
-			return lib, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("topology: tools/testenv/lib.sh not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func pgFreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("topology: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -119,7 +119,7 @@ func StartRedisCluster(ctx context.Context, dir string, opts RedisOptions) (*Red
 }
 
 func newRedis(dir string, opts RedisOptions, cluster bool) (*Redis, error) {
-	lib, err := redisFindLib()
+	lib, err := findLib()
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func newRedis(dir string, opts RedisOptions, cluster bool) (*Redis, error) {
 		n, prefix = 6, "node"
 	}
 	for i := range n {
-		port, err := redisFreePort()
+		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
@@ -145,7 +145,7 @@ func newRedis(dir string, opts RedisOptions, cluster bool) (*Redis, error) {
 	}
 	if !cluster {
 		for i := range 3 {
-			port, err := redisFreePort()
+			port, err := freePort()
 			if err != nil {
 				return nil, err
 			}
@@ -404,7 +404,7 @@ func (t *Redis) sentinelPartition(ctx context.Context) error {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("pause %s: %w", s.name, err)
 	}
-	sleepErr := redisSleep(ctx, 4*t.opts.DownAfter)
+	sleepErr := pause(ctx, 4*t.opts.DownAfter)
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		return fmt.Errorf("resume %s: %w", s.name, err)
 	}
@@ -977,49 +977,11 @@ func redisPoll(ctx context.Context, limit time.Duration, what string, f func(con
 			return nil
 		}
 		last = err
-		if redisSleep(ctx, 50*time.Millisecond) != nil {
+		if pause(ctx, 50*time.Millisecond) != nil {
 			if last == nil {
 				return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 			}
 			return fmt.Errorf("waiting for %s: %w (last: %w)", what, ctx.Err(), last)
 		}
 	}
-}
-
-func redisSleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func redisFindLib() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("topology: %w", err)
-	}
-	for {
-		lib := filepath.Join(dir, "tools", "testenv", "lib.sh")
-		if _, err := os.Stat(lib); err == nil {
-			return lib, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("topology: tools/testenv/lib.sh not found above the working directory")
-		}
-		dir = parent
-	}
-}
-
-func redisFreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("topology: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -84,7 +84,7 @@ func StartZKEnsemble(ctx context.Context, dir string, opts ZKOptions) (*ZKEnsemb
 	if opts.Bound <= 0 {
 		opts.Bound = time.Minute
 	}
-	lib, err := zkFindLib()
+	lib, err := findLib()
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +251,7 @@ func (e *ZKEnsemble) leader(ctx context.Context) (zkMember, error) {
 				return m, nil
 			}
 		}
-		if err := zkPause(ctx, 20*time.Millisecond); err != nil {
+		if err := pause(ctx, 20*time.Millisecond); err != nil {
 			return zkMember{}, fmt.Errorf("topology: no Zookeeper leader: %w", err)
 		}
 	}
@@ -329,7 +329,7 @@ func (e *ZKEnsemble) waitServing(ctx context.Context, skip int) error {
 		if serving == want && leaders == 1 {
 			return nil
 		}
-		if err := zkPause(ctx, 10*time.Millisecond); err != nil {
+		if err := pause(ctx, 10*time.Millisecond); err != nil {
 			return fmt.Errorf("topology: the Zookeeper ensemble does not serve: %w", err)
 		}
 	}
@@ -367,35 +367,6 @@ func zkFourLetter(ctx context.Context, addr, word string) (string, error) {
 		return "", fmt.Errorf("topology: %s %s: %w", word, addr, err)
 	}
 	return b.String(), nil
-}
-
-func zkPause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func zkFindLib() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("topology: %w", err)
-	}
-	for {
-		lib := filepath.Join(dir, "tools", "testenv", "lib.sh")
-		if _, err := os.Stat(lib); err == nil {
-			return lib, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("topology: tools/testenv/lib.sh not found above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // freePorts returns n distinct free loopback ports.
