@@ -332,3 +332,16 @@ func (p *proxy) close() {
 	p.Cut()
 	p.wg.Wait()
 }
+
+func TestReconnectPauseLetsAnUnrenewedSessionExpire(t *testing.T) {
+	const timeout = time.Second
+	if got := reconnectPause(timeout, 300*time.Millisecond); got != 50*time.Millisecond {
+		t.Fatalf("pause of a session renewed 300ms ago = %v, want 50ms", got)
+	}
+	if got := reconnectPause(timeout, timeout); got != timeout {
+		t.Fatalf("pause of a session renewed a timeout ago = %v, want the timeout: a quick reconnect would renew it", got)
+	}
+	if got := reconnectPause(100*time.Millisecond, 0); got != 10*time.Millisecond {
+		t.Fatalf("pause of a 100ms session = %v, want the 10ms floor", got)
+	}
+}

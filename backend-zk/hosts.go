@@ -57,7 +57,14 @@ func (h *hostList) stop() { h.stopOnce.Do(func() { close(h.stopped) }) }
 
 // reconnectPause is how long a session of timeout waits once every server
 // refused it in a row: a twentieth of the timeout, from 10ms to the
-// library's own second.
-func reconnectPause(timeout time.Duration) time.Duration {
+// library's own second, while the engine renews it. A session whose last
+// KeepAlive call was a whole timeout ago or more waits a whole timeout:
+// only the engine's calls may renew a session, and a connect request
+// renews it on the server, so a quick reconnect would revive a session
+// nobody kept alive instead of letting the server expire it (R-SES-3).
+func reconnectPause(timeout, sinceRenewed time.Duration) time.Duration {
+	if sinceRenewed >= timeout {
+		return timeout
+	}
 	return min(max(timeout/20, 10*time.Millisecond), time.Second)
 }

@@ -30,6 +30,7 @@ type session struct {
 	dead     chan struct{} // closed when expired
 	done     chan struct{} // closed when the connection's goroutines ended
 	requests atomic.Int64  // requests sent, pings excluded (tests, benchmarks)
+	renewed  atomic.Int64  // time.Now().UnixNano() of the open or the last KeepAlive call
 	watching atomic.Bool   // an exists-watch was set (see setWatchesGate)
 
 	closeOnce sync.Once
@@ -248,7 +249,10 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
 	}
 	s.timeout.Store(int64(clampTimeout(lease))) // bounds the first connect (responseTimeout)
-	s.hosts = newHostList(func() time.Duration { return reconnectPause(time.Duration(s.timeout.Load())) })
+	s.renewed.Store(time.Now().UnixNano())
+	s.hosts = newHostList(func() time.Duration {
+		return reconnectPause(time.Duration(s.timeout.Load()), time.Since(time.Unix(0, s.renewed.Load())))
+	})
 	conn, events, err := zk.Connect(b.servers, clampTimeout(lease), zk.WithHostProvider(s.hosts),
 		zk.WithDialer(s.dial), zk.WithLogger(zkLogger{b.log}), zk.WithEventCallback(s.event))
 	if err != nil {
@@ -339,6 +343,7 @@ func (b *Backend) KeepAlive(ctx context.Context, id simba.SessionID, _ time.Dura
 	if err != nil {
 		return simba.KeepAliveReply{}, err
 	}
+	s.renewed.Store(time.Now().UnixNano())
 	return call(ctx, b, "keep-alive", func() (simba.KeepAliveReply, error) { return s.keepAlive(ctx) })
 }
 
