@@ -3,6 +3,7 @@ package simbaredis
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
@@ -270,15 +271,7 @@ func (t target) newClient(opts Options) redis.UniversalClient {
 	switch {
 	case t.failover != nil:
 		o := t.failover
-		if opts.TLSConfig != nil {
-			o.TLSConfig = opts.TLSConfig
-		}
-		if opts.Username != "" {
-			o.Username = opts.Username
-		}
-		if opts.Password != "" {
-			o.Password = opts.Password
-		}
+		opts.override(&o.TLSConfig, &o.Username, &o.Password)
 		if opts.SentinelUsername != "" {
 			o.SentinelUsername = opts.SentinelUsername
 		}
@@ -289,30 +282,28 @@ func (t target) newClient(opts Options) redis.UniversalClient {
 		return redis.NewFailoverClient(o)
 	case t.cluster != nil:
 		o := t.cluster
-		if opts.TLSConfig != nil {
-			o.TLSConfig = opts.TLSConfig
-		}
-		if opts.Username != "" {
-			o.Username = opts.Username
-		}
-		if opts.Password != "" {
-			o.Password = opts.Password
-		}
+		opts.override(&o.TLSConfig, &o.Username, &o.Password)
 		o.ContextTimeoutEnabled = true
 		return redis.NewClusterClient(o)
 	}
 	o := t.single
-	if opts.TLSConfig != nil {
-		o.TLSConfig = opts.TLSConfig
-	}
-	if opts.Username != "" {
-		o.Username = opts.Username
-	}
-	if opts.Password != "" {
-		o.Password = opts.Password
-	}
+	opts.override(&o.TLSConfig, &o.Username, &o.Password)
 	o.ContextTimeoutEnabled = true
 	return redis.NewClient(o)
+}
+
+// override puts the TLS settings and credentials of opts, where set, in
+// place of a client's options parsed from the URL.
+func (o Options) override(cfg **tls.Config, username, password *string) {
+	if o.TLSConfig != nil {
+		*cfg = o.TLSConfig
+	}
+	if o.Username != "" {
+		*username = o.Username
+	}
+	if o.Password != "" {
+		*password = o.Password
+	}
 }
 
 // dialRecorder is a go-redis hook that remembers the last failed dial.
