@@ -144,36 +144,50 @@ func (e *env) ctx() (context.Context, context.CancelFunc) {
 
 // session is a session opened by the suite on one node.
 type session struct {
-	e  *env
-	b  simba.Backend
-	id simba.SessionID
+	e     *env
+	b     simba.Backend
+	id    simba.SessionID
+	lease time.Duration // asked for at open and at every keep-alive
 }
 
-// open opens a session on b, checks the grant and closes the session when
-// the subtest ends.
-func (e *env) open(b simba.Backend) *session { return e.openAs(b, "") }
+// open opens a session on b with Harness.Lease, checks the grant and
+// closes the session when the subtest ends.
+func (e *env) open(b simba.Backend) *session { return e.openFor(b, "", e.h.Lease) }
 
 // openAs is open for a session that carries identity, through
 // simba.IdentityOpener when identity is not empty.
 func (e *env) openAs(b simba.Backend, identity string) *session {
+	return e.openFor(b, identity, e.h.Lease)
+}
+
+// openLong is open with a lease of 30s, or Harness.Lease if longer, for
+// the checks whose subject is not expiry: long enough for the nodes they
+// open one after the other to connect slowly (a TLS handshake on a loaded
+// machine) and for the calls they start to wait for a server that is slow
+// to show the waits, without the first session expiring meanwhile.
+func (e *env) openLong(b simba.Backend) *session {
+	return e.openFor(b, "", max(30*time.Second, e.h.Lease))
+}
+
+func (e *env) openFor(b simba.Backend, identity string, lease time.Duration) *session {
 	e.t.Helper()
 	ctx, cancel := e.ctx()
 	defer cancel()
 	var g simba.SessionGrant
 	var err error
 	if o, ok := b.(simba.IdentityOpener); ok && identity != "" {
-		g, err = o.OpenSessionAs(ctx, e.h.Lease, identity)
+		g, err = o.OpenSessionAs(ctx, lease, identity)
 	} else {
-		g, err = b.OpenSession(ctx, e.h.Lease)
+		g, err = b.OpenSession(ctx, lease)
 	}
 	if err != nil {
-		e.t.Fatalf("OpenSession(%v): %v", e.h.Lease, err)
+		e.t.Fatalf("OpenSession(%v): %v", lease, err)
 	}
 	if g.ID == "" {
-		e.t.Fatalf("OpenSession(%v) granted an empty session id", e.h.Lease)
+		e.t.Fatalf("OpenSession(%v) granted an empty session id", lease)
 	}
-	e.checkRemaining("OpenSession", g.Remaining)
-	s := &session{e: e, b: b, id: g.ID}
+	checkRemaining(e.t, "OpenSession", lease, g.Remaining)
+	s := &session{e: e, b: b, id: g.ID, lease: lease}
 	e.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, 5*e.h.Lease))
 		defer cancel()
@@ -184,11 +198,12 @@ func (e *env) openAs(b simba.Backend, identity string) *session {
 	return s
 }
 
-// checkRemaining fails unless a granted validity lies in (0, Lease].
-func (e *env) checkRemaining(op string, d time.Duration) {
-	e.t.Helper()
-	if d <= 0 || d > e.h.Lease {
-		e.t.Fatalf("%s asked for a lease of %v and was granted %v, want a value in (0, %v]", op, e.h.Lease, d, e.h.Lease)
+// checkRemaining fails unless a validity granted for lease lies in
+// (0, lease].
+func checkRemaining(t testing.TB, op string, lease, d time.Duration) {
+	t.Helper()
+	if d <= 0 || d > lease {
+		t.Fatalf("%s asked for a lease of %v and was granted %v, want a value in (0, %v]", op, lease, d, lease)
 	}
 }
 
@@ -196,11 +211,11 @@ func (s *session) keepAlive() simba.KeepAliveReply {
 	s.e.t.Helper()
 	ctx, cancel := s.e.ctx()
 	defer cancel()
-	r, err := s.b.KeepAlive(ctx, s.id, s.e.h.Lease)
+	r, err := s.b.KeepAlive(ctx, s.id, s.lease)
 	if err != nil {
 		s.e.t.Fatalf("KeepAlive(%s) of a live session: %v", s.id, err)
 	}
-	s.e.checkRemaining("KeepAlive", r.Remaining)
+	checkRemaining(s.e.t, "KeepAlive", s.lease, r.Remaining)
 	return r
 }
 

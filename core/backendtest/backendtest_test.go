@@ -339,3 +339,18 @@ func (g *gate) pass(ctx context.Context, name string) error {
 		}
 	}
 }
+
+// TestSlowConnects runs the suite against a healthy backend whose nodes
+// each take a quarter of the lease to connect, as a TLS handshake can on a
+// loaded machine: a check must not let a session expire while it opens
+// the next nodes, unless expiry is what it checks.
+func TestSlowConnects(t *testing.T) {
+	srv := memory.New()
+	backendtest.Run(t, backendtest.Harness{
+		New: func(testing.TB) simba.Backend {
+			time.Sleep(backendtest.DefaultLease / 4)
+			return srv.Connect()
+		},
+		Synctest: true,
+	})
+}

@@ -361,7 +361,7 @@ func testConcurrentAcquire(e *env) {
 	const racers, rounds = 20, 5
 	ss := make([]*session, racers)
 	for i := range ss {
-		ss[i] = e.open(e.node())
+		ss[i] = e.openLong(e.node())
 	}
 	n := e.name("n")
 	var last uint64
@@ -658,29 +658,6 @@ func awaitWaiting[T any](e *env, what string, n int, ch <-chan outcome[T]) *outc
 		// lock waits only when nobody asked for 100ms.
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-// openLong opens a session on b, as open does, with a lease of 30s or
-// Harness.Lease if longer: long enough for the calls it starts to wait
-// for a server that is slow to show the waits. Its first keep-alive
-// shortens it to Harness.Lease.
-func (e *env) openLong(b simba.Backend) *session {
-	e.t.Helper()
-	ctx, cancel := e.ctx()
-	defer cancel()
-	lease := max(30*time.Second, e.h.Lease)
-	g, err := b.OpenSession(ctx, lease)
-	if err != nil {
-		e.t.Fatalf("OpenSession(%v): %v", lease, err)
-	}
-	e.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, 5*e.h.Lease))
-		defer cancel()
-		if err := b.CloseSession(ctx, g.ID); err != nil {
-			e.t.Errorf("cleanup: CloseSession(%s): %v", g.ID, err)
-		}
-	})
-	return &session{e: e, b: b, id: g.ID}
 }
 
 // testSweepRace: a name taken and given back, then an acquire of it and a
