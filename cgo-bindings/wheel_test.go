@@ -103,6 +103,15 @@ with simba.Client("memory://wheel-test", lease=3) as client:
 	if !regexp.MustCompile(`holds first-lock with token [1-9]`).MatchString(got) {
 		t.Errorf("the program took no lock:\n%s", got)
 	}
+
+	// SIMBA_LIBRARY, when set, overrides the library of the wheel.
+	override := filepath.Join(dir, "libsimba.so")
+	check := exec.Command(vpy, "-c", "from simba import _lib; import simba; simba.version(); print(_lib.library_path())")
+	check.Dir = prog.Dir
+	check.Env = append(userEnv(), "SIMBA_LIBRARY="+override)
+	if got := strings.TrimSpace(run(t, time.Minute, check)); got != override {
+		t.Errorf("with SIMBA_LIBRARY=%s the package loads %s", override, got)
+	}
 }
 
 func withEnv(cmd *exec.Cmd) *exec.Cmd {
