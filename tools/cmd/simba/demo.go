@@ -227,8 +227,8 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	state := paused.node.state()
-	if state != simba.StateCandidate {
-		return fmt.Errorf("%s rejoined in state %s, want %s", paused.node.name, state, simba.StateCandidate)
+	if state != simba.StateContending {
+		return fmt.Errorf("%s rejoined in state %s, want %s", paused.node.name, state, simba.StateContending)
 	}
 	d.narrate("%s is back as a %s: %s keeps leading, and %s waits for the lease to be free",
 		paused.node.name, strings.ToLower(string(state)), next.node.name, paused.node.name)

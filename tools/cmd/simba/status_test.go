@@ -20,6 +20,7 @@ func TestStatusJSONShowsTheSession(t *testing.T) {
 	if r.code != exitOK || r.stderr != "" {
 		t.Fatalf("exit code %d, stderr %q", r.code, r.stderr)
 	}
+	validSnapshot(t, r.stdout)
 	var got struct {
 		Backend string
 		Session struct {
@@ -61,8 +62,8 @@ func TestStatusTableListsLeases(t *testing.T) {
 	snap := simba.Snapshot{
 		Session: simba.SessionSnapshot{ID: "abc", Identity: "db-7:4121", Status: simba.StatusLive, Remaining: 14 * time.Second, Renew: 5 * time.Second},
 		Leases: []simba.LeaseSnapshot{
-			{Name: "reports", Kind: "lock", State: simba.StateLeader, Token: 12, Remaining: 14 * time.Second},
-			{Name: "scheduler", Kind: "election", State: simba.StateCandidate},
+			{Name: "reports", Kind: "lock", State: simba.StateHolding, Token: 12, Remaining: 14 * time.Second},
+			{Name: "scheduler", Kind: "election", State: simba.StateContending},
 		},
 	}
 	if err := writeStatusTable(&b, "redis://h", snap, nil); err != nil {
@@ -75,9 +76,9 @@ status:     LIVE
 remaining:  14s
 renew:      every 5s
 
-NAME       KIND      STATE      TOKEN  REMAINING
-reports    lock      LEADER     12     14s
-scheduler  election  CANDIDATE  -      0s
+NAME       KIND      STATE       TOKEN  REMAINING
+reports    lock      HOLDING     12     14s
+scheduler  election  CONTENDING  -      0s
 `
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
@@ -106,6 +107,7 @@ func TestStatusTimesOutWithoutASession(t *testing.T) {
 	if r.code != exitUnavailable {
 		t.Fatalf("exit code %d, want %d; stderr %q", r.code, exitUnavailable, r.stderr)
 	}
+	validSnapshot(t, r.stdout)
 	if !strings.Contains(r.stdout, `"status": "OPENING"`) {
 		t.Errorf("the snapshot was not printed: %q", r.stdout)
 	}
@@ -195,6 +197,7 @@ func TestStatusShowsHolders(t *testing.T) {
 	if r.code != exitOK || r.stderr != "" {
 		t.Fatalf("exit code %d, stderr %q", r.code, r.stderr)
 	}
+	validSnapshot(t, r.stdout)
 	var got holdersJSON
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
@@ -234,6 +237,7 @@ func TestStatusShowsHolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runSimba(t, "status", "--backend", url, "--holder", "reports", "--format", "json")
+	validSnapshot(t, r.stdout)
 	if err := json.Unmarshal([]byte(r.stdout), &got); r.code != exitOK || err != nil || len(got.Holders) != 1 || !got.Holders[0].Free {
 		t.Errorf("after the release: exit code %d, %v, output %s", r.code, err, r.stdout)
 	}
@@ -310,6 +314,7 @@ func TestStatusHolderReadFails(t *testing.T) {
 	if r.stderr != want {
 		t.Errorf("stderr %q, want %q", r.stderr, want)
 	}
+	validSnapshot(t, r.stdout)
 	var got holdersJSON
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("the status was not printed: %v\n%s", err, r.stdout)
@@ -329,6 +334,7 @@ func TestIdentityFlag(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("status: exit code %d, stderr %q", r.code, r.stderr)
 	}
+	validSnapshot(t, r.stdout)
 	var got holdersJSON
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatal(err)
@@ -344,6 +350,7 @@ func TestIdentityFlag(t *testing.T) {
 
 	// The default is the host name and the process id.
 	r = runSimba(t, "status", "--backend", url, "--format", "json")
+	validSnapshot(t, r.stdout)
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || !strings.HasSuffix(got.Session.Identity, fmt.Sprintf(":%d", os.Getpid())) {
 		t.Errorf("default identity %q (%v), want HOST:%d", got.Session.Identity, err, os.Getpid())
 	}
@@ -366,6 +373,7 @@ func TestStatusHoldersOnRedis(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("status: exit code %d, stderr %q", r.code, r.stderr)
 	}
+	validSnapshot(t, r.stdout)
 	var got holdersJSON
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
