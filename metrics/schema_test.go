@@ -32,20 +32,28 @@ func validSnapshot(t *testing.T, body []byte) {
 	}
 }
 
-// The example document of README.md fits the schema too.
-func TestReadmeSnapshotFitsSchema(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
+// The example documents of README.md and docs/observability.md fit the
+// schema too.
+func TestDocumentedSnapshotsFitSchema(t *testing.T) {
+	for _, doc := range []struct{ file, section string }{
+		{"README.md", "## The JSON snapshot\n"},
+		{"../docs/observability.md", "## The snapshot document\n"},
+	} {
+		text, err := os.ReadFile(doc.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, ok := bytes.Cut(text, []byte(doc.section))
+		if !ok {
+			t.Errorf("%s has no section %q", doc.file, doc.section)
+			continue
+		}
+		_, rest, ok = bytes.Cut(rest, []byte("```json\n"))
+		block, _, closed := bytes.Cut(rest, []byte("```\n"))
+		if !ok || !closed {
+			t.Errorf("the section %q of %s has no json block", doc.section, doc.file)
+			continue
+		}
+		validSnapshot(t, block)
 	}
-	_, rest, ok := bytes.Cut(readme, []byte("## The JSON snapshot"))
-	if !ok {
-		t.Fatal(`README.md has no "## The JSON snapshot" section`)
-	}
-	_, rest, ok = bytes.Cut(rest, []byte("```json\n"))
-	block, _, closed := bytes.Cut(rest, []byte("```\n"))
-	if !ok || !closed {
-		t.Fatal("the JSON snapshot section of README.md has no json block")
-	}
-	validSnapshot(t, block)
 }
