@@ -72,7 +72,8 @@ const SnapshotSchema = "simba.snapshot/v1"
 // than null). A program that serves more (simba status its backend, the
 // metrics handler its groups) embeds SnapshotDocument in a struct of its
 // own with the members the schema names for it, so that the common part
-// is encoded here and only here.
+// is encoded here and only here. json.Unmarshal reads a document back into
+// a SnapshotDocument, durations to the millisecond.
 type SnapshotDocument struct {
 	Schema string `json:"schema"` // SnapshotSchema
 	Snapshot
@@ -91,29 +92,59 @@ func (s Snapshot) Document() SnapshotDocument {
 // never shown longer than it is.
 func millis(d time.Duration) int64 { return d.Milliseconds() }
 
+// sessionJSON and leaseJSON are the schema's session and lease objects.
+type sessionJSON struct {
+	ID              SessionID `json:"id"`
+	Identity        string    `json:"identity"`
+	Status          Status    `json:"status"`
+	RemainingMs     int64     `json:"remainingMs"`
+	RenewIntervalMs int64     `json:"renewIntervalMs"`
+	LeaseDurationMs int64     `json:"leaseDurationMs"`
+	LeaseShortened  bool      `json:"leaseShortened"`
+}
+
+type leaseJSON struct {
+	Name        string     `json:"name"`
+	Kind        string     `json:"kind"`
+	State       LeaseState `json:"state"`
+	Token       uint64     `json:"token"`
+	RemainingMs int64      `json:"remainingMs"`
+	Waiters     int        `json:"waiters"`
+}
+
 // MarshalJSON encodes the session as the schema's session object.
 func (s SessionSnapshot) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		ID              SessionID `json:"id"`
-		Identity        string    `json:"identity"`
-		Status          Status    `json:"status"`
-		RemainingMs     int64     `json:"remainingMs"`
-		RenewIntervalMs int64     `json:"renewIntervalMs"`
-		LeaseDurationMs int64     `json:"leaseDurationMs"`
-		LeaseShortened  bool      `json:"leaseShortened"`
-	}{s.ID, s.Identity, s.Status, millis(s.Remaining), millis(s.Renew), millis(s.Lease), s.Shortened})
+	return json.Marshal(sessionJSON{s.ID, s.Identity, s.Status, millis(s.Remaining), millis(s.Renew), millis(s.Lease), s.Shortened})
+}
+
+// UnmarshalJSON reads the schema's session object, so that a Go program
+// can read the document another node serves.
+func (s *SessionSnapshot) UnmarshalJSON(b []byte) error {
+	var v sessionJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = SessionSnapshot{
+		ID: v.ID, Identity: v.Identity, Status: v.Status, Remaining: time.Duration(v.RemainingMs) * time.Millisecond,
+		Renew: time.Duration(v.RenewIntervalMs) * time.Millisecond, Lease: time.Duration(v.LeaseDurationMs) * time.Millisecond,
+		Shortened: v.LeaseShortened,
+	}
+	return nil
 }
 
 // MarshalJSON encodes the lease as the schema's lease object.
 func (l LeaseSnapshot) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
-		Name        string     `json:"name"`
-		Kind        string     `json:"kind"`
-		State       LeaseState `json:"state"`
-		Token       uint64     `json:"token"`
-		RemainingMs int64      `json:"remainingMs"`
-		Waiters     int        `json:"waiters"`
-	}{l.Name, l.Kind, l.State, l.Token, millis(l.Remaining), l.Waiters})
+	return json.Marshal(leaseJSON{l.Name, l.Kind, l.State, l.Token, millis(l.Remaining), l.Waiters})
+}
+
+// UnmarshalJSON reads the schema's lease object.
+func (l *LeaseSnapshot) UnmarshalJSON(b []byte) error {
+	var v leaseJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*l = LeaseSnapshot{v.Name, v.Kind, v.State, v.Token, time.Duration(v.RemainingMs) * time.Millisecond, v.Waiters}
+	return nil
 }
 
 // Snapshot returns the session and every election and lock of the client,

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -124,3 +125,34 @@ func TestSnapshotDocumentMatchesSchema(t *testing.T) {
 }
 
 func keys[V any](m map[string]V) []string { return slices.Collect(maps.Keys(m)) }
+
+// A document read back gives the snapshot it was written from, to the
+// millisecond; a status the schema does not know is refused.
+func TestSnapshotDocumentRoundTrip(t *testing.T) {
+	want := simba.Snapshot{
+		Time: time.Date(2026, 12, 2, 3, 4, 5, 6_000_000, time.UTC),
+		Session: simba.SessionSnapshot{
+			ID: "s-1", Identity: "node-a", Status: simba.StatusSuspended,
+			Remaining: 2999 * time.Millisecond, Renew: time.Second, Lease: 3 * time.Second, Shortened: true,
+		},
+		Leases: []simba.LeaseSnapshot{
+			{Name: "invoice", Kind: "lock", State: simba.StateHolding, Token: 42, Remaining: 1500 * time.Millisecond, Waiters: 1},
+			{Name: "report", Kind: "election", State: simba.StateCooldown},
+		},
+	}
+	body, err := json.Marshal(want.Document())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got simba.SnapshotDocument
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Schema != simba.SnapshotSchema || !got.Time.Equal(want.Time) || got.Session != want.Session || !slices.Equal(got.Leases, want.Leases) {
+		t.Errorf("read back %+v\nfrom %s\nwant %+v", got, body, want)
+	}
+	bad := strings.Replace(string(body), `"SUSPENDED"`, `"ASLEEP"`, 1)
+	if err := json.Unmarshal([]byte(bad), &got); err == nil {
+		t.Errorf("status ASLEEP read without an error")
+	}
+}
