@@ -134,7 +134,6 @@ func TestRealBackends(t *testing.T) {
 			if r.code != exitOK {
 				t.Fatalf("status: exit code %d, stderr %q", r.code, r.stderr)
 			}
-			validSnapshot(t, r.stdout)
 			var st struct{ Session struct{ Status string } }
 			if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || st.Session.Status != "LIVE" {
 				t.Fatalf("status: %v, output %s", err, r.stdout)

@@ -20,7 +20,6 @@ func TestStatusJSONShowsTheSession(t *testing.T) {
 	if r.code != exitOK || r.stderr != "" {
 		t.Fatalf("exit code %d, stderr %q", r.code, r.stderr)
 	}
-	validSnapshot(t, r.stdout)
 	var got struct {
 		Backend string
 		Session struct {
@@ -107,7 +106,6 @@ func TestStatusTimesOutWithoutASession(t *testing.T) {
 	if r.code != exitUnavailable {
 		t.Fatalf("exit code %d, want %d; stderr %q", r.code, exitUnavailable, r.stderr)
 	}
-	validSnapshot(t, r.stdout)
 	if !strings.Contains(r.stdout, `"status": "OPENING"`) {
 		t.Errorf("the snapshot was not printed: %q", r.stdout)
 	}
@@ -197,7 +195,6 @@ func TestStatusShowsHolders(t *testing.T) {
 	if r.code != exitOK || r.stderr != "" {
 		t.Fatalf("exit code %d, stderr %q", r.code, r.stderr)
 	}
-	validSnapshot(t, r.stdout)
 	var got holdersJSON
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
@@ -237,7 +234,6 @@ func TestStatusShowsHolders(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runSimba(t, "status", "--backend", url, "--holder", "reports", "--format", "json")
-	validSnapshot(t, r.stdout)
 	if err := json.Unmarshal([]byte(r.stdout), &got); r.code != exitOK || err != nil || len(got.Holders) != 1 || !got.Holders[0].Free {
 		t.Errorf("after the release: exit code %d, %v, output %s", r.code, err, r.stdout)
 	}
@@ -314,7 +310,6 @@ func TestStatusHolderReadFails(t *testing.T) {
 	if r.stderr != want {
 		t.Errorf("stderr %q, want %q", r.stderr, want)
 	}
-	validSnapshot(t, r.stdout)
 	var got holdersJSON
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("the status was not printed: %v\n%s", err, r.stdout)
@@ -334,7 +329,6 @@ func TestIdentityFlag(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("status: exit code %d, stderr %q", r.code, r.stderr)
 	}
-	validSnapshot(t, r.stdout)
 	var got holdersJSON
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatal(err)
@@ -350,7 +344,6 @@ func TestIdentityFlag(t *testing.T) {
 
 	// The default is the host name and the process id.
 	r = runSimba(t, "status", "--backend", url, "--format", "json")
-	validSnapshot(t, r.stdout)
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || !strings.HasSuffix(got.Session.Identity, fmt.Sprintf(":%d", os.Getpid())) {
 		t.Errorf("default identity %q (%v), want HOST:%d", got.Session.Identity, err, os.Getpid())
 	}
@@ -373,7 +366,6 @@ func TestStatusHoldersOnRedis(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("status: exit code %d, stderr %q", r.code, r.stderr)
 	}
-	validSnapshot(t, r.stdout)
 	var got holdersJSON
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
