@@ -99,6 +99,7 @@ libsimba: ## build the C API: cgo-bindings/build/libsimba.so, simba.h and simba.
 
 demo: ## run the demo on the in-memory backend
 	@if [ ! -d tools/cmd/simba ]; then echo "make demo: tools/cmd/simba does not exist yet"; exit 1; fi
+	@echo "make demo: compiling the simba command first (on the first run it builds every backend: a minute or more; later runs, seconds)"
 	$(GO) run ./tools/cmd/simba demo
 
 bench: ## run tools/bench against real servers and write its ratio chart (BENCH_QUICK=1: under 2 minutes)

@@ -150,6 +150,9 @@ func checkVersionClaims(ws *workspace) (*claimReport, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkInstallLine(ws, r); err != nil {
+		return nil, err
+	}
 	for _, doc := range docs {
 		data, err := os.ReadFile(filepath.Join(ws.root, filepath.FromSlash(doc)))
 		if err != nil {
@@ -305,6 +308,34 @@ func (c *docChecker) checkModuleTable() {
 			c.problem(rows[0][0], "the module table has no row for the module %s", m.dir)
 		}
 	}
+}
+
+// installDocs are the documents that show how to install the simba command.
+var installDocs = []string{"README.md", commandPkg + "/README.md"}
+
+// checkInstallLine checks that the documents of installDocs give the
+// go install line that the go-get check proves, with the module path of
+// the command's package.
+func checkInstallLine(ws *workspace, r *claimReport) error {
+	m := ws.module(commandModule)
+	if m == nil {
+		return fmt.Errorf("%s is not a module of go.work", commandModule)
+	}
+	line := "go install " + m.path + strings.TrimPrefix(commandPkg, commandModule) + "@latest"
+	for _, doc := range installDocs {
+		data, err := os.ReadFile(filepath.Join(ws.root, filepath.FromSlash(doc)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		r.claims++
+		if !strings.Contains(string(data), line) {
+			r.problems = append(r.problems, fmt.Sprintf("%s: no %q, the install that make goget-check proves", doc, line))
+		}
+	}
+	return nil
 }
 
 // enclosingModules returns the module whose directory holds dir (the

@@ -40,9 +40,11 @@ func claimsWorkspace(t *testing.T, docs map[string]string) *workspace {
 	t.Helper()
 	root := t.TempDir()
 	files := map[string]string{
-		"go.work":    "go 1.26.0\n\nuse (\n\t./lib\n\t./tools\n)\n",
-		"Makefile":   "GO_MIN_TOOLCHAIN ?= go1.25.14\nMIN_GO_MODULES ?= lib\nGOLANGCI_LINT_VERSION ?= v2.15.0\n",
-		"lib/go.mod": "module example.com/r/lib\n\ngo 1.25.0\n\nrequire github.com/redis/go-redis/v9 v9.22.0\n",
+		"go.work":                   "go 1.26.0\n\nuse (\n\t./lib\n\t./tools\n)\n",
+		"Makefile":                  "GO_MIN_TOOLCHAIN ?= go1.25.14\nMIN_GO_MODULES ?= lib\nGOLANGCI_LINT_VERSION ?= v2.15.0\n",
+		"lib/go.mod":                "module example.com/r/lib\n\ngo 1.25.0\n\nrequire github.com/redis/go-redis/v9 v9.22.0\n",
+		"README.md":                 "go install example.com/r/tools/cmd/simba@latest\n",
+		"tools/cmd/simba/README.md": "go install example.com/r/tools/cmd/simba@latest\n",
 		"tools/go.mod": "module example.com/r/tools\n\ngo 1.26.0\n\nrequire (\n\texample.com/r/lib v0.1.0\n\t" +
 			"github.com/redis/go-redis/v9 v9.23.0\n)\n",
 		"CONTRIBUTING.md": "| dir | module | go line | what |\n|---|---|---|---|\n" +
@@ -67,7 +69,8 @@ func TestVersionClaimsFound(t *testing.T) {
 	}{
 		{name: "true claims", docs: map[string]string{
 			"README.md": "The modules build with Go 1.25 or\nlater; the workspace needs Go 1.26 (go.work says `go 1.26.0`).\n" +
-				"It uses go-redis v9, go-redis v9.22 and go-redis v9.22.0; lint with golangci-lint v2.\n",
+				"It uses go-redis v9, go-redis v9.22 and go-redis v9.22.0; lint with golangci-lint v2.\n" +
+				"go install example.com/r/tools/cmd/simba@latest\n",
 			"lib/README.md":        "Needs Go 1.25+ and go-redis v9.22.0.\n",
 			"tools/README.md":      "Needs Go 1.26 and go-redis v9.23.0.\n",
 			"CHANGELOG.md":         "Go 1.21 and go-redis v9.1.0 once.\n",
@@ -83,20 +86,23 @@ func TestVersionClaimsFound(t *testing.T) {
 			"lib/README.md:3: go-redis v9.23, but lib/go.mod requires v9.22.0 (what go get resolves)",
 		}},
 		{name: "a Go release of no module", docs: map[string]string{
-			"README.md": "Go 1.24 or later.\n",
-		}, want: []string{`README.md:1: "Go 1.24", but lib/go.mod says go 1.25; tools/go.mod and go.work say go 1.26`}},
+			"docs/guide.md": "Go 1.24 or later.\n",
+		}, want: []string{`docs/guide.md:1: "Go 1.24", but lib/go.mod says go 1.25; tools/go.mod and go.work say go 1.26`}},
 		{name: "the oldest Go", docs: map[string]string{
-			"README.md": "The modules you import build with\nGo 1.26 or later.\n",
-		}, want: []string{`README.md:1: "build with\nGo 1.26": the oldest Go the modules users build support is 1.25 (GO_MIN_TOOLCHAIN go1.25.14 in the Makefile)`}},
+			"docs/guide.md": "The modules you import build with\nGo 1.26 or later.\n",
+		}, want: []string{`docs/guide.md:1: "build with\nGo 1.26": the oldest Go the modules users build support is 1.25 (GO_MIN_TOOLCHAIN go1.25.14 in the Makefile)`}},
 		{name: "a dependency at the top", docs: map[string]string{
-			"README.md": "Redis through go-redis v9.23.0.\n",
-		}, want: []string{"README.md:1: go-redis v9.23.0, but lib/go.mod requires v9.22.0 (what go get resolves)"}},
+			"docs/guide.md": "Redis through go-redis v9.23.0.\n",
+		}, want: []string{"docs/guide.md:1: go-redis v9.23.0, but lib/go.mod requires v9.22.0 (what go get resolves)"}},
 		{name: "a dependency the module does not require", docs: map[string]string{
 			"lib/README.md": "Like pgx v5.\n",
 		}, want: []string{"lib/README.md:1: pgx v5, but no go.mod in lib requires github.com/jackc/pgx/v5"}},
 		{name: "a tool", docs: map[string]string{
-			"README.md": "golangci-lint v1.64\n",
-		}, want: []string{"README.md:1: golangci-lint v1.64, but the Makefile pins golangci-lint v2.15.0 (GOLANGCI_LINT_VERSION)"}},
+			"docs/guide.md": "golangci-lint v1.64\n",
+		}, want: []string{"docs/guide.md:1: golangci-lint v1.64, but the Makefile pins golangci-lint v2.15.0 (GOLANGCI_LINT_VERSION)"}},
+		{name: "the install line", docs: map[string]string{
+			"tools/cmd/simba/README.md": "go build -o bin/simba ./tools/cmd/simba (go install does not work yet)\n",
+		}, want: []string{`tools/cmd/simba/README.md: no "go install example.com/r/tools/cmd/simba@latest", the install that make goget-check proves`}},
 		{name: "the module table", docs: map[string]string{
 			"CONTRIBUTING.md": "| dir | module | go line | what |\n|---|---|---|---|\n| `lib` | `.../lib` | 1.26.0 | the library |\n",
 		}, want: []string{
