@@ -119,7 +119,9 @@ func claimNames() string {
 //     module of MIN_GO_MODULES that requires it requires;
 //   - a tool's version ("golangci-lint v2") is a prefix of the Makefile's;
 //   - the module table of CONTRIBUTING.md has a row per module of go.work
-//     with its go line.
+//     with its go line;
+//   - the top README and the simba command's page give the go install line
+//     of the command (checkInstallLine).
 func checkVersionClaims(ws *workspace) (*claimReport, error) {
 	vars, err := readMakeVars(filepath.Join(ws.root, "Makefile"))
 	if err != nil {
@@ -197,6 +199,7 @@ func (c *docChecker) check() {
 	}
 	if c.scope == nil {
 		for _, m := range buildsWith.FindAllStringSubmatchIndex(c.text, -1) {
+			c.r.claims++
 			if got := c.text[m[2]:m[3]]; got+".0" != c.minLang {
 				c.problem(m[0], "%q: the oldest Go the modules users build support is %s (GO_MIN_TOOLCHAIN %s in the Makefile)",
 					c.text[m[0]:m[1]], majorMinor(c.minLang), c.vars["GO_MIN_TOOLCHAIN"])
