@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -34,9 +35,24 @@ func (s goSource) pos(n ast.Node) string {
 // the builds and TestSnippetsCompile report it.
 func goSources(t *testing.T) []goSource {
 	t.Helper()
+	parsed.once.Do(func() { parsed.sources, parsed.err = parseSources() })
+	if parsed.err != nil {
+		t.Fatal(parsed.err)
+	}
+	return parsed.sources
+}
+
+// parsed holds the sources goSources parsed once for the tests that use them.
+var parsed struct {
+	once    sync.Once
+	sources []goSource
+	err     error
+}
+
+func parseSources() ([]goSource, error) {
 	root, err := filepath.Abs("..")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	var sources []goSource
 	add := func(name string, line int, snippet bool, code string) {
@@ -70,18 +86,18 @@ func goSources(t *testing.T) []goSource {
 		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for _, doc := range docsWithSnippets {
 		found, err := readSnippets(filepath.Join(root, doc))
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		for _, s := range found {
 			add(doc, s.line, true, s.code)
 		}
 	}
-	return sources
+	return sources, nil
 }
 
 // TestStopSignalsIncludeSIGTERM: every program of the repository, and every
