@@ -198,6 +198,9 @@ func TestCExample(t *testing.T) {
 				if mode == "election" && !strings.Contains(out, "user_data released") {
 					t.Error("the election's release function did not run")
 				}
+				if mode == "election" {
+					validSnapshots(t, out)
+				}
 			})
 		}
 	}

@@ -221,10 +221,13 @@ simba_status simba_client_close(simba_handle client, int64_t timeout_ms);
 
 /*
  * Stores the client's snapshot as a JSON object in *out_json (free it with
- * simba_string_free): {"session": {"id", "identity", "status", "remaining",
- * "renewInterval", "leaseShortened"}, "leases": [{"name", "kind", "state",
- * "token", "remaining", "waiters"}]}, durations in nanoseconds, states
- * LEADER, CANDIDATE, COOLDOWN or IDLE.
+ * simba_string_free), the document of docs/snapshot.schema.json, version
+ * "simba.snapshot/v1": {"schema", "time", "session": {"id", "identity",
+ * "status", "remainingMs", "renewIntervalMs", "leaseDurationMs",
+ * "leaseShortened"}, "leases": [{"name", "kind", "state", "token",
+ * "remainingMs", "waiters"}]}, durations in whole milliseconds, the time in
+ * RFC 3339 UTC, states HOLDING, CONTENDING, COOLDOWN or IDLE (for locks and
+ * elections alike). Check "schema" before reading the rest.
  */
 simba_status simba_client_snapshot(simba_handle client, char **out_json);
 

@@ -606,18 +606,15 @@ func StepDown(election uint64, cooldownMS, timeoutMS int64, cb uint64) error {
 	return awaitEnd(wait, done, "step down", timeoutMS)
 }
 
-// Snapshot returns the client's snapshot (R-OBS-1) as JSON; durations
-// are in nanoseconds, and leases is a list, empty when there is none.
+// Snapshot returns the client's snapshot (R-OBS-1) as the JSON document
+// of docs/snapshot.schema.json (simba.SnapshotDocument): durations in
+// whole milliseconds, leases a list, empty when there is none.
 func Snapshot(client uint64) ([]byte, error) {
 	cr, err := clientOf(client)
 	if err != nil {
 		return nil, err
 	}
-	s := cr.c.Snapshot()
-	if s.Leases == nil {
-		s.Leases = []simba.LeaseSnapshot{} // [] rather than null
-	}
-	return json.Marshal(s)
+	return json.Marshal(cr.c.Snapshot().Document())
 }
 
 // NewCancel returns a new cancel handle.

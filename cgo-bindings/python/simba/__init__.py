@@ -716,7 +716,10 @@ class Client:
         return Election(self, name, on_elected, on_revoked)
 
     def snapshot(self) -> Dict[str, Any]:
-        """The session and every lock and election of this client; durations in nanoseconds."""
+        """The session and every lock and election of this client, as the
+        document of docs/snapshot.schema.json ("schema": "simba.snapshot/v1"):
+        durations in whole milliseconds (remainingMs, ...), lease states
+        HOLDING, CONTENDING, COOLDOWN or IDLE."""
         self._check_open()
         p = ctypes.c_void_p()
         _lib.check(_lib.lib().simba_client_snapshot(self._h, ctypes.byref(p)))

@@ -33,7 +33,7 @@ def free():
     time.sleep(0.3)
     with other.try_acquire(name):
         pass
-    leases = [l for l in waiter.snapshot()["leases"] if l["state"] == "LEADER"]
+    leases = [l for l in waiter.snapshot()["leases"] if l["state"] == "HOLDING"]
     assert leases == [], leases
 
 if mode == "race":
@@ -201,7 +201,7 @@ try:
 except KeyboardInterrupt:
     print("interrupted", flush=True)
 assert el.wait_released(10)
-assert [l for l in c.snapshot()["leases"] if l["state"] == "LEADER"] == [], c.snapshot()
+assert [l for l in c.snapshot()["leases"] if l["state"] == "HOLDING"] == [], c.snapshot()
 print("free", flush=True)
 """
 
