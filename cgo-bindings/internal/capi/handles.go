@@ -16,7 +16,7 @@ const (
 	kindEvents
 )
 
-var kindNames = map[kind]string{kindClient: "client", kindTerm: "term", kindElection: "election", kindCancel: "cancel", kindEvents: "event stream"}
+var kindNames = map[kind]string{kindClient: "client", kindTerm: "term", kindElection: "election", kindCancel: "cancel", kindEvents: "stream"}
 
 func (k kind) String() string { return kindNames[k] }
 
