@@ -14,8 +14,9 @@
  * owns the lease: send its token with every write and let the resource refuse
  * lower tokens.
  *
- * Handles. Clients, terms, elections and cancel handles are 64-bit integers;
- * 0 is never a valid handle, and a handle is never reused within a process.
+ * Handles. Clients, terms, elections, event streams and cancel handles are
+ * 64-bit integers; 0 is never a valid handle, and a handle is never reused
+ * within a process.
  * Every call checks its handles (unknown, freed, or of another kind:
  * SIMBA_ERR_BAD_HANDLE) and its pointers (NULL: SIMBA_ERR_INVALID_ARGUMENT)
  * and strings (not UTF-8: SIMBA_ERR_INVALID_ARGUMENT; a bad lease name:

@@ -121,12 +121,10 @@ type workCalls struct {
 func (w *workCalls) run(ctx context.Context, partition int, t *simba.Term) error {
 	w.wg.Add(1)
 	defer w.wg.Done()
+	// Not owned by the client: the handle stays valid until the work
+	// returned, also through a close of the client, which ends the term.
 	th := handles.add(&termRef{client: w.client, term: t})
-	w.client.own(th) // freed with the client, should the work outlive it
-	defer func() {
-		w.client.disown(th)
-		handles.remove(th)
-	}()
+	defer handles.remove(th)
 	cb := enterCallback(ctx)
 	defer leaveCallback(cb)
 	if st := w.work(partition, th, t.Token(), cb); st != OK {

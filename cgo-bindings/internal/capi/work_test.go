@@ -1,6 +1,7 @@
 package capi
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -437,5 +438,36 @@ func TestEngineBadInputs(t *testing.T) {
 	wantStatus(t, "free events", FreeEvents(s), OK)
 	wantStatus(t, "free", FreeTerm(term), OK)
 	wantStatus(t, "close", CloseClient(c, 5000, 0), OK)
+	noHandles(t)
+}
+
+// TestWorkTermOutlivesTheClose: a close of the client from another thread
+// ends the work's term, and the work's handle of it stays valid until the
+// work returned: the work reads that the term ended, not a bad handle.
+func TestWorkTermOutlivesTheClose(t *testing.T) {
+	c, err := OpenClient(storeURL(), Options{LeaseMS: 900})
+	wantStatus(t, "open", err, OK)
+	started, closed := make(chan struct{}), make(chan struct{})
+	seen := make(chan error, 1)
+	work := func(_ int, term, _, _ uint64) Status {
+		close(started)
+		<-closed
+		v, err := Valid(term)
+		if err == nil && v {
+			err = errors.New("the term is valid after the close")
+		}
+		seen <- err
+		return OK
+	}
+	done := make(chan error, 1)
+	go func() { done <- RunWhileLeader(c, "leader", NoTimeout, 0, work) }()
+	<-started
+	// The close waits for the work up to the term's deadline, then ends.
+	wantStatus(t, "close", CloseClient(c, NoTimeout, 0), OK)
+	close(closed)
+	if err := <-seen; err != nil {
+		t.Fatalf("the work's term after the close: %v", err)
+	}
+	wantStatus(t, "run of a closed client", <-done, Closed)
 	noHandles(t)
 }
