@@ -84,15 +84,27 @@ type eventStream struct {
 	freed     bool      // FreeEvents was called
 }
 
-// push queues e, dropping the oldest event when the queue is full.
+// push queues e, dropping the oldest event when the queue is full. An
+// EventDropped of the engine (its own queue fell behind) counts its
+// events among the stream's: dropped in turn, it passes its count on to
+// the stream's next EventDropped, so that the counts a reader gets always
+// add up to EventsDropped.
 func (s *eventStream) push(e simba.Event) {
 	s.mu.Lock()
+	if e.Kind == simba.EventDropped {
+		s.total += uint64(max(e.Dropped, 0))
+	}
 	if s.n == s.capacity {
+		old := s.ring[s.head]
 		s.ring[s.head] = simba.Event{}
 		s.head = (s.head + 1) % len(s.ring)
 		s.n--
-		s.dropped++
-		s.total++
+		if old.Kind == simba.EventDropped {
+			s.dropped += old.Dropped
+		} else {
+			s.dropped++
+			s.total++
+		}
 		s.droppedAt = e.Time
 	}
 	if s.n == len(s.ring) {

@@ -2,6 +2,7 @@ package capi
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -470,4 +471,34 @@ func TestWorkTermOutlivesTheClose(t *testing.T) {
 	}
 	wantStatus(t, "run of a closed client", <-done, Closed)
 	noHandles(t)
+}
+
+// TestStreamCountsTheEngineDrops: an EventDropped of the engine's own
+// queue reaches the reader, and when the stream drops it in turn its
+// count goes into the stream's next EventDropped: the counts the reader
+// gets add up to EventsDropped.
+func TestStreamCountsTheEngineDrops(t *testing.T) {
+	s := &eventStream{capacity: 2, wake: make(chan struct{}, 1)}
+	at := time.Now()
+	s.push(simba.Event{Kind: simba.EventDropped, Dropped: 5, Time: at})
+	s.push(simba.Event{Kind: simba.EventElected, Token: 1, Time: at})
+	s.push(simba.Event{Kind: simba.EventRevoked, Token: 1, Time: at}) // drops the engine's EventDropped
+	s.push(simba.Event{Kind: simba.EventElected, Token: 2, Time: at}) // drops Elected 1
+	var got []string
+	reported := 0
+	for {
+		e, ok, err := s.pop()
+		if err != nil || !ok {
+			break
+		}
+		reported += e.Dropped
+		got = append(got, fmt.Sprintf("%v %d %d", e.Kind, e.Token, e.Dropped))
+	}
+	want := []string{"Dropped 0 6", "Revoked 1 0", "Elected 2 0"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("events %q, want %q", got, want)
+	}
+	if s.total != 6 || reported != 6 {
+		t.Fatalf("EventsDropped %d, reported %d, want 6", s.total, reported)
+	}
 }
