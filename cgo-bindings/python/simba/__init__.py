@@ -766,13 +766,17 @@ class Events:
         self.close()
 
 
-def _run_interruptibly(call: Callable[[int], int], cancel: Optional[CancelToken], what: str) -> None:
+def _run_interruptibly(
+    call: Callable[[int], int], cancel: Optional[CancelToken], what: str, wait_on_interrupt: bool = True
+) -> None:
     """Runs call(cancel handle), a blocking call of the library that ends
     when its cancel handle is cancelled, and raises its error. On the main
     thread the call runs on a thread of its own while this one waits in
-    slices, where Ctrl-C reaches it: KeyboardInterrupt cancels the call and
-    waits for it to return (at most DEFAULT_WAIT; a second Ctrl-C stops the
-    wait) before it propagates."""
+    slices, where Ctrl-C reaches it: KeyboardInterrupt cancels the call and,
+    with wait_on_interrupt, waits for it to return (at most DEFAULT_WAIT; a
+    second Ctrl-C stops the wait) before it propagates. A call that holds
+    nothing (a question to the backend) is not waited for: a driver may
+    answer a cancel only at its own deadline."""
     lib = _lib.lib()
     if threading.current_thread() is not threading.main_thread():
         st = call(cancel._h if cancel else 0)
@@ -782,11 +786,16 @@ def _run_interruptibly(call: Callable[[int], int], cancel: Optional[CancelToken]
     _lib.check(lib.simba_cancel_new(ctypes.byref(own)))
     outcome: Dict[str, Any] = {}
     done = threading.Event()
+    mu = threading.Lock()
 
     def run() -> None:
         st = call(own.value)
-        outcome.update(st=st, message=_lib.last_error() if st != 0 else "")
-        done.set()
+        with mu:
+            outcome.update(st=st, message=_lib.last_error() if st != 0 else "")
+            abandoned = outcome.get("abandoned", False)
+            done.set()
+        if abandoned:
+            lib.simba_cancel_free(own.value)
 
     if cancel is not None:
         cancel._link(own.value)
@@ -798,11 +807,16 @@ def _run_interruptibly(call: Callable[[int], int], cancel: Optional[CancelToken]
     except BaseException:
         lib.simba_cancel(own.value)
         try:
-            done.wait(DEFAULT_WAIT)
+            if wait_on_interrupt:
+                done.wait(DEFAULT_WAIT)
         finally:
             if cancel is not None:
                 cancel._unlink(own.value)
-            if done.is_set():
+            with mu:
+                finished = done.is_set()
+                if not finished:
+                    outcome["abandoned"] = True  # the runner frees the cancel handle when the call returns
+            if finished:
                 lib.simba_cancel_free(own.value)
         raise
     if cancel is not None:
@@ -1067,11 +1081,20 @@ class Client:
         out.size = ctypes.sizeof(out)
         lib = _lib.lib()
 
+        mu = threading.Lock()
+        state = {"answered": False, "abandoned": False}
+
         def call(cancel_h: int) -> int:
-            return lib.simba_lease_holder(self._h, c_name, ms, cancel_h, ctypes.byref(held), ctypes.byref(out))
+            st = lib.simba_lease_holder(self._h, c_name, ms, cancel_h, ctypes.byref(held), ctypes.byref(out))
+            with mu:
+                state["answered"] = True
+                abandoned = state["abandoned"]
+            if abandoned:  # the caller left on a Ctrl-C: nobody reads out
+                lib.simba_holder_clear(ctypes.byref(out))
+            return st
 
         try:
-            _run_interruptibly(call, cancel, "holder")
+            _run_interruptibly(call, cancel, "holder", wait_on_interrupt=False)
             if not held.value:
                 return None
             return Holder(
@@ -1081,7 +1104,11 @@ class Client:
                 since=_utc(out.since_unix_ns),
             )
         finally:
-            lib.simba_holder_clear(ctypes.byref(out))
+            with mu:
+                answered = state["answered"]
+                state["abandoned"] = not answered  # then the call clears out when it returns
+            if answered:
+                lib.simba_holder_clear(ctypes.byref(out))
 
     def events(self, capacity: int = 0) -> Events:
         """Opens a stream of this client's events from now on, keeping at most

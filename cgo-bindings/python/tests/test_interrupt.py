@@ -248,7 +248,10 @@ c.try_acquire(name + "-warm").close()
 frozen.set()  # the backend stops answering: the try waits for its answer
 print("waiting", flush=True)
 try:
-    c.try_acquire(name)
+    if len(sys.argv) > 4 and sys.argv[4] == "holder":
+        c.holder(name)
+    else:
+        c.try_acquire(name)
     print("not interrupted", flush=True)
 except KeyboardInterrupt:
     print("interrupted", flush=True)
@@ -260,6 +263,12 @@ os._exit(0)
 
 def test_ctrl_c_interrupts_a_try_acquire_that_waits_for_a_frozen_backend(redis_url, unique):
     child = spawn(FROZEN_TRY, redis_url, unique)
+    interrupt_waiting_child(child, 0.3, after=())
+
+
+def test_ctrl_c_interrupts_a_holder_query_to_a_frozen_backend(redis_url, unique):
+    """The answer would take up to a renew interval (2 s): Ctrl-C does not wait for it."""
+    child = spawn(FROZEN_TRY, redis_url, unique, "holder")
     interrupt_waiting_child(child, 0.3, after=())
 
 
