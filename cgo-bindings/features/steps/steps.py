@@ -168,13 +168,16 @@ def step_start(context, n, name):
 def step_start_stop_in_callback(context, n, name):
     on_elected, on_revoked = record(context, n, name)
     holder = {}
+    started = threading.Event()  # the first callback may come before election() returned
 
     def elected(t):
         on_elected(t)
+        started.wait(10)
         holder["el"].stop()  # from the callback: does not wait for itself
 
     holder["el"] = node(context, n).election(lease(context, name), elected, on_revoked)
     context.elections[(n, name)] = holder["el"]
+    started.set()
 
 
 @then('node "{n}" fails with {error} starting the election "{name}"')
@@ -298,9 +301,11 @@ def step_holds_nothing(context, n):
 def step_start_step_down_stop(context, n, name):
     on_elected, on_revoked = record(context, n, name)
     holder = {}
+    started = threading.Event()  # the first callback may come before election() returned
 
     def elected(t):
         on_elected(t)
+        started.wait(10)
         if not holder.get("stepped"):
             holder["stepped"] = True
             holder["el"].step_down()
@@ -313,6 +318,7 @@ def step_start_step_down_stop(context, n, name):
 
     holder["el"] = node(context, n).election(lease(context, name), elected, revoked)
     context.elections[(n, name)] = holder["el"]
+    started.set()
 
 
 # Holders
