@@ -44,6 +44,11 @@
  * simba_election_start_ex also calls a release function with its
  * user_data, once, after its last callback returned: the one moment at
  * which user_data can be freed safely even after a stop or close timed out.
+ * Leader work (simba_run_while_leader, simba_group_run) runs on threads of
+ * the library as well, once per term, and may call any function of this
+ * header; simba_client_close called from it does not wait for it. Events
+ * are not callbacks: a reader takes them from a stream (simba_events_next)
+ * on a thread of its own, and the engine never waits for it.
  *
  * Fork. The library's threads do not survive fork(): in a child forked
  * from a process that loaded the library, every function below that needs

@@ -17,6 +17,12 @@ Election callbacks run on a thread of the library, one at a time and in
 order for one election; they may call the library (step down, stop, close),
 and must return: while one blocks, the election's later callbacks wait.
 
+Client.holder(name) tells who holds a lease on any node; client.events()
+is an iterator over the client's events, bounded, that reports what it
+dropped; client.run_while_leader(name, work) and client.run_group(name, n,
+work) run leader work and the partitions of a group on threads of the
+library, once per term.
+
 Ctrl-C interrupts a wait for a lock (acquire, try_acquire, lock) or a
 leadership (wait_elected, leading) at once, and what it had won is given
 back. After os.fork() the child cannot use the package (Forked): start
