@@ -43,8 +43,9 @@ type Options struct {
 }
 
 type clientRef struct {
-	c *simba.Client
-	b simba.OpenedBackend
+	c   *simba.Client
+	b   simba.OpenedBackend
+	hub *eventHub // the client's event streams
 
 	mu     sync.Mutex
 	closed bool
@@ -182,7 +183,8 @@ func OpenClient(url string, o Options) (uint64, error) {
 	if err := cfg.Validate(); err != nil {
 		return 0, err
 	}
-	opts := []simba.Option{simba.WithConfig(cfg)}
+	hub := newEventHub()
+	opts := []simba.Option{simba.WithConfig(cfg), simba.WithEventListener(hub.publish)}
 	if o.Identity != "" {
 		opts = append(opts, simba.WithIdentity(o.Identity))
 	}
@@ -201,7 +203,7 @@ func OpenClient(url string, o Options) (uint64, error) {
 		_ = b.Close()
 		return 0, err
 	}
-	return handles.add(&clientRef{c: c, b: b, owned: make(map[uint64]struct{})}), nil
+	return handles.add(&clientRef{c: c, b: b, hub: hub, owned: make(map[uint64]struct{})}), nil
 }
 
 // CloseClient closes the client: its elections stop, its terms end, its
@@ -240,6 +242,7 @@ func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 				}
 			}
 		}
+		cr.hub.end() // the streams give their last events, then end
 		if berr := cr.b.Close(); berr != nil && err == nil {
 			err = fmt.Errorf("close backend: %w", berr)
 		}
