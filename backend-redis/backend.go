@@ -280,7 +280,7 @@ const pingRetryPause = 50 * time.Millisecond
 func parseURL(rawURL string) (target, error) {
 	var t target
 	if err := backendkit.CheckBlank(rawURL); err != nil {
-		return t, invalidURL(fmt.Errorf("%w: redis URL %v: want %s", ErrInvalidOptions, err, singleForm))
+		return t, invalidURL(fmt.Errorf("%w: redis URL %w: want %s", ErrInvalidOptions, err, singleForm))
 	}
 	scheme, afterColon, found := strings.Cut(rawURL, ":")
 	switch lower := strings.ToLower(scheme); lower {

@@ -64,8 +64,8 @@ func SplitAddress(addr string, needPort bool) (host, port string, err error) {
 			port, hasPort = p, true
 		}
 	} else {
-		if strings.Count(addr, ":") > 1 && net.ParseIP(addr) != nil {
-			return "", "", fmt.Errorf("IPv6 address %q without brackets: write [%s]:PORT", addr, addr)
+		if strings.Count(addr, ":") > 1 && (net.ParseIP(addr) != nil || net.ParseIP(addr[:strings.LastIndexByte(addr, ':')]) != nil) {
+			return "", "", fmt.Errorf("%q: an IPv6 address goes in brackets: [ADDRESS]:PORT", addr)
 		}
 		host, port, hasPort = strings.Cut(addr, ":")
 		if host == "" {
