@@ -81,7 +81,7 @@ func SplitAddress(addr string, needPort bool) (host, port string, err error) {
 			return "", "", err
 		}
 	case needPort:
-		return "", "", fmt.Errorf("%q has no port: want HOST:PORT", addr)
+		return "", "", errors.New("no port: want HOST:PORT")
 	}
 	return host, port, nil
 }
