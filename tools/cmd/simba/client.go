@@ -20,6 +20,7 @@ const backendEnv = "SIMBA_BACKEND"
 // clientFlags are the flags of the commands that open a client.
 type clientFlags struct {
 	backend        string
+	backendSet     bool // --backend given, "" included
 	lease          time.Duration
 	connectTimeout time.Duration
 	migrate        bool
@@ -29,7 +30,10 @@ type clientFlags struct {
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.backend, "backend", "", "backend `URL` (default $"+backendEnv+")")
+	fs.Func("backend", "backend `URL` (default $"+backendEnv+")", func(v string) error {
+		c.backend, c.backendSet = v, true
+		return nil
+	})
 	fs.DurationVar(&c.lease, "lease", simba.DefaultLeaseDuration,
 		"session lease: how long the backend keeps this node's leases after its last keep-alive")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long connecting to the backend may take")
@@ -94,7 +98,11 @@ func (n *node) warnInProcess(a *app, cmd, name string) {
 // a backend that cannot be reached.
 func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...simba.Option) (*node, int) {
 	rawURL := c.backend
-	if rawURL == "" {
+	if c.backendSet && rawURL == "" {
+		// --backend "$URL" of an unset variable: not $SIMBA_BACKEND.
+		return nil, a.usageError(cmd, errors.New("--backend is empty: give a backend URL"))
+	}
+	if !c.backendSet {
 		rawURL = a.getenv(backendEnv)
 	}
 	if rawURL == "" {
@@ -130,6 +138,7 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 	where := u.redactedString()
 	octx, cancel := context.WithTimeout(ctx, c.connectTimeout)
 	b, err := openBackend(octx, rawURL, backendOptions{migrate: c.migrate, tablePrefix: c.tablePrefix, logger: logger})
+	timedOut := errors.Is(octx.Err(), context.DeadlineExceeded)
 	cancel()
 	var bad *badURLError
 	switch {
@@ -137,9 +146,14 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 		return nil, a.usageError(cmd, err)
 	case err != nil && ctx.Err() != nil:
 		return nil, interruptedCode(ctx)
-	case isSchemaMissing(err):
+	case isSchemaMissing(err), isDatabaseMissing(err):
 		a.report(cmd, "backend %s is not set up: %v", where, err)
 		return nil, exitConfig
+	case err != nil && timedOut:
+		// Every backend waits for the context on a server that does not
+		// answer: --connect-timeout is the bound, whatever the driver's.
+		a.report(cmd, "backend %s unavailable: no answer within --connect-timeout %v: %v", where, c.connectTimeout, err)
+		return nil, exitUnavailable
 	case err != nil:
 		a.report(cmd, "backend %s unavailable: %v", where, err)
 		return nil, exitUnavailable

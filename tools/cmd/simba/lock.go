@@ -67,7 +67,8 @@ Exit codes:
   76               the lock was lost while the command ran
   78               the backend is not set up: PostgreSQL or MySQL tables of
                    --table-prefix missing or outdated (create them with
-                   --migrate, or apply the schema script)
+                   --migrate, or apply the schema script), or the URL's
+                   database missing
   126              the command is not executable
   127              the command was not found
 `

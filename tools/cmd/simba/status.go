@@ -51,7 +51,7 @@ Exit codes:
        anyway)
   78   the backend is not set up: PostgreSQL or MySQL tables of --table-prefix
        missing or outdated (create them with --migrate, or apply the schema
-       script)
+       script), or the URL's database missing
 `
 
 // runStatus is "simba status".
