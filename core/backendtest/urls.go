@@ -37,7 +37,7 @@ func HostileURLs(scheme, otherScheme, userinfo, path string) []BadURL {
 		{base + "h:99999" + path, []string{`port "99999"`, "65535"}},
 		{base + "h:0" + path, []string{`port "0"`, "65535"}},
 		{base + ":2000" + path, []string{"no host"}},
-		{"nosuch://" + userinfo + "@h:1" + path, []string{`"nosuch"`}},
+		{"nosuch://" + userinfo + "@h:1" + path, []string{"nosuch"}},
 		{otherScheme + "://" + userinfo + "@h:1" + path, []string{otherScheme}},
 	}
 }
