@@ -95,6 +95,8 @@ func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.Op
 		return nil, &badURLError{err}
 	case isSchemaMissing(err):
 		return nil, &notSetUpError{err}
+	case isNotPermitted(err):
+		return nil, fmt.Errorf("%w: %s", err, grantHint)
 	case isDatabaseMissing(err):
 		return nil, fmt.Errorf("%w: the database of the URL does not exist: create it, or correct the URL "+
 			"(simba creates its tables, not the database)", err)
@@ -155,6 +157,28 @@ func isDatabaseMissing(err error) bool {
 	var pe *pgconn.PgError
 	var me *mysql.MySQLError
 	return errors.As(err, &pe) && pe.Code == "3D000" || errors.As(err, &me) && me.Number == 1049
+}
+
+// isNotPermitted reports whether err is the server's refusal of a
+// statement on the tables or of the database to the URL's user
+// (PostgreSQL's insufficient_privilege, 42501; MySQL's and MariaDB's
+// ER_DBACCESS_DENIED_ERROR, ER_TABLEACCESS_DENIED_ERROR and
+// ER_COLUMNACCESS_DENIED_ERROR, 1044, 1142 and 1143): a configuration
+// error (exitConfig) that no retry mends.
+func isNotPermitted(err error) bool {
+	var pe *pgconn.PgError
+	var me *mysql.MySQLError
+	return errors.As(err, &pe) && pe.Code == "42501" ||
+		errors.As(err, &me) && (me.Number == 1044 || me.Number == 1142 || me.Number == 1143)
+}
+
+// grantHint says what to do about isNotPermitted.
+const grantHint = "the URL's user needs SELECT, INSERT, UPDATE and DELETE on simba's tables: GRANT them, or use the user that owns the tables"
+
+// isNotSetUp reports whether err, of opening the backend or a session,
+// says that the backend is not set up for simba: exitConfig.
+func isNotSetUp(err error) bool {
+	return isSchemaMissing(err) || isDatabaseMissing(err) || isNotPermitted(err)
 }
 
 // sqlScheme reports whether the lower-case form of scheme names a backend

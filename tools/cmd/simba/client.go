@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -78,6 +79,7 @@ type node struct {
 	backend   simba.OpenedBackend
 	where     string // the backend URL, password redacted
 	inProcess bool   // memory://: no other process shares the store
+	watch     *sessionWatch
 	closed    bool
 }
 
@@ -146,7 +148,7 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 		return nil, a.usageError(cmd, err)
 	case err != nil && ctx.Err() != nil:
 		return nil, interruptedCode(ctx)
-	case isSchemaMissing(err), isDatabaseMissing(err):
+	case isNotSetUp(err):
 		a.report(cmd, "backend %s is not set up: %v", where, err)
 		return nil, exitConfig
 	case err != nil && timedOut:
@@ -158,7 +160,8 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 		a.report(cmd, "backend %s unavailable: %v", where, err)
 		return nil, exitUnavailable
 	}
-	base := []simba.Option{simba.WithConfig(cfg), simba.WithLogger(logger)}
+	watch := &sessionWatch{}
+	base := []simba.Option{simba.WithConfig(cfg), simba.WithLogger(logger), simba.WithEventListener(watch.listen)}
 	if c.identity != "" {
 		base = append(base, simba.WithIdentity(c.identity))
 	}
@@ -176,7 +179,42 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 		return nil, exitFailure
 	}
 	inProcess := strings.EqualFold(u.scheme, "memory")
-	return &node{client: client, backend: b, where: where, inProcess: inProcess}, exitOK
+	return &node{client: client, backend: b, where: where, inProcess: inProcess, watch: watch}, exitOK
+}
+
+// sessionWatch keeps the last error of the client's attempts to open its
+// session, which the client retries until it succeeds: a command that gave
+// up waiting says why, and exits with exitConfig when the backend refused
+// the session for its setup (tables missing, privileges refused).
+type sessionWatch struct {
+	mu   sync.Mutex
+	last error
+}
+
+func (w *sessionWatch) listen(_ context.Context, e simba.Event) {
+	if e.Kind == simba.EventBackendError && e.Name == "" {
+		w.mu.Lock()
+		w.last = e.Err
+		w.mu.Unlock()
+	}
+}
+
+// failure returns the exit code of a command that saw no session open,
+// exitConfig or exitUnavailable, and the last error of the attempts, as
+// ": ERROR", "" when none failed.
+func (w *sessionWatch) failure() (code int, why string) {
+	w.mu.Lock()
+	err := w.last
+	w.mu.Unlock()
+	switch {
+	case err == nil:
+		return exitUnavailable, ""
+	case isNotPermitted(err):
+		return exitConfig, fmt.Sprintf(": %v: %s", err, grantHint)
+	case isNotSetUp(err):
+		return exitConfig, fmt.Sprintf(": %v", err)
+	}
+	return exitUnavailable, fmt.Sprintf(": %v", err)
 }
 
 // close closes the client, which frees every lease of the node at once,
