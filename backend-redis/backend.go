@@ -291,7 +291,7 @@ func parseURL(rawURL string) (target, error) {
 		}
 		return parseTopologyURL(rawURL, lower)
 	default:
-		if !found || !strings.HasPrefix(afterColon, "//") || !validScheme(scheme) {
+		if !found || !strings.HasPrefix(afterColon, "//") || !backendkit.ValidScheme(scheme) {
 			return t, invalidURL(fmt.Errorf("%w: redis URL has no scheme: want %s", ErrInvalidOptions, singleForm))
 		}
 		return t, invalidURL(fmt.Errorf("%w: redis URL scheme %q: want redis://, rediss://, redis+sentinel://, "+
@@ -327,21 +327,6 @@ func parseURL(rawURL string) (target, error) {
 
 // singleForm is the form of a URL of one Redis server, for messages.
 const singleForm = "redis://[user:password@]host[:port][/db][?options]"
-
-// validScheme reports whether s is a URL scheme (RFC 3986): a letter, then
-// letters, digits, '+', '-' or '.'. Anything else before "://" may be
-// user information: it is not quoted.
-func validScheme(s string) bool {
-	for i, c := range s {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return s != ""
-}
 
 // newClient makes the go-redis client of t, with the TLS settings and
 // credentials of opts in place of the URL's when set, and calls bounded

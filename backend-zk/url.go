@@ -52,7 +52,7 @@ func ParseURL(rawURL string) (connect, auth string, err error) {
 	}
 	scheme, rest, ok := strings.Cut(rawURL, "://")
 	switch {
-	case !ok || !validScheme(scheme):
+	case !ok || !backendkit.ValidScheme(scheme):
 		return "", "", &OptionsError{Field: "URL", Reason: "no scheme: want " + form}
 	case !strings.EqualFold(scheme, "zk"):
 		return "", "", &OptionsError{Field: "URL", Reason: fmt.Sprintf("scheme %q: want %s", strings.ToLower(scheme), form)}
@@ -78,19 +78,4 @@ func ParseURL(rawURL string) (connect, auth string, err error) {
 		return "", "", err
 	}
 	return connect, auth, nil
-}
-
-// validScheme reports whether s is a URL scheme (RFC 3986): a letter, then
-// letters, digits, '+', '-' or '.'. Anything else before "://" may be
-// user information: it is not quoted.
-func validScheme(s string) bool {
-	for i, c := range s {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return s != ""
 }

@@ -117,7 +117,7 @@ var backends = struct {
 // is nil, or when scheme is already registered: two packages claiming one
 // scheme is a build mistake to catch at start-up.
 func RegisterBackend(scheme string, open BackendOpener) {
-	if !validScheme(scheme) {
+	if !backendkit.ValidScheme(scheme) {
 		panic(fmt.Sprintf("simba: RegisterBackend: invalid scheme %q", scheme))
 	}
 	if open == nil {
@@ -204,25 +204,8 @@ func OpenBackend(ctx context.Context, rawURL string) (OpenedBackend, error) {
 // information then: a scheme holds no ':' nor '@'.
 func urlScheme(rawURL string) (string, bool) {
 	scheme, _, ok := strings.Cut(rawURL, "://")
-	if !ok || !validScheme(scheme) {
+	if !ok || !backendkit.ValidScheme(scheme) {
 		return "", false
 	}
 	return strings.ToLower(scheme), true
-}
-
-// validScheme reports whether s is a URL scheme (RFC 3986): a letter, then
-// letters, digits, '+', '-' or '.'.
-func validScheme(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return true
 }

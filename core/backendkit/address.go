@@ -25,6 +25,22 @@ func CheckBlank(rawURL string) error {
 	return nil
 }
 
+// ValidScheme reports whether s is a URL scheme (RFC 3986): a letter, then
+// letters, digits, '+', '-' or '.'. What stands before "://" and is not a
+// scheme may be user information (user:pass@host://...): an error quotes
+// it only when ValidScheme accepts it.
+func ValidScheme(s string) bool {
+	for i, c := range s {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
 // SplitAddress splits addr, one HOST[:PORT] of a URL or connect string,
 // into its host and port, and checks both, so that a mistyped address is
 // refused before any dial by an error that names the part at fault:

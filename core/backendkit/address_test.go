@@ -68,3 +68,14 @@ func TestCheckBlank(t *testing.T) {
 		}
 	}
 }
+
+func TestValidScheme(t *testing.T) {
+	for give, want := range map[string]bool{
+		"redis": true, "redis+cluster": true, "Test.B-1": true, "z": true,
+		"": false, "1redis": false, "re dis": false, "user:pw@h": false, "+x": false, "é": false,
+	} {
+		if got := ValidScheme(give); got != want {
+			t.Errorf("ValidScheme(%q) = %v, want %v", give, got, want)
+		}
+	}
+}

@@ -66,21 +66,6 @@ func Open(ctx context.Context, rawURL string) (*Conn, error) {
 	return s.Connect(), nil
 }
 
-// validScheme reports whether s is a URL scheme (RFC 3986): a letter, then
-// letters, digits, '+', '-' or '.'. Anything else before "://" is not
-// quoted.
-func validScheme(s string) bool {
-	for i, c := range s {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return s != ""
-}
-
 // parseURL returns the store name of a memory:// URL.
 func parseURL(rawURL string) (string, error) {
 	if err := backendkit.CheckBlank(rawURL); err != nil {
@@ -88,7 +73,7 @@ func parseURL(rawURL string) (string, error) {
 	}
 	scheme, _, ok := strings.Cut(rawURL, "://")
 	switch {
-	case !ok || !validScheme(scheme):
+	case !ok || !backendkit.ValidScheme(scheme):
 		return "", &urlError{"want the scheme memory://"}
 	case !strings.EqualFold(scheme, "memory"):
 		return "", &urlError{fmt.Sprintf("scheme %q: want the scheme memory://", strings.ToLower(scheme))}
