@@ -2,12 +2,14 @@ package simbapg
 
 import (
 	"context"
+	"errors"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/backendtest"
 )
 
@@ -39,4 +41,22 @@ func TestOpenWaitsForItsContext(t *testing.T) {
 	backendtest.OpenWaitsForContext(t, 2500*time.Millisecond, func(ctx context.Context) (io.Closer, error) {
 		return Open(ctx, url, Options{})
 	})
+}
+
+// TestOpenTakesAHostListEndingWithoutPort: postgres://u@h1:5432,h2/db, a
+// host list whose last host takes the default port, is a URL pgx opens;
+// Open refused it as "not a valid URL", url.Parse seeing the port
+// "5432,h2".
+func TestOpenTakesAHostListEndingWithoutPort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := Open(ctx, "postgres://u:"+backendtest.Secret+"@127.0.0.1:1,127.0.0.2/db?sslmode=disable&connect_timeout=2", Options{})
+	if err == nil {
+		_ = b.Close()
+		t.Fatal("Open of two hosts that refuse succeeded")
+	}
+	if errors.Is(err, simba.ErrInvalidURL) || !strings.Contains(err.Error(), "127.0.0.1:1") || !strings.Contains(err.Error(), "127.0.0.2") {
+		t.Errorf("Open: %v, want a connect error naming both hosts", err)
+	}
+	backendtest.NoSecret(t, "Open", err, backendtest.Secret)
 }

@@ -29,7 +29,21 @@ func (p *Pkg) ParseURL(rawURL string, oneAt bool, schemes ...string) (*url.URL, 
 	if err := backendkit.CheckBlank(rawURL); err != nil {
 		return nil, p.OptionsError("url", "the URL "+err.Error()+": "+want)
 	}
-	u, err := url.Parse(rawURL)
+	// A list of hosts (h1:5432,h2) is no host url.Parse takes when its
+	// last host has no port: the URL is parsed with one host in its place,
+	// then given the list back, which CheckHosts checks.
+	parseable, hostList := rawURL, ""
+	if scheme, rest, ok := strings.Cut(rawURL, "://"); ok {
+		auth := authority(rawURL)
+		at := strings.LastIndexByte(auth, '@')
+		if list := auth[at+1:]; strings.Contains(list, ",") {
+			parseable, hostList = scheme+"://"+auth[:at+1]+"hosts"+rest[len(auth):], list
+		}
+	}
+	u, err := url.Parse(parseable)
+	if err == nil && hostList != "" {
+		u.Host = hostList
+	}
 	switch {
 	case err == nil && u.Scheme == "":
 		return nil, p.OptionsError("url", "no scheme: "+want)

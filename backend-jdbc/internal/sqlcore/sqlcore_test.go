@@ -109,6 +109,9 @@ func TestParseURL(t *testing.T) {
 		{give: "postgres://u:secretpw@h/d?x=a@b", want: "cannot tell its user information"},
 		{give: "postgres://u:secret%zzpw@h/d", want: "a '%' not followed by two hexadecimal digits"},
 		{give: "postgres:u:secretpw@h/d", want: "cannot tell its user information"},
+		{give: "postgres://u:p@h1:5432,h2/d"},
+		{give: "postgres://u:p@h1,h2,h3:1/d?x=1"},
+		{give: "postgres://u:secret/pw@h1:5432,h2/d", want: "not a valid URL"},
 	} {
 		_, err := testPkg.ParseURL(tt.give, tt.oneAt, "postgres", "postgresql")
 		switch {
