@@ -30,6 +30,22 @@ and when the term began, by the backend's clock. A lease nobody holds shows
 as free. Repeat --holder, or give NAME,NAME,...; the names are checked before
 the backend is contacted. The holders are read within --timeout.
 
+--list lists the leases held now, by any node, whose names start with
+--prefix (every lease without it), one page of at most --limit leases (100;
+1 to 1000): the identity and session of each holder, the fencing token of
+its term and its age, since the term began by the backend's clock. Pages
+are in name order (on Redis each page is, but the pages follow the order of
+the server's SCAN). When more follow, the last line is "next page: --after
+CURSOR": the same command with that --after prints the next page. A page
+reads a bounded part of the store, so it may hold fewer than --limit
+leases, or none, and still have a next one; and a walk of every page is not
+one snapshot: a lease taken or freed meanwhile may or may not show. The
+page is read within --timeout.
+
+With --holder or --list the question is about other nodes: the output
+leaves out this command's own session, opened only to ask, and does not
+wait for it.
+
 --format json prints one JSON object: {"backend", "session": {"id",
 "identity", "status", "remainingMs", "renewIntervalMs", "leaseShortened"},
 "leases": [{"name", "kind", "state", "token", "remainingMs"}], "holders":
@@ -37,18 +53,25 @@ the backend is contacted. The holders are read within --timeout.
 "holders" is there with --holder only; "holder" is null for a free lease,
 and for one whose holder could not be read, which has an "error" instead.
 "since" is in RFC 3339, UTC; "identity" and "since" are left out when the
-backend does not record them.
+backend does not record them. With --holder or --list the object has
+"backend" and the answers only: "holders", and with --list "held":
+[{"name", "holder": {"session", "identity", "token", "since"}, "ageMs"}]
+and "next", the cursor of the next page ("" on the last one), or
+"listError" when the page could not be read.
 
 Exit codes:
-  0    the session is live (and every holder asked for was read)
+  0    the session is live; with --holder or --list: every holder asked
+       for, and the page, was read
   2    bad usage: unknown flag or format, invalid lease name or identity, bad
        backend URL, --lease above the backend's maximum (24h on PostgreSQL
        and MySQL), --table-prefix on a backend without tables; or --holder
        on a backend that cannot tell who holds a lease (nothing is printed
-       then)
+       then); a bad --prefix, --limit or --after, or one without --list, or
+       --list on a backend that cannot list leases or an --after it refuses
+       (nothing is printed then either)
   69   the backend cannot be reached, no session opened within --timeout, or
-       a holder could not be read within --timeout (the rest is printed
-       anyway)
+       a holder or the page could not be read within --timeout (the rest is
+       printed anyway)
   78   the backend is not set up: PostgreSQL or MySQL tables of --table-prefix
        missing or outdated (create them with --migrate, or apply the schema
        script)
@@ -59,13 +82,18 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	const cmd = "status"
 	var cf clientFlags
 	var names leaseNames
-	f := newFlags(cmd, "status [flags] [--holder NAME]...", statusAbout)
+	var lf listFlags
+	f := newFlags(cmd, "status [flags] [--holder NAME]... [--list [--prefix PREFIX] [--limit N] [--after CURSOR]]", statusAbout)
 	cf.register(f.FlagSet)
+	lf.register(f.FlagSet)
 	format := f.String("format", "table", "output `format`: table or json")
-	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the session to open and the holders to be read")
+	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the session to open and the holders and the page to be read")
 	f.Var(&names, "holder", "also show who holds the lease `NAME` now, on any node; repeatable, or NAME,NAME,...")
 	if _, err := f.parseArgs(args, 0, ""); err != nil {
 		return f.fail(a, err)
+	}
+	if err := lf.check(); err != nil {
+		return a.usageError(cmd, err)
 	}
 	if *format != "table" && *format != "json" {
 		return a.usageError(cmd, fmt.Errorf("--format %q: want table or json", *format))
@@ -91,6 +119,7 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	// The holders are read while the session opens: reading needs none.
 	hctx, cancel := context.WithTimeout(ctx, *timeout)
 	holders := readHolders(hctx, n.client, names)
+	listed := lf.read(hctx, n.client)
 	cancel()
 	for _, h := range holders {
 		if errors.Is(h.err, simba.ErrNotSupported) {
@@ -100,6 +129,9 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	}
 	if ctx.Err() != nil {
 		return interruptedCode(ctx)
+	}
+	if len(names) > 0 || lf.list {
+		return writeOthers(a, cmd, *format, n, holders, listed)
 	}
 	code = exitOK
 	select {
@@ -227,6 +259,15 @@ func writeStatusJSON(w io.Writer, where string, s simba.Snapshot, holders []hold
 	for _, l := range s.Leases {
 		v.Leases = append(v.Leases, leaseView{l.Name, l.Kind, l.State, l.Token, l.Remaining.Milliseconds()})
 	}
+	v.Holders = holderViews(holders)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// holderViews is the JSON form of the holders read for --holder.
+func holderViews(holders []holderRead) []holderView {
+	var out []holderView
 	for _, r := range holders {
 		hv := holderView{Name: r.name}
 		switch {
@@ -241,11 +282,9 @@ func writeStatusJSON(w io.Writer, where string, s simba.Snapshot, holders []hold
 			}
 			hv.Holder = &h
 		}
-		v.Holders = append(v.Holders, hv)
+		out = append(out, hv)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return out
 }
 
 // sinceLayout shows when a holder's term began: UTC, to the millisecond.
@@ -286,10 +325,16 @@ func writeStatusTable(w io.Writer, where string, s simba.Snapshot, holders []hol
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	return writeHolderTable(w, holders)
+}
+
+// writeHolderTable writes the table of the holders read for --holder,
+// nothing without them.
+func writeHolderTable(w io.Writer, holders []holderRead) error {
 	if len(holders) == 0 {
 		return nil
 	}
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nLEASE\tHELD BY\tSESSION\tTOKEN\tSINCE\n")
 	for _, r := range holders {
 		switch {
