@@ -88,7 +88,7 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 			return simba.HolderPage{}, wrapErr("list holders", err)
 		}
 		for _, k := range keys {
-			if name := k[len(lease):]; simba.ValidateName(name) == nil {
+			if name, ok := strings.CutPrefix(k, lease); ok && simba.ValidateName(name) == nil {
 				names = append(names, name)
 			}
 		}

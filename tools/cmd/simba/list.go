@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -38,8 +39,8 @@ func (l *listFlags) register(fs *flag.FlagSet) {
 	l.limit = defaultListLimit
 	fs.Func("limit", fmt.Sprintf("with --list: at most `N` leases on the page, 1 to %d (default %d)", simba.MaxListLimit, defaultListLimit),
 		func(v string) error {
-			var n int
-			if _, err := fmt.Sscan(v, &n); err != nil || fmt.Sprint(n) != v {
+			n, err := strconv.Atoi(v)
+			if err != nil {
 				return fmt.Errorf("%q is not a whole number", v)
 			}
 			if n < 1 || n > simba.MaxListLimit {
