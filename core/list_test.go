@@ -141,3 +141,70 @@ func TestHoldersStuckCursor(t *testing.T) {
 		}
 	})
 }
+
+// Every lock a fleet holds under a prefix, whichever node holds it: the
+// walk reads 100 leases a page until the last one.
+func ExampleClient_Holders() {
+	store := memory.New()
+	worker, err := simba.New(store, simba.WithIdentity("worker-1"))
+	if err != nil {
+		panic(err)
+	}
+	defer worker.Close(context.Background())
+	ops, err := simba.New(store)
+	if err != nil {
+		panic(err)
+	}
+	defer ops.Close(context.Background())
+
+	for _, name := range []string{"invoice.17", "invoice.42", "report"} {
+		if _, err := worker.Lock(name).Acquire(context.Background()); err != nil {
+			panic(err)
+		}
+	}
+	for l, err := range ops.Holders(context.Background(), "invoice.") {
+		if err != nil {
+			fmt.Println("listing stopped:", err)
+			break
+		}
+		fmt.Println(l.Name, "held by", l.Holder.Identity, "with token", l.Holder.Token)
+	}
+	// Output:
+	// invoice.17 held by worker-1 with token 1
+	// invoice.42 held by worker-1 with token 1
+}
+
+// One page at a time, as a tool that prints a page and its cursor does.
+func ExampleClient_ListHolders() {
+	store := memory.New()
+	c, err := simba.New(store, simba.WithIdentity("node-a"))
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close(context.Background())
+	for _, name := range []string{"job-1", "job-2", "job-3"} {
+		if _, err := c.Lock(name).Acquire(context.Background()); err != nil {
+			panic(err)
+		}
+	}
+	q := simba.ListQuery{Prefix: "job-", Limit: 2}
+	for {
+		p, err := c.ListHolders(context.Background(), q)
+		if err != nil {
+			panic(err)
+		}
+		for _, l := range p.Leases {
+			fmt.Println(l.Name, l.Holder.Identity)
+		}
+		if p.Next == "" {
+			break
+		}
+		fmt.Println("next page after", p.Next)
+		q.Cursor = p.Next
+	}
+	// Output:
+	// job-1 node-a
+	// job-2 node-a
+	// next page after job-2
+	// job-3 node-a
+}
