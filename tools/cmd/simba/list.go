@@ -101,9 +101,15 @@ func (a *app) listFailed(cmd, where string, r *listRead) int {
 	return exitUnavailable
 }
 
-// othersView is the JSON form of simba status --holder or --list: no
-// session of its own.
+// holdersSchema names the document simba status --format json prints with
+// --holder or --list (docs/holders.schema.json).
+const holdersSchema = "simba.holders/v1"
+
+// othersView is the JSON form of simba status --holder or --list, the
+// document of docs/holders.schema.json: no session of its own.
 type othersView struct {
+	Schema  string       `json:"schema"`
+	Time    time.Time    `json:"time"`
 	Backend string       `json:"backend"`
 	Holders []holderView `json:"holders,omitempty"`
 	Held    *[]heldView  `json:"held,omitempty"` // with --list: [] for an empty page
@@ -121,7 +127,7 @@ type heldView struct {
 }
 
 func writeOthersJSON(w io.Writer, where string, holders []holderRead, l *listRead, now time.Time) error {
-	v := othersView{Backend: where, Holders: holderViews(holders)}
+	v := othersView{Schema: holdersSchema, Time: now.UTC().Truncate(time.Millisecond), Backend: where, Holders: holderViews(holders)}
 	switch {
 	case l != nil && l.err != nil:
 		v.ListError = l.err.Error()

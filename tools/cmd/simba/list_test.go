@@ -1,13 +1,70 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	simba "github.com/simba-go/simba/core"
 )
+
+var holdersSchemaFile = sync.OnceValues(func() (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	// The holders' definitions are the snapshot schema's, found by its $id.
+	f, err := os.Open("../../../docs/snapshot.schema.json")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	doc, err := jsonschema.UnmarshalJSON(f)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.AddResource("https://github.com/simba-go/simba/docs/snapshot.schema.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("../../../docs/holders.schema.json")
+})
+
+// validHolders fails the test unless out, the output of simba status
+// --format json with --holder or --list, is a document of
+// docs/holders.schema.json.
+func validHolders(t *testing.T, out string) {
+	t.Helper()
+	sch, err := holdersSchemaFile()
+	if err != nil {
+		t.Fatalf("docs/holders.schema.json: %v", err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
+	if err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if err := sch.Validate(doc); err != nil {
+		t.Errorf("the output does not fit docs/holders.schema.json: %v\n%s", err, out)
+	}
+}
+
+// asksOthers reports whether the arguments of simba status ask about
+// other nodes (--holder or --list), whose output is the holders document.
+func asksOthers(args []string) bool {
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "holder" || name == "list") {
+			return true
+		}
+	}
+	return false
+}
 
 // listJSON is the output of simba status --list --format json.
 type listJSON struct {
@@ -194,5 +251,83 @@ CURSOR"`, `"held":`, `"ageMs"`, `"next"`, "leaves out this command's own session
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("status --help does not mention %q:\n%s", want, r.stdout)
 		}
+	}
+}
+
+// TestHoldersJSONFitsTheSchema: every kind of holder and of page (held
+// with and without identity or time, empty, not read) fits
+// docs/holders.schema.json, and a snapshot document does not.
+func TestHoldersJSONFitsTheSchema(t *testing.T) {
+	now := time.Date(2026, 12, 2, 3, 4, 5, 678_900_000, time.FixedZone("CET", 3600))
+	since := now.Add(-90 * time.Second)
+	holders := []holderRead{
+		{name: "a", held: true, h: simba.Holder{Session: "e3ea31e4", Identity: "worker-7", Token: 12, Since: since}},
+		{name: "c"},
+		{name: "x", err: errors.New("timeout")},
+	}
+	page := &listRead{page: simba.HolderPage{Leases: []simba.HeldLease{
+		{Name: "job-1", Holder: simba.Holder{Session: "e3ea31e4", Identity: "worker-7", Token: 12, Since: since}},
+		{Name: "job-2", Holder: simba.Holder{Session: "0100", Token: 3}},
+	}, Next: "job-2"}}
+	for _, tt := range []struct {
+		name    string
+		holders []holderRead
+		list    *listRead
+	}{
+		{"holders", holders, nil},
+		{"a page", nil, page},
+		{"both", holders, page},
+		{"an empty last page", nil, &listRead{}},
+		{"a page not read", holders, &listRead{err: errors.New("connection reset")}},
+	} {
+		var b bytes.Buffer
+		if err := writeOthersJSON(&b, "redis://h", tt.holders, tt.list, now); err != nil {
+			t.Fatal(err)
+		}
+		validHolders(t, b.String())
+		var got struct {
+			Schema, Time string
+			Held         []struct{ AgeMs *int64 }
+		}
+		if err := json.Unmarshal(b.Bytes(), &got); err != nil || got.Schema != "simba.holders/v1" || got.Time != "2026-12-02T02:04:05.678Z" {
+			t.Errorf("%s: %+v (%v)\n%s", tt.name, got, err, b.String())
+		}
+		if tt.list == page && (got.Held[0].AgeMs == nil || *got.Held[0].AgeMs != 90_000 || got.Held[1].AgeMs != nil) {
+			t.Errorf("%s: ages %v, want 90000 ms and none\n%s", tt.name, got.Held, b.String())
+		}
+	}
+
+	sch, err := holdersSchemaFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := writeStatusJSON(&b, "redis://h", simba.Snapshot{Time: now}, holders); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sch.Validate(doc) == nil {
+		t.Error("a snapshot document fits docs/holders.schema.json: the schema checks nothing")
+	}
+}
+
+// TestReadmeHoldersDocuments: the JSON examples of README.md's holders
+// and listing sections fit docs/holders.schema.json.
+func TestReadmeHoldersDocuments(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, marker := range []string{"### Who holds a lease", "### What is held"} {
+		_, rest, ok := bytes.Cut(readme, []byte(marker))
+		_, rest, found := bytes.Cut(rest, []byte("```json\n"))
+		block, _, closed := bytes.Cut(rest, []byte("```\n"))
+		if !ok || !found || !closed {
+			t.Fatalf("README.md has no json block after %q", marker)
+		}
+		validHolders(t, string(block))
 	}
 }
