@@ -51,21 +51,20 @@ wait for it.
 Python snapshots have too): {"schema", "time", "session": {"id",
 "identity", "status", "remainingMs", "renewIntervalMs", "leaseDurationMs",
 "leaseShortened"}, "leases": [{"name", "kind", "state", "token",
-"remainingMs", "waiters"}], "backend", "holders": [{"name", "free",
-"holder": {"session", "identity", "token", "since"}}]}. Durations are
-whole milliseconds; states are HOLDING, CONTENDING, COOLDOWN or IDLE.
-"holders" is there with --holder only; "holder" is null for a free lease,
-and for one whose holder could not be read, which has an "error" instead.
-Times are RFC 3339, UTC; "identity" and "since" of a holder are left out
-when the backend does not record them.
+"remainingMs", "waiters"}], "backend"}. Durations are whole milliseconds;
+states are HOLDING, CONTENDING, COOLDOWN or IDLE; times are RFC 3339, UTC.
 
 With --holder or --list, --format json prints instead the document of
 docs/holders.schema.json (version simba.holders/v1), without the command's
-own session: {"schema", "time", "backend", "holders": [...as above],
-"held": [{"name", "holder": {"session", "identity", "token", "since"},
-"ageMs"}], "next"}. "held" and "next" are there with --list only: "next"
-is the cursor of the next page, "" on the last one; "held" is left out,
-and "listError" says why, when the page could not be read.
+own session: {"schema", "time", "backend", "holders": [{"name", "free",
+"holder": {"session", "identity", "token", "since"}}], "held": [{"name",
+"holder": {...}, "ageMs"}], "next"}. "holders" is there with --holder
+only; "holder" is null for a free lease, and for one whose holder could
+not be read, which has an "error" instead. "identity" and "since" of a
+holder (and "ageMs") are left out when the backend does not record them.
+"held" and "next" are there with --list only: "next" is the cursor of the
+next page, "" on the last one; "held" is left out, and "listError" says
+why, when the page could not be read.
 
 Exit codes:
   0    the session is live; with --holder or --list: every holder asked
@@ -152,9 +151,9 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	snap := n.client.Snapshot()
 	var err error
 	if *format == "json" {
-		err = writeStatusJSON(a.stdout, n.where, snap, holders)
+		err = writeStatusJSON(a.stdout, n.where, snap)
 	} else {
-		err = writeStatusTable(a.stdout, n.where, snap, holders)
+		err = writeStatusTable(a.stdout, n.where, snap)
 	}
 	if err != nil {
 		a.report(cmd, "write: %v", err)
@@ -163,12 +162,6 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	if code != exitOK {
 		n.close(a, cmd) // no warning of the client after the report
 		a.report(cmd, "no session opened on %s within %v", n.where, *timeout)
-	}
-	for _, h := range holders {
-		if h.err != nil {
-			a.report(cmd, "holder of %s not read on %s: %v", h.name, n.where, h.err)
-			code = exitUnavailable
-		}
 	}
 	return code
 }
@@ -218,12 +211,12 @@ func readHolders(ctx context.Context, c *simba.Client, names []string) []holderR
 }
 
 // statusView is the JSON form of a snapshot: core's snapshot document
-// (docs/snapshot.schema.json) and the members the schema names for simba
-// status, the backend and the holders asked for.
+// (docs/snapshot.schema.json) and the member the schema names for simba
+// status, the backend. The holders asked for with --holder are in the
+// holders document instead (othersView).
 type statusView struct {
 	simba.SnapshotDocument
-	Backend string       `json:"backend"`
-	Holders []holderView `json:"holders,omitempty"`
+	Backend string `json:"backend"`
 }
 
 // holderView is one lease of --holder: Holder is nil when the lease is
@@ -235,9 +228,8 @@ type holderView struct {
 	Error  string        `json:"error,omitempty"`
 }
 
-func writeStatusJSON(w io.Writer, where string, s simba.Snapshot, holders []holderRead) error {
+func writeStatusJSON(w io.Writer, where string, s simba.Snapshot) error {
 	v := statusView{SnapshotDocument: s.Document(), Backend: where}
-	v.Holders = holderViews(holders)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
@@ -268,7 +260,7 @@ func holderViews(holders []holderRead) []holderView {
 // sinceLayout shows when a holder's term began: UTC, to the millisecond.
 const sinceLayout = "2006-01-02T15:04:05.000Z07:00"
 
-func writeStatusTable(w io.Writer, where string, s simba.Snapshot, holders []holderRead) error {
+func writeStatusTable(w io.Writer, where string, s simba.Snapshot) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	id := string(s.Session.ID)
 	if id == "" {
@@ -300,10 +292,7 @@ func writeStatusTable(w io.Writer, where string, s simba.Snapshot, holders []hol
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", l.Name, l.Kind, l.State, token, l.Remaining.Round(time.Millisecond))
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	return writeHolderTable(w, holders)
+	return tw.Flush()
 }
 
 // writeHolderTable writes the table of the holders read for --holder,
