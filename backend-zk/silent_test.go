@@ -240,7 +240,7 @@ func TestParseURL(t *testing.T) {
 		{give: "zk://app:s3cr3t@zk1:2181/app", wantConnect: "zk1:2181/app", wantAuth: "app:s3cr3t"},
 		{give: "zk://app:p@s:s/w?x#y@zk1:2181,[::1]:2181/app", wantConnect: "zk1:2181,[::1]:2181/app", wantAuth: "app:p@s:s/w?x#y"},
 		{give: "zk://", wantErr: "names no server"},
-		{give: "zk://u:s3cr3t@host", wantErr: `server "host": want HOST:PORT`},
+		{give: "zk://u:s3cr3t@host", wantErr: `server "host": no port: want HOST:PORT`},
 		{give: "zk://host:2181?x=1", wantErr: "query parameters are not supported"},
 		{give: "zk://host:2181#s3cr3t", wantErr: "query parameters are not supported"},
 		{give: "zk://s3cr3t@host:2181", wantErr: "user information must be USER:PASSWORD"},
