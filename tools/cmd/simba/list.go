@@ -93,7 +93,7 @@ func (a *app) listFailed(cmd, where string, r *listRead) int {
 	case errors.Is(r.err, simba.ErrInvalidArgument):
 		a.report(cmd, "--list: %v", r.err)
 		return exitUsage
-	case isSchemaMissing(r.err):
+	case isNotSetUp(r.err):
 		a.report(cmd, "backend %s is not set up: %v", where, r.err)
 		return exitConfig
 	}
@@ -208,7 +208,7 @@ func roundAge(d time.Duration) time.Duration {
 // exitUnavailable.
 func writeOthers(a *app, cmd, format string, n *node, holders []holderRead, l *listRead) int {
 	if l != nil && l.err != nil && (errors.Is(l.err, simba.ErrNotSupported) ||
-		errors.Is(l.err, simba.ErrInvalidArgument) || isSchemaMissing(l.err)) {
+		errors.Is(l.err, simba.ErrInvalidArgument) || isNotSetUp(l.err)) {
 		n.close(a, cmd)
 		return a.listFailed(cmd, n.where, l)
 	}
