@@ -45,7 +45,7 @@ Feature: The simba command
 
   @R-HO-1
   Scenario Outline: On <signal> simba lock stops the command and exits with the command's code
-    Given simba 1 runs `lock "report" -- sh -c 'trap "echo stopped by TERM; exit 7" TERM; echo holding; while :; do sleep 0.1; done'`
+    Given simba 1 runs `lock "report" --grace 1s -- sh -c 'trap "echo stopped by TERM; exit 7" TERM; echo holding; while :; do sleep 0.1; done'`
     And within one lease duration simba 1's output has `holding`
     When simba 1 gets <signal>
     Then within one lease duration simba 1 exits with code 7
@@ -59,10 +59,10 @@ Feature: The simba command
 
   @R-DL-3 @R-HO-3 @R-LOCK-7
   Scenario: A simba paused past its lease has lost the lock: it stops the command and exits with 76
-    Given simba 1 runs `lock "report" -- sh -c 'trap "echo stopped by TERM; exit 0" TERM; echo holding; while :; do sleep 0.1; done'`
+    Given simba 1 runs `lock "report" --grace 1s -- sh -c 'trap "echo stopped by TERM; exit 0" TERM; echo holding; while :; do sleep 0.1; done'`
     And within one lease duration simba 1's output has `holding`
     When simba 1 gets SIGSTOP
-    And 2 lease durations pass
+    And one lease duration passes
     And simba 1 gets SIGCONT
     Then within one lease duration simba 1 exits with code 76
     And simba 1's stderr has `simba lock: lost lock report (token <token>): DEADLINE_PASSED; stopping the command`
@@ -70,7 +70,7 @@ Feature: The simba command
 
   @redis @R-TERM-8 @R-HO-3
   Scenario: A lock taken over on the backend is lost: simba stops the command and exits with 76
-    Given simba 1 runs `lock "report" -- sh -c 'trap "echo stopped by TERM; exit 0" TERM; echo holding; while :; do sleep 0.1; done'`
+    Given simba 1 runs `lock "report" --grace 1s -- sh -c 'trap "echo stopped by TERM; exit 0" TERM; echo holding; while :; do sleep 0.1; done'`
     And within one lease duration simba 1's output has `holding`
     When another session takes "report" over
     Then within one lease duration simba 1 exits with code 76
@@ -114,7 +114,7 @@ Feature: The simba command
     Given simba 1 runs `leader "report" -- sh -c 'echo "SIMBA_TOKEN=$SIMBA_TOKEN"; exec sleep 60'`
     And within one lease duration simba 1's stderr has `simba leader: leading report with token <token>: starting sh`
     When simba 1 gets SIGSTOP
-    And 2 lease durations pass
+    And one lease duration passes
     And simba 1 gets SIGCONT
     Then within one lease duration simba 1's stderr has `simba leader: term of report with token <token> ended: DEADLINE_PASSED; stopping sh`
     And within 2 lease durations simba 1's stderr has `simba leader: sh stopped (exit code 143); waiting for the next term`
