@@ -48,7 +48,7 @@ pkgs=$$(grep -v 'matched no packages' <<<"$$pkgs" || true)
 endef
 
 .PHONY: help test test-modules test-core goget-check min-go-check demo lint lint-tool tidy-check vuln tidy \
-	release-check bench servers-up servers-down modules libsimba chaos soak topology
+	release-check bench servers-up servers-down modules libsimba wheel chaos soak topology
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 16
@@ -96,6 +96,9 @@ min-go-check: ## build and vet the library modules and tools with the oldest sup
 
 libsimba: ## build the C API: cgo-bindings/build/libsimba.so, simba.h and simba.pc (needs a C compiler)
 	@GO=$(GO) cgo-bindings/scripts/build.sh
+
+wheel: ## build libsimba and the Python wheel that carries it: cgo-bindings/build/simba-*.whl (offline; python3-setuptools, python3-wheel)
+	@GO=$(GO) cgo-bindings/scripts/wheel.sh
 
 demo: ## run the demo on the in-memory backend
 	@if [ ! -d tools/cmd/simba ]; then echo "make demo: tools/cmd/simba does not exist yet"; exit 1; fi

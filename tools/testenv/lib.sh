@@ -152,6 +152,9 @@ packages_missing() {
 #   promtool          prometheus: checks and unit-tests metrics/alerts.yml
 #   python3 with      python3, python3-pytest, python3-behave: the Python
 #   pytest, behave    package of cgo-bindings, its tests and its features
+#   python3 with      python3-venv, python3-setuptools, python3-wheel: the
+#   venv, setuptools, wheel of cgo-bindings (make wheel), installed in a
+#   wheel             fresh venv by its test
 #   pgbouncer         pgbouncer: the PostgreSQL backend's tests through a
 #                     pooler in transaction mode
 # (the C compiler comes with gcc, which .ci/run installs).
@@ -162,6 +165,8 @@ tools_missing() {
 	[[ -x $py ]] || echo python3
 	[[ -x $py ]] && "$py" -c 'import pytest' 2>/dev/null || echo python3-pytest
 	[[ -x $py ]] && "$py" -c 'import behave' 2>/dev/null || echo python3-behave
+	[[ -x $py ]] && "$py" -c 'import ensurepip' 2>/dev/null || echo python3-venv
+	[[ -x $py ]] && "$py" -c 'import setuptools.build_meta, wheel.bdist_wheel' 2>/dev/null || echo python3-setuptools python3-wheel
 }
 
 # apt_wait_idle waits while another apt or dpkg runs on this machine.

@@ -114,19 +114,22 @@ def check_fork() -> None:
 
 
 def library_path() -> str:
-    """The path of libsimba.so: $SIMBA_LIBRARY, else the copy in this package's
-    directory, else what the system linker finds as "simba"."""
+    """The path of libsimba.so: $SIMBA_LIBRARY when set (an override), else the
+    copy in this package's directory (the wheel of `make wheel` carries one),
+    else what the system linker finds as "simba"."""
     env = os.environ.get("SIMBA_LIBRARY")
     if env:
         return env
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libsimba.so")
-    if os.path.exists(here):
+    package = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.join(package, "libsimba.so")
+    if os.path.isfile(here):
         return here
     found = ctypes.util.find_library("simba")
     if found:
         return found
     raise OSError(
-        "libsimba.so not found: set SIMBA_LIBRARY to its path or copy it next to " + os.path.abspath(__file__)
+        f"libsimba.so is neither in {package} nor found by the system linker: install the wheel that "
+        "`make wheel` builds (it carries the library), or set SIMBA_LIBRARY to the library's path"
     )
 
 
