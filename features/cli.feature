@@ -118,7 +118,7 @@ Feature: The simba command
     And simba 1 gets SIGCONT
     Then within one lease duration simba 1's stderr has `simba leader: term of report with token <token> ended: DEADLINE_PASSED; stopping sh`
     And within 2 lease durations simba 1's stderr has `simba leader: sh stopped (exit code 143); waiting for the next term`
-    And within 2 lease durations the tokens printed by the commands of simba 1 increase
+    And within 3 lease durations the tokens printed by the commands of simba 1 increase
     When simba 1 gets SIGTERM
     Then within one lease duration simba 1 exits with code 143
 

@@ -45,6 +45,8 @@ func simbaBinary() (string, error) {
 		}
 		simbaBuild.dir = dir
 		path := filepath.Join(dir, "simba")
+		// Without -race, as the tools module's own tests build it: one of
+		// the two builds finds the other's packages in the cache.
 		build := exec.Command(goTool, "build", "-o", path, "./cmd/simba")
 		build.Dir = filepath.Join("..", "tools")
 		if out, err := build.CombinedOutput(); err != nil {
@@ -311,6 +313,18 @@ func (p *simbaProc) transcript(w *world) string {
 	return fmt.Sprintf("\n--- simba %s output:\n%s--- simba %s stderr:\n%s---", p.name, p.lines(w, "output"), p.name, p.lines(w, "stderr"))
 }
 
+// transcripts are the transcripts of the simba processes named, for a
+// failure message.
+func (w *world) transcripts(names ...string) string {
+	var b strings.Builder
+	for _, name := range names {
+		if p, ok := w.procs[name]; ok {
+			b.WriteString(p.transcript(w))
+		}
+	}
+	return b.String()
+}
+
 // signals are the signals a step sends to simba.
 var signals = map[string]syscall.Signal{
 	"SIGTERM": syscall.SIGTERM,
@@ -381,11 +395,11 @@ func (w *world) printedTokensIncrease(first, then string) error {
 		}
 	}
 	if len(tokens) < 2 {
-		return fmt.Errorf("the commands printed %d tokens, want at least two", len(tokens))
+		return fmt.Errorf("the commands printed %d tokens, want at least two%s", len(tokens), w.transcripts(first, then))
 	}
 	for i, tok := range tokens {
 		if tok == 0 || (i > 0 && tok <= tokens[i-1]) {
-			return fmt.Errorf("the tokens printed do not increase: %v", tokens)
+			return fmt.Errorf("the tokens printed do not increase: %v%s", tokens, w.transcripts(first, then))
 		}
 	}
 	return nil
