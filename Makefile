@@ -102,6 +102,7 @@ wheel: ## build libsimba and the Python wheel that carries it: cgo-bindings/buil
 
 demo: ## run the demo on the in-memory backend
 	@if [ ! -d tools/cmd/simba ]; then echo "make demo: tools/cmd/simba does not exist yet"; exit 1; fi
+	@echo "make demo: compiling the simba command first (on the first run it builds every backend: a minute or more; later runs, seconds)"
 	$(GO) run ./tools/cmd/simba demo
 
 bench: ## run tools/bench against real servers and write its ratio chart (BENCH_QUICK=1: under 2 minutes)

@@ -5,7 +5,7 @@
 // the leader of their lease only, and a partitioned worker spreads four
 // shards over the nodes. Halfway through, the first node stops: its jobs
 // and shards move to the others, each after its work exited (the ordered
-// handover). At the end every node stops.
+// handover). At the end, or on an interrupt or SIGTERM, every node stops.
 //
 //	go run ./fxsimba/example                        # 3 nodes on the in-memory backend, for 5s
 //	go run ./fxsimba/example -nodes 2 -duration 10s
@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	simbaredis "github.com/simba-go/simba/backend-redis"
@@ -53,7 +54,9 @@ func main() {
 	flag.StringVar(&s.redisURL, "redis", "", "run on this Redis server (redis://host:port/db) instead of in memory")
 	flag.Parse()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// SIGTERM is what Kubernetes and systemd send: caught, every node stops
+	// its app and hands its leases over before the process exits.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := demo(ctx, os.Stdout, s); err != nil {
 		fmt.Fprintln(os.Stderr, "example:", err)
@@ -186,8 +189,18 @@ func stopNode(p *printer, app *fx.App, name string) error {
 	if err := app.Stop(ctx); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	p.printf(name, "stopped in %v", time.Since(begin).Round(time.Millisecond))
+	p.printf(name, "stopped in %s", stopTime(time.Since(begin)))
 	return nil
+}
+
+// stopTime rounds d to the millisecond, or to the microsecond below one
+// millisecond: a node of the in-memory backend stops in well under a
+// millisecond, which rounding to milliseconds would print as "0s".
+func stopTime(d time.Duration) string {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond).String()
+	}
+	return d.Round(time.Millisecond).String()
 }
 
 // sleep waits d or until ctx ends.

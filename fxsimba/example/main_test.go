@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"io"
 	"os"
+	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,7 +25,87 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// runMain makes the test binary run the example's main instead of the
+// tests, so that a test can start the example as a process of its own.
+const runMain = "SIMBA_FX_EXAMPLE_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMain) == "1" {
+		main()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// TestSIGTERMStopsTheNodes: SIGTERM, what Kubernetes sends to stop a pod,
+// stops the example as an interrupt does: every node's app stops, which
+// hands its leases over, and the process exits with status 0 instead of
+// being killed (status 143) with its leases held.
+func TestSIGTERMStopsTheNodes(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-nodes", "2", "-duration", "1m")
+	cmd.Env = append(os.Environ(), runMain+"=1")
+	cmd.Stderr = io.Discard
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		if strings.Contains(lines.Text(), "node-2  started") {
+			break
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var rest []string
+	for lines.Scan() {
+		rest = append(rest, lines.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("after SIGTERM: %v, want exit status 0; output:\n%s", err, strings.Join(rest, "\n"))
+	}
+	for _, node := range []string{"node-1", "node-2"} {
+		if !strings.Contains(strings.Join(rest, "\n"), node+"  stopped in ") {
+			t.Errorf("%s did not stop:\n%s", node, strings.Join(rest, "\n"))
+		}
+	}
+	checkStopTimes(t, strings.Join(rest, "\n"))
+}
+
+// checkStopTimes fails the test for a "stopped in D" line whose D is not
+// a positive duration: a stop takes some time, which "stopped in 0s"
+// (a millisecond rounding of a quick stop) hid.
+func checkStopTimes(t *testing.T, out string) {
+	t.Helper()
+	stops := regexp.MustCompile(`stopped in (\S+)`).FindAllStringSubmatch(out, -1)
+	if len(stops) == 0 {
+		t.Fatalf("no node stopped:\n%s", out)
+	}
+	for _, m := range stops {
+		if d, err := time.ParseDuration(m[1]); err != nil || d <= 0 {
+			t.Errorf("%q: want a positive duration:\n%s", m[0], out)
+		}
+	}
+}
+
+func TestStopTime(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0:                                       "0s",
+		312*time.Microsecond + 400:              "312µs",
+		999 * time.Microsecond:                  "999µs",
+		time.Millisecond + 400*time.Microsecond: "1ms",
+		1234567 * time.Microsecond:              "1.235s",
+	} {
+		if got := stopTime(d); got != want {
+			t.Errorf("stopTime(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
 
 func TestDemoInMemory(t *testing.T) {
 	var out bytes.Buffer
@@ -30,6 +114,7 @@ func TestDemoInMemory(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	got := out.String()
+	checkStopTimes(t, got)
 	for _, want := range []string{
 		"node-1  runs report (token 1)", "node-1  runs cleanup (token 1)", "takes shard 3",
 		"node-1  stopped", "node-2  runs report (token 2)", "node-2  stopped",

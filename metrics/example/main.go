@@ -9,7 +9,9 @@
 //	curl -s localhost:9464/metrics | grep ^simba_
 //	curl -s localhost:9464/simba
 //
-// It stops at the end of -duration (at most 24h) or on an interrupt.
+// It stops at the end of -duration (at most 24h), on an interrupt or on
+// SIGTERM (what Kubernetes and systemd send), closing its client first, which
+// releases its leases.
 package main
 
 import (
@@ -24,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,7 +51,7 @@ func main() {
 	flag.StringVar(&s.listen, "listen", "127.0.0.1:9464", "address to serve /metrics and /simba on")
 	flag.DurationVar(&s.duration, "duration", time.Minute, "how long to run, at most 24h")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, s, os.Stderr, func(addr net.Addr) {
 		fmt.Printf("serving http://%s/metrics and http://%s/simba for %v\n", addr, addr, s.duration)

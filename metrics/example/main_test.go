@@ -1,19 +1,68 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// runMain makes the test binary run the example's main instead of the
+// tests, so that a test can start the example as a process of its own.
+const runMain = "SIMBA_METRICS_EXAMPLE_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMain) == "1" {
+		main()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// TestSIGTERMStopsTheNode: SIGTERM, what Kubernetes sends to stop a pod,
+// stops the example as an interrupt does: it closes its client, which
+// releases its leases, and exits with status 0 instead of being killed
+// (status 143) with its leases held.
+func TestSIGTERMStopsTheNode(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-listen", "127.0.0.1:0", "-duration", "1m")
+	cmd.Env = append(os.Environ(), runMain+"=1")
+	cmd.Stderr = io.Discard
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "serving http://") {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Fatalf("after SIGTERM: %v, want exit status 0", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the example did not stop within 20s of SIGTERM")
+	}
+}
 
 // TestRun serves the node, scrapes both endpoints until the node leads
 // "report" and a worker waited for "invoice", then stops it.

@@ -16,6 +16,7 @@
 //	go run ./tools/release tidy [-check]          go mod tidy in every module (or check that it changes nothing)
 //	go run ./tools/release min-go -go go1.25.14 MODULE...
 //	                                              build and vet MODULE... with an older toolchain
+//	go run ./tools/release versions               check the Go and dependency versions the documents name
 //
 // Without -version, a command uses the version every go.mod already names
 // its siblings at. Run `go run ./tools/release help` for the flags of each
@@ -54,10 +55,11 @@ func main() {
 // commands maps a command name to its runner; the release itself is the
 // command without a name.
 var commands = map[string]func(ctx context.Context, args []string, out, errOut io.Writer) error{
-	"proxy":  runProxy,
-	"goget":  runGoget,
-	"tidy":   runTidy,
-	"min-go": runMinGo,
+	"proxy":    runProxy,
+	"goget":    runGoget,
+	"tidy":     runTidy,
+	"min-go":   runMinGo,
+	"versions": runVersions,
 }
 
 func run(ctx context.Context, args []string, out, errOut io.Writer) error {
@@ -105,6 +107,11 @@ const usage = `Usage of release (run from the repository, with go.work above the
 	Checks that each MODULE says "go X.Y.0" and builds and vets with the
 	toolchain goX.Y.Z, in a temporary go.work holding only those modules.
 	Prints "skipped" and succeeds when that toolchain cannot be downloaded.
+
+  release versions
+	Checks the versions the Markdown documents name (Go releases, the
+	dependencies' and the tools' versions, the module table of
+	CONTRIBUTING.md) against the go.mod files, go.work and the Makefile.
 `
 
 // newFlagSet returns a flag set that prints its errors and the usage to

@@ -149,7 +149,7 @@ func (n *demoNode) partition(ctx context.Context, p int, _ *simba.Term) error {
 		d.group.fault = fmt.Errorf("partition %d held by %s and %s at once", p, h.name, n.name)
 	}
 	d.group.holders[p] = n
-	d.groupChangedLocked(n, fmt.Sprintf("takes %d", p))
+	d.groupChangedLocked(n, fmt.Sprintf("takes partition %d", p))
 	d.mu.Unlock()
 
 	<-ctx.Done()
@@ -158,7 +158,7 @@ func (n *demoNode) partition(ctx context.Context, p int, _ *simba.Term) error {
 	if d.group.holders[p] == n {
 		d.group.holders[p] = nil
 	}
-	d.groupChangedLocked(n, fmt.Sprintf("releases %d", p))
+	d.groupChangedLocked(n, fmt.Sprintf("releases partition %d", p))
 	d.mu.Unlock()
 	return nil
 }
@@ -169,7 +169,7 @@ func (d *demo) groupChangedLocked(n *demoNode, what string) {
 	d.group.moves++
 	d.group.lastChange = time.Now()
 	if !d.closing {
-		d.sayLocked(n.name, "%-11s partitions: %s", what, d.spreadLocked())
+		d.sayLocked(n.name, "%-21s now: %s", what, d.spreadLocked())
 	}
 	d.noteLocked()
 }

@@ -79,7 +79,9 @@ func TestDemoTellsTheStory(t *testing.T) {
 // every partition held and the shares within one.
 func checkGroupStory(t *testing.T, out string) {
 	t.Helper()
-	move := regexp.MustCompile(`^ *\+\d+\.\d\ds  (node-\d)  (takes|releases) (\d) +partitions: (.*)$`)
+	// "takes partition 4", not "takes 4 partitions": the number is the
+	// partition's, and the spread follows "now:".
+	move := regexp.MustCompile(`^ *\+\d+\.\d\ds  (node-\d)  (takes|releases) partition (\d) +now: (.*)$`)
 	var last map[string][]int // the spread of the last move line
 	var settled []map[string][]int
 	moves := 0

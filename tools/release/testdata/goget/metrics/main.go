@@ -15,13 +15,21 @@ import (
 )
 
 func main() {
+	if err := serve(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// serve returns when the server fails, after closing the client, which
+// log.Fatal in its place would skip.
+func serve() error {
 	col, err := simbametrics.New()
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	client, err := simba.New(memory.New().Connect(), simba.WithEventListener(col.Observe))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer func() { _ = client.Close(context.Background()) }()
 	col.Attach(client)
@@ -29,5 +37,5 @@ func main() {
 	reg.MustRegister(col)
 	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	http.Handle("/simba", simbametrics.SnapshotHandler(client))
-	log.Fatal(http.ListenAndServe("127.0.0.1:9464", nil))
+	return http.ListenAndServe("127.0.0.1:9464", nil)
 }
