@@ -198,6 +198,9 @@ func TestCExample(t *testing.T) {
 				if mode == "election" && !strings.Contains(out, "user_data released") {
 					t.Error("the election's release function did not run")
 				}
+				if mode == "election" {
+					validSnapshots(t, out)
+				}
 			})
 		}
 	}
@@ -397,6 +400,36 @@ func TestStatusNamesInC(t *testing.T) {
 		i, _ := strconv.Atoi(n)
 		if want := capi.Status(i).String(); name != want {
 			t.Errorf("simba_status_name(%d) = %s, want %s", i, name, want)
+		}
+	}
+}
+
+// TestEngineInC: the holder, event, leader work and group calls through
+// the C ABI on every test backend, and their refusal of NULL pointers, bad
+// handles and bad struct sizes (abi_check engine).
+func TestEngineInC(t *testing.T) {
+	for backend, out := range abiCheckOnEveryBackend(t, "engine") {
+		for _, want := range []string{"identity=abi-node-a", "event: REVOKED", "reason=STOPPED", "partitions run=0x7", "no handle left open"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: the output lacks %q", backend, want)
+			}
+		}
+	}
+}
+
+// TestReasonNamesInC: simba_reason_name, answered by the C side of the
+// library, names every reason as the engine does.
+func TestReasonNamesInC(t *testing.T) {
+	out := run(t, time.Minute, exec.Command(abiCheck(t), "reasons"))
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 9 {
+		t.Fatalf("abi_check reasons printed %d lines:\n%s", len(lines), out)
+	}
+	for _, line := range lines {
+		n, name, _ := strings.Cut(line, " ")
+		i, _ := strconv.Atoi(n)
+		if want := capi.ReasonName(int32(i)); name != want {
+			t.Errorf("simba_reason_name(%d) = %s, want %s", i, name, want)
 		}
 	}
 }

@@ -3,6 +3,7 @@
  * and what must work without Go: the checks after a fork and the answers
  * that need no engine. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,24 @@ void simba_bridge_call_revoked(simba_revoked_fn fn, void *user_data, simba_handl
 
 void simba_bridge_call_release(simba_release_fn fn, void *user_data) { fn(user_data); }
 
+simba_status simba_bridge_call_work(simba_work_fn fn, void *user_data, simba_handle term, uint64_t token,
+                                    uint64_t callback) {
+	uint64_t outer = current_callback;
+	current_callback = callback;
+	simba_status st = fn(user_data, term, token);
+	current_callback = outer;
+	return st;
+}
+
+simba_status simba_bridge_call_partition(simba_partition_fn fn, void *user_data, int32_t partition, simba_handle term,
+                                         uint64_t token, uint64_t callback) {
+	uint64_t outer = current_callback;
+	current_callback = callback;
+	simba_status st = fn(user_data, partition, term, token);
+	current_callback = outer;
+	return st;
+}
+
 uint64_t simba_bridge_current_callback(void) { return current_callback; }
 
 /* ------------------------------------------------------------ fork */
@@ -145,6 +164,59 @@ const char *simba_status_name(simba_status status) {
 	return status_names[status];
 }
 
+static const char *const reason_names[] = {
+    "NOT_REVOKED", "STOPPED", "STEPPED_DOWN", "DEADLINE_PASSED", "SESSION_EXPIRED", "TAKEN_OVER",
+};
+
+const char *simba_reason_name(simba_reason reason) {
+	if (reason < 0 || (size_t)reason >= sizeof reason_names / sizeof reason_names[0]) {
+		return "REASON_UNKNOWN";
+	}
+	return reason_names[reason];
+}
+
+/* Whether a struct whose first field is its size covers the field that
+ * ends at end. */
+#define COVERS(p, field) ((p)->size >= offsetof(__typeof__(*(p)), field) + sizeof((p)->field))
+
+static void free_string(char **s) {
+	free(*s);
+	*s = NULL;
+}
+
+void simba_holder_clear(simba_holder *holder) {
+	if (holder == NULL) {
+		return;
+	}
+	if (COVERS(holder, session)) {
+		free_string(&holder->session);
+	}
+	if (COVERS(holder, identity)) {
+		free_string(&holder->identity);
+	}
+}
+
+void simba_event_clear(simba_event *event) {
+	if (event == NULL) {
+		return;
+	}
+	if (COVERS(event, session)) {
+		free_string(&event->session);
+	}
+	if (COVERS(event, name)) {
+		free_string(&event->name);
+	}
+	if (COVERS(event, error)) {
+		free_string(&event->error);
+	}
+	if (COVERS(event, warning_code)) {
+		free_string(&event->warning_code);
+	}
+	if (COVERS(event, warning_message)) {
+		free_string(&event->warning_message);
+	}
+}
+
 simba_status simba_last_error(char *buf, size_t len, size_t *out_len) {
 	struct last_error *e = last_error_get();
 	const char *msg = e != NULL ? e->msg : "";
@@ -187,6 +259,11 @@ void simba_string_free(char *s) { free(s); }
 simba_status simba_stats_get(simba_stats *out) {
 	CHECK_FORK();
 	return simbago_stats_get(out);
+}
+
+simba_status simba_stats_events(int64_t *out) {
+	CHECK_FORK();
+	return simbago_stats_events(out);
 }
 
 simba_status simba_client_open(const char *url, const simba_options *options, simba_handle *out_client) {
@@ -255,6 +332,49 @@ simba_status simba_term_ensure_valid(simba_handle term, int64_t min_ms) {
 simba_status simba_term_reason(simba_handle term, simba_reason *out_reason) {
 	CHECK_FORK();
 	return simbago_term_reason(term, out_reason);
+}
+
+simba_status simba_term_wait_end(simba_handle term, int64_t timeout_ms) {
+	CHECK_FORK();
+	return simbago_term_wait_end(term, timeout_ms);
+}
+
+simba_status simba_lease_holder(simba_handle client, const char *name, int64_t timeout_ms, simba_handle cancel,
+                                int *out_held, simba_holder *out) {
+	CHECK_FORK();
+	return simbago_lease_holder(client, (char *)name, timeout_ms, cancel, out_held, out);
+}
+
+simba_status simba_run_while_leader(simba_handle client, const char *name, simba_work_fn work, void *user_data,
+                                    int64_t timeout_ms, simba_handle cancel) {
+	CHECK_FORK();
+	return simbago_run_while_leader(client, (char *)name, work, user_data, timeout_ms, cancel);
+}
+
+simba_status simba_group_run(simba_handle client, const char *name, int32_t partitions, simba_partition_fn work,
+                             void *user_data, int64_t timeout_ms, simba_handle cancel) {
+	CHECK_FORK();
+	return simbago_group_run(client, (char *)name, partitions, work, user_data, timeout_ms, cancel);
+}
+
+simba_status simba_events_subscribe(simba_handle client, int32_t capacity, simba_handle *out_events) {
+	CHECK_FORK();
+	return simbago_events_subscribe(client, capacity, out_events);
+}
+
+simba_status simba_events_next(simba_handle events, int64_t timeout_ms, simba_event *out) {
+	CHECK_FORK();
+	return simbago_events_next(events, timeout_ms, out);
+}
+
+simba_status simba_events_dropped(simba_handle events, uint64_t *out_dropped) {
+	CHECK_FORK();
+	return simbago_events_dropped(events, out_dropped);
+}
+
+simba_status simba_events_free(simba_handle events) {
+	CHECK_FORK();
+	return simbago_events_free(events);
 }
 
 simba_status simba_election_start(simba_handle client, const char *name, const simba_listener *listener,

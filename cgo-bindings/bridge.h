@@ -19,6 +19,10 @@ SIMBA_HIDDEN void simba_bridge_call_revoked(simba_revoked_fn fn, void *user_data
                                             simba_handle term, uint64_t token, simba_reason reason,
                                             uint64_t callback);
 SIMBA_HIDDEN void simba_bridge_call_release(simba_release_fn fn, void *user_data);
+SIMBA_HIDDEN simba_status simba_bridge_call_work(simba_work_fn fn, void *user_data, simba_handle term, uint64_t token,
+                                                 uint64_t callback);
+SIMBA_HIDDEN simba_status simba_bridge_call_partition(simba_partition_fn fn, void *user_data, int32_t partition,
+                                                      simba_handle term, uint64_t token, uint64_t callback);
 SIMBA_HIDDEN uint64_t simba_bridge_current_callback(void);
 
 #endif

@@ -339,3 +339,175 @@ func simbago_cancel_free(cancel C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
 	return result(capi.FreeCancel(uint64(cancel)))
 }
+
+//export simbago_stats_events
+func simbago_stats_events(out *C.int64_t) (st C.simba_status) {
+	defer guard(&st)
+	if out == nil {
+		return nullArg("out")
+	}
+	*out = C.int64_t(capi.HandleCounts().Events)
+	return C.SIMBA_OK
+}
+
+//export simbago_term_wait_end
+func simbago_term_wait_end(term C.simba_handle, timeoutMS C.int64_t) (st C.simba_status) {
+	defer guard(&st)
+	return result(capi.WaitEnd(uint64(term), int64(timeoutMS)))
+}
+
+// sized refuses a struct whose size field does not cover the version of
+// this library, which fills every field.
+func sized(what string, size C.uint32_t, want uintptr) error {
+	if uintptr(size) < want || size > 1<<16 {
+		return fmt.Errorf("%w: %s size %d: set it to sizeof(%s) (%d)", capi.ErrInvalidArgument, what, size, what, want)
+	}
+	return nil
+}
+
+// cString is a string for C, NULL for "": the caller frees it.
+func cString(s string) *C.char {
+	if s == "" {
+		return nil
+	}
+	return C.CString(s)
+}
+
+//export simbago_lease_holder
+func simbago_lease_holder(client C.simba_handle, name *C.char, timeoutMS C.int64_t, cancel C.simba_handle, outHeld *C.int, out *C.simba_holder) (st C.simba_status) {
+	defer guard(&st)
+	switch {
+	case name == nil:
+		return nullArg("name")
+	case outHeld == nil:
+		return nullArg("out_held")
+	case out == nil:
+		return nullArg("out")
+	}
+	if err := sized("simba_holder", out.size, unsafe.Sizeof(*out)); err != nil {
+		return fail(err)
+	}
+	size := out.size
+	*out = C.simba_holder{size: size}
+	*outHeld = 0
+	h, ok, err := capi.Holder(uint64(client), C.GoString(name), int64(timeoutMS), uint64(cancel))
+	if err != nil {
+		return fail(err)
+	}
+	if ok {
+		*outHeld = 1
+		out.token = C.uint64_t(h.Token)
+		if !h.Since.IsZero() {
+			out.since_unix_ns = C.int64_t(h.Since.UnixNano())
+		}
+		out.session = cString(string(h.Session))
+		out.identity = cString(h.Identity)
+	}
+	return C.SIMBA_OK
+}
+
+// work calls a simba_work_fn or a simba_partition_fn.
+func work(fn C.simba_work_fn, pfn C.simba_partition_fn, userData unsafe.Pointer) capi.Work {
+	return func(partition int, term, token, cb uint64) capi.Status {
+		if pfn != nil {
+			return capi.Status(C.simba_bridge_call_partition(pfn, userData, C.int32_t(partition), C.simba_handle(term), C.uint64_t(token), C.uint64_t(cb)))
+		}
+		return capi.Status(C.simba_bridge_call_work(fn, userData, C.simba_handle(term), C.uint64_t(token), C.uint64_t(cb)))
+	}
+}
+
+//export simbago_run_while_leader
+func simbago_run_while_leader(client C.simba_handle, name *C.char, fn C.simba_work_fn, userData unsafe.Pointer, timeoutMS C.int64_t, cancel C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	switch {
+	case name == nil:
+		return nullArg("name")
+	case fn == nil:
+		return nullArg("work")
+	}
+	return result(capi.RunWhileLeader(uint64(client), C.GoString(name), int64(timeoutMS), uint64(cancel), work(fn, nil, userData)))
+}
+
+//export simbago_group_run
+func simbago_group_run(client C.simba_handle, name *C.char, partitions C.int32_t, fn C.simba_partition_fn, userData unsafe.Pointer, timeoutMS C.int64_t, cancel C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	switch {
+	case name == nil:
+		return nullArg("name")
+	case fn == nil:
+		return nullArg("work")
+	}
+	return result(capi.GroupRun(uint64(client), C.GoString(name), int64(partitions), int64(timeoutMS), uint64(cancel), work(nil, fn, userData)))
+}
+
+//export simbago_events_subscribe
+func simbago_events_subscribe(client C.simba_handle, capacity C.int32_t, out *C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	if out == nil {
+		return nullArg("out_events")
+	}
+	h, err := capi.SubscribeEvents(uint64(client), int64(capacity))
+	if err != nil {
+		return fail(err)
+	}
+	*out = C.simba_handle(h)
+	return C.SIMBA_OK
+}
+
+//export simbago_events_next
+func simbago_events_next(events C.simba_handle, timeoutMS C.int64_t, out *C.simba_event) (st C.simba_status) {
+	defer guard(&st)
+	if out == nil {
+		return nullArg("out")
+	}
+	if err := sized("simba_event", out.size, unsafe.Sizeof(*out)); err != nil {
+		return fail(err)
+	}
+	size := out.size
+	*out = C.simba_event{size: size}
+	e, err := capi.NextEvent(uint64(events), int64(timeoutMS))
+	if err != nil {
+		return fail(err)
+	}
+	out.kind = C.simba_event_kind(e.Kind)
+	if !e.Time.IsZero() {
+		out.time_unix_ns = C.int64_t(e.Time.UnixNano())
+	}
+	out.token = C.uint64_t(e.Token)
+	out.reason = C.simba_reason(e.Reason)
+	if e.Lock {
+		out.lock = 1
+	}
+	out.granted_ns = C.int64_t(e.Granted)
+	out.latency_ns = C.int64_t(e.Latency)
+	out.waited_ns = C.int64_t(e.Waited)
+	out.dropped = C.int64_t(e.Dropped)
+	out.session = cString(string(e.Session))
+	out.name = cString(e.Name)
+	if e.Err != nil {
+		out.error = cString(capi.Redact(e.Err.Error()))
+	}
+	out.warning_code = cString(e.Warning.Code)
+	out.warning_message = cString(capi.Redact(e.Warning.Message))
+	return C.SIMBA_OK
+}
+
+//export simbago_events_dropped
+func simbago_events_dropped(events C.simba_handle, out *C.uint64_t) (st C.simba_status) {
+	defer guard(&st)
+	if out == nil {
+		return nullArg("out_dropped")
+	}
+	n, err := capi.EventsDropped(uint64(events))
+	if err != nil {
+		return fail(err)
+	}
+	*out = C.uint64_t(n)
+	return C.SIMBA_OK
+}
+
+//export simbago_events_free
+func simbago_events_free(events C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	return result(capi.FreeEvents(uint64(events)))
+}

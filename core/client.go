@@ -35,6 +35,17 @@ func (s Status) String() string {
 // MarshalText makes statuses read as their names in JSON and logs.
 func (s Status) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads a status from its name; an unknown name is an error.
+func (s *Status) UnmarshalText(b []byte) error {
+	for i, name := range statusNames {
+		if string(b) == name {
+			*s = Status(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: unknown session status %q", ErrInvalidArgument, b)
+}
+
 // Option configures a Client.
 type Option func(*options) error
 

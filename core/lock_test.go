@@ -69,7 +69,7 @@ func TestLockLostEarly(t *testing.T) {
 			t.Fatalf("lock term valid=%v reason=%v after take-over", lt.Valid(), lt.Reason())
 		}
 		// R-LOCK-7: the lost lock is not re-acquired behind the user's back.
-		if snap := c.Snapshot(); len(snap.Leases) != 0 && snap.Leases[0].State == simba.StateCandidate {
+		if snap := c.Snapshot(); len(snap.Leases) != 0 && snap.Leases[0].State == simba.StateContending {
 			t.Fatalf("lost lock contends again: %+v", snap.Leases)
 		}
 		if err := lt.EnsureValid(0); !errors.Is(err, simba.ErrTermExpired) {

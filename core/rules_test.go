@@ -437,8 +437,8 @@ func TestSnapshotAndEvents(t *testing.T) {
 		if snap.Session.Status != simba.StatusLive || snap.Session.ID == "" || snap.Session.Remaining != 3*time.Second {
 			t.Fatalf("session %+v", snap.Session)
 		}
-		if len(snap.Leases) != 2 || snap.Leases[0].State != simba.StateLeader || snap.Leases[0].Token != 1 ||
-			snap.Leases[1].State != simba.StateCandidate {
+		if len(snap.Leases) != 2 || snap.Leases[0].State != simba.StateHolding || snap.Leases[0].Token != 1 ||
+			snap.Leases[1].State != simba.StateContending {
 			t.Fatalf("leases %+v", snap.Leases)
 		}
 		_ = c.Election("a").Stop(context.Background())

@@ -89,5 +89,5 @@ Feature: Handover
     And A is leader of "report"
     When A stops the election "report"
     Then A makes no attempt at "report" during one lease duration
-    And A's snapshot does not show "report" as LEADER, CANDIDATE or COOLDOWN
+    And A's snapshot does not show "report" as HOLDING, CONTENDING or COOLDOWN
     And stopping the election "report" on A again fails with ErrNotStarted

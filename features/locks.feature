@@ -161,7 +161,7 @@ Feature: Locks
     When A's connection heals
     And the session that took "invoice" over expires
     Then A makes no attempt at "invoice" during one lease duration
-    And A's snapshot does not show "invoice" as LEADER, CANDIDATE or COOLDOWN
+    And A's snapshot does not show "invoice" as HOLDING, CONTENDING or COOLDOWN
     And releasing A's term of "invoice" again, then closing it, returns no error and sends nothing to the backend
 
     Examples:

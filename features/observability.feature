@@ -15,12 +15,12 @@ Feature: Observability
     Then A's session is LIVE, with an id and time remaining
     And A's snapshot shows the id of the session all of A's terms belong to
     And A's snapshot lists exactly:
-      | name    | kind     | state     | token           |
-      | audit   | election | COOLDOWN  | none            |
-      | billing | election | CANDIDATE | none            |
-      | invoice | lock     | LEADER    | its term's      |
-      | report  | election | LEADER    | its term's      |
-    And every LEADER entry of A's snapshot has time remaining, at most the session's
+      | name    | kind     | state      | token           |
+      | audit   | election | COOLDOWN   | none            |
+      | billing | election | CONTENDING | none            |
+      | invoice | lock     | HOLDING    | its term's      |
+      | report  | election | HOLDING    | its term's      |
+    And every HOLDING entry of A's snapshot has time remaining, at most the session's
 
   @R-OBS-2
   Scenario: A listener that falls behind loses the oldest events, and is told so before the events it kept

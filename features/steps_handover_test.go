@@ -233,7 +233,7 @@ func (w *world) snapshotIdle(name, lease string) error {
 		return err
 	}
 	switch s := n.leaseState(w.name(lease)); s {
-	case simba.StateLeader, simba.StateCandidate, simba.StateCooldown:
+	case simba.StateHolding, simba.StateContending, simba.StateCooldown:
 		return fmt.Errorf("the snapshot shows %s as %s", lease, s)
 	}
 	return nil

@@ -708,7 +708,7 @@ func (w *world) leaderRemaining(name string) error {
 	s := n.client.Snapshot()
 	leaders := 0
 	for _, ls := range s.Leases {
-		if ls.State != simba.StateLeader {
+		if ls.State != simba.StateHolding {
 			continue
 		}
 		leaders++
@@ -717,7 +717,7 @@ func (w *world) leaderRemaining(name string) error {
 		}
 	}
 	if leaders == 0 {
-		return fmt.Errorf("the snapshot has no LEADER entry")
+		return fmt.Errorf("the snapshot has no HOLDING entry")
 	}
 	return nil
 }

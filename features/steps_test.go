@@ -70,7 +70,7 @@ func (w *world) registerSteps(step func(string, any)) {
 
 	step(`^([A-Z])'s snapshot shows the id of the session all of [A-Z]'s terms belong to$`, w.snapshotSessionID)
 	step(`^([A-Z])'s snapshot lists exactly:$`, w.snapshotLists)
-	step(`^every LEADER entry of ([A-Z])'s snapshot has time remaining, at most the session's$`, w.leaderRemaining)
+	step(`^every HOLDING entry of ([A-Z])'s snapshot has time remaining, at most the session's$`, w.leaderRemaining)
 	step(`^([A-Z])'s event listener received, in this order:$`, w.eventsInOrder)
 
 	// Elections: steps_elections_test.go
@@ -138,7 +138,7 @@ func (w *world) registerSteps(step func(string, any)) {
 	step(`^([A-Z]) makes no attempt at "([^"]*)" until (.+) after (the step-down|that win)$`, w.noAttemptUntil)
 	step(`^([A-Z])'s new term of "([^"]*)" was won no sooner than (.+) after the step-down$`, w.wonNoSooner)
 	step(`^([A-Z]) makes no attempt at "([^"]*)" during (.+)$`, w.noAttemptDuring)
-	step(`^([A-Z])'s snapshot does not show "([^"]*)" as LEADER, CANDIDATE or COOLDOWN$`, w.snapshotIdle)
+	step(`^([A-Z])'s snapshot does not show "([^"]*)" as HOLDING, CONTENDING or COOLDOWN$`, w.snapshotIdle)
 	step(`^([A-Z]) is leader of "([^"]*)" within one lease duration plus one candidate attempt of the stall$`, w.failover)
 	step(`^([A-Z])'s term of "([^"]*)" had ended with (\w+) before ([A-Z])'s term began$`, w.endedBefore)
 	step(`^([A-Z]) runs leader work for "([^"]*)" that,? (.+)$`, w.runsWork)

@@ -341,7 +341,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	var keys []termKey
 	least := make(map[termKey]time.Duration)
 	for _, l := range snap.Leases {
-		if l.State != simba.StateLeader {
+		if l.State != simba.StateHolding {
 			continue
 		}
 		k := termKey{kind: l.Kind}

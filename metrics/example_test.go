@@ -128,7 +128,7 @@ func ExampleSnapshotHandler() {
 	}
 	// Output:
 	// billing-1 LIVE
-	// invoice lock LEADER
+	// invoice lock HOLDING
 }
 
 func ExamplePartitionOf() {

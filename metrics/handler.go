@@ -3,37 +3,16 @@ package simbametrics
 import (
 	"encoding/json"
 	"net/http"
-	"time"
 
 	simba "github.com/simba-go/simba/core"
 )
 
-// snapshotJSON is the document SnapshotHandler serves. README.md lists
-// its fields; their names and meanings are stable.
+// snapshotJSON is the document SnapshotHandler serves: the snapshot's
+// document of docs/snapshot.schema.json, encoded by core, and the groups,
+// the one member the schema names for this handler.
 type snapshotJSON struct {
-	Time    time.Time   `json:"time"`
-	Session sessionJSON `json:"session"`
-	Leases  []leaseJSON `json:"leases"`
-	Groups  []groupJSON `json:"groups"`
-}
-
-type sessionJSON struct {
-	ID                   string  `json:"id"`
-	Identity             string  `json:"identity"`
-	Status               string  `json:"status"`
-	RemainingSeconds     float64 `json:"remainingSeconds"`
-	RenewIntervalSeconds float64 `json:"renewIntervalSeconds"`
-	LeaseDurationSeconds float64 `json:"leaseDurationSeconds"`
-	LeaseShortened       bool    `json:"leaseShortened"`
-}
-
-type leaseJSON struct {
-	Name             string  `json:"name"`
-	Kind             string  `json:"kind"`
-	State            string  `json:"state"`
-	Token            uint64  `json:"token"`
-	RemainingSeconds float64 `json:"remainingSeconds"`
-	Waiters          int     `json:"waiters"`
+	simba.SnapshotDocument
+	Groups []groupJSON `json:"groups"`
 }
 
 type groupJSON struct {
@@ -44,36 +23,8 @@ type groupJSON struct {
 
 // snapshotOf builds the document of client's snapshot, taken now.
 func snapshotOf(client *simba.Client) snapshotJSON {
-	now := time.Now()
-	s, cfg := client.Snapshot(), client.Config()
-	renew := s.Session.Renew
-	if renew <= 0 {
-		renew = cfg.RenewInterval
-	}
-	doc := snapshotJSON{
-		Time: now.UTC(),
-		Session: sessionJSON{
-			ID:                   string(s.Session.ID),
-			Identity:             s.Session.Identity,
-			Status:               s.Session.Status.String(),
-			RemainingSeconds:     s.Session.Remaining.Seconds(),
-			RenewIntervalSeconds: renew.Seconds(),
-			LeaseDurationSeconds: cfg.LeaseDuration.Seconds(),
-			LeaseShortened:       s.Session.Shortened,
-		},
-		Leases: make([]leaseJSON, 0, len(s.Leases)),
-		Groups: []groupJSON{},
-	}
-	for _, l := range s.Leases {
-		doc.Leases = append(doc.Leases, leaseJSON{
-			Name:             l.Name,
-			Kind:             l.Kind,
-			State:            string(l.State),
-			Token:            l.Token,
-			RemainingSeconds: l.Remaining.Seconds(),
-			Waiters:          l.Waiters,
-		})
-	}
+	s := client.Snapshot()
+	doc := snapshotJSON{SnapshotDocument: s.Document(), Groups: []groupJSON{}}
 	for _, g := range groupShares(s) {
 		doc.Groups = append(doc.Groups, groupJSON{Name: g.name, Partitions: g.partitions, Held: g.held})
 	}
@@ -83,7 +34,8 @@ func snapshotOf(client *simba.Client) snapshotJSON {
 // SnapshotHandler returns an http.Handler that answers GET and HEAD with
 // the snapshot of client, taken at each request, as a JSON document:
 // the session, every election and lock of the client, and the share of
-// each group it runs (see README.md for the fields). Other methods get
+// each group it runs, in the shape of docs/snapshot.schema.json (version
+// simba.SnapshotSchema; README.md lists the fields). Other methods get
 // 405 Method Not Allowed. The document names leases and the session's
 // identity: serve it where the metrics are served, not to the public.
 // SnapshotHandler panics on a nil client.

@@ -20,7 +20,7 @@ import (
 )
 
 // TestSnapshotHandlerDocument checks every field of the document, as
-// README.md documents it.
+// README.md documents it, and the document against docs/snapshot.schema.json.
 func TestSnapshotHandlerDocument(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := memory.New()
@@ -73,31 +73,33 @@ func TestSnapshotHandlerDocument(t *testing.T) {
 		leader := func(name, kind string, waiters float64) map[string]any {
 			for _, l := range s.Leases {
 				if l.Name == name {
-					return map[string]any{"name": name, "kind": kind, "state": "LEADER", "token": float64(l.Token),
-						"remainingSeconds": l.Remaining.Seconds(), "waiters": waiters}
+					return map[string]any{"name": name, "kind": kind, "state": "HOLDING", "token": float64(l.Token),
+						"remainingMs": float64(l.Remaining.Milliseconds()), "waiters": waiters}
 				}
 			}
 			t.Fatalf("no lease %s", name)
 			return nil
 		}
-		remaining := s.Session.Remaining.Seconds()
-		if remaining <= 2 || remaining > 3 {
-			t.Errorf("remaining %vs: want a keep-alive within the last second of a 3s lease", remaining)
+		validSnapshot(t, rec.Body.Bytes())
+		remaining := float64(s.Session.Remaining.Milliseconds())
+		if remaining <= 2000 || remaining > 3000 {
+			t.Errorf("remaining %vms: want a keep-alive within the last second of a 3s lease", remaining)
 		}
 		want := map[string]any{
-			"time": time.Now().UTC().Format(time.RFC3339Nano),
+			"schema": simba.SnapshotSchema,
+			"time":   time.Now().UTC().Format(time.RFC3339Nano),
 			"session": map[string]any{
-				"id":                   string(s.Session.ID),
-				"identity":             "node-a",
-				"status":               "LIVE",
-				"remainingSeconds":     remaining,
-				"renewIntervalSeconds": 1.0,
-				"leaseDurationSeconds": 3.0,
-				"leaseShortened":       false,
+				"id":              string(s.Session.ID),
+				"identity":        "node-a",
+				"status":          "LIVE",
+				"remainingMs":     remaining,
+				"renewIntervalMs": 1000.0,
+				"leaseDurationMs": 3000.0,
+				"leaseShortened":  false,
 			},
 			"leases": []any{
-				map[string]any{"name": "billing", "kind": "election", "state": "CANDIDATE", "token": 0.0,
-					"remainingSeconds": 0.0, "waiters": 0.0},
+				map[string]any{"name": "billing", "kind": "election", "state": "CONTENDING", "token": 0.0,
+					"remainingMs": 0.0, "waiters": 0.0},
 				leader("invoice", "lock", 1),
 				leader("jobs.0", "election", 0),
 				leader("jobs.1", "election", 0),
@@ -128,13 +130,12 @@ func TestSnapshotHandlerDocument(t *testing.T) {
 		simbametrics.SnapshotHandler(a.client).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/simba", nil))
 		var after struct {
 			Leases []struct {
-				Name             string  `json:"name"`
-				State            string  `json:"state"`
-				Token            uint64  `json:"token"`
-				RemainingSeconds float64 `json:"remainingSeconds"`
+				Name  string `json:"name"`
+				State string `json:"state"`
 			} `json:"leases"`
 			Groups []any `json:"groups"`
 		}
+		validSnapshot(t, rec.Body.Bytes())
 		if err := json.Unmarshal(rec.Body.Bytes(), &after); err != nil {
 			t.Fatal(err)
 		}
@@ -160,9 +161,10 @@ func TestSnapshotHandlerHTTP(t *testing.T) {
 	}
 	body, _ := io.ReadAll(res.Body)
 	_ = res.Body.Close()
-	if res.StatusCode != http.StatusOK || !json.Valid(body) || res.Header.Get("Cache-Control") != "no-store" {
+	if res.StatusCode != http.StatusOK || res.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("GET: %s %v %s", res.Status, res.Header, body)
 	}
+	validSnapshot(t, body) // a session still opening
 
 	res, err = http.Head(srv.URL)
 	if err != nil {
@@ -190,14 +192,16 @@ func TestSnapshotHandlerHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ = io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	validSnapshot(t, body)
 	var doc struct {
 		Session struct {
 			Status string `json:"status"`
 		} `json:"session"`
 		Leases []any `json:"leases"`
 	}
-	err = json.NewDecoder(res.Body).Decode(&doc)
-	_ = res.Body.Close()
+	err = json.Unmarshal(body, &doc)
 	if err != nil || doc.Session.Status != "CLOSED" || doc.Leases == nil {
 		t.Errorf("after Close: %+v %v", doc, err)
 	}

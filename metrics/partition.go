@@ -60,7 +60,7 @@ func groupShares(s simba.Snapshot) []groupShare {
 			out = append(out, groupShare{name: g, held: []int{}})
 		}
 		out[k].partitions++
-		if l.State == simba.StateLeader {
+		if l.State == simba.StateHolding {
 			out[k].held = append(out[k].held, i)
 		}
 	}

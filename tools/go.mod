@@ -3,6 +3,7 @@ module github.com/simba-go/simba/tools
 go 1.25.0
 
 require (
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/simba-go/simba/backend-jdbc v0.1.0
 	github.com/simba-go/simba/backend-redis v0.1.0
 	github.com/simba-go/simba/backend-zk v0.1.0

@@ -60,8 +60,8 @@ Feature: Elections through libsimba
     Given node "a" started the election "leader"
     Then node "a" is elected for "leader" within 10s
     When node "b" starts the election "leader"
-    Then the snapshot of node "a" shows "leader" as LEADER
-    And the snapshot of node "b" shows "leader" as CANDIDATE
+    Then the snapshot of node "a" shows "leader" as HOLDING
+    And the snapshot of node "b" shows "leader" as CONTENDING
 
   Scenario: Backend URLs that cannot be opened are refused clearly
     Then opening "localhost:6379" fails with InvalidURL

@@ -7,6 +7,7 @@ SIMBA_TEST_REDIS_URL). The library is loaded from $SIMBA_LIBRARY."""
 import itertools
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
@@ -41,9 +42,21 @@ def before_scenario(context, scenario):
     context.elections = {}  # (node, name) -> Election
     context.seen = {}  # (node, name) -> callback events
     context.error = None
+    context.streams = {}  # node -> simba.Events
+    context.missed = {}  # node -> drops its stream reported
+    context.works = {}  # (node, name) -> leader or group work running
+    context.workers = {}  # (name, partition) -> the node working on it
+    context.overlaps = []  # (name, partition) worked on by two nodes at once
+    context.mu = threading.Lock()
 
 
 def after_scenario(context, scenario):
+    for w in context.works.values():
+        w.cancel.cancel()
+        w.thread.join(15)
+        w.cancel.close()
+    for s in context.streams.values():
+        s.close()
     for c in context.nodes.values():
         c.close()
     live = {k: v for k, v in simba.stats().items() if k != "goroutines" and v}

@@ -71,7 +71,7 @@ Feature: Locks through libsimba
   @R-OBS-1
   Scenario: The snapshot shows the session and the locks
     Given node "a" holds "job"
-    Then the snapshot of node "a" shows "job" as LEADER
+    Then the snapshot of node "a" shows "job" as HOLDING
 
   @R-LOCK-2
   Scenario: Ctrl-C interrupts a wait without a timeout, and nothing it won stays held

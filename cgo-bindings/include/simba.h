@@ -14,8 +14,9 @@
  * owns the lease: send its token with every write and let the resource refuse
  * lower tokens.
  *
- * Handles. Clients, terms, elections and cancel handles are 64-bit integers;
- * 0 is never a valid handle, and a handle is never reused within a process.
+ * Handles. Clients, terms, elections, event streams and cancel handles are
+ * 64-bit integers; 0 is never a valid handle, and a handle is never reused
+ * within a process.
  * Every call checks its handles (unknown, freed, or of another kind:
  * SIMBA_ERR_BAD_HANDLE) and its pointers (NULL: SIMBA_ERR_INVALID_ARGUMENT)
  * and strings (not UTF-8: SIMBA_ERR_INVALID_ARGUMENT; a bad lease name:
@@ -43,6 +44,11 @@
  * simba_election_start_ex also calls a release function with its
  * user_data, once, after its last callback returned: the one moment at
  * which user_data can be freed safely even after a stop or close timed out.
+ * Leader work (simba_run_while_leader, simba_group_run) runs on threads of
+ * the library as well, once per term, and may call any function of this
+ * header; simba_client_close called from it does not wait for it. Events
+ * are not callbacks: a reader takes them from a stream (simba_events_next)
+ * on a thread of its own, and the engine never waits for it.
  *
  * Fork. The library's threads do not survive fork(): in a child forked
  * from a process that loaded the library, every function below that needs
@@ -155,6 +161,76 @@ typedef struct simba_listener {
 /* Called once with an election's user_data after its last callback returned (simba_election_start_ex). */
 typedef void (*simba_release_fn)(void *user_data);
 
+/* What an event reports (simba_event.kind). The values never change meaning. */
+typedef int32_t simba_event_kind;
+enum {
+	SIMBA_EVENT_SESSION_OPENED = 1,          /* a new session is live; granted_ns is its validity */
+	SIMBA_EVENT_SESSION_SUSPENDED = 2,       /* a keep-alive failed; error says why */
+	SIMBA_EVENT_SESSION_RESTORED = 3,        /* a keep-alive succeeded after failures */
+	SIMBA_EVENT_SESSION_DEADLINE_PASSED = 4, /* the local deadline passed: every term revoked */
+	SIMBA_EVENT_SESSION_EXPIRED = 5,         /* the backend reported the session expired */
+	SIMBA_EVENT_SESSION_LEASE_SHORTENED = 6, /* the backend granted less than asked; granted_ns */
+	SIMBA_EVENT_SESSION_CLOSED = 7,          /* the client closed its session */
+	SIMBA_EVENT_ELECTED = 8,                 /* a term was won; name, token, lock, waited_ns (a lock's) */
+	SIMBA_EVENT_REVOKED = 9,                 /* a term ended; name, token, lock, reason */
+	SIMBA_EVENT_BACKEND_ERROR = 10,          /* a backend call failed; error, name when about a lease */
+	SIMBA_EVENT_WORK_FAILED = 11,            /* leader work failed; name, token, error */
+	SIMBA_EVENT_LISTENER_PANICKED = 12,      /* a listener of the engine panicked; name, token, error */
+	SIMBA_EVENT_KEEP_ALIVE = 13,             /* a keep-alive was answered or failed; latency_ns, error */
+	SIMBA_EVENT_DROPPED = 14,                /* the reader fell behind and missed `dropped` events, the oldest */
+	SIMBA_EVENT_BACKEND_WARNING = 15         /* the backend found a setup that weakens a guarantee; warning_* */
+};
+
+/*
+ * One event of a stream (simba_events_next). Set size to
+ * sizeof(simba_event) before the call: later versions only append fields.
+ * Each string is NUL-terminated, owned by the event and NULL when the
+ * event has none; simba_event_clear frees them.
+ */
+typedef struct simba_event {
+	uint32_t size;
+	simba_event_kind kind;
+	int64_t time_unix_ns; /* when it happened, nanoseconds since 1970 UTC */
+	uint64_t token;       /* the term's token (ELECTED, REVOKED, WORK_FAILED) */
+	simba_reason reason;  /* REVOKED: why the term ended */
+	int32_t lock;         /* ELECTED, REVOKED: 1 for a lock's term, 0 for an election's */
+	int64_t granted_ns;   /* SESSION_OPENED, SESSION_LEASE_SHORTENED: the validity granted */
+	int64_t latency_ns;   /* KEEP_ALIVE: the round trip of the call */
+	int64_t waited_ns;    /* ELECTED of a lock: how long the winning acquisition waited */
+	int64_t dropped;      /* DROPPED: the events missed since the last DROPPED */
+	char *session;        /* the session's id */
+	char *name;           /* the lease */
+	char *error;          /* what failed */
+	char *warning_code;   /* BACKEND_WARNING: a stable code */
+	char *warning_message;
+} simba_event;
+
+/*
+ * Who holds a lease, as the backend sees it (simba_lease_holder). Set size
+ * to sizeof(simba_holder) before the call. The strings are owned by the
+ * holder, NULL when absent; simba_holder_clear frees them.
+ */
+typedef struct simba_holder {
+	uint32_t size;
+	uint64_t token;        /* the fencing token of the holder's term */
+	int64_t since_unix_ns; /* when that term began by the backend's clock; 0 when the backend does not record it */
+	char *session;         /* the holding session's id */
+	char *identity;        /* the identity of the client behind it (simba_options.identity); NULL when unknown */
+} simba_holder;
+
+/*
+ * Leader work (simba_run_while_leader, simba_group_run), called on a thread
+ * of the library once per term won, with the term's handle, valid until the
+ * work returns. The work must check the term (simba_term_valid,
+ * simba_term_ensure_valid, simba_term_wait_end) and return soon after it
+ * ended: the term's lease is released once the work returned, or at its
+ * local deadline. It returns SIMBA_OK when its work is done, or a status of
+ * its choosing when it failed. partition is the partition's number, 0 to
+ * partitions-1.
+ */
+typedef simba_status (*simba_work_fn)(void *user_data, simba_handle term, uint64_t token);
+typedef simba_status (*simba_partition_fn)(void *user_data, int32_t partition, simba_handle term, uint64_t token);
+
 /* Counters of the library, for leak checks in tests. */
 typedef struct simba_stats {
 	int64_t clients, terms, elections, cancels; /* live handles of each kind */
@@ -192,6 +268,12 @@ void simba_string_free(char *s);
 /* Fills *out with the live handles and goroutines of the library. */
 simba_status simba_stats_get(simba_stats *out);
 
+/* Stores the number of live event streams (a kind of handle simba_stats does not count) in *out. */
+simba_status simba_stats_events(int64_t *out);
+
+/* The name of a revoke reason as the engine prints it ("STOPPED"), "REASON_UNKNOWN" for another value; static. */
+const char *simba_reason_name(simba_reason reason);
+
 /* ------------------------------------------------------------ clients */
 
 /*
@@ -221,10 +303,13 @@ simba_status simba_client_close(simba_handle client, int64_t timeout_ms);
 
 /*
  * Stores the client's snapshot as a JSON object in *out_json (free it with
- * simba_string_free): {"session": {"id", "identity", "status", "remaining",
- * "renewInterval", "leaseShortened"}, "leases": [{"name", "kind", "state",
- * "token", "remaining", "waiters"}]}, durations in nanoseconds, states
- * LEADER, CANDIDATE, COOLDOWN or IDLE.
+ * simba_string_free), the document of docs/snapshot.schema.json, version
+ * "simba.snapshot/v1": {"schema", "time", "session": {"id", "identity",
+ * "status", "remainingMs", "renewIntervalMs", "leaseDurationMs",
+ * "leaseShortened"}, "leases": [{"name", "kind", "state", "token",
+ * "remainingMs", "waiters"}]}, durations in whole milliseconds, the time in
+ * RFC 3339 UTC, states HOLDING, CONTENDING, COOLDOWN or IDLE (for locks and
+ * elections alike). Check "schema" before reading the rest.
  */
 simba_status simba_client_snapshot(simba_handle client, char **out_json);
 
@@ -281,6 +366,32 @@ simba_status simba_term_ensure_valid(simba_handle term, int64_t min_ms);
 /* Why the term ended, SIMBA_NOT_REVOKED while it lasts. */
 simba_status simba_term_reason(simba_handle term, simba_reason *out_reason);
 
+/*
+ * Waits at most timeout_ms (SIMBA_NO_TIMEOUT: no bound) for the term to end:
+ * SIMBA_OK once it ended (at once for an ended term), SIMBA_ERR_TIMEOUT while
+ * it lasts. Leader work sleeps with it between steps and wakes when its term
+ * ends.
+ */
+simba_status simba_term_wait_end(simba_handle term, int64_t timeout_ms);
+
+/* ------------------------------------------------------------ holders */
+
+/*
+ * Asks the backend who holds the lease of name now, on any node, this
+ * client included: stores 1 in *out_held and fills *out, or 0 when nobody
+ * holds it (every field of *out zero, strings NULL). The answer is awaited
+ * at most one renew interval of the client, timeout_ms (SIMBA_NO_TIMEOUT:
+ * no bound of its own) and until cancel (or 0) is cancelled. Fails with
+ * SIMBA_ERR_INVALID_NAME, SIMBA_ERR_BACKEND_UNAVAILABLE, SIMBA_ERR_TIMEOUT or
+ * SIMBA_ERR_CANCELLED. Free the strings with simba_holder_clear, also after
+ * a failure (they are then NULL).
+ */
+simba_status simba_lease_holder(simba_handle client, const char *name, int64_t timeout_ms, simba_handle cancel,
+                                int *out_held, simba_holder *out);
+
+/* Frees the strings of a holder and sets them to NULL; NULL and a cleared holder are ignored. */
+void simba_holder_clear(simba_holder *holder);
+
 /* ------------------------------------------------------------ elections */
 
 /*
@@ -331,6 +442,79 @@ simba_status simba_election_step_down(simba_handle election, int64_t cooldown_ms
  * simba_client_close behaves the same for the elections of its client.
  */
 simba_status simba_election_stop(simba_handle election, int64_t timeout_ms);
+
+/* ------------------------------------------------------------ leader work */
+
+/*
+ * Contends for the leadership of name and calls work once per term won,
+ * until one of these, and stops the election with the ordered handover
+ * before it returns (the work returned, or the term's deadline passed,
+ * before the lease is released):
+ *   - timeout_ms passes (SIMBA_NO_TIMEOUT: no bound) or cancel is
+ *     cancelled: SIMBA_OK;
+ *   - work returns while its term lasts: the work is over, the node stops
+ *     leading, and the call returns what work returned (a status outside
+ *     this header's as SIMBA_ERR_BACKEND);
+ *   - the client is closed: SIMBA_ERR_CLOSED.
+ * Work whose term ended first (lost, taken over) runs again on the next
+ * term. The call returns after the last call of work returned, so
+ * user_data may be freed then. Work may call any function of this header;
+ * a stop of the client from the work (simba_client_close) does not wait
+ * for the work. It fails like simba_election_start: the name already runs
+ * an election on this client (SIMBA_ERR_ALREADY_STARTED) or is a lock
+ * (SIMBA_ERR_NAME_IN_USE).
+ */
+simba_status simba_run_while_leader(simba_handle client, const char *name, simba_work_fn work, void *user_data,
+                                    int64_t timeout_ms, simba_handle cancel);
+
+/*
+ * Joins the partition group name of `partitions` partitions (1 to 4096;
+ * partition i is the lease "name.i", held by at most one node) and calls
+ * work for each partition this node wins, with the partition's number.
+ * Partitions spread over the live nodes of the group within one of an even
+ * share, with the ordered handover, as nodes join and leave. It returns
+ * when timeout_ms passes or cancel is cancelled (SIMBA_OK), when a
+ * partition's work fails while its term lasts (its status), or when the
+ * client closes (SIMBA_ERR_CLOSED), after every partition stopped and the
+ * last call of work returned. A work that returns SIMBA_OK gives its
+ * partition up for one renew interval, so that the group rebalances it.
+ * Partition names must be valid lease names (SIMBA_ERR_INVALID_NAME).
+ */
+simba_status simba_group_run(simba_handle client, const char *name, int32_t partitions, simba_partition_fn work,
+                             void *user_data, int64_t timeout_ms, simba_handle cancel);
+
+/* ------------------------------------------------------------ events */
+
+/*
+ * Opens a stream of the client's events (session, terms, backend errors)
+ * and stores its handle in *out_events. The stream keeps at most capacity
+ * events (0: 1024; at most 1048576) for its reader: the engine never waits
+ * for it, and when the reader falls that far behind the oldest event is
+ * dropped. The reader then gets a SIMBA_EVENT_DROPPED, with the count,
+ * before the next event. The stream stays valid after the client's close,
+ * which gives its last events (SIMBA_EVENT_SESSION_CLOSED among them),
+ * until simba_events_free.
+ */
+simba_status simba_events_subscribe(simba_handle client, int32_t capacity, simba_handle *out_events);
+
+/*
+ * Stores the next event of the stream in *out (set out->size first),
+ * waiting at most timeout_ms for one (0: no wait; SIMBA_NO_TIMEOUT: until
+ * one comes). SIMBA_ERR_TIMEOUT when none came, SIMBA_ERR_CLOSED once the
+ * client is closed and every event was read, SIMBA_ERR_BAD_HANDLE when
+ * the stream is freed, even while waiting. Free the event's strings with
+ * simba_event_clear. Any thread may read; each event goes to one reader.
+ */
+simba_status simba_events_next(simba_handle events, int64_t timeout_ms, simba_event *out);
+
+/* Stores in *out_dropped how many events the stream dropped since its subscription. */
+simba_status simba_events_dropped(simba_handle events, uint64_t *out_dropped);
+
+/* Ends the subscription and frees its handle; a simba_events_next waiting on it returns. */
+simba_status simba_events_free(simba_handle events);
+
+/* Frees the strings of an event and sets them to NULL; NULL and a cleared event are ignored. */
+void simba_event_clear(simba_event *event);
 
 /* ------------------------------------------------------------ cancel handles */
 

@@ -10,6 +10,8 @@
  *   abi_check credentials URL...    no password of a URL in any message of the library
  *   abi_check fork URL              a forked child sees no valid term, and fails every call
  *   abi_check names                 the status names of the library
+ *   abi_check reasons               the revoke reason names of the library
+ *   abi_check engine URL            holders, events, leader work and groups, and their bad inputs
  */
 #define _DEFAULT_SOURCE
 #include <pthread.h>
@@ -57,9 +59,12 @@ static simba_handle open_client(const char *url) {
 static void no_leaks(void) {
 	simba_stats s;
 	check(simba_stats_get(&s), "stats");
-	if (s.clients + s.terms + s.elections + s.cancels != 0) {
-		fprintf(stderr, "leaked handles: %lld clients, %lld terms, %lld elections, %lld cancels\n",
-		        (long long)s.clients, (long long)s.terms, (long long)s.elections, (long long)s.cancels);
+	int64_t streams = -1;
+	check(simba_stats_events(&streams), "stats events");
+	if (s.clients + s.terms + s.elections + s.cancels + streams != 0) {
+		fprintf(stderr, "leaked handles: %lld clients, %lld terms, %lld elections, %lld cancels, %lld event streams\n",
+		        (long long)s.clients, (long long)s.terms, (long long)s.elections, (long long)s.cancels,
+		        (long long)streams);
 		exit(1);
 	}
 	printf("no handle left open\n");
@@ -548,6 +553,223 @@ static int run_names(void) {
 	return 0;
 }
 
+/* ------------------------------------------------------------ reasons */
+
+static int run_reasons(void) {
+	for (int r = -1; r <= 7; r++) {
+		printf("%d %s\n", r, simba_reason_name(r));
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ engine */
+
+static int failures;
+
+/* want checks the status of a call, and prints it. */
+static void want(simba_status got, simba_status wanted, const char *what) {
+	char msg[512];
+	simba_last_error(msg, sizeof msg, NULL);
+	printf("%s: %s%s%s\n", what, simba_status_name(got), got != SIMBA_OK ? ": " : "", got != SIMBA_OK ? msg : "");
+	if (got != wanted) {
+		fprintf(stderr, "%s: %s, want %s\n", what, simba_status_name(got), simba_status_name(wanted));
+		failures++;
+	}
+}
+
+struct work_seen {
+	atomic_int calls, valid;
+	atomic_int partitions; /* a bit per partition that ran */
+	simba_status ret;
+};
+
+static simba_status leader_work(void *ud, simba_handle term, uint64_t token) {
+	struct work_seen *w = ud;
+	int valid = 0;
+	if (simba_term_valid(term, &valid) == SIMBA_OK && valid && token > 0) {
+		atomic_fetch_add(&w->valid, 1);
+	}
+	atomic_fetch_add(&w->calls, 1);
+	return w->ret;
+}
+
+static simba_status partition_work(void *ud, int32_t partition, simba_handle term, uint64_t token) {
+	(void)token;
+	struct work_seen *w = ud;
+	atomic_fetch_or(&w->partitions, 1 << partition);
+	atomic_fetch_add(&w->calls, 1);
+	return simba_term_wait_end(term, SIMBA_NO_TIMEOUT); /* until the group stops */
+}
+
+/* next_of waits up to 10 s for an event of kind, skipping others. */
+static int next_of(simba_handle events, simba_event_kind kind, simba_event *ev) {
+	for (int i = 0; i < 100; i++) {
+		simba_event_clear(ev);
+		ev->size = sizeof *ev;
+		simba_status st = simba_events_next(events, 100, ev);
+		if (st == SIMBA_OK && ev->kind == kind) {
+			return 1;
+		}
+		if (st != SIMBA_OK && st != SIMBA_ERR_TIMEOUT) {
+			want(st, SIMBA_OK, "events_next");
+			return 0;
+		}
+	}
+	fprintf(stderr, "no event of kind %d within 10s\n", kind);
+	failures++;
+	return 0;
+}
+
+static int run_engine(const char *url) {
+	simba_options opts = {0};
+	opts.size = sizeof opts;
+	opts.lease_ms = 3000;
+	opts.identity = "abi-node-a";
+	simba_handle a, b;
+	check(simba_client_open(url, &opts, &a), "open a");
+	b = open_client(url);
+	char name[64];
+	snprintf(name, sizeof name, "abi-engine-%d", (int)getpid());
+
+	/* Bad inputs: NULL, bad handles, bad sizes. */
+	int held = 7;
+	simba_holder h = {0};
+	h.size = sizeof h;
+	simba_event ev = {0};
+	ev.size = sizeof ev;
+	simba_handle events = 0;
+	uint64_t n = 0;
+	int64_t cnt = 0;
+	want(simba_stats_events(NULL), SIMBA_ERR_INVALID_ARGUMENT, "stats_events(NULL)");
+	want(simba_lease_holder(a, NULL, 1000, 0, &held, &h), SIMBA_ERR_INVALID_ARGUMENT, "holder(name NULL)");
+	want(simba_lease_holder(a, name, 1000, 0, NULL, &h), SIMBA_ERR_INVALID_ARGUMENT, "holder(out_held NULL)");
+	want(simba_lease_holder(a, name, 1000, 0, &held, NULL), SIMBA_ERR_INVALID_ARGUMENT, "holder(out NULL)");
+	want(simba_lease_holder(0, name, 1000, 0, &held, &h), SIMBA_ERR_BAD_HANDLE, "holder(client 0)");
+	want(simba_lease_holder(a, "a/b", 1000, 0, &held, &h), SIMBA_ERR_INVALID_NAME, "holder(bad name)");
+	want(simba_lease_holder(a, name, -2, 0, &held, &h), SIMBA_ERR_INVALID_ARGUMENT, "holder(timeout -2)");
+	simba_holder small = {0};
+	small.size = 4;
+	want(simba_lease_holder(a, name, 1000, 0, &held, &small), SIMBA_ERR_INVALID_ARGUMENT, "holder(size 4)");
+	want(simba_term_wait_end(a, 0), SIMBA_ERR_BAD_HANDLE, "term_wait_end(a client)");
+	want(simba_events_subscribe(a, 0, NULL), SIMBA_ERR_INVALID_ARGUMENT, "events_subscribe(out NULL)");
+	want(simba_events_subscribe(a, -1, &events), SIMBA_ERR_INVALID_ARGUMENT, "events_subscribe(capacity -1)");
+	want(simba_events_subscribe(12345678, 0, &events), SIMBA_ERR_BAD_HANDLE, "events_subscribe(unknown client)");
+	want(simba_events_next(a, 0, &ev), SIMBA_ERR_BAD_HANDLE, "events_next(a client)");
+	want(simba_events_next(1, 0, NULL), SIMBA_ERR_INVALID_ARGUMENT, "events_next(out NULL)");
+	want(simba_events_dropped(a, &n), SIMBA_ERR_BAD_HANDLE, "events_dropped(a client)");
+	want(simba_events_dropped(a, NULL), SIMBA_ERR_INVALID_ARGUMENT, "events_dropped(NULL)");
+	want(simba_events_free(0), SIMBA_ERR_BAD_HANDLE, "events_free(0)");
+	want(simba_run_while_leader(a, name, NULL, NULL, 0, 0), SIMBA_ERR_INVALID_ARGUMENT, "run_while_leader(work NULL)");
+	want(simba_run_while_leader(a, NULL, leader_work, NULL, 0, 0), SIMBA_ERR_INVALID_ARGUMENT,
+	     "run_while_leader(name NULL)");
+	want(simba_run_while_leader(0, name, leader_work, NULL, 0, 0), SIMBA_ERR_BAD_HANDLE, "run_while_leader(client 0)");
+	want(simba_run_while_leader(a, "", leader_work, NULL, 0, 0), SIMBA_ERR_INVALID_NAME, "run_while_leader(name \"\")");
+	want(simba_group_run(a, name, 0, partition_work, NULL, 0, 0), SIMBA_ERR_INVALID_ARGUMENT, "group_run(0 partitions)");
+	want(simba_group_run(a, name, 4097, partition_work, NULL, 0, 0), SIMBA_ERR_INVALID_ARGUMENT,
+	     "group_run(4097 partitions)");
+	want(simba_group_run(a, name, 2, NULL, NULL, 0, 0), SIMBA_ERR_INVALID_ARGUMENT, "group_run(work NULL)");
+	want(simba_group_run(a, NULL, 2, partition_work, NULL, 0, 0), SIMBA_ERR_INVALID_ARGUMENT, "group_run(name NULL)");
+	want(simba_group_run(a, name, 2, partition_work, NULL, -2, 0), SIMBA_ERR_INVALID_ARGUMENT, "group_run(timeout -2)");
+	simba_holder_clear(NULL);
+	simba_event_clear(NULL);
+
+	/* Holders: b sees a's identity and token; nobody once released. */
+	check(simba_events_subscribe(b, 64, &events), "subscribe b");
+	simba_handle term;
+	uint64_t token;
+	check(simba_lock_acquire(a, name, 10000, 0, &term), "acquire");
+	check(simba_term_token(term, &token), "token");
+	want(simba_lease_holder(b, name, SIMBA_NO_TIMEOUT, 0, &held, &h), SIMBA_OK, "holder of a held lease");
+	printf("holder: held=%d identity=%s token=%llu (a's %llu) session set=%d since set=%d\n", held,
+	       h.identity ? h.identity : "(null)", (unsigned long long)h.token, (unsigned long long)token,
+	       h.session != NULL, h.since_unix_ns != 0);
+	if (held != 1 || h.token != token || h.identity == NULL || strcmp(h.identity, "abi-node-a") != 0 ||
+	    h.session == NULL) {
+		failures++;
+	}
+	simba_holder_clear(&h);
+	simba_holder_clear(&h); /* twice is harmless */
+	check(simba_term_free(term), "free");
+	want(simba_lease_holder(b, name, 5000, 0, &held, &h), SIMBA_OK, "holder of a released lease");
+	if (held != 0 || h.session != NULL || h.token != 0) {
+		fprintf(stderr, "a released lease: held=%d\n", held);
+		failures++;
+	}
+
+	/* Events: b's stream sees b's own terms. */
+	check(simba_lock_acquire(b, name, 10000, 0, &term), "b acquires");
+	check(simba_term_free(term), "b frees");
+	if (next_of(events, SIMBA_EVENT_ELECTED, &ev)) {
+		printf("event: ELECTED name=%s token=%llu lock=%d session set=%d\n", ev.name ? ev.name : "(null)",
+		       (unsigned long long)ev.token, ev.lock, ev.session != NULL);
+		if (ev.name == NULL || strcmp(ev.name, name) != 0 || !ev.lock || ev.time_unix_ns == 0) {
+			failures++;
+		}
+	}
+	if (next_of(events, SIMBA_EVENT_REVOKED, &ev)) {
+		printf("event: REVOKED name=%s reason=%s\n", ev.name ? ev.name : "(null)", simba_reason_name(ev.reason));
+		if (ev.reason != SIMBA_STOPPED) {
+			failures++;
+		}
+	}
+	simba_event small_ev = {0};
+	small_ev.size = 8;
+	want(simba_events_next(events, 0, &small_ev), SIMBA_ERR_INVALID_ARGUMENT, "events_next(size 8)");
+	want(simba_events_dropped(events, &n), SIMBA_OK, "events_dropped");
+	check(simba_stats_events(&cnt), "stats events");
+	printf("dropped=%llu live streams=%lld\n", (unsigned long long)n, (long long)cnt);
+
+	/* Leader work: its status comes back; a timed run returns SIMBA_OK. */
+	struct work_seen w = {0};
+	w.ret = SIMBA_ERR_TERM_EXPIRED;
+	want(simba_run_while_leader(a, name, leader_work, &w, SIMBA_NO_TIMEOUT, 0), SIMBA_ERR_TERM_EXPIRED,
+	     "run_while_leader(work fails)");
+	w.ret = SIMBA_OK;
+	want(simba_run_while_leader(a, name, leader_work, &w, SIMBA_NO_TIMEOUT, 0), SIMBA_OK,
+	     "run_while_leader(work done)");
+	printf("leader work: calls=%d on a valid term=%d\n", atomic_load(&w.calls), atomic_load(&w.valid));
+	if (atomic_load(&w.calls) != 2 || atomic_load(&w.valid) != 2) {
+		failures++;
+	}
+
+	/* A group of three partitions on one node: each runs, until the timeout. */
+	struct work_seen g = {0};
+	char group[64];
+	snprintf(group, sizeof group, "abi-group-%d", (int)getpid());
+	double t0 = now_ms();
+	want(simba_group_run(a, group, 3, partition_work, &g, 1500, 0), SIMBA_OK, "group_run(1500 ms)");
+	printf("group: partitions run=%#x calls=%d in %.0f ms\n", atomic_load(&g.partitions), atomic_load(&g.calls),
+	       now_ms() - t0);
+	if (atomic_load(&g.partitions) != 7) {
+		failures++;
+	}
+
+	check(simba_client_close(a, 5000), "close a");
+	check(simba_client_close(b, 5000), "close b");
+	/* The stream outlives its client: the last events, then SIMBA_ERR_CLOSED. */
+	int closed_seen = 0;
+	simba_status st;
+	for (;;) {
+		simba_event_clear(&ev);
+		ev.size = sizeof ev;
+		st = simba_events_next(events, 5000, &ev);
+		if (st != SIMBA_OK) {
+			break;
+		}
+		closed_seen |= ev.kind == SIMBA_EVENT_SESSION_CLOSED;
+	}
+	simba_event_clear(&ev);
+	want(st, SIMBA_ERR_CLOSED, "events_next after the close");
+	if (!closed_seen) {
+		fprintf(stderr, "no SESSION_CLOSED event\n");
+		failures++;
+	}
+	want(simba_events_free(events), SIMBA_OK, "events_free");
+	want(simba_events_free(events), SIMBA_ERR_BAD_HANDLE, "events_free again");
+	no_leaks();
+	return failures != 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 2) {
 		fprintf(stderr, "usage: abi_check MODE [ARGS]\n");
@@ -575,6 +797,12 @@ int main(int argc, char **argv) {
 	}
 	if (strcmp(mode, "names") == 0) {
 		return run_names();
+	}
+	if (strcmp(mode, "reasons") == 0) {
+		return run_reasons();
+	}
+	if (strcmp(mode, "engine") == 0 && argc == 3) {
+		return run_engine(argv[2]);
 	}
 	fprintf(stderr, "unknown mode %s\n", mode);
 	return 2;

@@ -2,6 +2,7 @@
 steps over nodes (clients), lease names, terms and callbacks."""
 
 import queue
+import threading
 import time
 
 from behave import given, then, when
@@ -167,13 +168,16 @@ def step_start(context, n, name):
 def step_start_stop_in_callback(context, n, name):
     on_elected, on_revoked = record(context, n, name)
     holder = {}
+    started = threading.Event()  # the first callback may come before election() returned
 
     def elected(t):
         on_elected(t)
+        started.wait(10)
         holder["el"].stop()  # from the callback: does not wait for itself
 
     holder["el"] = node(context, n).election(lease(context, name), elected, on_revoked)
     context.elections[(n, name)] = holder["el"]
+    started.set()
 
 
 @then('node "{n}" fails with {error} starting the election "{name}"')
@@ -297,9 +301,11 @@ def step_holds_nothing(context, n):
 def step_start_step_down_stop(context, n, name):
     on_elected, on_revoked = record(context, n, name)
     holder = {}
+    started = threading.Event()  # the first callback may come before election() returned
 
     def elected(t):
         on_elected(t)
+        started.wait(10)
         if not holder.get("stepped"):
             holder["stepped"] = True
             holder["el"].step_down()
@@ -312,3 +318,182 @@ def step_start_step_down_stop(context, n, name):
 
     holder["el"] = node(context, n).election(lease(context, name), elected, revoked)
     context.elections[(n, name)] = holder["el"]
+    started.set()
+
+
+# Holders
+
+
+@then('node "{n}" sees {who} holding "{name}" within {secs:g}s')
+def step_sees_holder(context, n, who, name, secs):
+    """who is nobody or node "x": the identity of x's client is its node name.
+    The holder's token joins the tokens of the name."""
+    want = None if who == "nobody" else who.removeprefix('node "').removesuffix('"')
+    until = time.monotonic() + secs
+    while True:
+        h = node(context, n).holder(lease(context, name))
+        got = h.identity if h is not None else None
+        if got == want:
+            if h is not None:
+                assert h.token > 0 and h.session, h
+                tokens = context.tokens.setdefault(name, [])
+                if not tokens or tokens[-1] != h.token:
+                    tokens.append(h.token)
+            return
+        assert time.monotonic() < until, f"node {n} sees {h} holding {name}, want {who}"
+        time.sleep(0.05)
+
+
+# Events
+
+
+@given('node "{n}" listens to its events keeping {capacity:d}')
+def step_listen(context, n, capacity):
+    context.streams[n] = node(context, n).events(capacity=capacity)
+    context.missed[n] = 0
+
+
+@when('node "{n}" takes and releases "{name}" {times:d} times')
+def step_cycles(context, n, name, times):
+    for _ in range(times):
+        t = node(context, n).acquire(lease(context, name), timeout=10)
+        won(context, n, name, t)
+        t.release()
+
+
+def event_line(context, e):
+    """An event as the tables of the features write it: its kind, the lease
+    without the scenario's prefix, lock for a lock's term, the reason."""
+    words = [str(e.kind)]
+    if e.name:
+        words.append(e.name.removeprefix(context.prefix))
+    if e.lock:
+        words.append("lock")
+    if e.kind == simba.EventKind.REVOKED:
+        words.append(str(e.reason))
+    return " ".join(words)
+
+
+@then('node "{n}" gets the events within {secs:g}s')
+def step_events(context, n, secs):
+    """The table lists events in the order they must come; events of other
+    kinds and lines between them are skipped. A DROPPED row matches an
+    event that reports at least one drop."""
+    stream = context.streams[n]
+    until = time.monotonic() + secs
+    for row in context.table:
+        want = row["event"]
+        while True:
+            left = until - time.monotonic()
+            assert left > 0, f"no {want!r} event within {secs}s"
+            e = stream.get(timeout=left)
+            if e is None:
+                continue
+            if e.kind == simba.EventKind.DROPPED:
+                assert e.dropped > 0, e
+                context.missed[n] += e.dropped
+            if event_line(context, e) == want:
+                break
+
+
+@then('node "{n}" was told of every event it missed')
+def step_told_of_drops(context, n):
+    stream = context.streams[n]
+    while True:
+        try:
+            e = stream.get(timeout=0.3)
+        except simba.ClientClosed:
+            break
+        if e is None:
+            break
+        if e.kind == simba.EventKind.DROPPED:
+            context.missed[n] += e.dropped
+    assert context.missed[n] == stream.dropped, f"told of {context.missed[n]} drops, {stream.dropped} dropped"
+
+
+# Leader work and groups
+
+
+class Work:
+    """Leader work or a group's partition work running on a thread of the
+    test: it records the partitions it works on (None for leader work) and
+    waits for each term's end; stop() cancels it and waits for it."""
+
+    def __init__(self, context, n, name, partitions=None):
+        self.cancel = simba.CancelToken()
+        self.mu = threading.Lock()
+        self.working = {}  # partition -> term
+        self.error = None
+        client = node(context, n)
+
+        def work(partition, term):
+            with self.mu:
+                assert partition not in self.working, f"partition {partition} worked on twice"
+                self.working[partition] = term
+            with context.mu:
+                key = (name, partition)
+                if key in context.workers:
+                    context.overlaps.append(key)
+                context.workers[key] = n
+            try:
+                term.wait_ended()
+            finally:
+                with context.mu:
+                    if context.workers.get(key) == n:
+                        del context.workers[key]
+                with self.mu:
+                    del self.working[partition]
+
+        def run():
+            try:
+                if partitions is None:
+                    client.run_while_leader(lease(context, name), lambda t: work(None, t), cancel=self.cancel)
+                else:
+                    client.run_group(lease(context, name), partitions, work, cancel=self.cancel)
+            except BaseException as e:  # noqa: BLE001 - reported by stop()
+                self.error = e
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def count(self):
+        with self.mu:
+            return len(self.working)
+
+    def stop(self):
+        self.cancel.cancel()
+        self.thread.join(15)
+        assert not self.thread.is_alive(), "the work did not stop within 15s"
+        self.cancel.close()
+        assert self.error is None, f"the work failed: {self.error!r}"
+
+
+@when('node "{n}" runs leader work on "{name}" in the background')
+def step_run_work(context, n, name):
+    context.works[(n, name)] = Work(context, n, name)
+
+
+@when('node "{n}" runs the group "{name}" of {count:d} partitions in the background')
+def step_run_group(context, n, name, count):
+    context.works[(n, name)] = Work(context, n, name, partitions=count)
+
+
+@when('node "{n}" stops its work on "{name}"')
+def step_stop_work(context, n, name):
+    context.works.pop((n, name)).stop()
+
+
+@then('node "{n}" works on {count:d} partitions of "{name}" within {secs:g}s')
+def step_partitions(context, n, count, name, secs):
+    work = context.works[(n, name)]
+    until = time.monotonic() + secs
+    while work.count() != count:
+        assert time.monotonic() < until, f"node {n} works on {work.count()} partitions of {name}, want {count}"
+        time.sleep(0.02)
+
+
+@then('no partition of "{name}" had two nodes working on it')
+def step_no_overlap(context, name):
+    with context.mu:
+        overlaps = [key for key in context.overlaps if key[0] == name]
+    assert not overlaps, f"worked on by two nodes at once: {overlaps}"

@@ -43,8 +43,9 @@ type Options struct {
 }
 
 type clientRef struct {
-	c *simba.Client
-	b simba.OpenedBackend
+	c   *simba.Client
+	b   simba.OpenedBackend
+	hub *eventHub // the client's event streams
 
 	mu     sync.Mutex
 	closed bool
@@ -182,7 +183,8 @@ func OpenClient(url string, o Options) (uint64, error) {
 	if err := cfg.Validate(); err != nil {
 		return 0, err
 	}
-	opts := []simba.Option{simba.WithConfig(cfg)}
+	hub := newEventHub()
+	opts := []simba.Option{simba.WithConfig(cfg), simba.WithEventListener(hub.publish)}
 	if o.Identity != "" {
 		opts = append(opts, simba.WithIdentity(o.Identity))
 	}
@@ -201,7 +203,7 @@ func OpenClient(url string, o Options) (uint64, error) {
 		_ = b.Close()
 		return 0, err
 	}
-	return handles.add(&clientRef{c: c, b: b, owned: make(map[uint64]struct{})}), nil
+	return handles.add(&clientRef{c: c, b: b, hub: hub, owned: make(map[uint64]struct{})}), nil
 }
 
 // CloseClient closes the client: its elections stop, its terms end, its
@@ -240,6 +242,7 @@ func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 				}
 			}
 		}
+		cr.hub.end() // the streams give their last events, then end
 		if berr := cr.b.Close(); berr != nil && err == nil {
 			err = fmt.Errorf("close backend: %w", berr)
 		}
@@ -606,18 +609,15 @@ func StepDown(election uint64, cooldownMS, timeoutMS int64, cb uint64) error {
 	return awaitEnd(wait, done, "step down", timeoutMS)
 }
 
-// Snapshot returns the client's snapshot (R-OBS-1) as JSON; durations
-// are in nanoseconds, and leases is a list, empty when there is none.
+// Snapshot returns the client's snapshot (R-OBS-1) as the JSON document
+// of docs/snapshot.schema.json (simba.SnapshotDocument): durations in
+// whole milliseconds, leases a list, empty when there is none.
 func Snapshot(client uint64) ([]byte, error) {
 	cr, err := clientOf(client)
 	if err != nil {
 		return nil, err
 	}
-	s := cr.c.Snapshot()
-	if s.Leases == nil {
-		s.Leases = []simba.LeaseSnapshot{} // [] rather than null
-	}
-	return json.Marshal(s)
+	return json.Marshal(cr.c.Snapshot().Document())
 }
 
 // NewCancel returns a new cancel handle.

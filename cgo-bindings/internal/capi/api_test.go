@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/simba-go/simba/cgo-bindings/internal/schematest"
 	simba "github.com/simba-go/simba/core"
 	_ "github.com/simba-go/simba/core/memory" // registers memory://
 )
@@ -223,20 +224,35 @@ func TestSnapshot(t *testing.T) {
 	wantStatus(t, "acquire", err, OK)
 	b, err := Snapshot(c)
 	wantStatus(t, "snapshot", err, OK)
+	if err := schematest.Validate(b); err != nil {
+		t.Error(err)
+	}
 	var s struct {
+		Schema  string                  `json:"schema"`
 		Session struct{ Status string } `json:"session"`
 		Leases  []struct {
 			Name, Kind, State string
 			Token             uint64
+			RemainingMs       int64
 		} `json:"leases"`
 	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatalf("snapshot %s: %v", b, err)
 	}
-	if s.Session.Status != "LIVE" || len(s.Leases) != 1 || s.Leases[0].Name != "job" || s.Leases[0].State != "LEADER" || s.Leases[0].Token == 0 {
+	if s.Schema != simba.SnapshotSchema || s.Session.Status != "LIVE" || len(s.Leases) != 1 ||
+		s.Leases[0].Name != "job" || s.Leases[0].State != "HOLDING" || s.Leases[0].Token == 0 ||
+		s.Leases[0].RemainingMs <= 0 || s.Leases[0].RemainingMs > 3000 {
 		t.Fatalf("snapshot %s", b)
 	}
 	wantStatus(t, "free", FreeTerm(term), OK)
+
+	// One without leases fits too.
+	c2 := open(t, storeURL())
+	b, err = Snapshot(c2)
+	wantStatus(t, "snapshot", err, OK)
+	if err := schematest.Validate(b); err != nil {
+		t.Error(err)
+	}
 }
 
 // TestBadInputs: every bad argument is refused with its status, and no

@@ -139,3 +139,61 @@ func FuzzHandles(f *testing.F) {
 		}
 	})
 }
+
+// FuzzEngineHandles: any handle and timeout given to the holder, event,
+// term-wait, work and group calls is either the right kind or refused
+// with SIMBA_ERR_BAD_HANDLE (or a bad argument), never a panic, and no
+// call leaves a handle behind.
+func FuzzEngineHandles(f *testing.F) {
+	c, err := OpenClient("memory://fuzz-engine", Options{LeaseMS: 3000})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = CloseClient(c, 5000, 0) })
+	f.Add(uint64(0), byte(0), int64(0))
+	f.Add(c, byte(1), int64(-1))
+	f.Add(c, byte(4), int64(3))
+	f.Add(c+1, byte(5), int64(10))
+	f.Add(^uint64(0), byte(6), int64(1<<62))
+	done := func(int, uint64, uint64, uint64) Status { return OK }
+	f.Fuzz(func(t *testing.T, h uint64, op byte, ms int64) {
+		if ms > 20 {
+			ms %= 20 // a wait on the real client stays short
+		}
+		before := HandleCounts()
+		var err error
+		switch op % 8 {
+		case 0:
+			_, _, err = Holder(h, "fuzz", ms, 0)
+		case 1:
+			_, _, err = Holder(c, "fuzz", ms, h)
+		case 2:
+			err = WaitEnd(h, ms)
+		case 3:
+			_, err = NextEvent(h, ms)
+		case 4:
+			var s uint64
+			s, err = SubscribeEvents(h, ms)
+			if err == nil {
+				err = FreeEvents(s)
+			}
+		case 5:
+			_, err = EventsDropped(h)
+			if err == nil || StatusOf(err) == BadHandle {
+				err = FreeEvents(h)
+			}
+		case 6:
+			err = RunWhileLeader(h, "fuzz-run", ms, 0, done)
+		case 7:
+			err = GroupRun(h, "fuzz-group", ms, ms, 0, done)
+		}
+		switch st := StatusOf(err); st {
+		case OK, BadHandle, InvalidArgument, Timeout:
+		default:
+			t.Fatalf("op %d on handle %d (%dms): status %v: %v", op%8, h, ms, st, err)
+		}
+		if after := HandleCounts(); after != before {
+			t.Fatalf("op %d on handle %d left handles: %+v, before %+v", op%8, h, after, before)
+		}
+	})
+}

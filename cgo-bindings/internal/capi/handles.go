@@ -13,9 +13,10 @@ const (
 	kindTerm
 	kindElection
 	kindCancel
+	kindEvents
 )
 
-var kindNames = map[kind]string{kindClient: "client", kindTerm: "term", kindElection: "election", kindCancel: "cancel"}
+var kindNames = map[kind]string{kindClient: "client", kindTerm: "term", kindElection: "election", kindCancel: "cancel", kindEvents: "stream"}
 
 func (k kind) String() string { return kindNames[k] }
 
@@ -39,6 +40,8 @@ func kindOf(v any) kind {
 		return kindElection
 	case *cancelRef:
 		return kindCancel
+	case *eventStream:
+		return kindEvents
 	}
 	return 0
 }
@@ -88,11 +91,11 @@ func (t *table) remove(h uint64) bool {
 
 // Counts is the number of live handles of each kind.
 type Counts struct {
-	Clients, Terms, Elections, Cancels int
+	Clients, Terms, Elections, Cancels, Events int
 }
 
 // Total is the number of live handles.
-func (c Counts) Total() int { return c.Clients + c.Terms + c.Elections + c.Cancels }
+func (c Counts) Total() int { return c.Clients + c.Terms + c.Elections + c.Cancels + c.Events }
 
 // HandleCounts returns the number of live handles of each kind; tests of
 // the bindings use it to prove that nothing leaks.
@@ -110,6 +113,8 @@ func HandleCounts() Counts {
 			c.Elections++
 		case kindCancel:
 			c.Cancels++
+		case kindEvents:
+			c.Events++
 		}
 	}
 	return c
@@ -145,4 +150,12 @@ func cancelOf(h uint64) (*cancelRef, error) {
 		return nil, err
 	}
 	return v.(*cancelRef), nil
+}
+
+func eventsOf(h uint64) (*eventStream, error) {
+	v, err := handles.get(h, kindEvents)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*eventStream), nil
 }

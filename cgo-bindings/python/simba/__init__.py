@@ -17,6 +17,12 @@ Election callbacks run on a thread of the library, one at a time and in
 order for one election; they may call the library (step down, stop, close),
 and must return: while one blocks, the election's later callbacks wait.
 
+Client.holder(name) tells who holds a lease on any node; client.events()
+is an iterator over the client's events, bounded, that reports what it
+dropped; client.run_while_leader(name, work) and client.run_group(name, n,
+work) run leader work and the partitions of a group on threads of the
+library, once per term.
+
 Ctrl-C interrupts a wait for a lock (acquire, try_acquire, lock) or a
 leadership (wait_elected, leading) at once, and what it had won is given
 back. After os.fork() the child cannot use the package (Forked): start
@@ -28,13 +34,15 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import dataclasses
+import datetime
 import enum
 import itertools
 import json
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Iterator, Optional, Set
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set
 
 from . import _lib
 from . import errors as _errors
@@ -66,6 +74,11 @@ __all__ = [
     "Election",
     "CancelToken",
     "Reason",
+    "Holder",
+    "Event",
+    "EventKind",
+    "Events",
+    "reason_name",
     "version",
     "stats",
     "library_path",
@@ -98,7 +111,8 @@ _SLICE_MS = 50
 
 
 class Reason(enum.IntEnum):
-    """Why a term ended."""
+    """Why a term ended. It prints as its name (STOPPED), as the engine's
+    logs and events do; it compares equal to its number."""
 
     NOT_REVOKED = 0
     STOPPED = 1
@@ -106,6 +120,128 @@ class Reason(enum.IntEnum):
     DEADLINE_PASSED = 3
     SESSION_EXPIRED = 4
     TAKEN_OVER = 5
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __format__(self, spec: str) -> str:
+        return format(self.name, spec)
+
+
+def reason_name(reason: int) -> str:
+    """The library's name of a revoke reason (simba_reason_name): "STOPPED",
+    or "REASON_UNKNOWN" for a number simba.h does not define."""
+    return _lib.lib().simba_reason_name(int(reason)).decode()
+
+
+class EventKind(enum.IntEnum):
+    """What an Event reports; it prints as its name."""
+
+    SESSION_OPENED = 1  #: a new session is live; granted is its validity
+    SESSION_SUSPENDED = 2  #: a keep-alive failed; error says why
+    SESSION_RESTORED = 3  #: a keep-alive succeeded after failures
+    SESSION_DEADLINE_PASSED = 4  #: the local deadline passed: every term revoked
+    SESSION_EXPIRED = 5  #: the backend reported the session expired
+    SESSION_LEASE_SHORTENED = 6  #: the backend granted less than asked; granted
+    SESSION_CLOSED = 7  #: the client closed its session
+    ELECTED = 8  #: a term was won; name, token, lock, waited (a lock's)
+    REVOKED = 9  #: a term ended; name, token, lock, reason
+    BACKEND_ERROR = 10  #: a backend call failed; error, name when about a lease
+    WORK_FAILED = 11  #: leader work failed; name, token, error
+    LISTENER_PANICKED = 12  #: a listener of the engine failed; name, token, error
+    KEEP_ALIVE = 13  #: a keep-alive was answered or failed; latency, error
+    DROPPED = 14  #: this stream fell behind and missed `dropped` events, the oldest
+    BACKEND_WARNING = 15  #: the backend found a setup that weakens a guarantee; warning_code, warning_message
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __format__(self, spec: str) -> str:
+        return format(self.name, spec)
+
+
+def _utc(unix_ns: int) -> Optional[datetime.datetime]:
+    if not unix_ns:
+        return None
+    return datetime.datetime.fromtimestamp(unix_ns / 1e9, tz=datetime.timezone.utc)
+
+
+def _text(p: Optional[int]) -> Optional[str]:
+    return None if not p else ctypes.string_at(p).decode("utf-8", "replace")
+
+
+@dataclasses.dataclass(frozen=True)
+class Holder:
+    """Who holds a lease, as the backend sees it (Client.holder)."""
+
+    session: str  #: the holding session's id
+    identity: Optional[str]  #: the identity of the client behind it (Client(identity=...)); None when unknown
+    token: int  #: the fencing token of the holder's term
+    since: Optional[datetime.datetime]  #: when that term began, by the backend's clock (UTC); None when unknown
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """Something that happened to a client's session or leases (Client.events).
+    Fields that do not apply to the kind are None, 0 or False."""
+
+    kind: EventKind
+    time: Optional[datetime.datetime]  #: when it happened (UTC)
+    session: Optional[str] = None
+    name: Optional[str] = None  #: the lease
+    token: int = 0  #: the term's token
+    reason: Reason = Reason.NOT_REVOKED  #: REVOKED: why the term ended
+    lock: bool = False  #: ELECTED, REVOKED: a lock's term rather than an election's
+    granted: float = 0.0  #: seconds of validity granted (SESSION_OPENED, SESSION_LEASE_SHORTENED)
+    latency: float = 0.0  #: KEEP_ALIVE: seconds the call took
+    waited: float = 0.0  #: ELECTED of a lock: seconds the winning acquisition waited
+    dropped: int = 0  #: DROPPED: the events this stream missed since the last DROPPED
+    error: Optional[str] = None
+    warning_code: Optional[str] = None
+    warning_message: Optional[str] = None
+
+    def __str__(self) -> str:
+        parts = [self.kind.name]
+        if self.name:
+            parts.append(f"name={self.name} token={self.token}")
+        if self.lock:
+            parts.append("lock")
+        if self.reason != Reason.NOT_REVOKED:
+            parts.append(f"reason={self.reason.name}")
+        if self.dropped:
+            parts.append(f"dropped={self.dropped}")
+        if self.warning_code:
+            parts.append(f"warning={self.warning_code}: {self.warning_message}")
+        if self.error:
+            parts.append(f"error={self.error}")
+        return " ".join(parts)
+
+    @classmethod
+    def _of(cls, e: "_lib.Event") -> "Event":
+        try:
+            kind: Any = EventKind(e.kind)
+        except ValueError:
+            kind = e.kind  # a kind of a newer library
+        try:
+            reason = Reason(e.reason)
+        except ValueError:
+            reason = e.reason
+        return cls(
+            kind=kind,
+            time=_utc(e.time_unix_ns),
+            session=_text(e.session),
+            name=_text(e.name),
+            token=e.token,
+            reason=reason,
+            lock=bool(e.lock),
+            granted=e.granted_ns / 1e9,
+            latency=e.latency_ns / 1e9,
+            waited=e.waited_ns / 1e9,
+            dropped=e.dropped,
+            error=_text(e.error),
+            warning_code=_text(e.warning_code),
+            warning_message=_text(e.warning_message),
+        )
 
 
 def version() -> str:
@@ -123,7 +259,11 @@ def stats() -> Dict[str, int]:
     _lib.check_fork()
     s = _lib.Stats()
     _lib.check(_lib.lib().simba_stats_get(ctypes.byref(s)))
-    return {name: getattr(s, name) for name, _ in _lib.Stats._fields_}
+    counts = {name: getattr(s, name) for name, _ in _lib.Stats._fields_}
+    streams = ctypes.c_int64()
+    _lib.check(_lib.lib().simba_stats_events(ctypes.byref(streams)))
+    counts["events"] = streams.value
+    return counts
 
 
 class CancelToken:
@@ -245,6 +385,32 @@ class Term:
             _lib.check(_lib.lib().simba_term_ensure_valid(h, ms))
         except BadHandle:
             raise TermExpired(11, f"term {self.token} of {self.name} has ended") from None
+
+    def wait_ended(self, timeout: Optional[float] = None) -> bool:
+        """Waits at most timeout seconds (None: no bound) for the term to end;
+        True once it ended, False while it lasts. Leader work sleeps with it
+        between steps (term.wait_ended(5) instead of time.sleep(5)) and
+        wakes when its term ends. Ctrl-C interrupts it on the main thread."""
+        _lib.check_fork()
+        ms = _lib.millis("timeout", timeout)
+        deadline = None if ms == _lib.NO_TIMEOUT else time.monotonic() + ms / 1000
+        main = threading.current_thread() is threading.main_thread()
+        while True:
+            h = self._handle()
+            if h is None:
+                return True
+            wait = ms
+            if deadline is not None:
+                wait = max(int((deadline - time.monotonic()) * 1000), 0)
+            if main and (wait == _lib.NO_TIMEOUT or wait > _SLICE_MS):
+                wait = _SLICE_MS  # slices: Ctrl-C is seen between two
+            st = _lib.lib().simba_term_wait_end(h, wait)
+            if st == 0 or st == _errors.BAD_HANDLE:
+                return True
+            if st != _errors.TIMEOUT:
+                _lib.check(st)
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
 
     def release(self, timeout: Optional[float] = DEFAULT_WAIT) -> None:
         """Ends a lock's term, releases the lease, waiting for the backend's
@@ -505,6 +671,198 @@ class Election:
         self._stop_after_block(interrupted=exc_type is not None and not issubclass(exc_type, Exception))
 
 
+class Events:
+    """A stream of a client's events (Client.events): iterate over it, or
+    call get(timeout). It keeps at most capacity events for its reader; the
+    engine never waits for it, and when the reader falls that far behind
+    the oldest events are dropped and the reader gets an Event of kind
+    DROPPED, with their count, before the next one. After the client's
+    close the stream gives its last events (SESSION_CLOSED among them),
+    then the iteration ends. close() (or the with block) frees it."""
+
+    def __init__(self, client: "Client", capacity: int) -> None:
+        _lib.check_fork()
+        client._check_open()
+        if isinstance(capacity, bool) or not isinstance(capacity, int):
+            raise TypeError(f"capacity must be an int, not {type(capacity).__name__}")
+        if not 0 <= capacity <= 2**31 - 1:
+            raise InvalidArgument(_errors.INVALID_ARGUMENT, f"event capacity {capacity}: want 1 to 1048576 (0: 1024)")
+        h = _lib.handle()
+        _lib.check(_lib.lib().simba_events_subscribe(client._h, capacity, ctypes.byref(h)))
+        self._h = h.value
+        self._ended = False
+        self._dropped_at_close = 0
+        self._finalizer = weakref.finalize(self, _lib.lib().simba_events_free, self._h)
+        self._finalizer.atexit = False
+
+    def get(self, timeout: Optional[float] = None) -> Optional[Event]:
+        """The next event, waiting at most timeout seconds (None: until one
+        comes; 0: no wait); None when none came. Raises ClientClosed once
+        the client is closed and every event was read. Ctrl-C interrupts the
+        wait on the main thread."""
+        _lib.check_fork()
+        if self._ended or not self._h:
+            raise ClientClosed(_errors.CLOSED, "simba: the event stream has ended")
+        ms = _lib.millis("timeout", timeout)
+        deadline = None if ms == _lib.NO_TIMEOUT else time.monotonic() + ms / 1000
+        main = threading.current_thread() is threading.main_thread()
+        lib = _lib.lib()
+        while True:
+            wait = ms
+            if deadline is not None:
+                wait = max(int((deadline - time.monotonic()) * 1000), 0)
+            if main and (wait == _lib.NO_TIMEOUT or wait > _SLICE_MS):
+                wait = _SLICE_MS  # slices: Ctrl-C is seen between two
+            e = _lib.Event()
+            e.size = ctypes.sizeof(e)
+            st = lib.simba_events_next(self._h, wait, ctypes.byref(e))
+            if st == 0:
+                try:
+                    return Event._of(e)
+                finally:
+                    lib.simba_event_clear(ctypes.byref(e))
+            if st in (_errors.CLOSED, _errors.BAD_HANDLE):
+                message = _lib.last_error()
+                self.close()
+                raise ClientClosed(_errors.CLOSED, message)
+            if st != _errors.TIMEOUT:
+                _lib.check(st)
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+
+    def __iter__(self) -> "Events":
+        return self
+
+    def __next__(self) -> Event:
+        try:
+            e = self.get()
+        except ClientClosed:
+            raise StopIteration from None
+        assert e is not None  # a wait without timeout
+        return e
+
+    @property
+    def dropped(self) -> int:
+        """How many events this stream dropped since it was opened."""
+        _lib.check_fork()
+        if not self._h:
+            return self._dropped_at_close
+        n = ctypes.c_uint64()
+        _lib.check(_lib.lib().simba_events_dropped(self._h, ctypes.byref(n)))
+        return n.value
+
+    def close(self) -> None:
+        """Ends the subscription and frees it; idempotent. A get() waiting
+        on another thread raises ClientClosed."""
+        if not self._h:
+            return
+        n = ctypes.c_uint64()
+        lib = _lib.lib()
+        if lib.simba_events_dropped(self._h, ctypes.byref(n)) != 0:
+            n.value = 0
+        self._dropped_at_close = n.value
+        self._ended = True
+        self._h = 0
+        self._finalizer()  # simba_events_free, once
+
+    def __enter__(self) -> "Events":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _run_interruptibly(
+    call: Callable[[int], int], cancel: Optional[CancelToken], what: str, wait_on_interrupt: bool = True
+) -> None:
+    """Runs call(cancel handle), a blocking call of the library that ends
+    when its cancel handle is cancelled, and raises its error. On the main
+    thread the call runs on a thread of its own while this one waits in
+    slices, where Ctrl-C reaches it: KeyboardInterrupt cancels the call and,
+    with wait_on_interrupt, waits for it to return (at most DEFAULT_WAIT; a
+    second Ctrl-C stops the wait) before it propagates. A call that holds
+    nothing (a question to the backend) is not waited for: a driver may
+    answer a cancel only at its own deadline."""
+    lib = _lib.lib()
+    if threading.current_thread() is not threading.main_thread():
+        st = call(cancel._h if cancel else 0)
+        _lib.check(st)
+        return
+    own = _lib.handle(0)
+    _lib.check(lib.simba_cancel_new(ctypes.byref(own)))
+    outcome: Dict[str, Any] = {}
+    done = threading.Event()
+    mu = threading.Lock()
+
+    def run() -> None:
+        st = call(own.value)
+        with mu:
+            outcome.update(st=st, message=_lib.last_error() if st != 0 else "")
+            abandoned = outcome.get("abandoned", False)
+            done.set()
+        if abandoned:
+            lib.simba_cancel_free(own.value)
+
+    if cancel is not None:
+        cancel._link(own.value)
+    runner = threading.Thread(target=run, name=f"simba-{what}", daemon=True)
+    try:
+        runner.start()
+        while not done.wait(_SLICE):
+            pass
+    except BaseException:
+        lib.simba_cancel(own.value)
+        try:
+            if wait_on_interrupt:
+                done.wait(DEFAULT_WAIT)
+        finally:
+            if cancel is not None:
+                cancel._unlink(own.value)
+            with mu:
+                finished = done.is_set()
+                if not finished:
+                    outcome["abandoned"] = True  # the runner frees the cancel handle when the call returns
+            if finished:
+                lib.simba_cancel_free(own.value)
+        raise
+    if cancel is not None:
+        cancel._unlink(own.value)
+    lib.simba_cancel_free(own.value)
+    err = _lib.error_of(outcome["st"], outcome["message"])
+    if err is not None:
+        raise err
+
+
+class _WorkCalls:
+    """The Python side of one run of leader work: the Term of each call, and
+    the exceptions the work raised while its term lasted (a failure that
+    ends the run) or after (an interrupted work, which the run ignores)."""
+
+    def __init__(self, client: "Client", name: str) -> None:
+        self.client = client
+        self.name = name
+        self.failures: List[BaseException] = []
+
+    def call(self, name: str, term: int, token: int, fn: Callable[["Term"], None]) -> int:
+        t = Term(self.client, name, term, token, lock=False)
+        try:
+            fn(t)
+            return 0
+        except BaseException as e:  # noqa: BLE001 - nothing may unwind into C
+            if t.valid:
+                self.failures.append(e)
+            st = getattr(e, "status", 0)
+            return st if isinstance(e, SimbaError) and st else _errors.BACKEND
+        finally:
+            t._freed = True  # the library frees the handle when the work returns
+
+    def raise_failure(self, err: SimbaError) -> None:
+        """Raises the work's own exception for the failure err of the run."""
+        if self.failures:
+            raise self.failures[0] from None
+        raise err
+
+
 class Client:
     """A client of one backend: one session, renewed in the background.
 
@@ -715,8 +1073,137 @@ class Client:
         on_revoked(term, reason) run on a thread of the library."""
         return Election(self, name, on_elected, on_revoked)
 
+    def holder(self, name: str, timeout: Optional[float] = None, cancel: Optional[CancelToken] = None) -> Optional[Holder]:
+        """Asks the backend who holds the lease name now, on any node, this
+        one included: a Holder, or None when nobody holds it. The answer is
+        awaited at most one renew interval, timeout seconds and until cancel
+        is cancelled. Raises InvalidName, BackendUnavailable, Timeout or
+        Cancelled; Ctrl-C interrupts it on the main thread."""
+        self._check_open()
+        c_name = _lib.c_text("name", name, InvalidName)
+        ms = _lib.millis("timeout", timeout)
+        held = ctypes.c_int()
+        out = _lib.Holder()
+        out.size = ctypes.sizeof(out)
+        lib = _lib.lib()
+
+        mu = threading.Lock()
+        state = {"answered": False, "abandoned": False}
+
+        def call(cancel_h: int) -> int:
+            st = lib.simba_lease_holder(self._h, c_name, ms, cancel_h, ctypes.byref(held), ctypes.byref(out))
+            with mu:
+                state["answered"] = True
+                abandoned = state["abandoned"]
+            if abandoned:  # the caller left on a Ctrl-C: nobody reads out
+                lib.simba_holder_clear(ctypes.byref(out))
+            return st
+
+        try:
+            _run_interruptibly(call, cancel, "holder", wait_on_interrupt=False)
+            if not held.value:
+                return None
+            return Holder(
+                session=_text(out.session) or "",
+                identity=_text(out.identity),
+                token=out.token,
+                since=_utc(out.since_unix_ns),
+            )
+        finally:
+            with mu:
+                answered = state["answered"]
+                state["abandoned"] = not answered  # then the call clears out when it returns
+            if answered:
+                lib.simba_holder_clear(ctypes.byref(out))
+
+    def events(self, capacity: int = 0) -> Events:
+        """Opens a stream of this client's events from now on, keeping at most
+        capacity of them for its reader (0: 1024). Iterate over it on a
+        thread of its own: for event in client.events(): ..."""
+        return Events(self, capacity)
+
+    def run_while_leader(
+        self,
+        name: str,
+        work: Callable[[Term], None],
+        timeout: Optional[float] = None,
+        cancel: Optional[CancelToken] = None,
+    ) -> None:
+        """Contends for the leadership of name and runs work(term) once per
+        term won, on a thread of the library, until timeout seconds passed
+        or cancel is cancelled (it returns), work returns while its term
+        lasts (the work is over: it returns; an exception of work is raised
+        here), or the client is closed (ClientClosed). work must check
+        term.valid (or term.ensure_valid, term.wait_ended) and return soon
+        after the term ended: its lease is released once it returned, or at
+        the term's local deadline. Work interrupted because its term ended
+        runs again on the next term. The election always stops with the
+        ordered handover before this returns. Ctrl-C stops it, after work
+        returned."""
+        self._check_open()
+        c_name = _lib.c_text("name", name, InvalidName)
+        if not callable(work):
+            raise TypeError("work must be callable")
+        ms = _lib.millis("timeout", timeout)
+        calls = _WorkCalls(self, name)
+        c_work = _lib.WORK(lambda _ud, term, token: calls.call(name, term, token, work))
+        lib = _lib.lib()
+        try:
+            _run_interruptibly(
+                lambda cancel_h: lib.simba_run_while_leader(self._h, c_name, c_work, None, ms, cancel_h),
+                cancel,
+                f"leader-{name}",
+            )
+        except SimbaError as e:
+            calls.raise_failure(e)
+
+    def run_group(
+        self,
+        name: str,
+        partitions: int,
+        work: Callable[[int, Term], None],
+        timeout: Optional[float] = None,
+        cancel: Optional[CancelToken] = None,
+    ) -> None:
+        """Joins the partition group name of `partitions` partitions (1 to
+        4096; partition i is the lease "name.i", held by one node at a time)
+        and runs work(partition, term) for each partition this node wins, on
+        threads of the library. Partitions spread over the live nodes of the
+        group within one of an even share as nodes join and leave. It
+        returns when timeout seconds passed or cancel is cancelled, and
+        raises a partition's exception when its work fails while its term
+        lasts, or ClientClosed. A work that returns gives its partition up
+        for one renew interval, so that the group rebalances it; a work must
+        return soon after its term ended (term.wait_ended). Every partition
+        stops with the ordered handover before this returns."""
+        self._check_open()
+        c_name = _lib.c_text("name", name, InvalidName)
+        if isinstance(partitions, bool) or not isinstance(partitions, int):
+            raise TypeError(f"partitions must be an int, not {type(partitions).__name__}")
+        if not 1 <= partitions <= 4096:
+            raise InvalidArgument(_errors.INVALID_ARGUMENT, f"group {name}: {partitions} partitions, want 1 to 4096")
+        if not callable(work):
+            raise TypeError("work must be callable")
+        ms = _lib.millis("timeout", timeout)
+        calls = _WorkCalls(self, name)
+        c_work = _lib.PARTITION(
+            lambda _ud, p, term, token: calls.call(f"{name}.{p}", term, token, lambda t: work(p, t))
+        )
+        lib = _lib.lib()
+        try:
+            _run_interruptibly(
+                lambda cancel_h: lib.simba_group_run(self._h, c_name, partitions, c_work, None, ms, cancel_h),
+                cancel,
+                f"group-{name}",
+            )
+        except SimbaError as e:
+            calls.raise_failure(e)
+
     def snapshot(self) -> Dict[str, Any]:
-        """The session and every lock and election of this client; durations in nanoseconds."""
+        """The session and every lock and election of this client, as the
+        document of docs/snapshot.schema.json ("schema": "simba.snapshot/v1"):
+        durations in whole milliseconds (remainingMs, ...), lease states
+        HOLDING, CONTENDING, COOLDOWN or IDLE."""
         self._check_open()
         p = ctypes.c_void_p()
         _lib.check(_lib.lib().simba_client_snapshot(self._h, ctypes.byref(p)))

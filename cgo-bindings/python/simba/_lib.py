@@ -47,6 +47,43 @@ class Listener(ctypes.Structure):
     _fields_ = [("on_elected", ELECTED), ("on_revoked", REVOKED), ("user_data", ctypes.c_void_p)]
 
 
+# Holders, events and leader work (simba_lease_holder, simba_events_*,
+# simba_run_while_leader, simba_group_run). The strings of Holder and
+# Event are the library's: c_void_p, read and then freed by the clear call.
+class Holder(ctypes.Structure):
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("token", ctypes.c_uint64),
+        ("since_unix_ns", ctypes.c_int64),
+        ("session", ctypes.c_void_p),
+        ("identity", ctypes.c_void_p),
+    ]
+
+
+class Event(ctypes.Structure):
+    _fields_ = [
+        ("size", ctypes.c_uint32),
+        ("kind", ctypes.c_int32),
+        ("time_unix_ns", ctypes.c_int64),
+        ("token", ctypes.c_uint64),
+        ("reason", ctypes.c_int32),
+        ("lock", ctypes.c_int32),
+        ("granted_ns", ctypes.c_int64),
+        ("latency_ns", ctypes.c_int64),
+        ("waited_ns", ctypes.c_int64),
+        ("dropped", ctypes.c_int64),
+        ("session", ctypes.c_void_p),
+        ("name", ctypes.c_void_p),
+        ("error", ctypes.c_void_p),
+        ("warning_code", ctypes.c_void_p),
+        ("warning_message", ctypes.c_void_p),
+    ]
+
+
+WORK = ctypes.CFUNCTYPE(status, ctypes.c_void_p, handle, ctypes.c_uint64)
+PARTITION = ctypes.CFUNCTYPE(status, ctypes.c_void_p, ctypes.c_int32, handle, ctypes.c_uint64)
+
+
 _PROTOTYPES = {
     "simba_version": (ctypes.c_char_p, []),
     "simba_abi_version": (ctypes.c_int32, []),
@@ -77,6 +114,25 @@ _PROTOTYPES = {
     "simba_cancel_new": (status, [ctypes.POINTER(handle)]),
     "simba_cancel": (status, [handle]),
     "simba_cancel_free": (status, [handle]),
+    # holders, events, leader work and groups
+    "simba_stats_events": (status, [ctypes.POINTER(ctypes.c_int64)]),
+    "simba_reason_name": (ctypes.c_char_p, [ctypes.c_int32]),
+    "simba_term_wait_end": (status, [handle, ctypes.c_int64]),
+    "simba_lease_holder": (
+        status,
+        [handle, ctypes.c_char_p, ctypes.c_int64, handle, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(Holder)],
+    ),
+    "simba_holder_clear": (None, [ctypes.POINTER(Holder)]),
+    "simba_run_while_leader": (status, [handle, ctypes.c_char_p, WORK, ctypes.c_void_p, ctypes.c_int64, handle]),
+    "simba_group_run": (
+        status,
+        [handle, ctypes.c_char_p, ctypes.c_int32, PARTITION, ctypes.c_void_p, ctypes.c_int64, handle],
+    ),
+    "simba_events_subscribe": (status, [handle, ctypes.c_int32, ctypes.POINTER(handle)]),
+    "simba_events_next": (status, [handle, ctypes.c_int64, ctypes.POINTER(Event)]),
+    "simba_events_dropped": (status, [handle, ctypes.POINTER(ctypes.c_uint64)]),
+    "simba_events_free": (status, [handle]),
+    "simba_event_clear": (None, [ctypes.POINTER(Event)]),
 }
 
 ABI_VERSION = 1

@@ -154,3 +154,50 @@ def test_c_last_error_buffer():
     assert big.value.decode() == _lib.last_error()
     assert status(lib.simba_last_error(None, 5, None)) == "SIMBA_ERR_INVALID_ARGUMENT"
     assert lib.simba_status_name(1234) == b"SIMBA_STATUS_UNKNOWN"
+
+
+def test_c_engine_calls_refuse_bad_input(client):
+    """The holder, event, leader work and group calls of the raw C API."""
+    lib = _lib.lib()
+    held = ctypes.c_int()
+    out = _lib.Holder()
+    out.size = ctypes.sizeof(out)
+    h = _lib.handle()
+    ev = _lib.Event()
+    ev.size = ctypes.sizeof(ev)
+    n = ctypes.c_uint64()
+    work = _lib.WORK(lambda *_: 0)
+    part = _lib.PARTITION(lambda *_: 0)
+    calls = [
+        (lambda: lib.simba_lease_holder(client._h, None, 0, 0, ctypes.byref(held), ctypes.byref(out)), "INVALID_ARGUMENT"),
+        (lambda: lib.simba_lease_holder(client._h, b"x", 0, 0, None, ctypes.byref(out)), "INVALID_ARGUMENT"),
+        (lambda: lib.simba_lease_holder(client._h, b"x", 0, 0, ctypes.byref(held), None), "INVALID_ARGUMENT"),
+        (lambda: lib.simba_lease_holder(0, b"x", 0, 0, ctypes.byref(held), ctypes.byref(out)), "BAD_HANDLE"),
+        (lambda: lib.simba_lease_holder(client._h, b"a/b", 0, 0, ctypes.byref(held), ctypes.byref(out)), "INVALID_NAME"),
+        (lambda: lib.simba_lease_holder(client._h, b"x", -7, 0, ctypes.byref(held), ctypes.byref(out)), "INVALID_ARGUMENT"),
+        (lambda: lib.simba_events_subscribe(client._h, 0, None), "INVALID_ARGUMENT"),
+        (lambda: lib.simba_events_subscribe(client._h, -1, ctypes.byref(h)), "INVALID_ARGUMENT"),
+        (lambda: lib.simba_events_subscribe(2**64 - 1, 0, ctypes.byref(h)), "BAD_HANDLE"),
+        (lambda: lib.simba_events_next(client._h, 0, ctypes.byref(ev)), "BAD_HANDLE"),
+        (lambda: lib.simba_events_next(client._h, 0, None), "INVALID_ARGUMENT"),
+        (lambda: lib.simba_events_dropped(client._h, ctypes.byref(n)), "BAD_HANDLE"),
+        (lambda: lib.simba_events_free(client._h), "BAD_HANDLE"),
+        (lambda: lib.simba_term_wait_end(client._h, 0), "BAD_HANDLE"),
+        (lambda: lib.simba_run_while_leader(client._h, b"x", _lib.WORK(), None, 0, 0), "INVALID_ARGUMENT"),
+        (lambda: lib.simba_run_while_leader(client._h, None, work, None, 0, 0), "INVALID_ARGUMENT"),
+        (lambda: lib.simba_run_while_leader(0, b"x", work, None, 0, 0), "BAD_HANDLE"),
+        (lambda: lib.simba_group_run(client._h, b"g", 0, part, None, 0, 0), "INVALID_ARGUMENT"),
+        (lambda: lib.simba_group_run(client._h, b"g", 2, _lib.PARTITION(), None, 0, 0), "INVALID_ARGUMENT"),
+        (lambda: lib.simba_group_run(client._h, b"g\xff", 2, part, None, 0, 0), "INVALID_NAME"),
+        (lambda: lib.simba_stats_events(None), "INVALID_ARGUMENT"),
+    ]
+    for call, want in calls:
+        assert status(call()) == "SIMBA_ERR_" + want, _lib.last_error()
+    small = _lib.Event()
+    small.size = 8
+    with client.events() as events:
+        assert status(lib.simba_events_next(events._h, 0, ctypes.byref(small))) == "SIMBA_ERR_INVALID_ARGUMENT"
+        assert "sizeof(simba_event)" in _lib.last_error()
+    lib.simba_event_clear(None)
+    lib.simba_holder_clear(None)
+    assert lib.simba_reason_name(-1) == b"REASON_UNKNOWN"

@@ -36,7 +36,7 @@ def test_leading(client):
     el = client.election("leader")
     with el.leading(timeout=10) as term:
         assert term.valid and term.token > 0
-        assert client.snapshot()["leases"][0]["state"] == "LEADER"
+        assert client.snapshot()["leases"][0]["state"] == "HOLDING"
     assert not term.valid
     assert client.snapshot()["leases"] == []
 

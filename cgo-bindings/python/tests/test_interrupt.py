@@ -33,7 +33,7 @@ def free():
     time.sleep(0.3)
     with other.try_acquire(name):
         pass
-    leases = [l for l in waiter.snapshot()["leases"] if l["state"] == "LEADER"]
+    leases = [l for l in waiter.snapshot()["leases"] if l["state"] == "HOLDING"]
     assert leases == [], leases
 
 if mode == "race":
@@ -201,7 +201,7 @@ try:
 except KeyboardInterrupt:
     print("interrupted", flush=True)
 assert el.wait_released(10)
-assert [l for l in c.snapshot()["leases"] if l["state"] == "LEADER"] == [], c.snapshot()
+assert [l for l in c.snapshot()["leases"] if l["state"] == "HOLDING"] == [], c.snapshot()
 print("free", flush=True)
 """
 
@@ -248,7 +248,10 @@ c.try_acquire(name + "-warm").close()
 frozen.set()  # the backend stops answering: the try waits for its answer
 print("waiting", flush=True)
 try:
-    c.try_acquire(name)
+    if len(sys.argv) > 4 and sys.argv[4] == "holder":
+        c.holder(name)
+    else:
+        c.try_acquire(name)
     print("not interrupted", flush=True)
 except KeyboardInterrupt:
     print("interrupted", flush=True)
@@ -261,3 +264,50 @@ os._exit(0)
 def test_ctrl_c_interrupts_a_try_acquire_that_waits_for_a_frozen_backend(redis_url, unique):
     child = spawn(FROZEN_TRY, redis_url, unique)
     interrupt_waiting_child(child, 0.3, after=())
+
+
+def test_ctrl_c_interrupts_a_holder_query_to_a_frozen_backend(redis_url, unique):
+    """The answer would take up to a renew interval (2 s): Ctrl-C does not wait for it."""
+    child = spawn(FROZEN_TRY, redis_url, unique, "holder")
+    interrupt_waiting_child(child, 0.3, after=())
+
+
+ENGINE = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import simba
+url, mode, name = sys.argv[2], sys.argv[3], sys.argv[4]
+c = simba.Client(url, lease=3)
+other = simba.Client(url, lease=3)
+print("waiting", flush=True)
+try:
+    if mode == "run_while_leader":
+        c.run_while_leader(name, lambda term: term.wait_ended())
+    elif mode == "run_group":
+        c.run_group(name, 2, lambda partition, term: term.wait_ended())
+    elif mode == "events":
+        with c.events() as events:
+            while True:
+                events.get()
+    elif mode == "wait_ended":
+        with c.lock(name, timeout=10) as term:
+            term.wait_ended()
+    print("not interrupted", flush=True)
+    sys.exit(1)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+# Every lease was given back: another client takes each at once.
+for lease in (name, name + ".0", name + ".1"):
+    with other.try_acquire(lease):
+        pass
+assert c.snapshot()["leases"] == [], c.snapshot()
+print("free", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["run_while_leader", "run_group", "events", "wait_ended"])
+def test_ctrl_c_interrupts_leader_work_groups_and_waits(memory_url, unique, mode):
+    """Ctrl-C stops a run of leader work or a group (after the work returned,
+    and the leases are free), and ends a wait for an event or a term's end."""
+    child = spawn(ENGINE, memory_url, mode, unique)
+    interrupt_waiting_child(child, 0.4)

@@ -40,7 +40,7 @@ class Interrupt:
 
 
 def leaders(client):
-    return [(l["name"], l["kind"]) for l in client.snapshot()["leases"] if l["state"] == "LEADER"]
+    return [(l["name"], l["kind"]) for l in client.snapshot()["leases"] if l["state"] == "HOLDING"]
 
 
 def free_for_others(url, name):

@@ -74,8 +74,8 @@ def test_snapshot(client):
     assert s["session"]["status"] == "LIVE"
     assert s["session"]["id"]
     [lease] = s["leases"]
-    assert lease["name"] == "job" and lease["kind"] == "lock" and lease["state"] == "LEADER"
-    assert lease["token"] == term.token and lease["remaining"] > 0
+    assert lease["name"] == "job" and lease["kind"] == "lock" and lease["state"] == "HOLDING"
+    assert lease["token"] == term.token and lease["remainingMs"] > 0
 
 
 def test_closed_client(memory_url):

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -227,11 +226,11 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	state := paused.node.state()
-	if state != simba.StateCandidate {
-		return fmt.Errorf("%s rejoined in state %s, want %s", paused.node.name, state, simba.StateCandidate)
+	if state != simba.StateContending {
+		return fmt.Errorf("%s rejoined in state %s, want %s", paused.node.name, state, simba.StateContending)
 	}
-	d.narrate("%s is back as a %s: %s keeps leading, and %s waits for the lease to be free",
-		paused.node.name, strings.ToLower(string(state)), next.node.name, paused.node.name)
+	d.narrate("%s is back as a candidate: %s keeps leading, and %s waits for the lease to be free",
+		paused.node.name, next.node.name, paused.node.name)
 
 	// 6. A planned handover.
 	cur, err := d.leaderAt(ctx, 0.38)

@@ -163,8 +163,13 @@ func (inv *invocation) waitOutput(t *testing.T, want string, limit time.Duration
 	}
 }
 
-// runSimba runs simba with args to completion.
+// runSimba runs simba with args to completion. The output of every
+// simba status --format json must fit docs/snapshot.schema.json.
 func runSimba(t *testing.T, args ...string) result {
 	t.Helper()
-	return start(t, args...).wait(t, 30*time.Second)
+	r := start(t, args...).wait(t, 30*time.Second)
+	if len(args) > 0 && args[0] == "status" && (slices.Contains(args, "json") || slices.Contains(args, "--format=json")) && r.stdout != "" {
+		validSnapshot(t, r.stdout)
+	}
+	return r
 }

@@ -30,14 +30,18 @@ and when the term began, by the backend's clock. A lease nobody holds shows
 as free. Repeat --holder, or give NAME,NAME,...; the names are checked before
 the backend is contacted. The holders are read within --timeout.
 
---format json prints one JSON object: {"backend", "session": {"id",
-"identity", "status", "remainingMs", "renewIntervalMs", "leaseShortened"},
-"leases": [{"name", "kind", "state", "token", "remainingMs"}], "holders":
-[{"name", "free", "holder": {"session", "identity", "token", "since"}}]}.
+--format json prints the snapshot document of docs/snapshot.schema.json
+(version simba.snapshot/v1, the shape the metrics handler and the C and
+Python snapshots have too): {"schema", "time", "session": {"id",
+"identity", "status", "remainingMs", "renewIntervalMs", "leaseDurationMs",
+"leaseShortened"}, "leases": [{"name", "kind", "state", "token",
+"remainingMs", "waiters"}], "backend", "holders": [{"name", "free",
+"holder": {"session", "identity", "token", "since"}}]}. Durations are
+whole milliseconds; states are HOLDING, CONTENDING, COOLDOWN or IDLE.
 "holders" is there with --holder only; "holder" is null for a free lease,
 and for one whose holder could not be read, which has an "error" instead.
-"since" is in RFC 3339, UTC; "identity" and "since" are left out when the
-backend does not record them.
+Times are RFC 3339, UTC; "identity" and "since" of a holder are left out
+when the backend does not record them.
 
 Exit codes:
   0    the session is live (and every holder asked for was read)
@@ -177,29 +181,13 @@ func readHolders(ctx context.Context, c *simba.Client, names []string) []holderR
 	return out
 }
 
-// statusView is the JSON form of a snapshot: durations in milliseconds.
+// statusView is the JSON form of a snapshot: core's snapshot document
+// (docs/snapshot.schema.json) and the members the schema names for simba
+// status, the backend and the holders asked for.
 type statusView struct {
+	simba.SnapshotDocument
 	Backend string       `json:"backend"`
-	Session sessionView  `json:"session"`
-	Leases  []leaseView  `json:"leases"`
 	Holders []holderView `json:"holders,omitempty"`
-}
-
-type sessionView struct {
-	ID              simba.SessionID `json:"id"`
-	Identity        string          `json:"identity"`
-	Status          simba.Status    `json:"status"`
-	RemainingMs     int64           `json:"remainingMs"`
-	RenewIntervalMs int64           `json:"renewIntervalMs"`
-	LeaseShortened  bool            `json:"leaseShortened"`
-}
-
-type leaseView struct {
-	Name        string           `json:"name"`
-	Kind        string           `json:"kind"`
-	State       simba.LeaseState `json:"state"`
-	Token       uint64           `json:"token,omitempty"`
-	RemainingMs int64            `json:"remainingMs"`
 }
 
 // holderView is one lease of --holder: Holder is nil when the lease is
@@ -212,21 +200,7 @@ type holderView struct {
 }
 
 func writeStatusJSON(w io.Writer, where string, s simba.Snapshot, holders []holderRead) error {
-	v := statusView{
-		Backend: where,
-		Session: sessionView{
-			ID:              s.Session.ID,
-			Identity:        s.Session.Identity,
-			Status:          s.Session.Status,
-			RemainingMs:     s.Session.Remaining.Milliseconds(),
-			RenewIntervalMs: s.Session.Renew.Milliseconds(),
-			LeaseShortened:  s.Session.Shortened,
-		},
-		Leases: []leaseView{},
-	}
-	for _, l := range s.Leases {
-		v.Leases = append(v.Leases, leaseView{l.Name, l.Kind, l.State, l.Token, l.Remaining.Milliseconds()})
-	}
+	v := statusView{SnapshotDocument: s.Document(), Backend: where}
 	for _, r := range holders {
 		hv := holderView{Name: r.name}
 		switch {

@@ -61,8 +61,8 @@ func TestStatusTableListsLeases(t *testing.T) {
 	snap := simba.Snapshot{
 		Session: simba.SessionSnapshot{ID: "abc", Identity: "db-7:4121", Status: simba.StatusLive, Remaining: 14 * time.Second, Renew: 5 * time.Second},
 		Leases: []simba.LeaseSnapshot{
-			{Name: "reports", Kind: "lock", State: simba.StateLeader, Token: 12, Remaining: 14 * time.Second},
-			{Name: "scheduler", Kind: "election", State: simba.StateCandidate},
+			{Name: "reports", Kind: "lock", State: simba.StateHolding, Token: 12, Remaining: 14 * time.Second},
+			{Name: "scheduler", Kind: "election", State: simba.StateContending},
 		},
 	}
 	if err := writeStatusTable(&b, "redis://h", snap, nil); err != nil {
@@ -75,9 +75,9 @@ status:     LIVE
 remaining:  14s
 renew:      every 5s
 
-NAME       KIND      STATE      TOKEN  REMAINING
-reports    lock      LEADER     12     14s
-scheduler  election  CANDIDATE  -      0s
+NAME       KIND      STATE       TOKEN  REMAINING
+reports    lock      HOLDING     12     14s
+scheduler  election  CONTENDING  -      0s
 `
 	if b.String() != want {
 		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
