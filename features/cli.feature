@@ -44,12 +44,14 @@ Feature: The simba command
       | an invalid holder name | status --holder 'bad/name'                      | 2    | simba status: invalid value "bad/name" for flag --holder |
 
   @R-HO-1
-  Scenario Outline: On <signal> simba lock stops the command and exits with the command's code
+  Scenario Outline: On <signal> simba lock stops the command, exits with the command's code and leaves the lock free
     Given simba 1 runs `lock "report" --grace 1s -- sh -c 'trap "echo stopped by TERM; exit 7" TERM; echo holding; while :; do sleep 0.1; done'`
     And within one lease duration simba 1's output has `holding`
     When simba 1 gets <signal>
     Then within one lease duration simba 1 exits with code 7
     And simba 1's output has `stopped by TERM`
+    When simba 2 runs `lock "report" --timeout 1s -- true`
+    Then simba 2 exits with code 0
 
     Examples:
       | signal  |
