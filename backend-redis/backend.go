@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -139,8 +140,9 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 // AUTH, SELECT) and a PING, all bounded by ctx. An unreachable server
 // fails with the dial error (once ctx ends, the last dial error is named
 // in the message), a server that accepts the connection and never answers
-// fails when ctx ends, with an error matching ctx.Err(), and a refused
-// password with an error matching ErrAuth. Without a deadline in ctx,
+// fails when ctx ends, with an error matching ctx.Err() (a PING cut by
+// go-redis's shorter read timeout is sent again while ctx allows), and a
+// refused password with an error matching ErrAuth. Without a deadline in ctx,
 // go-redis's own timeouts bound the check: dial_timeout and read_timeout
 // in the URL's query, 5s each by default. Errors never contain the
 // password, nor the value of a query parameter that names a credential
@@ -151,7 +153,10 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 // other byte as written, and mask them in go-redis's messages too when
 // they have 6 bytes or more and are not numbers (backendkit.Maskable).
 // Errors about the URL itself match ErrInvalidOptions and
-// simba.ErrInvalidURL.
+// simba.ErrInvalidURL, and are returned before any dial: an empty or blank
+// URL, a scheme of no form below, a missing host, a port that is not a
+// number from 1 to 65535 (the port "1:99" of redis://h:1:99), each named as
+// such.
 //
 // Two more forms reach replicated servers:
 //
@@ -210,7 +215,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	client := t.newClient(opts)
 	dials := &dialRecorder{}
 	client.AddHook(dials)
-	if err := client.Ping(ctx).Err(); err != nil {
+	if err := ping(ctx, client); err != nil {
 		_ = client.Close()
 		driverLogs.remove(sink)
 		if last := dials.lastErr(); last != nil && ctx.Err() != nil {
@@ -232,20 +237,76 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	return b, nil
 }
 
+// ping checks that the server answers, within ctx. go-redis bounds each
+// read by its read timeout (read_timeout, 3s by default) as well as by
+// ctx, so a server that accepts the connection and never answers fails a
+// PING before a longer deadline of ctx: then the PING is sent again, over
+// a new connection, until ctx ends, and the error says that the server
+// did not answer. Without a deadline in ctx, the first timeout is the
+// answer.
+func ping(ctx context.Context, client redis.UniversalClient) error {
+	var silent error
+	for {
+		start := time.Now()
+		err := client.Ping(ctx).Err()
+		var ne net.Error
+		_, bounded := ctx.Deadline()
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil && silent != nil:
+			return fmt.Errorf("%w (the server accepted connections but never answered: %v)", err, silent) //nolint:errorlint // the cause is ctx's end
+		case ctx.Err() != nil || !bounded || !errors.As(err, &ne) || !ne.Timeout():
+			return err
+		}
+		silent = err
+		if time.Since(start) < pingRetryPause {
+			// Not a read that waited: pause rather than spin.
+			select {
+			case <-ctx.Done():
+			case <-time.After(pingRetryPause):
+			}
+		}
+	}
+}
+
+// pingRetryPause is the least time between two PINGs of Open.
+const pingRetryPause = 50 * time.Millisecond
+
 // parseURL turns rawURL into what Open connects to: client options, a
 // description of the server that is safe to print (the parsed URL with
 // its credentials masked), the credentials it holds, and the Options its
 // Simba parameters set.
 func parseURL(rawURL string) (target, error) {
-	if scheme, ok := topologyScheme(rawURL); ok {
-		return parseTopologyURL(rawURL, scheme)
-	}
 	var t target
+	if err := backendkit.CheckBlank(rawURL); err != nil {
+		return t, invalidURL(fmt.Errorf("%w: redis URL %w: want %s", ErrInvalidOptions, err, singleForm))
+	}
+	scheme, afterColon, found := strings.Cut(rawURL, ":")
+	switch lower := strings.ToLower(scheme); lower {
+	case "redis", "rediss", "unix":
+	case schemeSentinel, schemeSentinelTLS, schemeCluster, schemeClusterTLS:
+		if !strings.HasPrefix(afterColon, "//") {
+			return t, invalidURL(fmt.Errorf("%w: redis URL: no \"//\" after \"%s:\"", ErrInvalidOptions, lower))
+		}
+		return parseTopologyURL(rawURL, lower)
+	default:
+		if !found || !strings.HasPrefix(afterColon, "//") || !backendkit.ValidScheme(scheme) {
+			return t, invalidURL(fmt.Errorf("%w: redis URL has no scheme: want %s", ErrInvalidOptions, singleForm))
+		}
+		return t, invalidURL(fmt.Errorf("%w: redis URL scheme %q: want redis://, rediss://, redis+sentinel://, "+
+			"rediss+sentinel://, redis+cluster://, rediss+cluster:// or unix://", ErrInvalidOptions, strings.ToLower(scheme)))
+	}
 	u, err := parseRedisURL(rawURL)
 	if err != nil {
 		return t, err
 	}
 	t.where, t.secrets = backendkit.RedactURL(u), backendkit.URLSecrets(u)
+	if u.Scheme != "unix" {
+		if _, _, err := backendkit.SplitAddress(u.Host, false); err != nil {
+			return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
+		}
+	}
 	own, query, err := simbaParams(u.RawQuery)
 	if err != nil {
 		return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
@@ -263,6 +324,9 @@ func parseURL(rawURL string) (target, error) {
 	t.single, t.own = copts, own
 	return t, nil
 }
+
+// singleForm is the form of a URL of one Redis server, for messages.
+const singleForm = "redis://[user:password@]host[:port][/db][?options]"
 
 // newClient makes the go-redis client of t, with the TLS settings and
 // credentials of opts in place of the URL's when set, and calls bounded

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 func TestRegisteredSchemes(t *testing.T) {
@@ -40,7 +41,7 @@ func TestOpenBackendURLErrors(t *testing.T) {
 }
 
 func TestOpenBackendSilentServer(t *testing.T) {
-	url := "redis://" + silentServer(t) + "/0"
+	url := "redis://" + backendtest.SilentListener(t) + "/0"
 	var err error
 	within(t, time.Second, "OpenBackend of a silent server with a 300ms context", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

@@ -57,6 +57,10 @@ func urlProblem(err error) string {
 		return "a '%' not followed by two hexadecimal digits"
 	case errors.As(err, &host):
 		return "an invalid character in the host"
+	case strings.Contains(err.Error(), "invalid port"):
+		// The text after the last ':' of the authority: a port, unless
+		// the password moved it.
+		return "not a valid URL (a port that is not a number from 1 to 65535, or an unencoded '/', '?' or '#' in the password)"
 	}
 	return "not a valid URL"
 }

@@ -4,56 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
-
-// silentServer is a listener that accepts every connection and holds it
-// open without ever answering, as a hung server does, until the test ends.
-func silentServer(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // TestOpenSilentServer opens a server that accepts connections and never
 // answers: Open fails at its context's deadline, and without a deadline
 // within go-redis's read timeout.
 func TestOpenSilentServer(t *testing.T) {
-	url := "redis://" + silentServer(t) + "/0"
+	url := "redis://" + backendtest.SilentListener(t) + "/0"
 	var err error
 	within(t, time.Second, "Open of a silent server with a 300ms context", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

@@ -55,20 +55,6 @@ type target struct {
 	own      Options
 }
 
-// topologyScheme reports the scheme of rawURL, in lower case, when it is
-// one of the sentinel or cluster forms.
-func topologyScheme(rawURL string) (string, bool) {
-	scheme, _, ok := strings.Cut(rawURL, "://")
-	if !ok {
-		return "", false
-	}
-	switch s := strings.ToLower(scheme); s {
-	case schemeSentinel, schemeSentinelTLS, schemeCluster, schemeClusterTLS:
-		return s, true
-	}
-	return "", false
-}
-
 // parseTopologyURL parses a sentinel or cluster URL:
 //
 //	redis+sentinel://[user:password@]host[:port][,host[:port]...]/MASTER[/db][?options]
@@ -208,22 +194,14 @@ func splitHosts(list string, port int) ([]string, error) {
 	for i, h := range parts {
 		which := fmt.Sprintf("host %d of %d", i+1, len(parts))
 		if h == "" {
-			return nil, fmt.Errorf("%s is empty", which)
+			return nil, fmt.Errorf("%s is empty: no host", which)
 		}
-		host, p := h, strconv.Itoa(port)
-		if strings.HasPrefix(h, "[") || strings.Count(h, ":") == 1 {
-			var err error
-			if host, p, err = net.SplitHostPort(h); err != nil {
-				return nil, fmt.Errorf("%s (%q) is not host:port", which, h)
-			}
-		} else if strings.Contains(h, ":") {
-			return nil, fmt.Errorf("%s (%q): an IPv6 address must be in brackets", which, h)
+		host, p, err := backendkit.SplitAddress(h, false)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%q): %w", which, h, err)
 		}
-		if host == "" {
-			return nil, fmt.Errorf("%s (%q) has no host name", which, h)
-		}
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("%s (%q): port %q is not a number from 1 to 65535", which, h, p)
+		if p == "" {
+			p = strconv.Itoa(port)
 		}
 		out = append(out, net.JoinHostPort(host, p))
 	}

@@ -103,7 +103,10 @@ func New(servers []string, opts Options) (*Backend, error) {
 // the two requests, the probe's session expires after the server's minimum
 // session timeout, owning no node). Each server gets DialTimeout, within
 // ctx, to connect and answer: Open returns within ctx, and without a
-// deadline in ctx within DialTimeout per server.
+// deadline in ctx within DialTimeout per server. With a deadline, the
+// servers are asked again after a round in which one did not answer
+// within DialTimeout, until ctx ends: Open waits for its context on a
+// server that accepts connections and never answers.
 //
 // With opts.Auth, Open then checks the identity, within ctx: a Zookeeper
 // server accepts any digest identity, so a wrong password shows only in

@@ -103,7 +103,7 @@ func ExampleParseURL() {
 	fmt.Println(err, errors.Is(err, simba.ErrInvalidURL))
 	// Output:
 	// zk1:2181,zk2:2181/tenant-a as app
-	// simbazk: options URL: server "zk1": want HOST:PORT true
+	// simbazk: options URL: server "zk1": no port: want HOST:PORT true
 }
 
 // Importing the package registers zk:// with simba.OpenBackend, which opens

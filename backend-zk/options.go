@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // Defaults of [Options].
@@ -187,8 +188,18 @@ func validateRoot(root string) error {
 
 // ParseConnectString splits a Zookeeper connect string,
 // "host:port,host:port[/chroot]", into its server list and its chroot
-// ("" when absent).
+// ("" when absent). Each server needs a host and a port from 1 to 65535;
+// an empty or blank string, a bad address and a URL (zk://..., which
+// [ParseURL] splits) are refused with an *OptionsError that names the
+// problem and quotes no URL.
 func ParseConnectString(s string) (servers []string, chroot string, err error) {
+	if err := backendkit.CheckBlank(s); err != nil {
+		return nil, "", &OptionsError{Field: "connect string", Reason: err.Error() + ": want HOST:PORT[,HOST:PORT...][/CHROOT]"}
+	}
+	if strings.Contains(s, "://") {
+		return nil, "", &OptionsError{Field: "connect string", Reason: "a URL, not HOST:PORT[,HOST:PORT...][/CHROOT]: " +
+			"give a zk:// URL to ParseURL or simba.OpenBackend"}
+	}
 	hosts := s
 	if i := strings.IndexByte(s, '/'); i >= 0 {
 		hosts, chroot = s[:i], s[i:]
@@ -209,6 +220,11 @@ func ParseConnectString(s string) (servers []string, chroot string, err error) {
 	}
 	if len(servers) == 0 {
 		return nil, "", &OptionsError{Field: "connect string", Reason: fmt.Sprintf("%q names no server", s)}
+	}
+	for _, h := range servers {
+		if _, _, err := backendkit.SplitAddress(h, true); err != nil {
+			return nil, "", &OptionsError{Field: "connect string", Reason: fmt.Sprintf("server %q: %v", h, err)}
+		}
 	}
 	return servers, chroot, nil
 }

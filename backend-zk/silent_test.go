@@ -10,43 +10,8 @@ import (
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
-
-// silentServer is a listener that accepts every connection and holds it
-// open without ever answering, as a hung server does, until the test ends.
-func silentServer(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return ln.Addr().String()
-}
 
 // closedPort returns an address nothing listens on.
 func closedPort(t testing.TB) string {
@@ -71,7 +36,7 @@ func within(t *testing.T, limit time.Duration, what string, op func()) {
 }
 
 func TestOpenSilentServer(t *testing.T) {
-	silent := silentServer(t)
+	silent := backendtest.SilentListener(t)
 	var err error
 	within(t, time.Second, "Open of a silent server with a 300ms context", func() {
 		c, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -100,7 +65,7 @@ func TestOpenSilentServer(t *testing.T) {
 
 func TestOpenMovesPastSilentServers(t *testing.T) {
 	servers := testServers(t, "SIMBA_TEST_ZK_SERVERS")
-	connect := silentServer(t) + "," + closedPort(t) + "," + strings.Join(servers, ",")
+	connect := backendtest.SilentListener(t) + "," + closedPort(t) + "," + strings.Join(servers, ",")
 	var b *Backend
 	var err error
 	within(t, time.Second, "Open past a silent and a closed server with DialTimeout 300ms", func() {
@@ -115,7 +80,7 @@ func TestOpenMovesPastSilentServers(t *testing.T) {
 	// not the library's ten, for a silent server before it tries the next.
 	// The library picks servers in random order: two sessions make it
 	// likely that one meets the silent server first.
-	b, err = New([]string{silentServer(t), servers[0]}, Options{Root: testRoot(t, servers), Logger: quiet()})
+	b, err = New([]string{backendtest.SilentListener(t), servers[0]}, Options{Root: testRoot(t, servers), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +99,7 @@ func TestOpenMovesPastSilentServers(t *testing.T) {
 // context's deadline and Close returns within a few seconds while the
 // library still waits for the server's connect response.
 func TestOpenSessionSilentServer(t *testing.T) {
-	b, err := New([]string{silentServer(t)}, Options{Logger: quiet()})
+	b, err := New([]string{backendtest.SilentListener(t)}, Options{Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +205,7 @@ func TestParseURL(t *testing.T) {
 		{give: "zk://app:s3cr3t@zk1:2181/app", wantConnect: "zk1:2181/app", wantAuth: "app:s3cr3t"},
 		{give: "zk://app:p@s:s/w?x#y@zk1:2181,[::1]:2181/app", wantConnect: "zk1:2181,[::1]:2181/app", wantAuth: "app:p@s:s/w?x#y"},
 		{give: "zk://", wantErr: "names no server"},
-		{give: "zk://u:s3cr3t@host", wantErr: `server "host": want HOST:PORT`},
+		{give: "zk://u:s3cr3t@host", wantErr: `server "host": no port: want HOST:PORT`},
 		{give: "zk://host:2181?x=1", wantErr: "query parameters are not supported"},
 		{give: "zk://host:2181#s3cr3t", wantErr: "query parameters are not supported"},
 		{give: "zk://s3cr3t@host:2181", wantErr: "user information must be USER:PASSWORD"},
@@ -276,7 +241,7 @@ func TestOpenBackendRegistered(t *testing.T) {
 	within(t, time.Second, "OpenBackend of a silent server with a 300ms context", func() {
 		c, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
-		_, opened = simba.OpenBackend(c, "zk://"+silentServer(t))
+		_, opened = simba.OpenBackend(c, "zk://"+backendtest.SilentListener(t))
 	})
 	if !errors.Is(opened, context.DeadlineExceeded) {
 		t.Errorf("OpenBackend of a silent server = %v, want context.DeadlineExceeded", opened)

@@ -2,11 +2,12 @@ package simbazk
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"strings"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 func init() {
@@ -45,9 +46,16 @@ func openURL(ctx context.Context, rawURL string) (simba.OpenedBackend, error) {
 // Errors are *OptionsError values matching ErrInvalidOptions and
 // simba.ErrInvalidURL; they never contain the user information.
 func ParseURL(rawURL string) (connect, auth string, err error) {
+	const form = "zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]"
+	if err := backendkit.CheckBlank(rawURL); err != nil {
+		return "", "", &OptionsError{Field: "URL", Reason: err.Error() + ": want " + form}
+	}
 	scheme, rest, ok := strings.Cut(rawURL, "://")
-	if !ok || !strings.EqualFold(scheme, "zk") {
-		return "", "", &OptionsError{Field: "URL", Reason: "want zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]"}
+	switch {
+	case !ok || !backendkit.ValidScheme(scheme):
+		return "", "", &OptionsError{Field: "URL", Reason: "no scheme: want " + form}
+	case !strings.EqualFold(scheme, "zk"):
+		return "", "", &OptionsError{Field: "URL", Reason: fmt.Sprintf("scheme %q: want %s", strings.ToLower(scheme), form)}
 	}
 	connect = rest
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
@@ -59,14 +67,15 @@ func ParseURL(rawURL string) (connect, auth string, err error) {
 	if strings.ContainsAny(connect, "?#") {
 		return "", "", &OptionsError{Field: "URL", Reason: "query parameters are not supported"}
 	}
-	servers, _, err := ParseConnectString(connect)
-	if err != nil {
-		return "", "", err
+	if connect == "" {
+		return "", "", &OptionsError{Field: "URL", Reason: "names no server: want " + form}
 	}
-	for _, s := range servers {
-		if _, _, err := net.SplitHostPort(s); err != nil {
-			return "", "", &OptionsError{Field: "URL", Reason: fmt.Sprintf("server %q: want HOST:PORT", s)}
+	if _, _, err := ParseConnectString(connect); err != nil {
+		var oe *OptionsError
+		if errors.As(err, &oe) {
+			return "", "", &OptionsError{Field: "URL", Reason: oe.Reason}
 		}
+		return "", "", err
 	}
 	return connect, auth, nil
 }

@@ -423,23 +423,46 @@ func probeErr(ctx context.Context, err error) error {
 // none did, or when ctx ended first; without a deadline in ctx, it takes
 // at most DialTimeout per server.
 func (b *Backend) probeAny(ctx context.Context) error {
+	_, bounded := ctx.Deadline()
 	var errs []string
 	var last error
-	for _, server := range b.servers {
-		err := b.probe(ctx, server)
-		if err == nil {
-			return nil
+	for {
+		start := time.Now()
+		var round []string
+		silent := false
+		for _, server := range b.servers {
+			err := b.probe(ctx, server)
+			if err == nil {
+				return nil
+			}
+			if ctx.Err() != nil {
+				break
+			}
+			if isTimeout(err) {
+				// The server's DialTimeout, not the caller's deadline: say
+				// so without letting errors.Is report the caller's ctx as
+				// ended.
+				err = fmt.Errorf("no answer within %v (DialTimeout)", b.opts.DialTimeout)
+				silent = true
+			}
+			round = append(round, server+": "+err.Error())
+			last = err
 		}
-		if ctx.Err() != nil {
+		if len(round) > 0 {
+			errs = round
+		}
+		// A server that did not answer within DialTimeout may be slow
+		// rather than down: while ctx allows, the servers are asked again,
+		// so that Open waits for its context rather than DialTimeout.
+		if ctx.Err() != nil || !bounded || !silent {
 			break
 		}
-		if isTimeout(err) {
-			// The server's DialTimeout, not the caller's deadline: say so
-			// without letting errors.Is report the caller's ctx as ended.
-			err = fmt.Errorf("no answer within %v (DialTimeout)", b.opts.DialTimeout)
+		if time.Since(start) < probePause {
+			select {
+			case <-ctx.Done():
+			case <-time.After(probePause):
+			}
 		}
-		errs = append(errs, server+": "+err.Error())
-		last = err
 	}
 	if err := ctx.Err(); err != nil {
 		detail := ""
@@ -450,6 +473,9 @@ func (b *Backend) probeAny(ctx context.Context) error {
 	}
 	return &probeError{servers: b.servers, msgs: errs, last: last}
 }
+
+// probePause is the least time between two rounds of probeAny.
+const probePause = 50 * time.Millisecond
 
 // isTimeout reports whether err is a deadline that passed.
 func isTimeout(err error) bool {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // OpenedBackend is a [Backend] that owns what it opened (connections,
@@ -52,13 +54,18 @@ type SchemeError struct {
 	// Registered lists the schemes registered when the error was made,
 	// sorted.
 	Registered []string
+
+	blank string // what is wrong with a blank URL: "is empty", "is only spaces", ...
 }
 
 func (e *SchemeError) Error() string {
 	var b strings.Builder
-	if e.Scheme == "" {
+	switch {
+	case e.blank != "":
+		b.WriteString("simba: backend URL " + e.blank + ": want SCHEME://...")
+	case e.Scheme == "":
 		b.WriteString("simba: backend URL has no scheme: want SCHEME://...")
-	} else {
+	default:
 		fmt.Fprintf(&b, "simba: unknown backend URL scheme %q", e.Scheme)
 		if pkg, ok := wellKnownSchemes[e.Scheme]; ok {
 			fmt.Fprintf(&b, ": import %s to open it", pkg)
@@ -110,7 +117,7 @@ var backends = struct {
 // is nil, or when scheme is already registered: two packages claiming one
 // scheme is a build mistake to catch at start-up.
 func RegisterBackend(scheme string, open BackendOpener) {
-	if !validScheme(scheme) {
+	if !backendkit.ValidScheme(scheme) {
 		panic(fmt.Sprintf("simba: RegisterBackend: invalid scheme %q", scheme))
 	}
 	if open == nil {
@@ -162,11 +169,16 @@ func BackendSchemes() []string {
 //
 // A URL without a valid "scheme://" prefix, or of a scheme nobody
 // registered, gives a *[SchemeError] (matching [ErrInvalidURL] or
-// [ErrUnknownScheme]) that quotes nothing of the URL but its scheme.
+// [ErrUnknownScheme]) that quotes nothing of the URL but its scheme. So
+// does a URL that is empty, only white space, or starts or ends with
+// white space (an unset or badly quoted variable), named as such.
 // Other errors are the opener's, as it returned them: a backend's errors
 // never contain the URL's password, and those about the URL itself match
 // [ErrInvalidURL].
 func OpenBackend(ctx context.Context, rawURL string) (OpenedBackend, error) {
+	if err := backendkit.CheckBlank(rawURL); err != nil {
+		return nil, &SchemeError{Registered: BackendSchemes(), blank: err.Error()}
+	}
 	scheme, ok := urlScheme(rawURL)
 	if !ok {
 		return nil, &SchemeError{Registered: BackendSchemes()}
@@ -192,25 +204,8 @@ func OpenBackend(ctx context.Context, rawURL string) (OpenedBackend, error) {
 // information then: a scheme holds no ':' nor '@'.
 func urlScheme(rawURL string) (string, bool) {
 	scheme, _, ok := strings.Cut(rawURL, "://")
-	if !ok || !validScheme(scheme) {
+	if !ok || !backendkit.ValidScheme(scheme) {
 		return "", false
 	}
 	return strings.ToLower(scheme), true
-}
-
-// validScheme reports whether s is a URL scheme (RFC 3986): a letter, then
-// letters, digits, '+', '-' or '.'.
-func validScheme(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -130,7 +130,6 @@ func TestOpenBackendUnknownScheme(t *testing.T) {
 
 func TestOpenBackendNoScheme(t *testing.T) {
 	for _, give := range []string{
-		"",
 		"localhost:6379",
 		"user:s3cr3t@host",
 		"user:s3cr3t@tcp(host:3306)/db",
@@ -244,6 +243,34 @@ func TestRegistryConcurrentUse(t *testing.T) {
 	for i := range 4 {
 		if !slices.Contains(BackendSchemes(), fmt.Sprintf("test-conc-%d", i)) {
 			t.Errorf("test-conc-%d missing from %v", i, BackendSchemes())
+		}
+	}
+}
+
+// TestOpenBackendBlankURL: an empty URL, one of spaces, and one with a
+// space around it (an unset or badly quoted variable) are named as such,
+// not as a URL without a scheme, and still quote nothing of the URL.
+func TestOpenBackendBlankURL(t *testing.T) {
+	registerForTest(t, "test-blank", stubOpener)
+	tests := []struct {
+		give string
+		want string
+	}{
+		{give: "", want: "backend URL is empty"},
+		{give: "   ", want: "backend URL is only spaces"},
+		{give: "\t\n", want: "backend URL is only spaces"},
+		{give: " test-blank://u:s3cr3t@h", want: "backend URL starts or ends with a space"},
+		{give: "test-blank://u:s3cr3t@h\n", want: "backend URL starts or ends with a space"},
+	}
+	for _, tt := range tests {
+		_, err := OpenBackend(t.Context(), tt.give)
+		var se *SchemeError
+		if !errors.Is(err, ErrInvalidURL) || errors.Is(err, ErrUnknownScheme) || !errors.As(err, &se) || se.Scheme != "" {
+			t.Errorf("OpenBackend(%q) = %v, want a *SchemeError without scheme matching ErrInvalidURL only", tt.give, err)
+			continue
+		}
+		if msg := err.Error(); !strings.Contains(msg, tt.want) || strings.Contains(msg, "s3cr3t") {
+			t.Errorf("OpenBackend(%q) = %q, want %q and no user information", tt.give, msg, tt.want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 	"github.com/simba-go/simba/core/backendkit"
 )
 
@@ -76,6 +78,10 @@ func Open(ctx context.Context, dataSource string, opts Options) (*Backend, error
 	if err != nil {
 		return nil, err
 	}
+	if err := backendkit.CheckBlank(dataSource); err != nil {
+		return nil, pkg.OptionsError("url", "the data source "+err.Error()+
+			": want mysql://user:password@host:port/dbname or user:password@tcp(host:port)/dbname")
+	}
 	first, hosts, err := splitHosts(dataSource)
 	if err != nil {
 		return nil, err
@@ -104,7 +110,9 @@ func Open(ctx context.Context, dataSource string, opts Options) (*Backend, error
 		_ = db.Close()
 		return nil, err
 	}
-	if err := db.PingContext(ctx); err != nil {
+	// The DSN's readTimeout or timeout cuts a ping to a server that never
+	// answers: with more time left in ctx, the ping is sent again.
+	if err := sqlcore.PingUntil(ctx, db.PingContext, noAnswer); err != nil {
 		_ = b.Close()
 		// The driver's errors hold no configuration: the cause is kept.
 		return nil, pkg.ConnectError(err, secrets, err)
@@ -114,6 +122,14 @@ func Open(ctx context.Context, dataSource string, opts Options) (*Backend, error
 		return nil, backendkit.MaskError(err, secrets)
 	}
 	return b, nil
+}
+
+// noAnswer reports whether err, of a ping, may be a server that did not
+// answer within the driver's own timeouts: a timeout, or the connection the
+// driver gave up on after one (mysql.ErrInvalidConn, driver.ErrBadConn).
+func noAnswer(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, mysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn)
 }
 
 // hasScheme tells a URL from a DSN, whose user name cannot be followed by
@@ -128,6 +144,9 @@ func config(dataSource string, opts Options) (*mysql.Config, []string, error) {
 	if hasScheme.MatchString(dataSource) {
 		u, err := pkg.ParseURL(dataSource, false, "mysql")
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := pkg.CheckHosts(u, false); err != nil {
 			return nil, nil, err
 		}
 		secrets = append(backendkit.URLSecrets(u), opts.Password)
@@ -145,6 +164,23 @@ func config(dataSource string, opts Options) (*mysql.Config, []string, error) {
 				msg = "not user:password@tcp(host:port)/dbname"
 			}
 			return nil, nil, pkg.OptionsError("dsn", backendkit.MaskText(msg, secrets))
+		}
+		if cfg.Net == "tcp" {
+			// The address follows the DSN's last '@': it holds no
+			// password, and may be quoted. An empty host is the local
+			// system, as Go's dialer reads it. The driver brackets an
+			// address it cannot split ("h:1:99"), adding its default port.
+			addr := cfg.Addr
+			if h, p, err := net.SplitHostPort(addr); err == nil && p == "3306" && strings.Contains(h, ":") &&
+				net.ParseIP(strings.SplitN(h, "%", 2)[0]) == nil {
+				addr = h
+			}
+			if strings.HasPrefix(addr, ":") {
+				addr = "localhost" + addr
+			}
+			if _, _, err := backendkit.SplitAddress(addr, true); err != nil {
+				return nil, nil, pkg.OptionsError("dsn", err.Error())
+			}
 		}
 		if cfg.DBName == "" {
 			return nil, nil, pkg.OptionsError("dsn", "no database name after the '/'")

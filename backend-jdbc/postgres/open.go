@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 	"github.com/simba-go/simba/core/backendkit"
 )
 
@@ -26,7 +27,8 @@ import (
 // or silent server, wrong credentials and missing tables are reported
 // here. When ctx ends first, Open gives up and its error wraps ctx's. Give
 // ctx a deadline: a server that accepts connections but never answers is
-// waited for as long as ctx allows.
+// waited for as long as ctx allows (a connect that the per-host timeout
+// below cut is tried again while ctx allows).
 //
 // A URL may name several hosts (postgres://user@h1:5432,h2:5432/db) with
 // target_session_attrs=read-write, so that each new connection goes to the
@@ -62,6 +64,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := pkg.CheckHosts(u, true); err != nil {
+		return nil, err
+	}
 	secrets := backendkit.URLSecrets(u)
 	if opts.Password != "" {
 		secrets = append(secrets, opts.Password)
@@ -94,7 +99,9 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		pool.Close()
 		return nil, err
 	}
-	if err := pool.Ping(ctx); err != nil {
+	// A host that never answers fails a connect at connect_timeout:
+	// with more time left in ctx, the hosts are tried again.
+	if err := sqlcore.PingUntil(ctx, pool.Ping, pgconn.Timeout); err != nil {
 		_ = b.Close()
 		return nil, connectError(err, secrets)
 	}

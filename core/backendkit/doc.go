@@ -22,4 +22,9 @@
 //
 // Where the text is the backend's own, it prints it structurally
 // ([RedactURL]) instead of searching it: that masks a short password too.
+//
+// It also checks what a user typed before anything is dialled, so that
+// every backend names a mistake the same way: [CheckBlank] for an empty or
+// blank URL, [SplitAddress] for one HOST[:PORT] (the port of "h:1:99" is
+// "1:99", not a host "h:1"; a missing host is "no host").
 package backendkit

@@ -48,3 +48,30 @@ func ExampleMaskError() {
 	// auth xxxxx: context deadline exceeded
 	// true
 }
+
+// SplitAddress names the part of an address at fault, so that a mistyped
+// URL is refused before any dial.
+func ExampleSplitAddress() {
+	for _, addr := range []string{"db-1:5432", "[::1]:6379", "h:1:99", ":6379"} {
+		host, port, err := backendkit.SplitAddress(addr, false)
+		fmt.Println(host, port, err)
+	}
+	// Output:
+	// db-1 5432 <nil>
+	// ::1 6379 <nil>
+	//   port "1:99": want a number from 1 to 65535 (an IPv6 address goes in brackets: [ADDRESS]:PORT)
+	//   no host before ":6379"
+}
+
+// CheckBlank tells an unset or badly quoted variable from a URL, quoting
+// nothing of it.
+func ExampleCheckBlank() {
+	for _, raw := range []string{"", "  ", "redis://h:6379 ", "redis://h:6379"} {
+		fmt.Println(backendkit.CheckBlank(raw))
+	}
+	// Output:
+	// is empty
+	// is only spaces
+	// starts or ends with a space
+	// <nil>
+}

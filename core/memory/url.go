@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // ErrClosed is matched by the error of every call on a [Conn] after
@@ -67,9 +68,15 @@ func Open(ctx context.Context, rawURL string) (*Conn, error) {
 
 // parseURL returns the store name of a memory:// URL.
 func parseURL(rawURL string) (string, error) {
+	if err := backendkit.CheckBlank(rawURL); err != nil {
+		return "", &urlError{"the URL " + err.Error() + ": want memory://NAME"}
+	}
 	scheme, _, ok := strings.Cut(rawURL, "://")
-	if !ok || !strings.EqualFold(scheme, "memory") {
+	switch {
+	case !ok || !backendkit.ValidScheme(scheme):
 		return "", &urlError{"want the scheme memory://"}
+	case !strings.EqualFold(scheme, "memory"):
+		return "", &urlError{fmt.Sprintf("scheme %q: want the scheme memory://", strings.ToLower(scheme))}
 	}
 	u, err := url.Parse(rawURL)
 	switch {

@@ -58,6 +58,10 @@ func TestOpenRefusesURLs(t *testing.T) {
 		{give: "memory://name?x=s3cr3t", want: "query"},
 		{give: "memory://name#s3cr3t", want: "fragment"},
 		{give: "memory://na%zzme", want: "not a valid URL"},
+		{give: "", want: "the URL is empty: want memory://NAME"},
+		{give: "  ", want: "the URL is only spaces"},
+		{give: " memory://x", want: "the URL starts or ends with a space"},
+		{give: "redis://h", want: `scheme "redis": want the scheme memory://`},
 	}
 	for _, tt := range tests {
 		_, err := memory.Open(t.Context(), tt.give)

@@ -26,7 +26,24 @@ const URLHint = "percent-encode the user name and password (@ %40, : %3A, / %2F,
 // quote the offending part, which may be part of the password.
 func (p *Pkg) ParseURL(rawURL string, oneAt bool, schemes ...string) (*url.URL, error) {
 	want := "want " + strings.Join(schemes, "://, ") + "://"
-	u, err := url.Parse(rawURL)
+	if err := backendkit.CheckBlank(rawURL); err != nil {
+		return nil, p.OptionsError("url", "the URL "+err.Error()+": "+want)
+	}
+	// A list of hosts (h1:5432,h2) is no host url.Parse takes when its
+	// last host has no port: the URL is parsed with one host in its place,
+	// then given the list back, which CheckHosts checks.
+	parseable, hostList := rawURL, ""
+	if scheme, rest, ok := strings.Cut(rawURL, "://"); ok {
+		auth := authority(rawURL)
+		at := strings.LastIndexByte(auth, '@')
+		if list := auth[at+1:]; strings.Contains(list, ",") {
+			parseable, hostList = scheme+"://"+auth[:at+1]+"hosts"+rest[len(auth):], list
+		}
+	}
+	u, err := url.Parse(parseable)
+	if err == nil && hostList != "" {
+		u.Host = hostList
+	}
 	switch {
 	case err == nil && u.Scheme == "":
 		return nil, p.OptionsError("url", "no scheme: "+want)
@@ -61,8 +78,34 @@ func urlProblem(err error) string {
 		return "a '%' not followed by two hexadecimal digits"
 	case errors.As(err, &host):
 		return "an invalid character in the host"
+	case strings.Contains(err.Error(), "invalid port"):
+		// The text after the last ':' of the authority: a port, unless
+		// the password moved it.
+		return "not a valid URL (a port that is not a number from 1 to 65535, or an unencoded '/', '?' or '#' in the password)"
 	}
 	return "not a valid URL"
+}
+
+// CheckHosts checks the hosts of u, a URL ParseURL returned: one
+// HOST[:PORT] or several separated by ',', each a host name or address
+// and a port from 1 to 65535 (backendkit.SplitAddress), so that a
+// mistyped address is refused before any dial by an error that names it.
+// With localOK a URL of one empty host, with or without a port, passes:
+// the driver's local default (libpq's socket) is meant.
+func (p *Pkg) CheckHosts(u *url.URL, localOK bool) error {
+	hosts := strings.Split(u.Host, ",")
+	for i, h := range hosts {
+		if localOK && len(hosts) == 1 && (h == "" || strings.HasPrefix(h, ":")) {
+			h = "localhost" + h // its port only is checked
+		}
+		if _, _, err := backendkit.SplitAddress(h, false); err != nil {
+			if len(hosts) > 1 {
+				return p.OptionsError("url", fmt.Sprintf("host %d of %d: %v", i+1, len(hosts), err))
+			}
+			return p.OptionsError("url", err.Error())
+		}
+	}
+	return nil
 }
 
 // ConnectError is Open's failure to reach the database or log in: the

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -107,6 +109,9 @@ func TestParseURL(t *testing.T) {
 		{give: "postgres://u:secretpw@h/d?x=a@b", want: "cannot tell its user information"},
 		{give: "postgres://u:secret%zzpw@h/d", want: "a '%' not followed by two hexadecimal digits"},
 		{give: "postgres:u:secretpw@h/d", want: "cannot tell its user information"},
+		{give: "postgres://u:p@h1:5432,h2/d"},
+		{give: "postgres://u:p@h1,h2,h3:1/d?x=1"},
+		{give: "postgres://u:secret/pw@h1:5432,h2/d", want: "not a valid URL"},
 	} {
 		_, err := testPkg.ParseURL(tt.give, tt.oneAt, "postgres", "postgresql")
 		switch {
@@ -500,4 +505,92 @@ func TestWaitBound(t *testing.T) {
 	if d, ok := WaitBound(past); !ok || d != 0 {
 		t.Fatalf("WaitBound past the deadline = %v, %v; want 0", d, ok)
 	}
+}
+
+func TestCheckHosts(t *testing.T) {
+	for _, tt := range []struct {
+		give    string
+		localOK bool
+		want    string // in the error; "" when accepted
+	}{
+		{give: "postgres://u@h:1/d"},
+		{give: "postgres://u@h1:1,h2:2,10.0.0.1:3/d"},
+		{give: "postgres://u@[::1]:3/d"},
+		{give: "postgres://u@/d", localOK: true},
+		{give: "postgres://u@:5433/d", localOK: true},
+		{give: "postgres://u@:0/d", localOK: true, want: `port "0"`},
+		{give: "mysql://u@/d", want: "no host"},
+		{give: "mysql://u@:3306/d", want: `no host before ":3306"`},
+		{give: "postgres://u@h1:1,:2/d", localOK: true, want: `host 2 of 2: no host before ":2"`},
+		{give: "postgres://u@h:1:99/d", want: `port "1:99": want a number from 1 to 65535`},
+		{give: "postgres://u@h1:1,h2:1:99/d", want: `host 2 of 2: port "1:99"`},
+		{give: "postgres://u@h:99999/d", want: `port "99999"`},
+	} {
+		u, err := url.Parse(tt.give)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = testPkg.CheckHosts(u, tt.localOK)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("CheckHosts(%q): %v", tt.give, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, simba.ErrInvalidURL)):
+			t.Errorf("CheckHosts(%q): %v, want an *OptionsError about the URL saying %q", tt.give, err, tt.want)
+		}
+	}
+}
+
+// TestPingUntil: a ping that a driver's timeout cut is sent again until
+// ctx ends, and only then; any other error, or any error without a
+// deadline in ctx, is the answer at once.
+func TestPingUntil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cut := errors.New("driver timeout")
+		other := errors.New("refused")
+		silent := func(err error) bool { return errors.Is(err, cut) }
+		calls := 0
+		timedOut := func(ctx context.Context) error {
+			calls++
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+				return cut
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5500*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err := PingUntil(ctx, timedOut, silent)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "never answered: driver timeout") ||
+			time.Since(start) != 5500*time.Millisecond || calls != 6 {
+			t.Errorf("PingUntil = %v after %v and %d pings, want the deadline after 5.5s and 6 pings", err, time.Since(start), calls)
+		}
+		calls = 0
+		if err := PingUntil(t.Context(), timedOut, silent); !errors.Is(err, cut) || calls != 1 {
+			t.Errorf("without a deadline: %v after %d pings, want the driver's timeout after one", err, calls)
+		}
+		calls = 0
+		ctx, cancel = context.WithTimeout(t.Context(), time.Hour)
+		defer cancel()
+		err = PingUntil(ctx, func(context.Context) error { calls++; return other }, silent)
+		if !errors.Is(err, other) || calls != 1 {
+			t.Errorf("another error: %v after %d pings, want it after one", err, calls)
+		}
+		calls = 0
+		err = PingUntil(ctx, func(context.Context) error { calls++; return cut }, silent)
+		if !errors.Is(err, cut) || calls != 1 {
+			t.Errorf("a ping failing at once: %v after %d pings, want it after one: an answer, not silence", err, calls)
+		}
+		pings := 0
+		err = PingUntil(ctx, func(ctx context.Context) error {
+			if pings++; pings < 3 {
+				return timedOut(ctx)
+			}
+			return nil
+		}, silent)
+		if err != nil || pings != 3 {
+			t.Errorf("a server answering the third ping: %v after %d pings, want success after 3", err, pings)
+		}
+	})
 }

@@ -5,17 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	simbamysql "github.com/simba-go/simba/backend-jdbc/mysql"
 	simbapg "github.com/simba-go/simba/backend-jdbc/postgres"
 	simbaredis "github.com/simba-go/simba/backend-redis"
 	simbazk "github.com/simba-go/simba/backend-zk"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 	_ "github.com/simba-go/simba/core/memory" // registers memory://
 )
 
@@ -62,6 +64,10 @@ func badURL(format string, args ...any) error {
 // registry cannot pass (--migrate, the logger). Its errors never contain
 // a password.
 func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.OpenedBackend, error) {
+	if err := backendkit.CheckBlank(rawURL); err != nil {
+		// An unset or badly quoted variable: nothing of it is quoted.
+		return nil, badURL("backend URL %v", err)
+	}
 	u := parseBackendURL(rawURL)
 	if u.scheme == "" {
 		if scheme, _, ok := strings.Cut(rawURL, ":"); ok && registered(scheme) {
@@ -89,6 +95,11 @@ func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.Op
 		return nil, &badURLError{err}
 	case isSchemaMissing(err):
 		return nil, &notSetUpError{err}
+	case isNotPermitted(err):
+		return nil, fmt.Errorf("%w: %s", err, grantHint)
+	case isDatabaseMissing(err):
+		return nil, fmt.Errorf("%w: the database of the URL does not exist: create it, or correct the URL "+
+			"(simba creates its tables, not the database)", err)
 	case err != nil:
 		return nil, err
 	}
@@ -138,6 +149,38 @@ func isSchemaMissing(err error) bool {
 	return errors.Is(err, simbapg.ErrSchemaMissing) || errors.Is(err, simbamysql.ErrSchemaMissing)
 }
 
+// isDatabaseMissing reports whether err is the server's refusal of a
+// database it does not have (PostgreSQL's invalid_catalog_name, 3D000;
+// MySQL's and MariaDB's ER_BAD_DB_ERROR, 1049): a configuration error
+// (exitConfig) that no retry mends, not an unavailable backend.
+func isDatabaseMissing(err error) bool {
+	var pe *pgconn.PgError
+	var me *mysql.MySQLError
+	return errors.As(err, &pe) && pe.Code == "3D000" || errors.As(err, &me) && me.Number == 1049
+}
+
+// isNotPermitted reports whether err is the server's refusal of a
+// statement on the tables or of the database to the URL's user
+// (PostgreSQL's insufficient_privilege, 42501; MySQL's and MariaDB's
+// ER_DBACCESS_DENIED_ERROR, ER_TABLEACCESS_DENIED_ERROR and
+// ER_COLUMNACCESS_DENIED_ERROR, 1044, 1142 and 1143): a configuration
+// error (exitConfig) that no retry mends.
+func isNotPermitted(err error) bool {
+	var pe *pgconn.PgError
+	var me *mysql.MySQLError
+	return errors.As(err, &pe) && pe.Code == "42501" ||
+		errors.As(err, &me) && (me.Number == 1044 || me.Number == 1142 || me.Number == 1143)
+}
+
+// grantHint says what to do about isNotPermitted.
+const grantHint = "the URL's user needs SELECT, INSERT, UPDATE and DELETE on simba's tables: GRANT them, or use the user that owns the tables"
+
+// isNotSetUp reports whether err, of opening the backend or a session,
+// says that the backend is not set up for simba: exitConfig.
+func isNotSetUp(err error) bool {
+	return isSchemaMissing(err) || isDatabaseMissing(err) || isNotPermitted(err)
+}
+
 // sqlScheme reports whether the lower-case form of scheme names a backend
 // with tables.
 func sqlScheme(scheme string) bool {
@@ -182,11 +225,15 @@ func urlForm(scheme string) string {
 
 // checkAddresses checks the hosts and ports of a redis://, rediss://,
 // mysql://, postgres:// or zk:// URL before any dial, so that a typing
-// error is bad usage rather than an unreachable backend. A URL that
-// url.Parse refuses was refused by checkURL already, or is postgres://,
-// which pgx parses and checks itself.
+// error is bad usage rather than an unreachable backend, named by the part
+// at fault (backendkit.SplitAddress): the port "1:99" of redis://h:1:99,
+// no host in redis://:6379. A URL that url.Parse refuses was refused by
+// checkURL already, or is postgres://, which the backend checks itself.
+// A postgres:// URL without a host (or with a port only) means the local
+// socket, as libpq reads it; the other schemes need a host.
 func checkAddresses(u backendURL) error {
 	var hosts []string
+	socketOK := false
 	switch strings.ToLower(u.scheme) {
 	case "zk":
 		return checkZKServers(u)
@@ -202,104 +249,29 @@ func checkAddresses(u backendURL) error {
 			return nil
 		}
 		hosts = strings.Split(pu.Host, ",") // pgx takes several HOST[:PORT]
+		socketOK = len(hosts) == 1
 	default:
 		return nil
 	}
 	for _, hp := range hosts {
-		host, port := hp, ""
-		if i := strings.LastIndexByte(hp, ':'); i >= 0 && !strings.HasSuffix(hp, "]") {
-			host, port = hp[:i], hp[i+1:]
+		if socketOK && (hp == "" || strings.HasPrefix(hp, ":")) {
+			hp = "localhost" + hp // the socket: its port only is checked
 		}
-		if err := checkHostPort(host, port); err != nil {
+		if _, _, err := backendkit.SplitAddress(hp, false); err != nil {
 			return badURL("backend URL %s: %v", u.redactedString(), err)
 		}
 	}
 	return nil
 }
 
-// checkZKServers checks the servers of a zk:// URL, which simbazk.ParseURL
-// splits (its errors never hold the user information): each needs a valid
-// host and port.
+// checkZKServers checks the servers of a zk:// URL with simbazk.ParseURL,
+// which checks each one's host and port; its errors never hold the user
+// information.
 func checkZKServers(u backendURL) error {
-	connect, _, err := simbazk.ParseURL(u.raw)
-	if err != nil {
+	if _, _, err := simbazk.ParseURL(u.raw); err != nil {
 		return &badURLError{err}
 	}
-	servers, _, err := simbazk.ParseConnectString(connect)
-	if err != nil {
-		return &badURLError{err}
-	}
-	for _, s := range servers {
-		host, port, err := net.SplitHostPort(s)
-		if err != nil {
-			return badURL("backend URL %s: server %q: want HOST:PORT", u.redactedString(), s)
-		}
-		if strings.Contains(host, ":") {
-			host = "[" + host + "]" // SplitHostPort took the brackets off
-		}
-		if err := checkHostPort(host, port); err != nil {
-			return badURL("backend URL %s: server %q: %v", u.redactedString(), s, err)
-		}
-	}
 	return nil
-}
-
-// checkHostPort checks a host and a port as a URL gives them: a host name,
-// an IPv4 address or a bracketed IPv6 address, and a decimal port from 1
-// to 65535. Either may be empty: the driver's default applies.
-func checkHostPort(host, port string) error {
-	if port != "" {
-		n, err := strconv.ParseUint(port, 10, 32)
-		if err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("port %q: want a number from 1 to 65535", port)
-		}
-	}
-	if host == "" {
-		return nil
-	}
-	if ip, ok := strings.CutPrefix(host, "["); ok {
-		ip, ok = strings.CutSuffix(ip, "]")
-		ip, _, _ = strings.Cut(ip, "%") // a zone: fe80::1%eth0
-		if !ok || net.ParseIP(ip) == nil || !strings.Contains(ip, ":") {
-			return fmt.Errorf("host %q: not an IPv6 address", host)
-		}
-		return nil
-	}
-	if !validHostName(host) {
-		return fmt.Errorf("host %q: not a host name or IP address", host)
-	}
-	return nil
-}
-
-// validHostName reports whether h is an IPv4 address or a DNS name:
-// labels of letters, digits, '-' and '_', 1 to 63 bytes each, an optional
-// final dot, and a last label that is not all digits (1.2.3.4.5 is a
-// mistyped address, not a name).
-func validHostName(h string) bool {
-	if ip := net.ParseIP(h); ip != nil {
-		return ip.To4() != nil
-	}
-	h = strings.TrimSuffix(h, ".")
-	if h == "" || len(h) > 253 {
-		return false
-	}
-	digits := false
-	for label := range strings.SplitSeq(h, ".") {
-		if label == "" || len(label) > 63 {
-			return false
-		}
-		digits = true
-		for _, r := range label {
-			switch {
-			case '0' <= r && r <= '9':
-			case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', r == '-', r == '_':
-				digits = false
-			default:
-				return false
-			}
-		}
-	}
-	return !digits
 }
 
 // checkURL refuses the URLs whose credentials a driver would misread, and

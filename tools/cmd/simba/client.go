@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -20,6 +21,7 @@ const backendEnv = "SIMBA_BACKEND"
 // clientFlags are the flags of the commands that open a client.
 type clientFlags struct {
 	backend        string
+	backendSet     bool // --backend given, "" included
 	lease          time.Duration
 	connectTimeout time.Duration
 	migrate        bool
@@ -29,7 +31,10 @@ type clientFlags struct {
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.backend, "backend", "", "backend `URL` (default $"+backendEnv+")")
+	fs.Func("backend", "backend `URL` (default $"+backendEnv+")", func(v string) error {
+		c.backend, c.backendSet = v, true
+		return nil
+	})
 	fs.DurationVar(&c.lease, "lease", simba.DefaultLeaseDuration,
 		"session lease: how long the backend keeps this node's leases after its last keep-alive")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long connecting to the backend may take")
@@ -74,6 +79,7 @@ type node struct {
 	backend   simba.OpenedBackend
 	where     string // the backend URL, password redacted
 	inProcess bool   // memory://: no other process shares the store
+	watch     *sessionWatch
 	closed    bool
 }
 
@@ -94,7 +100,11 @@ func (n *node) warnInProcess(a *app, cmd, name string) {
 // a backend that cannot be reached.
 func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...simba.Option) (*node, int) {
 	rawURL := c.backend
-	if rawURL == "" {
+	if c.backendSet && rawURL == "" {
+		// --backend "$URL" of an unset variable: not $SIMBA_BACKEND.
+		return nil, a.usageError(cmd, errors.New("--backend is empty: give a backend URL"))
+	}
+	if !c.backendSet {
 		rawURL = a.getenv(backendEnv)
 	}
 	if rawURL == "" {
@@ -130,6 +140,7 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 	where := u.redactedString()
 	octx, cancel := context.WithTimeout(ctx, c.connectTimeout)
 	b, err := openBackend(octx, rawURL, backendOptions{migrate: c.migrate, tablePrefix: c.tablePrefix, logger: logger})
+	timedOut := errors.Is(octx.Err(), context.DeadlineExceeded)
 	cancel()
 	var bad *badURLError
 	switch {
@@ -137,14 +148,20 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 		return nil, a.usageError(cmd, err)
 	case err != nil && ctx.Err() != nil:
 		return nil, interruptedCode(ctx)
-	case isSchemaMissing(err):
+	case isNotSetUp(err):
 		a.report(cmd, "backend %s is not set up: %v", where, err)
 		return nil, exitConfig
+	case err != nil && timedOut:
+		// Every backend waits for the context on a server that does not
+		// answer: --connect-timeout is the bound, whatever the driver's.
+		a.report(cmd, "backend %s unavailable: no answer within --connect-timeout %v: %v", where, c.connectTimeout, err)
+		return nil, exitUnavailable
 	case err != nil:
 		a.report(cmd, "backend %s unavailable: %v", where, err)
 		return nil, exitUnavailable
 	}
-	base := []simba.Option{simba.WithConfig(cfg), simba.WithLogger(logger)}
+	watch := &sessionWatch{}
+	base := []simba.Option{simba.WithConfig(cfg), simba.WithLogger(logger), simba.WithEventListener(watch.listen)}
 	if c.identity != "" {
 		base = append(base, simba.WithIdentity(c.identity))
 	}
@@ -162,7 +179,42 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 		return nil, exitFailure
 	}
 	inProcess := strings.EqualFold(u.scheme, "memory")
-	return &node{client: client, backend: b, where: where, inProcess: inProcess}, exitOK
+	return &node{client: client, backend: b, where: where, inProcess: inProcess, watch: watch}, exitOK
+}
+
+// sessionWatch keeps the last error of the client's attempts to open its
+// session, which the client retries until it succeeds: a command that gave
+// up waiting says why, and exits with exitConfig when the backend refused
+// the session for its setup (tables missing, privileges refused).
+type sessionWatch struct {
+	mu   sync.Mutex
+	last error
+}
+
+func (w *sessionWatch) listen(_ context.Context, e simba.Event) {
+	if e.Kind == simba.EventBackendError && e.Name == "" {
+		w.mu.Lock()
+		w.last = e.Err
+		w.mu.Unlock()
+	}
+}
+
+// failure returns the exit code of a command that saw no session open,
+// exitConfig or exitUnavailable, and the last error of the attempts, as
+// ": ERROR", "" when none failed.
+func (w *sessionWatch) failure() (code int, why string) {
+	w.mu.Lock()
+	err := w.last
+	w.mu.Unlock()
+	switch {
+	case err == nil:
+		return exitUnavailable, ""
+	case isNotPermitted(err):
+		return exitConfig, fmt.Sprintf(": %v: %s", err, grantHint)
+	case isNotSetUp(err):
+		return exitConfig, fmt.Sprintf(": %v", err)
+	}
+	return exitUnavailable, fmt.Sprintf(": %v", err)
 }
 
 // close closes the client, which frees every lease of the node at once,

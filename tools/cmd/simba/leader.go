@@ -53,7 +53,8 @@ Exit codes:
   69               the backend cannot be reached
   78               the backend is not set up: PostgreSQL or MySQL tables of
                    --table-prefix missing or outdated (create them with
-                   --migrate, or apply the schema script)
+                   --migrate, or apply the schema script), the URL's
+                   database missing, or the tables refused to its user
   126              the command is not executable
   127              the command was not found
 `

@@ -67,7 +67,8 @@ Exit codes:
   76               the lock was lost while the command ran
   78               the backend is not set up: PostgreSQL or MySQL tables of
                    --table-prefix missing or outdated (create them with
-                   --migrate, or apply the schema script)
+                   --migrate, or apply the schema script), the URL's
+                   database missing, or the tables refused to its user
   126              the command is not executable
   127              the command was not found
 `
@@ -108,8 +109,9 @@ func runLock(ctx context.Context, a *app, args []string) int {
 		return interruptedCode(ctx)
 	case errors.Is(err, simba.ErrBackendUnavailable):
 		// Checked first: such an error is a timeout too.
-		a.report(cmd, "lock %s not acquired within %v on %s: %v", name, *timeout, n.where, err)
-		return exitUnavailable
+		code, why := n.watch.failure()
+		a.report(cmd, "lock %s not acquired within %v on %s: %v%s", name, *timeout, n.where, err, why)
+		return code
 	case errors.Is(err, simba.ErrLockTimeout):
 		a.report(cmd, "lock %s not acquired within %v", name, *timeout)
 		return exitLockTimeout

@@ -24,7 +24,7 @@
 // backend unavailable, at start or until --timeout; 75 lock held elsewhere
 // until --timeout; 76 lock or leadership lost while the command ran; 78
 // backend not set up (SQL tables missing or outdated: --migrate creates
-// them); 126 command not executable; 127 command not found; 128+N the command died of signal N, or simba was stopped by
+// them; the URL's database missing; the tables refused to its user); 126 command not executable; 127 command not found; 128+N the command died of signal N, or simba was stopped by
 // signal N (SIGINT, SIGTERM, SIGHUP, SIGQUIT) while no command ran.
 // Otherwise simba lock and simba leader exit with the command's own code.
 package main

@@ -55,7 +55,7 @@ func parseBackendURL(raw string) backendURL {
 	var secrets []span
 	scheme, rest, ok := strings.Cut(raw, "://")
 	base := len(scheme) + len("://")
-	if !ok || !validScheme(scheme) {
+	if !ok || !backendkit.ValidScheme(scheme) {
 		// No scheme: a DSN such as user:pass@tcp(host)/db or a keyword/value
 		// string. Everything up to the last '@' may be credentials.
 		rest, base = raw, 0
@@ -105,20 +105,6 @@ func userinfoEnd(scheme, rest string) int {
 		}
 		return strings.LastIndexByte(rest[:hostEnd], '@')
 	}
-}
-
-// validScheme reports whether s is a URL scheme: a letter, then letters,
-// digits, '+', '-' or '.'.
-func validScheme(s string) bool {
-	for i, r := range s {
-		switch {
-		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
-		case i > 0 && ('0' <= r && r <= '9' || r == '+' || r == '-' || r == '.'):
-		default:
-			return false
-		}
-	}
-	return s != ""
 }
 
 // passwordValue returns the offset in s of the value of the first

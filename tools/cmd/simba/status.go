@@ -55,7 +55,7 @@ Exit codes:
        anyway)
   78   the backend is not set up: PostgreSQL or MySQL tables of --table-prefix
        missing or outdated (create them with --migrate, or apply the schema
-       script)
+       script), the URL's database missing, or the tables refused to its user
 `
 
 // runStatus is "simba status".
@@ -113,6 +113,7 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	case <-t.C:
 		code = exitUnavailable
 	}
+	failure, why := n.watch.failure()
 	snap := n.client.Snapshot()
 	var err error
 	if *format == "json" {
@@ -126,7 +127,8 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	}
 	if code != exitOK {
 		n.close(a, cmd) // no warning of the client after the report
-		a.report(cmd, "no session opened on %s within %v", n.where, *timeout)
+		a.report(cmd, "no session opened on %s within %v%s", n.where, *timeout, why)
+		code = failure
 	}
 	for _, h := range holders {
 		if h.err != nil {

@@ -85,13 +85,16 @@ func TopologySection(o *suite.Outcome, p suite.Profile, at time.Time) string {
 	fmt.Fprintf(&b, "they never stalled. *Terms ended*: the end records of the terms begun before a fault's end, from\n")
 	fmt.Fprintf(&b, "its begin to a lease after its end (see [tools/chaos/README.md](../tools/chaos/README.md#topologies)).\n")
 	if o.Result.TokensMayGoBack {
-		fmt.Fprintf(&b, "Tokens may go back on this topology, as the backend's documentation says: regressions are\n")
-		fmt.Fprintf(&b, "counted, not failed.")
+		fmt.Fprintf(&b, "Tokens may go back on this topology, as the backend's documentation says: a promotion loses\n")
+		fmt.Fprintf(&b, "the commits the replica had not received, so regressions, and overlaps begun after a server fault,\n")
+		fmt.Fprintf(&b, "are counted, not failed.")
 	} else {
 		fmt.Fprintf(&b, "Tokens must not go back on this topology: a regression fails the run.")
 	}
 	if n := len(o.Result.Violations); n > 0 {
 		fmt.Fprintf(&b, " **%d checks failed** in this run; the first: %s\n", n, o.Result.Violations[0])
+	} else if n := o.Result.Total().Overlaps; n > 0 {
+		fmt.Fprintf(&b, " No check failed: %d overlapping valid terms after a server fault, counted; no stale write accepted.\n", n)
 	} else {
 		fmt.Fprintf(&b, " No check failed: no overlapping valid terms, no stale write accepted.\n")
 	}

@@ -57,6 +57,12 @@ func TestTopologySection(t *testing.T) {
 	if !strings.Contains(s, "**1 checks failed**") || !strings.Contains(s, "a regression fails the run") {
 		t.Errorf("a failed run's section does not say so:\n%s", s)
 	}
+	o = topologyOutcome()
+	o.Result.Rows[1].Overlaps = 2
+	s = report.TopologySection(o, p, at)
+	if !strings.Contains(s, "2 overlapping valid terms after a server fault, counted") {
+		t.Errorf("a section with overlaps counted says there were none:\n%s", s)
+	}
 }
 
 func TestSplice(t *testing.T) {

@@ -253,7 +253,8 @@ func Run(ctx context.Context, p Profile, kind string, env Env) (out *Outcome, er
 // proxy; the faults are t.Faults(), each recorded as begin and end around
 // t.Inject, with p.Faults (node faults only: NodeFaults) in turn after
 // each. The profile's injections count t.Faults() only. Where
-// t.TokensMayGoBack(), token regressions are counted, not failed.
+// t.TokensMayGoBack(), token regressions, and overlaps begun after a
+// server fault, are counted, not failed (check.TokensMayGoBack).
 func RunTopology(ctx context.Context, p Profile, t topology.Topology, env Env) (*Outcome, error) {
 	if !slices.Contains(Backends, t.Backend()) {
 		return nil, fmt.Errorf("%w: topology %s has an unknown backend %q", ErrProfile, t.Name(), t.Backend())
