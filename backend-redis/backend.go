@@ -29,6 +29,7 @@ var (
 	_ simba.HolderReader    = (*Backend)(nil)
 	_ simba.IdentityOpener  = (*Backend)(nil)
 	_ simba.Sweeper         = (*Backend)(nil)
+	_ simba.HolderLister    = (*Backend)(nil)
 )
 
 // Backend is the Redis implementation of simba.Backend,

@@ -94,7 +94,8 @@ func TestClusterConformance(t *testing.T) {
 			t.Cleanup(func() { _ = b.Close() })
 			return b
 		},
-		Lease: 2 * time.Second,
+		Lease:         2 * time.Second,
+		ListUnordered: true,
 	})
 }
 

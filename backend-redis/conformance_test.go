@@ -19,6 +19,7 @@ func TestConformance(t *testing.T) {
 		New: func(t testing.TB) simba.Backend {
 			return openBackend(t, url, Options{KeyPrefix: prefix})
 		},
-		Lease: 2 * time.Second,
+		Lease:         2 * time.Second,
+		ListUnordered: true,
 	})
 }

@@ -132,7 +132,8 @@ func TestTLSConformance(t *testing.T) {
 		New: func(t testing.TB) simba.Backend {
 			return openTLS(t, rawURL, Options{KeyPrefix: prefix, TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}})
 		},
-		Lease: 2 * time.Second,
+		Lease:         2 * time.Second,
+		ListUnordered: true,
 	})
 }
 

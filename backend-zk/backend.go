@@ -58,6 +58,7 @@ var (
 	_ simba.ReleaseNotifier = (*Backend)(nil)
 	_ simba.OpenedBackend   = (*Backend)(nil)
 	_ simba.HolderReader    = (*Backend)(nil)
+	_ simba.HolderLister    = (*Backend)(nil)
 	_ simba.IdentityOpener  = (*Backend)(nil)
 )
 

@@ -78,15 +78,21 @@ func (b *Backend) Holder(ctx context.Context, name string) (simba.Holder, bool, 
 	if err != nil || n.st == nil {
 		return simba.Holder{}, false, err
 	}
+	return holderOf(n.data, n.st), true, nil
+}
+
+// holderOf is the holder a lease node shows: its ephemeral owner, czxid,
+// creation time and data (see Holder).
+func holderOf(data []byte, st *zk.Stat) simba.Holder {
 	h := simba.Holder{
-		Session: sessionID(n.st.EphemeralOwner),
-		Token:   uint64(n.st.Czxid),
-		Since:   time.UnixMilli(n.st.Ctime),
+		Session: sessionID(st.EphemeralOwner),
+		Token:   uint64(st.Czxid),
+		Since:   time.UnixMilli(st.Ctime),
 	}
-	if id := string(n.data); checkIdentity(id) == nil {
+	if id := string(data); checkIdentity(id) == nil {
 		h.Identity = id // data not written by Simba (by hand) is left out
 	}
-	return h, true, nil
+	return h
 }
 
 // checkIdentity accepts an identity of at most simba.MaxIdentity bytes of

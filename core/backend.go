@@ -151,3 +151,57 @@ type ReleaseNotifier interface {
 	// is done, after which the channel may never be closed.
 	WatchRelease(ctx context.Context, name string) (<-chan struct{}, error)
 }
+
+// HolderLister is implemented by backends that can list the leases held
+// now (every backend of this repository), for operators and tools: what
+// is held under a name prefix, by whom, since when. The engine never
+// calls it; Client.ListHolders and Client.Holders do, and fail with
+// ErrNotSupported without it (docs/adr/0028-listing-held-leases.md).
+type HolderLister interface {
+	// ListHolders returns one page of the leases whose names start with
+	// q.Prefix and that a live session holds, at most q.Limit of them,
+	// in name order within the page, each with the Holder that
+	// HolderReader.Holder would report. Page.Next is the cursor of the
+	// next page, to pass as q.Cursor with the same Prefix, and "" once the
+	// listing is complete; a page may hold fewer than q.Limit leases, or
+	// none, while Next is not "" (a backend bounds what one page reads).
+	//
+	// A walk of every page is not one snapshot: a lease held during the
+	// whole walk is listed, one taken or freed meanwhile may or may not
+	// be. Backends whose walk follows name order (memory, SQL, Zookeeper)
+	// list a name at most once per walk; one that walks its store in an
+	// order of its own (Redis SCAN) may list a name on two pages when the
+	// store shrank during the walk. A cursor is opaque and valid only on
+	// the backend that returned it; a malformed one, a prefix that
+	// ValidatePrefix refuses or a limit outside [1, MaxListLimit] fail
+	// with an error matching ErrInvalidArgument.
+	ListHolders(ctx context.Context, q ListQuery) (HolderPage, error)
+}
+
+// ListQuery asks a HolderLister for one page of held leases.
+type ListQuery struct {
+	// Prefix restricts the listing to the names that start with it; ""
+	// lists every name. It is a valid name prefix (ValidatePrefix).
+	Prefix string
+	// Cursor is "" for the first page, else the Next of the page before,
+	// listed with the same Prefix.
+	Cursor string
+	// Limit is the largest number of leases the page may hold, 1 to
+	// MaxListLimit.
+	Limit int
+}
+
+// HolderPage is one page of a listing of held leases.
+type HolderPage struct {
+	// Leases are the held leases of the page, in name order.
+	Leases []HeldLease
+	// Next is the cursor of the next page; "" when the listing is
+	// complete.
+	Next string
+}
+
+// HeldLease is one lease of a listing: its name and who holds it.
+type HeldLease struct {
+	Name   string `json:"name"`
+	Holder Holder `json:"holder"`
+}

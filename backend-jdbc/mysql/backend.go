@@ -143,6 +143,7 @@ var (
 	_ simba.HolderReader   = (*Backend)(nil)
 	_ simba.IdentityOpener = (*Backend)(nil)
 	_ simba.Sweeper        = (*Backend)(nil)
+	_ simba.HolderLister   = (*Backend)(nil)
 )
 
 // New returns a backend on the database reached through db, a *sql.DB of
@@ -244,6 +245,17 @@ func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identi
 	defer cancel()
 	g.Warnings = append(g.Warnings, setupWarnings(ctx, b.db)...)
 	return g, nil
+}
+
+// ListHolders returns a page of the leases held now whose names start
+// with q.Prefix, in name order after q.Cursor, with their holders as
+// Holder reports them (simba.HolderLister). One statement, a plain read,
+// which reads at most 4 × q.Limit lease rows of the primary key and their
+// sessions' rows: a page of a table with many free rows may hold fewer
+// leases than q.Limit and still have a next one. The cursor of the next
+// page is a lease name.
+func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.HolderPage, error) {
+	return b.e.ListHolders(ctx, q)
 }
 
 // Holder returns the session that owns name now, with the identity it was

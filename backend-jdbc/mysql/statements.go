@@ -223,6 +223,21 @@ SELECT ?, id, UTC_TIMESTAMP(6) FROM {session} FORCE INDEX (PRIMARY) WHERE id = ?
 FROM {lease} l JOIN {session} s ON s.id = l.session_id
 WHERE l.name = ? AND s.expires_at > UTC_TIMESTAMP(6)`
 
+	// One page of a listing, a plain read as myHolder: b reads the next
+	// rows of the name range [?, ?) above ? from the primary key, at most
+	// ?; the first branch keeps those a live session owns, at most ?, and
+	// the second gives the last name b read and how many rows it read (its
+	// session NULL).
+	myListHolders = `WITH b AS (
+    SELECT name, session_id, token, acquired_at FROM {lease}
+    WHERE name >= ? AND name > ? AND name < ? ORDER BY name LIMIT ?
+)
+(SELECT b.name, s.id, s.identity, b.token, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', b.acquired_at)
+ FROM b JOIN {session} s ON s.id = b.session_id
+ WHERE s.expires_at > UTC_TIMESTAMP(6) ORDER BY b.name LIMIT ?)
+UNION ALL
+(SELECT MAX(name), NULL, NULL, COUNT(*), NULL FROM b)`
+
 	myExpired = `SELECT id FROM {session} WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT ?`
 
 	// Completed with one placeholder per id; expiry is checked again, on
@@ -250,6 +265,7 @@ const (
 	stLeave
 	stClose
 	stHolder
+	stListHolders
 	stExpired
 	stCount
 )
@@ -268,6 +284,7 @@ var myStatements = [stCount]string{
 	stLeave:         myLeaveGroup,
 	stClose:         myCloseSession,
 	stHolder:        myHolder,
+	stListHolders:   myListHolders,
 	stExpired:       myExpired,
 }
 
@@ -653,6 +670,36 @@ func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, 
 		return simba.Holder{}, false, err
 	}
 	return simba.Holder{Session: simba.SessionID(id), Identity: identity, Token: uint64(token), Since: time.UnixMicro(since).UTC()}, true, nil
+}
+
+func (s *dialect) ListHolders(ctx context.Context, from, after, below string, scan, limit int) ([]simba.HeldLease, string, int, error) {
+	rows, err := s.query(ctx, stListHolders, from, after, below, scan, limit)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	defer rows.Close()
+	var held []simba.HeldLease
+	var last string
+	var scanned int64
+	for rows.Next() {
+		var name, id, identity sql.NullString
+		var token int64
+		var since sql.NullInt64
+		if err := rows.Scan(&name, &id, &identity, &token, &since); err != nil {
+			return nil, "", 0, err
+		}
+		if !id.Valid { // the last row: what b read
+			scanned, last = token, name.String
+			continue
+		}
+		held = append(held, simba.HeldLease{Name: name.String, Holder: simba.Holder{
+			Session: simba.SessionID(id.String), Identity: identity.String, Token: uint64(token), Since: time.UnixMicro(since.Int64).UTC(),
+		}})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", 0, err
+	}
+	return held, last, int(scanned), nil
 }
 
 func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {

@@ -169,6 +169,23 @@ DELETE FROM {session} WHERE id = $1`
 FROM {lease} l JOIN {session} s ON s.id = l.session_id
 WHERE l.name = $1 AND s.expires_at > now()`
 
+	// One page of a listing: b reads the next $4 lease rows of the name
+	// range [$1, $3) above $2 from the primary key's index, h keeps those
+	// a live session owns (the snapshot's now(), as in pgHolder), at most
+	// $5, and a last row of its own (its session NULL) gives the last name
+	// b read and how many rows it read.
+	pgListHolders = `WITH b AS MATERIALIZED (
+    SELECT name, session_id, token, acquired_at FROM {lease}
+    WHERE name >= $1 AND name > $2 AND name < $3 ORDER BY name LIMIT $4
+), h AS (
+    SELECT b.name, s.id, s.identity, b.token, b.acquired_at
+    FROM b JOIN {session} s ON s.id = b.session_id
+    WHERE s.expires_at > now() ORDER BY b.name LIMIT $5
+)
+SELECT name::text, id::text, identity::text, token, acquired_at FROM h
+UNION ALL
+SELECT max(name)::text, NULL, NULL, count(*), NULL FROM b`
+
 	// Sweep: fl locks the floor first (see the acquire's won); b is the
 	// batch, the next $2 lease rows in name order after $1, with their
 	// tokens (none when the floor row is missing, so nothing is deleted
@@ -306,7 +323,7 @@ type dialect struct {
 	pool *pgxpool.Pool
 	t    sqlcore.Tables
 	q    struct {
-		open, keepAlive, keepAliveListing, acquire, release, join, leave, closeSession, holder, cleanup, sweep string
+		open, keepAlive, keepAliveListing, acquire, release, join, leave, closeSession, holder, list, cleanup, sweep string
 	}
 }
 
@@ -321,6 +338,7 @@ func newDialect(pool *pgxpool.Pool, t sqlcore.Tables) *dialect {
 	s.q.leave = t.Expand(pgLeaveGroup)
 	s.q.closeSession = t.Expand(pgCloseSession)
 	s.q.holder = t.Expand(pgHolder)
+	s.q.list = t.Expand(pgListHolders)
 	s.q.cleanup = t.Expand(pgCleanup)
 	s.q.sweep = t.Expand(pgSweep)
 	return s
@@ -533,6 +551,37 @@ func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, 
 		return simba.Holder{}, false, err
 	}
 	return simba.Holder{Session: simba.SessionID(id), Identity: identity, Token: uint64(token), Since: since.UTC()}, true, nil
+}
+
+func (s *dialect) ListHolders(ctx context.Context, from, after, below string, scan, limit int) ([]simba.HeldLease, string, int, error) {
+	rows, err := s.pool.Query(ctx, s.q.list, from, after, below, scan, limit)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	var held []simba.HeldLease
+	var last string
+	var scanned int64
+	var name, id, identity *string
+	var token int64
+	var since *time.Time
+	_, err = pgx.ForEachRow(rows, []any{&name, &id, &identity, &token, &since}, func() error {
+		switch {
+		case id == nil: // the last row: what b read
+			scanned = token
+			if name != nil {
+				last = *name
+			}
+		case name != nil && identity != nil && since != nil:
+			held = append(held, simba.HeldLease{Name: *name, Holder: simba.Holder{
+				Session: simba.SessionID(*id), Identity: *identity, Token: uint64(token), Since: since.UTC(),
+			}})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, "", 0, err
+	}
+	return held, last, int(scanned), nil
 }
 
 func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {

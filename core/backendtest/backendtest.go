@@ -8,7 +8,9 @@
 // and release semantics, group member counts, every valid lease name, one
 // winner when many sessions race for a name, and a release that runs at the
 // same time as the same session's next acquire of the name without ending
-// the term that acquire starts. For a [simba.Sweeper] it checks that a
+// the term that acquire starts. For a [simba.HolderLister] it checks that
+// a listing shows the held leases of a prefix, and only those, page by
+// page within the limit. For a [simba.Sweeper] it checks that a
 // sweep keeps tokens increasing and, where the harness can hold the
 // backend's state as another client would (Harness.Hold), that a sweep
 // which waited keeps a term won meanwhile. Every subtest uses lease and
@@ -64,6 +66,14 @@ type Harness struct {
 	// SQL: it backdates the lease row), so that the sweep checks need not
 	// wait in real time for a name to become idle.
 	Age func(t testing.TB, name string, d time.Duration)
+
+	// ListUnordered, when true, says that the backend's listing of held
+	// leases (simba.HolderLister) walks its store in an order of its own
+	// (Redis SCAN): pages are in name order each, but not after one
+	// another, and a name may show again on a later page with the same
+	// holder. Without it every walk must list names in increasing order,
+	// each once.
+	ListUnordered bool
 }
 
 // Run runs every conformance check against the backend h describes, each
@@ -112,6 +122,7 @@ var checks = []struct {
 	{"ConcurrentAcquireOneWinner", "race", testConcurrentAcquire},
 	{"ReleaseBesideReacquireIsAtomic", "relacq", testReleaseBesideReacquire},
 	{"HolderReader", "holder", testHolder},
+	{"HolderLister", "list", testListHolders},
 	{"SweepKeepsTokensIncreasing", "sweep", testSweep},
 	{"SweepKeepsTermWonWhileItWaited", "sweeprace", testSweepRace},
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +46,12 @@ var mutants = map[string][]string{
 	"sweep-forgets-tokens":      {"SweepKeepsTokensIncreasing"},
 	"sweep-removes-held":        {"SweepKeepsTokensIncreasing", "SweepKeepsTermWonWhileItWaited"},
 	"sweep-judges-before-wait":  {"SweepKeepsTermWonWhileItWaited"},
+	"list-shows-free":           {"HolderLister"},
+	"list-shows-ended":          {"HolderLister"},
+	"list-misses-last":          {"HolderLister"},
+	"list-ignores-prefix":       {"HolderLister"},
+	"list-breaks-limit":         {"HolderLister"},
+	"list-repeats-last":         {"HolderLister"},
 }
 
 // TestSuiteCatchesBrokenBackends runs the suite against backends with one
@@ -90,7 +97,7 @@ func TestMutants(t *testing.T) {
 	}
 	for kind := range mutants {
 		t.Run(kind, func(t *testing.T) {
-			srv, g := memory.New(), &gate{held: map[string]chan struct{}{}, names: map[string]bool{}}
+			srv, g := memory.New(), &gate{held: map[string]chan struct{}{}, names: map[string]bool{}, terms: map[string]simba.Holder{}}
 			backendtest.Run(t, backendtest.Harness{
 				New: func(testing.TB) simba.Backend {
 					return &mutant{Conn: srv.Connect(), srv: srv, kind: kind, gate: g, won: make(map[simba.SessionID]map[string]uint64)}
@@ -223,6 +230,10 @@ func (m *mutant) Acquire(ctx context.Context, s simba.SessionID, name string) (s
 			r.Token = 1
 		}
 		m.mu.Unlock()
+	case m.kind == "list-shows-ended" && r.Won:
+		m.gate.mu.Lock()
+		m.gate.terms[name] = simba.Holder{Session: s, Token: r.Token}
+		m.gate.mu.Unlock()
 	case m.kind == "lists-lost-leases" && r.Won:
 		m.mu.Lock()
 		if m.won[s] == nil {
@@ -259,6 +270,64 @@ func (m *mutant) Release(ctx context.Context, s simba.SessionID, name string, to
 	return m.Conn.Release(ctx, s, name, token)
 }
 
+// ListHolders is the memory store's listing, except for the list-*
+// kinds: list-shows-free also lists the names nobody holds, and
+// list-shows-ended those whose owner's session ended (closed or expired);
+// list-misses-last leaves out the last lease of a page that has a next
+// one, list-ignores-prefix lists every name, list-breaks-limit one lease
+// more than the limit, and list-repeats-last hands back a cursor one
+// name short, so that the next page starts with the last name again.
+func (m *mutant) ListHolders(ctx context.Context, q simba.ListQuery) (simba.HolderPage, error) {
+	switch {
+	case m.kind == "list-ignores-prefix":
+		q.Prefix = ""
+	case m.kind == "list-breaks-limit" && q.Limit >= 1:
+		q.Limit++
+	}
+	p, err := m.Conn.ListHolders(ctx, q)
+	if err != nil {
+		return p, err
+	}
+	n := len(p.Leases)
+	switch m.kind {
+	case "list-misses-last":
+		if p.Next != "" && n > 0 {
+			p.Leases = p.Leases[:n-1]
+		}
+	case "list-repeats-last":
+		if p.Next != "" && n > 1 {
+			p.Next = p.Leases[n-2].Name
+		}
+	case "list-shows-free", "list-shows-ended":
+		live := map[simba.SessionID]bool{}
+		for _, id := range m.srv.Sessions() {
+			live[id] = true
+		}
+		m.gate.mu.Lock()
+		for name := range m.gate.names {
+			if !strings.HasPrefix(name, q.Prefix) || name <= q.Cursor || (p.Next != "" && name > p.Next) {
+				continue
+			}
+			if _, _, held := m.srv.Owner(name); held {
+				continue
+			}
+			h, won := m.gate.terms[name]
+			switch {
+			case m.kind == "list-shows-free":
+				p.Leases = append(p.Leases, simba.HeldLease{Name: name, Holder: simba.Holder{Token: m.srv.LastToken(name)}})
+			case won && !live[h.Session] && h.Token == m.srv.LastToken(name):
+				p.Leases = append(p.Leases, simba.HeldLease{Name: name, Holder: h})
+			}
+		}
+		m.gate.mu.Unlock()
+		slices.SortFunc(p.Leases, func(a, b simba.HeldLease) int { return strings.Compare(a.Name, b.Name) })
+		if len(p.Leases) > q.Limit {
+			p.Leases, p.Next = p.Leases[:q.Limit], p.Leases[q.Limit-1].Name
+		}
+	}
+	return p, nil
+}
+
 func (m *mutant) LeaveGroup(ctx context.Context, s simba.SessionID, group string) error {
 	if m.kind == "leave-ignored" {
 		return nil
@@ -280,7 +349,8 @@ type gate struct {
 	mu      sync.Mutex
 	held    map[string]chan struct{}
 	waiting int
-	names   map[string]bool // acquired ever, for sweep-judges-before-wait
+	names   map[string]bool         // acquired ever, for sweep-judges-before-wait and the list-* kinds
+	terms   map[string]simba.Holder // the last term won of each name, for list-shows-ended
 }
 
 func (g *gate) hold(t testing.TB, name string) func() {

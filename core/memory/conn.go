@@ -17,6 +17,7 @@ var (
 	_ simba.HolderReader    = (*Conn)(nil)
 	_ simba.IdentityOpener  = (*Conn)(nil)
 	_ simba.Sweeper         = (*Conn)(nil)
+	_ simba.HolderLister    = (*Conn)(nil)
 )
 
 // Conn is one node's connection to a [Server]. It implements
@@ -210,6 +211,18 @@ func (c *Conn) Holder(ctx context.Context, name string) (h simba.Holder, ok bool
 		return simba.Holder{}, false, err
 	}
 	return h, ok, nil
+}
+
+// ListHolders is [Server.ListHolders] through the faults of c.
+func (c *Conn) ListHolders(ctx context.Context, q simba.ListQuery) (p simba.HolderPage, err error) {
+	err = c.do(ctx, OpListHolders, func() (err error) {
+		p, err = c.s.listHolders(ctx, q, c)
+		return err
+	})
+	if err != nil {
+		return simba.HolderPage{}, err
+	}
+	return p, nil
 }
 
 // Sweep is [Server.Sweep] through the faults of c.

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,6 +54,7 @@ const (
 	OpWatchRelease = "WatchRelease"
 	OpHolder       = "Holder"
 	OpSweep        = "Sweep"
+	OpListHolders  = "ListHolders"
 )
 
 var (
@@ -61,6 +63,7 @@ var (
 	_ simba.HolderReader    = (*Server)(nil)
 	_ simba.IdentityOpener  = (*Server)(nil)
 	_ simba.Sweeper         = (*Server)(nil)
+	_ simba.HolderLister    = (*Server)(nil)
 )
 
 // Server is the in-memory store. The zero value is an empty store, like
@@ -352,6 +355,45 @@ func (s *Server) holder(ctx context.Context, name string, c *Conn) (simba.Holder
 		return simba.Holder{}, false, nil
 	}
 	return simba.Holder{Session: l.owner.id, Identity: l.owner.identity, Token: l.token, Since: l.since}, true, nil
+}
+
+// ListHolders returns a page of the leases a live session holds whose
+// names start with q.Prefix, in name order after q.Cursor, the last name
+// of the page before. The cursor of the next page is the last name of
+// this one, "" when no held lease follows it. It sorts the names that
+// match under the store's lock: a call costs the number of lease records
+// of the prefix, and the store is for tests.
+func (s *Server) ListHolders(ctx context.Context, q simba.ListQuery) (simba.HolderPage, error) {
+	return s.listHolders(ctx, q, nil)
+}
+
+func (s *Server) listHolders(ctx context.Context, q simba.ListQuery, c *Conn) (simba.HolderPage, error) {
+	if err := simba.ValidateListQuery(q); err != nil {
+		return simba.HolderPage{}, fmt.Errorf("memory: %s: %w", OpListHolders, err)
+	}
+	if q.Cursor != "" && simba.ValidateName(q.Cursor) != nil {
+		return simba.HolderPage{}, fmt.Errorf("memory: %s: cursor %q is not a lease name: %w", OpListHolders, q.Cursor, simba.ErrInvalidArgument)
+	}
+	if _, err := s.begin(ctx, OpListHolders, c); err != nil {
+		return simba.HolderPage{}, err
+	}
+	defer s.mu.Unlock()
+	var names []string
+	for name, l := range s.leases {
+		if l.owner != nil && name > q.Cursor && strings.HasPrefix(name, q.Prefix) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	p := simba.HolderPage{Leases: make([]simba.HeldLease, 0, min(len(names), q.Limit))}
+	for _, name := range names[:min(len(names), q.Limit)] {
+		l := s.leases[name]
+		p.Leases = append(p.Leases, simba.HeldLease{Name: name, Holder: simba.Holder{Session: l.owner.id, Identity: l.owner.identity, Token: l.token, Since: l.since}})
+	}
+	if len(names) > q.Limit {
+		p.Next = names[q.Limit-1]
+	}
+	return p, nil
 }
 
 // Release frees name when session id owns it with exactly token, and does

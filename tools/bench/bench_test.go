@@ -33,6 +33,7 @@ func tinySettings(backends ...string) (settings, *bytes.Buffer, *bytes.Buffer) {
 	s.waiters = []int{1, 3}
 	s.names = 50
 	s.sqlNames = 40
+	s.listHeld = 250
 	s.settle = 30 * time.Millisecond
 	s.out, s.log = &out, &log
 	return s, &out, &log
@@ -114,6 +115,7 @@ func TestRunMemory(t *testing.T) {
 		{"memory", "floor", "acquire_release"},
 		{"memory", "floor", "acquire_release_c64"},
 		{"memory", "simba", "handover"},
+		{"memory", "simba", opListPage(250)},
 	})
 }
 
@@ -298,14 +300,14 @@ func TestServers(t *testing.T) {
 		want    []lineID
 	}{
 		{"redis", slices.Concat(lines("redis", []string{"simba", "simba_async", "spi", "redislock", "redsync", "floor"}, true),
-			[]lineID{{"redis", "simba", "handover"}, {"redis", "simba", opHandoverW(1)}, {"redis", "simba", opHandoverW(3)}, {"redis", "simba", opStateNames(50)}},
+			[]lineID{{"redis", "simba", "handover"}, {"redis", "simba", opHandoverW(1)}, {"redis", "simba", opHandoverW(3)}, {"redis", "simba", opStateNames(50)}, {"redis", "simba", opListPage(250)}},
 			ka("redis", "simba", "redislock"))},
 		{"postgres", slices.Concat(lines("postgres", []string{"simba", "advisory", "floor"}, false),
-			[]lineID{{"postgres", "simba", opStateNames(40)}}, ka("postgres", "simba"))},
+			[]lineID{{"postgres", "simba", opStateNames(40)}, {"postgres", "simba", opListPage(250)}}, ka("postgres", "simba"))},
 		{"mysql", slices.Concat(lines("mysql", []string{"simba", "getlock", "floor"}, false),
-			[]lineID{{"mysql", "simba", opStateNames(40)}}, ka("mysql", "simba"))},
+			[]lineID{{"mysql", "simba", opStateNames(40)}, {"mysql", "simba", opListPage(250)}}, ka("mysql", "simba"))},
 		{"zk", slices.Concat(lines("zk", []string{"simba", "spi", "zklock", "floor"}, false),
-			[]lineID{{"zk", "simba", "handover"}, {"zk", "zklock", "handover"}, {"zk", "simba", opHandoverW(1)}, {"zk", "simba", opHandoverW(3)}})},
+			[]lineID{{"zk", "simba", "handover"}, {"zk", "zklock", "handover"}, {"zk", "simba", opHandoverW(1)}, {"zk", "simba", opHandoverW(3)}, {"zk", "simba", opListPage(250)}})},
 	} {
 		t.Run(tt.backend, func(t *testing.T) {
 			v := specs[tt.backend].envVar

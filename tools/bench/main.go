@@ -49,6 +49,7 @@ type settings struct {
 	waiters   []int         // nodes waiting on one lock in the handover_w<n> cases
 	names     int           // distinct names of the state_names<n> case on Redis
 	sqlNames  int           // distinct names of the state_names<n> case on SQL (a commit per name)
+	listHeld  int           // leases held in the list_page100_held<n> case
 	settle    time.Duration // wait before a release, for the waiter to set its watch
 	svg       string        // file the ratio chart is written to, or ""
 	cpuprof   string        // file the CPU profile of the run is written to, or ""
@@ -74,6 +75,7 @@ func defaultSettings(quick bool) settings {
 		waiters:   []int{1, 10, 100},
 		names:     1_000_000,
 		sqlNames:  100_000,
+		listHeld:  10_000,
 		settle:    200 * time.Millisecond,
 		out:       os.Stdout,
 		log:       os.Stderr,
@@ -88,6 +90,7 @@ func defaultSettings(quick bool) settings {
 		s.handovers = 3
 		s.names = 100_000
 		s.sqlNames = 10_000
+		s.listHeld = 1_000
 		s.settle = 150 * time.Millisecond
 	}
 	return s
@@ -104,6 +107,7 @@ func parseFlags(args []string, quick bool, stderr io.Writer) (settings, error) {
 	fs.DurationVar(&s.window, "window", s.window, "counting window of a keep-alive measurement")
 	fs.IntVar(&s.kaRounds, "ka-rounds", s.kaRounds, "rounds of the keep-alive measurements (interleaved)")
 	leases := fs.String("leases", joinInts(s.leases), "comma-separated lease counts of the keep-alive measurements")
+	fs.IntVar(&s.listHeld, "list-held", s.listHeld, "leases held in the listing measurement")
 	fs.StringVar(&s.svg, "svg", "", "write an SVG chart of Simba's ratios to the other implementations to this file")
 	fs.StringVar(&s.cpuprof, "cpuprofile", "", "write a CPU profile of the whole run (go tool pprof) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -133,6 +137,8 @@ func parseFlags(args []string, quick bool, stderr io.Writer) (settings, error) {
 		return s, errors.New("-window must be positive")
 	case s.rounds < 1 || s.kaRounds < 1:
 		return s, errors.New("-rounds and -ka-rounds must be at least 1")
+	case s.listHeld < 1:
+		return s, errors.New("-list-held must be at least 1")
 	}
 	s.warmup = min(s.warmup, s.duration)
 	return s, nil

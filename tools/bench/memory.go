@@ -26,6 +26,7 @@ func memorySuite(ctx context.Context, s *settings, _ string, su *suite) error {
 	su.groups = append(su.groups, group{cases: cases, rounds: s.rounds},
 		// Apart, so that its release subscriptions do not receive the
 		// releases of the loops above.
-		group{cases: []benchCase{ho}, rounds: s.rounds})
+		group{cases: []benchCase{ho}, rounds: s.rounds},
+		group{cases: []benchCase{newListCase(backend, s.listHeld, srv.Connect())}, rounds: 1})
 	return nil
 }

@@ -165,7 +165,7 @@ func redisSuite(ctx context.Context, s *settings, rawURL string, su *suite) erro
 	su.groups = append(su.groups, group{cases: []benchCase{
 		newStateCase(lineID{backend, implSimba, opStateNames(s.names)}, s.names, sb, "bytes",
 			func(ctx context.Context) (int64, error) { return usedMemory(ctx, admin) }),
-	}, rounds: 1})
+	}, rounds: 1}, group{cases: []benchCase{newListCase(backend, s.listHeld, sb)}, rounds: 1})
 	var ka []benchCase
 	for _, n := range s.leases {
 		ka = append(ka,

@@ -172,6 +172,9 @@ func sqlSuite(ctx context.Context, s *settings, su *suite, d sqlDialect) error {
 	} else {
 		fmt.Fprintf(s.log, "bench: %s: no Sweep, no %s line\n", d.backend, opStateNames(s.sqlNames))
 	}
+	if l := newListCase(d.backend, s.listHeld, b); l != nil {
+		su.groups = append(su.groups, group{cases: []benchCase{l}, rounds: 1})
+	}
 
 	var ka []benchCase
 	for _, n := range s.leases {

@@ -152,6 +152,11 @@ func zkSuite(ctx context.Context, s *settings, connect string, su *suite) error 
 		})
 	}
 	su.groups = append(su.groups, group{cases: herd, rounds: s.rounds})
+	lb, err := newBackend()
+	if err != nil {
+		return err
+	}
+	su.groups = append(su.groups, group{cases: []benchCase{newListCase(backend, s.listHeld, lb)}, rounds: 1})
 	return nil
 }
 

@@ -32,6 +32,7 @@ const (
 	cleanupBatch      = 500 // sessions deleted per statement
 	cleanupMaxBatches = 20  // statements per cleanup round, so a round stays short
 	sweepBatch        = 500 // lease rows a sweep looks at per transaction
+	listScanFactor    = 4   // lease rows a page of a listing reads, per lease it may return
 )
 
 // MinSweepIdle is the shortest idle time Sweep accepts.
@@ -69,6 +70,12 @@ type Dialect interface {
 	// Holder returns the live session that owns name, ok false when the
 	// lease has no owner or its owner is not live.
 	Holder(ctx context.Context, name string) (h simba.Holder, ok bool, err error)
+	// ListHolders reads, in one statement, up to scan lease rows in name
+	// order whose names are at least from, above after and below below,
+	// and returns those of them that a live session owns, at most limit,
+	// in name order, with the last name it read ("" when none) and how
+	// many rows it read.
+	ListHolders(ctx context.Context, from, after, below string, scan, limit int) (held []simba.HeldLease, last string, scanned int, err error)
 	// Cleanup deletes up to limit expired sessions and their memberships.
 	Cleanup(ctx context.Context, limit int) (int, error)
 	// Sweep looks at up to limit lease rows, in name order after after,
@@ -133,6 +140,7 @@ var (
 	_ simba.HolderReader   = (*Backend)(nil)
 	_ simba.IdentityOpener = (*Backend)(nil)
 	_ simba.Sweeper        = (*Backend)(nil)
+	_ simba.HolderLister   = (*Backend)(nil)
 )
 
 // New resolves cfg.Options and returns the backend; it sends nothing to
@@ -643,6 +651,55 @@ func (b *Backend) Holder(ctx context.Context, name string) (simba.Holder, bool, 
 		return simba.Holder{}, false, b.wrap(fmt.Sprintf("holder of %q", name), err)
 	}
 	return h, ok, nil
+}
+
+// ListHolders returns a page of the leases whose names start with
+// q.Prefix and that a session live by the database clock owns, in name
+// order after q.Cursor (the last name of a page before). One statement
+// reads at most 4 × q.Limit lease rows from the primary key's index, the
+// range of the prefix after the cursor, and the session row of each that
+// names one, so a page costs the same on a table of any size, however
+// few of its rows are held: a page may then hold fewer than q.Limit
+// leases, or none, and have a next one. It reads a snapshot, without
+// locks, as Holder does. It fails with an error matching
+// simba.ErrInvalidArgument for a query simba.ValidateListQuery refuses or
+// a cursor that is not a lease name.
+func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.HolderPage, error) {
+	if err := simba.ValidateListQuery(q); err != nil {
+		return simba.HolderPage{}, err
+	}
+	if q.Cursor != "" && simba.ValidateName(q.Cursor) != nil {
+		return simba.HolderPage{}, b.pkg.Errorf("%w: list cursor %q is not a lease name", simba.ErrInvalidArgument, q.Cursor)
+	}
+	ctx, done, err := b.enter(ctx)
+	if err != nil {
+		return simba.HolderPage{}, err
+	}
+	defer done()
+	scan := listScanFactor * q.Limit
+	held, last, scanned, err := b.d.ListHolders(ctx, q.Prefix, q.Cursor, PrefixEnd(q.Prefix), scan, q.Limit)
+	if err != nil {
+		return simba.HolderPage{}, b.wrap("list holders", err)
+	}
+	p := simba.HolderPage{Leases: held}
+	switch {
+	case len(held) == q.Limit && last > held[len(held)-1].Name:
+		p.Next = held[len(held)-1].Name // rows after it were read, not returned
+	case scanned == scan:
+		p.Next = last // the range may go on
+	}
+	return p, nil
+}
+
+// PrefixEnd returns the least string above every lease name that starts
+// with prefix: prefix with its last byte raised by one, or "{" (above
+// 'z', the highest byte a name holds) for the empty prefix. The prefix is
+// valid (simba.ValidatePrefix), so every byte of the result is ASCII.
+func PrefixEnd(prefix string) string {
+	if prefix == "" {
+		return "{"
+	}
+	return prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
 }
 
 // Sweep deletes the lease rows of names that no live session owns and

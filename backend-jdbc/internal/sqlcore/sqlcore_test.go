@@ -297,6 +297,10 @@ func (d fakeDialect) OpenSession(_ context.Context, _ string, _ time.Duration, i
 	return nil
 }
 
+func (d fakeDialect) ListHolders(context.Context, string, string, string, int, int) ([]simba.HeldLease, string, int, error) {
+	return nil, "", 0, nil
+}
+
 func (d fakeDialect) Holder(_ context.Context, name string) (simba.Holder, bool, error) {
 	if d.schema == nil {
 		return simba.Holder{}, false, nil
@@ -504,6 +508,29 @@ func TestWaitBound(t *testing.T) {
 	defer cancel2()
 	if d, ok := WaitBound(past); !ok || d != 0 {
 		t.Fatalf("WaitBound past the deadline = %v, %v; want 0", d, ok)
+	}
+}
+
+// PrefixEnd bounds the names of a prefix from above: every name that
+// starts with the prefix sorts below it, byte-wise, and the first name
+// after them does not.
+func TestPrefixEnd(t *testing.T) {
+	for _, tt := range []struct{ give, want string }{
+		{"", "{"},
+		{"job-", "job."},
+		{"a", "b"},
+		{"az", "a{"},
+		{"Z", "["},
+		{"9", ":"},
+	} {
+		if got := PrefixEnd(tt.give); got != tt.want {
+			t.Errorf("PrefixEnd(%q) = %q, want %q", tt.give, got, tt.want)
+		}
+		for _, name := range []string{tt.give, tt.give + "z", tt.give + strings.Repeat("z", 10), tt.give + "-"} {
+			if name != "" && name >= tt.want {
+				t.Errorf("%q, of prefix %q, is not below PrefixEnd %q", name, tt.give, tt.want)
+			}
+		}
 	}
 }
 

@@ -167,6 +167,7 @@ var tests = []struct {
 	{"Holder", testHolder},
 	{"HolderOfExpiredOwnerIsNobody", testHolderOfExpiredOwner},
 	{"HolderThroughTheEngine", testHolderThroughTheEngine},
+	{"ListBoundsRowsRead", testListBoundsRowsRead},
 	{"ConcurrentMigrations", testConcurrentMigrations},
 	{"ClosedBackend", testClosedBackend},
 	{"CancelledContext", testCancelledContext},

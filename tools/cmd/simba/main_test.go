@@ -164,12 +164,17 @@ func (inv *invocation) waitOutput(t *testing.T, want string, limit time.Duration
 }
 
 // runSimba runs simba with args to completion. The output of every
-// simba status --format json must fit docs/snapshot.schema.json.
+// simba status --format json must fit docs/snapshot.schema.json, or
+// docs/holders.schema.json with --holder or --list.
 func runSimba(t *testing.T, args ...string) result {
 	t.Helper()
 	r := start(t, args...).wait(t, 30*time.Second)
 	if len(args) > 0 && args[0] == "status" && (slices.Contains(args, "json") || slices.Contains(args, "--format=json")) && r.stdout != "" {
-		validSnapshot(t, r.stdout)
+		if asksOthers(args) {
+			validHolders(t, r.stdout)
+		} else {
+			validSnapshot(t, r.stdout)
+		}
 	}
 	return r
 }

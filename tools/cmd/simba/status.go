@@ -30,29 +30,55 @@ and when the term began, by the backend's clock. A lease nobody holds shows
 as free. Repeat --holder, or give NAME,NAME,...; the names are checked before
 the backend is contacted. The holders are read within --timeout.
 
+--list lists the leases held now, by any node, whose names start with
+--prefix (every lease without it), one page of at most --limit leases (100;
+1 to 1000): the identity and session of each holder, the fencing token of
+its term and its age, since the term began by the backend's clock. Pages
+are in name order (on Redis each page is, but the pages follow the order of
+the server's SCAN). When more follow, the last line is "next page: --after
+CURSOR": the same command with that --after prints the next page. A page
+reads a bounded part of the store, so it may hold fewer than --limit
+leases, or none, and still have a next one; and a walk of every page is not
+one snapshot: a lease taken or freed meanwhile may or may not show. The
+page is read within --timeout.
+
+With --holder or --list the question is about other nodes: the output
+leaves out this command's own session, opened only to ask, and does not
+wait for it.
+
 --format json prints the snapshot document of docs/snapshot.schema.json
 (version simba.snapshot/v1, the shape the metrics handler and the C and
 Python snapshots have too): {"schema", "time", "session": {"id",
 "identity", "status", "remainingMs", "renewIntervalMs", "leaseDurationMs",
 "leaseShortened"}, "leases": [{"name", "kind", "state", "token",
-"remainingMs", "waiters"}], "backend", "holders": [{"name", "free",
-"holder": {"session", "identity", "token", "since"}}]}. Durations are
-whole milliseconds; states are HOLDING, CONTENDING, COOLDOWN or IDLE.
-"holders" is there with --holder only; "holder" is null for a free lease,
-and for one whose holder could not be read, which has an "error" instead.
-Times are RFC 3339, UTC; "identity" and "since" of a holder are left out
-when the backend does not record them.
+"remainingMs", "waiters"}], "backend"}. Durations are whole milliseconds;
+states are HOLDING, CONTENDING, COOLDOWN or IDLE; times are RFC 3339, UTC.
+
+With --holder or --list, --format json prints instead the document of
+docs/holders.schema.json (version simba.holders/v1), without the command's
+own session: {"schema", "time", "backend", "holders": [{"name", "free",
+"holder": {"session", "identity", "token", "since"}}], "held": [{"name",
+"holder": {...}, "ageMs"}], "next"}. "holders" is there with --holder
+only; "holder" is null for a free lease, and for one whose holder could
+not be read, which has an "error" instead. "identity" and "since" of a
+holder (and "ageMs") are left out when the backend does not record them.
+"held" and "next" are there with --list only: "next" is the cursor of the
+next page, "" on the last one; "held" is left out, and "listError" says
+why, when the page could not be read.
 
 Exit codes:
-  0    the session is live (and every holder asked for was read)
+  0    the session is live; with --holder or --list: every holder asked
+       for, and the page, was read
   2    bad usage: unknown flag or format, invalid lease name or identity, bad
        backend URL, --lease above the backend's maximum (24h on PostgreSQL
        and MySQL), --table-prefix on a backend without tables; or --holder
        on a backend that cannot tell who holds a lease (nothing is printed
-       then)
+       then); a bad --prefix, --limit or --after, or one without --list, or
+       --list on a backend that cannot list leases or an --after it refuses
+       (nothing is printed then either)
   69   the backend cannot be reached, no session opened within --timeout, or
-       a holder could not be read within --timeout (the rest is printed
-       anyway)
+       a holder or the page could not be read within --timeout (the rest is
+       printed anyway)
   78   the backend is not set up: PostgreSQL or MySQL tables of --table-prefix
        missing or outdated (create them with --migrate, or apply the schema
        script), the URL's database missing, or the tables refused to its user
@@ -63,13 +89,18 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	const cmd = "status"
 	var cf clientFlags
 	var names leaseNames
-	f := newFlags(cmd, "status [flags] [--holder NAME]...", statusAbout)
+	var lf listFlags
+	f := newFlags(cmd, "status [flags] [--holder NAME]... [--list [--prefix PREFIX] [--limit N] [--after CURSOR]]", statusAbout)
 	cf.register(f.FlagSet)
+	lf.register(f.FlagSet)
 	format := f.String("format", "table", "output `format`: table or json")
-	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the session to open and the holders to be read")
+	timeout := f.Duration("timeout", 10*time.Second, "how long to wait for the session to open and the holders and the page to be read")
 	f.Var(&names, "holder", "also show who holds the lease `NAME` now, on any node; repeatable, or NAME,NAME,...")
 	if _, err := f.parseArgs(args, 0, ""); err != nil {
 		return f.fail(a, err)
+	}
+	if err := lf.check(); err != nil {
+		return a.usageError(cmd, err)
 	}
 	if *format != "table" && *format != "json" {
 		return a.usageError(cmd, fmt.Errorf("--format %q: want table or json", *format))
@@ -95,6 +126,7 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	// The holders are read while the session opens: reading needs none.
 	hctx, cancel := context.WithTimeout(ctx, *timeout)
 	holders := readHolders(hctx, n.client, names)
+	listed := lf.read(hctx, n.client)
 	cancel()
 	for _, h := range holders {
 		if errors.Is(h.err, simba.ErrNotSupported) {
@@ -104,6 +136,9 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	}
 	if ctx.Err() != nil {
 		return interruptedCode(ctx)
+	}
+	if len(names) > 0 || lf.list {
+		return writeOthers(a, cmd, *format, n, holders, listed)
 	}
 	code = exitOK
 	select {
@@ -117,9 +152,9 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	snap := n.client.Snapshot()
 	var err error
 	if *format == "json" {
-		err = writeStatusJSON(a.stdout, n.where, snap, holders)
+		err = writeStatusJSON(a.stdout, n.where, snap)
 	} else {
-		err = writeStatusTable(a.stdout, n.where, snap, holders)
+		err = writeStatusTable(a.stdout, n.where, snap)
 	}
 	if err != nil {
 		a.report(cmd, "write: %v", err)
@@ -129,12 +164,6 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 		n.close(a, cmd) // no warning of the client after the report
 		a.report(cmd, "no session opened on %s within %v%s", n.where, *timeout, why)
 		code = failure
-	}
-	for _, h := range holders {
-		if h.err != nil {
-			a.report(cmd, "holder of %s not read on %s: %v", h.name, n.where, h.err)
-			code = exitUnavailable
-		}
 	}
 	return code
 }
@@ -184,12 +213,12 @@ func readHolders(ctx context.Context, c *simba.Client, names []string) []holderR
 }
 
 // statusView is the JSON form of a snapshot: core's snapshot document
-// (docs/snapshot.schema.json) and the members the schema names for simba
-// status, the backend and the holders asked for.
+// (docs/snapshot.schema.json) and the member the schema names for simba
+// status, the backend. The holders asked for with --holder are in the
+// holders document instead (othersView).
 type statusView struct {
 	simba.SnapshotDocument
-	Backend string       `json:"backend"`
-	Holders []holderView `json:"holders,omitempty"`
+	Backend string `json:"backend"`
 }
 
 // holderView is one lease of --holder: Holder is nil when the lease is
@@ -201,8 +230,16 @@ type holderView struct {
 	Error  string        `json:"error,omitempty"`
 }
 
-func writeStatusJSON(w io.Writer, where string, s simba.Snapshot, holders []holderRead) error {
+func writeStatusJSON(w io.Writer, where string, s simba.Snapshot) error {
 	v := statusView{SnapshotDocument: s.Document(), Backend: where}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// holderViews is the JSON form of the holders read for --holder.
+func holderViews(holders []holderRead) []holderView {
+	var out []holderView
 	for _, r := range holders {
 		hv := holderView{Name: r.name}
 		switch {
@@ -217,17 +254,15 @@ func writeStatusJSON(w io.Writer, where string, s simba.Snapshot, holders []hold
 			}
 			hv.Holder = &h
 		}
-		v.Holders = append(v.Holders, hv)
+		out = append(out, hv)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	return out
 }
 
 // sinceLayout shows when a holder's term began: UTC, to the millisecond.
 const sinceLayout = "2006-01-02T15:04:05.000Z07:00"
 
-func writeStatusTable(w io.Writer, where string, s simba.Snapshot, holders []holderRead) error {
+func writeStatusTable(w io.Writer, where string, s simba.Snapshot) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	id := string(s.Session.ID)
 	if id == "" {
@@ -259,13 +294,16 @@ func writeStatusTable(w io.Writer, where string, s simba.Snapshot, holders []hol
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", l.Name, l.Kind, l.State, token, l.Remaining.Round(time.Millisecond))
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
+
+// writeHolderTable writes the table of the holders read for --holder,
+// nothing without them.
+func writeHolderTable(w io.Writer, holders []holderRead) error {
 	if len(holders) == 0 {
 		return nil
 	}
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\nLEASE\tHELD BY\tSESSION\tTOKEN\tSINCE\n")
 	for _, r := range holders {
 		switch {

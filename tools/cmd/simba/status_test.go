@@ -65,7 +65,7 @@ func TestStatusTableListsLeases(t *testing.T) {
 			{Name: "scheduler", Kind: "election", State: simba.StateContending},
 		},
 	}
-	if err := writeStatusTable(&b, "redis://h", snap, nil); err != nil {
+	if err := writeStatusTable(&b, "redis://h", snap); err != nil {
 		t.Fatal(err)
 	}
 	want := `backend:    redis://h
@@ -116,7 +116,6 @@ func TestStatusTimesOutWithoutASession(t *testing.T) {
 
 func TestStatusTableListsHolders(t *testing.T) {
 	var b bytes.Buffer
-	snap := simba.Snapshot{Session: simba.SessionSnapshot{ID: "abc", Identity: "me", Status: simba.StatusLive, Remaining: 14 * time.Second, Renew: 5 * time.Second}}
 	since := time.Date(2026, 3, 2, 11, 15, 4, 123456789, time.FixedZone("CET", 3600))
 	holders := []holderRead{
 		{name: "reports", held: true, h: simba.Holder{Session: "e3ea31e4", Identity: "worker-7 (eu)", Token: 12, Since: since}},
@@ -124,16 +123,10 @@ func TestStatusTableListsHolders(t *testing.T) {
 		{name: "audit", held: true, h: simba.Holder{Session: "0100", Token: 3}},
 		{name: "x", err: errors.New("timeout")},
 	}
-	if err := writeStatusTable(&b, "redis://h", snap, holders); err != nil {
+	if err := writeOthersTable(&b, "redis://h", holders, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	want := `backend:    redis://h
-session:    abc
-identity:   me
-status:     LIVE
-remaining:  14s
-renew:      every 5s
-leases:     none on this client
+	want := `backend:  redis://h
 
 LEASE    HELD BY        SESSION   TOKEN  SINCE
 reports  worker-7 (eu)  e3ea31e4  12     2026-03-02T10:15:04.123Z
@@ -333,14 +326,19 @@ func TestIdentityFlag(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Session.Identity != "ops" {
-		t.Errorf("status's own identity %q, want ops", got.Session.Identity)
+	if got.Session.Identity != "" {
+		t.Errorf("status --holder shows its own session (identity %q): the question is about others", got.Session.Identity)
 	}
 	if len(got.Holders) != 1 || got.Holders[0].Holder == nil || got.Holders[0].Holder.Identity != "batch-3 (eu-west)" || got.Holders[0].Holder.Token != 1 {
 		t.Errorf("holders %+v, want nightly held by batch-3 (eu-west) with token 1", got.Holders)
 	}
 	inv.cancel(nil)
 	inv.wait(t, 10*time.Second)
+
+	r = runSimba(t, "status", "--backend", url, "--identity", "ops", "--format", "json")
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Session.Identity != "ops" {
+		t.Errorf("status's own identity %q (%v), want ops", got.Session.Identity, err)
+	}
 
 	// The default is the host name and the process id.
 	r = runSimba(t, "status", "--backend", url, "--format", "json")

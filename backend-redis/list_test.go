@@ -1,0 +1,131 @@
+package simbaredis
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	simba "github.com/simba-go/simba/core"
+)
+
+// TestListHoldersWalk walks 300 held leases among keys of other kinds
+// (sessions, a key of the lease form that is not a hash) by pages of 7:
+// no page holds more, each is in name order, and the walk lists every
+// held lease once, since nothing shrank meanwhile.
+func TestListHoldersWalk(t *testing.T) {
+	url := serverURL(t)
+	b := openBackend(t, url, Options{})
+	raw := rawClient(t, url)
+	g, err := b.OpenSessionAs(callCtx(t), time.Minute, "walker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]uint64{}
+	for i := range 300 {
+		name := fmt.Sprintf("w-%03d", i)
+		r, err := b.Acquire(callCtx(t), g.ID, name)
+		if err != nil || !r.Won {
+			t.Fatalf("Acquire(%q) = %+v, %v", name, r, err)
+		}
+		want[name] = r.Token
+	}
+	if err := raw.Set(callCtx(t), b.KeyPrefix()+"lease:w-bogus", "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	q := simba.ListQuery{Prefix: "w-", Limit: 7}
+	got := map[string]uint64{}
+	for pages := 1; ; pages++ {
+		p, err := b.ListHolders(callCtx(t), q)
+		if err != nil {
+			t.Fatalf("ListHolders(%+v): %v", q, err)
+		}
+		if len(p.Leases) > q.Limit {
+			t.Fatalf("page %d: %d leases, more than the limit", pages, len(p.Leases))
+		}
+		for i, l := range p.Leases {
+			if i > 0 && l.Name <= p.Leases[i-1].Name {
+				t.Fatalf("page %d: %q after %q", pages, l.Name, p.Leases[i-1].Name)
+			}
+			if _, again := got[l.Name]; again {
+				t.Fatalf("page %d: %q listed again", pages, l.Name)
+			}
+			if l.Holder.Session != g.ID || l.Holder.Identity != "walker" || l.Holder.Since.IsZero() {
+				t.Fatalf("page %d: %q held by %+v", pages, l.Name, l.Holder)
+			}
+			got[l.Name] = l.Holder.Token
+		}
+		if p.Next == "" {
+			break
+		}
+		if pages > 1000 {
+			t.Fatal("no end after 1000 pages")
+		}
+		q.Cursor = p.Next
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("the walk listed %d leases, want the %d held", len(got), len(want))
+	}
+}
+
+// TestListHoldersCursor: the leases a cursor carries over are read again
+// on the next page (a freed one is left out), and a cursor this backend
+// did not return is refused.
+func TestListHoldersCursor(t *testing.T) {
+	url := serverURL(t)
+	b := openBackend(t, url, Options{})
+	g, err := b.OpenSession(callCtx(t), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := map[string]uint64{}
+	for _, name := range []string{"c-1", "c-2", "c-3"} {
+		r, err := b.Acquire(callCtx(t), g.ID, name)
+		if err != nil || !r.Won {
+			t.Fatalf("Acquire(%q) = %+v, %v", name, r, err)
+		}
+		tokens[name] = r.Token
+	}
+	if err := b.Release(callCtx(t), g.ID, "c-2", tokens["c-2"]); err != nil {
+		t.Fatal(err)
+	}
+	// SCAN done (0), three names carried over, one freed since; the limit
+	// of 1 carries the third over again.
+	p, err := b.ListHolders(callCtx(t), simba.ListQuery{Prefix: "c-", Cursor: "0,c-1,c-2,c-3", Limit: 1})
+	switch {
+	case err != nil:
+		t.Fatal(err)
+	case len(p.Leases) != 1 || p.Leases[0].Name != "c-1" || p.Leases[0].Holder.Token != tokens["c-1"]:
+		t.Fatalf("page of the carried names = %+v, want c-1 alone", p.Leases)
+	case p.Next != "0,c-3":
+		t.Fatalf("next = %q, want 0,c-3", p.Next)
+	}
+	p, err = b.ListHolders(callCtx(t), simba.ListQuery{Prefix: "c-", Cursor: p.Next, Limit: 5})
+	if err != nil || len(p.Leases) != 1 || p.Leases[0].Name != "c-3" || p.Next != "" {
+		t.Fatalf("last page = %+v, %v; want c-3 alone and no next", p, err)
+	}
+	for _, give := range []string{"x", "-1", "5,", "5,bad/name", "5,d-1", "18446744073709551616"} {
+		if _, err := b.ListHolders(callCtx(t), simba.ListQuery{Prefix: "c-", Cursor: give, Limit: 5}); !errors.Is(err, simba.ErrInvalidArgument) {
+			t.Errorf("cursor %q: %v, want ErrInvalidArgument", give, err)
+		}
+	}
+}
+
+// TestListHoldersRing: a Ring's keys cannot be walked.
+func TestListHoldersRing(t *testing.T) {
+	opts, err := redis.ParseURL(serverURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": opts.Addr}})
+	t.Cleanup(func() { _ = ring.Close() })
+	b, err := New(ring, Options{KeyPrefix: testPrefix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if _, err := b.ListHolders(callCtx(t), simba.ListQuery{Limit: 1}); !errors.Is(err, simba.ErrNotSupported) {
+		t.Fatalf("ListHolders on a Ring = %v, want ErrNotSupported", err)
+	}
+}
