@@ -36,6 +36,7 @@ Feature: The simba command
       | an unknown format      | status --format yaml                            | 2    | simba status: --format "yaml": want table or json |
       | a bad backend URL      | lock "report" --backend memory: -- true         | 2    | simba lock: backend URL "memory:": missing "//" |
       | a backend not reached  | lock "report" --backend redis://127.0.0.1:1 -- true | 69 | simba lock: backend redis://127.0.0.1:1 unavailable |
+      | a page size out of bounds | status --list --limit 0                      | 2    | simba status: invalid value "0" for flag --limit |
 
     @R-NAME-1
     Examples:
@@ -161,10 +162,17 @@ Feature: The simba command
     And simba 1's output has `status: LIVE`
     And simba 1's output has `renew: every 667ms`
 
-  Scenario: simba status --holder shows a lease nobody holds as free
+  Scenario: simba status --holder shows a lease nobody holds as free, and not its own session
     When simba 1 runs `status --holder "report"`
     Then simba 1 exits with code 0
     And simba 1's output has `report free - - -`
+    And simba 1's output has no `session:`
+
+  Scenario: simba status --list says when nothing is held under the prefix
+    When simba 1 runs `status --list --prefix "billing."`
+    Then simba 1 exits with code 0
+    And simba 1's output has `held: none on this page`
+    And simba 1's output has no `session:`
 
   @redis @R-OBS-1
   Scenario: simba status --holder shows who holds a lease: the holder's identity and the token of its term
@@ -173,3 +181,21 @@ Feature: The simba command
     When simba 1 runs `status --holder "report"`
     Then simba 1 exits with code 0
     And simba 1's output has `report ops-1`
+
+  @redis @R-OBS-1
+  Scenario: simba status --list lists the leases held under a prefix, by any node, one page at a time
+    Given node A is connected with the identity "ops-1"
+    And node B is connected with the identity "ops-2"
+    And A holds the lock "billing.eu"
+    And B is leader of "billing.us"
+    And A holds the lock "other"
+    When simba 1 runs `status --list --prefix "billing."`
+    Then simba 1 exits with code 0
+    And simba 1's output has `billing.eu ops-1`
+    And simba 1's output has `billing.us ops-2`
+    And simba 1's output has no `other`
+    And simba 1's output has no `next page`
+    And simba 1's output has no `session:`
+    When simba 2 runs `status --list --prefix "billing." --limit 1`
+    Then simba 2 exits with code 0
+    And simba 2's output has `next page: --after`

@@ -100,7 +100,7 @@ const simbaWait = 10 * time.Second
 
 // simbaRuns starts "simba LINE", in the background. LINE is read like a
 // shell line, with the suite's lease names: a word in double quotes is a
-// lease of the scenario (its suffix added), a word in single quotes is
+// lease of the scenario (see world.name), a word in single quotes is
 // taken as it is, and words are split at spaces. The backend is given in
 // SIMBA_BACKEND; lock, leader and status get the scenario's lease duration
 // as --lease unless LINE has one. extra is more of simba's environment,
@@ -250,7 +250,7 @@ func (w *world) simbaExits(within, name string, code int) error {
 
 // simbaPrinted checks that a line of what simba name wrote (its output,
 // which the command shares, or its stderr) contains text, or, with "no ",
-// that none does. The lines are read without the suffix of the scenario's
+// that none does. The lines are read without the scenario's id in its
 // lease names and with every run of spaces made one; in text, <token>
 // stands for a token, a decimal number above zero. With within, the check
 // waits until the text appears.
@@ -300,7 +300,7 @@ func (p *simbaProc) lines(w *world, stream string) string {
 	if stream == "stderr" {
 		out = p.stderr.String()
 	}
-	out = strings.ReplaceAll(out, "."+w.id, "")
+	out = strings.ReplaceAll(out, w.id+".", "")
 	lines := strings.Split(out, "\n")
 	for i, l := range lines {
 		lines[i] = strings.Join(strings.Fields(l), " ")
@@ -443,7 +443,7 @@ func (w *world) dropCLIKeys() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var errs []error
-	iter := w.env.redis.Scan(ctx, 0, w.env.prefix+"*."+w.id, 500).Iterator()
+	iter := w.env.redis.Scan(ctx, 0, w.env.prefix+"*:"+w.id+".*", 500).Iterator()
 	for iter.Next(ctx) {
 		errs = append(errs, w.env.redis.Del(ctx, iter.Val()).Err())
 	}

@@ -379,8 +379,15 @@ func (w *world) never(d time.Duration, what string, cond func() bool) error {
 // Names.
 
 // name returns the lease a scenario means by n: n with the scenario's id
-// appended, so scenarios never share a lease on a shared server.
-func (w *world) name(n string) string { return n + "." + w.id }
+// appended, so scenarios never share a lease on a shared server. In a
+// scenario about the simba command the id comes first, so that a name
+// prefix (simba status --list --prefix) keeps to the scenario's leases too.
+func (w *world) name(n string) string {
+	if w.cli {
+		return w.id + "." + n
+	}
+	return n + "." + w.id
+}
 
 // node returns the node called name.
 func (w *world) node(name string) (*node, error) {
