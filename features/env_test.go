@@ -95,6 +95,13 @@ type backendEnv struct {
 	zk      *zk.Conn              // Zookeeper
 	servers []string              // Zookeeper: the servers, for a connection that ends a session
 
+	// The simba command's view of the backend (cli.feature): the URL it
+	// is given, empty where its scenarios do not run, and, on Redis, the
+	// key prefix it writes under (its default), which the nodes of its
+	// scenarios use too.
+	cliBackend string
+	cliPrefix  string
+
 	// connect opens a connection for one node of scenario w.
 	connect func(ctx context.Context, w *world) (nodeBackend, error)
 	// cleanup drops what the run stored on the server.
@@ -187,7 +194,18 @@ func openEnv(ctx context.Context, t *testing.T, name string) (*backendEnv, error
 	}
 }
 
+// forCLI is the env of a scenario about the simba command: the same
+// server, with the nodes keeping their keys where simba keeps its own.
+func (e *backendEnv) forCLI() *backendEnv {
+	c := *e
+	if e.cliPrefix != "" {
+		c.prefix = e.cliPrefix
+	}
+	return &c
+}
+
 // memoryEnv runs every scenario on its own in-memory store, on a fake clock.
+// A simba process given memory:// has a store of its own.
 func memoryEnv(t *testing.T) *backendEnv {
 	return &backendEnv{
 		name:       backendMemory,
@@ -195,6 +213,7 @@ func memoryEnv(t *testing.T) *backendEnv {
 		fake:       true,
 		idForm:     hex128,
 		t:          t,
+		cliBackend: "memory://",
 		connect: func(_ context.Context, w *world) (nodeBackend, error) {
 			c := w.mem.Connect()
 			return nodeBackend{backend: c, conn: c, link: c, close: func() {}}, nil
@@ -223,14 +242,16 @@ func redisEnv(t *testing.T, raw, run string) (*backendEnv, error) {
 		t:          t,
 		prefix:     prefix,
 		redis:      direct,
-		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
+		cliBackend: raw,
+		cliPrefix:  simbaredis.DefaultKeyPrefix,
+		connect: func(ctx context.Context, w *world) (nodeBackend, error) {
 			ps, err := proxyAll([]string{hostPort(u.Host, "6379")}, nil)
 			if err != nil {
 				return nodeBackend{}, err
 			}
 			via := *u
 			via.Host = ps[0].Addr()
-			b, err := simbaredis.Open(ctx, via.String(), simbaredis.Options{KeyPrefix: prefix, Logger: quiet})
+			b, err := simbaredis.Open(ctx, via.String(), simbaredis.Options{KeyPrefix: w.env.prefix, Logger: quiet})
 			if err != nil {
 				ps.Close()
 				return nodeBackend{}, err

@@ -29,6 +29,7 @@ func TestFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		removeSimbaBinary()
 		for _, line := range failovers() {
 			t.Log(line)
 		}
@@ -83,7 +84,8 @@ func runSuite(t *testing.T, name string) {
 // SIMBA_FEATURES_WIP is set, to see whether they pass yet); a scenario
 // tagged with backend names (@memory, @redis, @postgres, @mysql, @zk) only
 // on those backends; @broadcast only where releases are broadcast, @polling
-// only where they are not. SIMBA_FEATURES_TAGS narrows the selection
+// only where they are not; @cli only where the simba command is given a
+// URL of the backend (the memory backend and Redis, not a Redis Cluster). SIMBA_FEATURES_TAGS narrows the selection
 // further.
 func tagsFor(env *backendEnv) string {
 	var tags []string
@@ -94,6 +96,9 @@ func tagsFor(env *backendEnv) string {
 		tags = append(tags, "~@polling")
 	} else {
 		tags = append(tags, "~@broadcast")
+	}
+	if env.cliBackend == "" {
+		tags = append(tags, "~@cli")
 	}
 	// godog's tag expressions are an "or" (",") of "and"s ("&&"): a
 	// scenario applies when it names this backend, or names none.
@@ -129,7 +134,12 @@ func initScenario(sc *godog.ScenarioContext, env *backendEnv) {
 	w := newWorld(env)
 	step := func(expr string, fn any) { sc.Step(expr, w.inScenario(fn)) }
 	w.registerSteps(step)
-	sc.Before(func(ctx context.Context, _ *godog.Scenario) (context.Context, error) {
+	sc.Before(func(ctx context.Context, s *godog.Scenario) (context.Context, error) {
+		for _, tag := range s.Tags {
+			if tag.Name == "@cli" {
+				w.cli, w.env = true, env.forCLI()
+			}
+		}
 		return ctx, w.start()
 	})
 	sc.After(func(ctx context.Context, _ *godog.Scenario, _ error) (context.Context, error) {

@@ -11,7 +11,7 @@ func (w *world) registerSteps(step func(string, any)) {
 	step(`^((?:[A-Z], )*[A-Z](?: and [A-Z])?) closes?$`, w.closeAll)
 	step(`^each of ((?:[A-Z], )*[A-Z]) and ([A-Z]) closes and connects again, (\d+) times$`, w.reconnectEach)
 
-	step(`^([^']+) pass$`, w.timePasses)
+	step(`^([^']+) pass(?:es)?$`, w.timePasses)
 	step(`^([A-Z])'s connection (stalls|heals)(?:, as if [A-Z] had crashed)?$`, w.connection)
 	step(`^every call of ([A-Z]) takes (.+) to reach the backend$`, w.callsDelayed)
 	step(`^every call of ([A-Z]) fails from its next successful keep-alive on$`, w.failAfterKeepAlive)
@@ -239,6 +239,13 @@ func (w *world) registerSteps(step func(string, any)) {
 	step(`^building ([A-Z])'s fx app fails at once with an error matching (\w+)$`, w.fxBuildFails)
 	step(`^([A-Z])'s start hook holds its lock$`, w.fxHookHolds)
 	step(`^([A-Z]) closed its session after releasing "([^"]*)", before its fx app's stop returned$`, w.closedAfterRelease)
+
+	// The simba command: steps_cli_test.go
+	step("^simba (\\d) runs `([^`]*)`(?:, with `([^`]*)` in its environment)?$", w.simbaRuns)
+	step(`^(?:within (.+?) )?simba (\d) exits with code (\d+)$`, w.simbaExits)
+	step("^(?:within (.+?) )?simba (\\d)'s (output|stderr) has (no )?`([^`]*)`$", w.simbaPrinted)
+	step(`^simba (\d) gets (SIG[A-Z]+)$`, w.simbaSignalled)
+	step(`^(?:within (.+?) )?the tokens printed by the commands of simba (\d)(?: and then simba (\d))? increase$`, w.printedTokensRise)
 
 	// Metrics: steps_metrics_test.go
 	step(`^(?:within (.+?) )?([A-Z])'s metric (simba_\w+)(\{[^}]*\})? is (\d+(?:\.\d+)?|above zero)$`, w.metricIs)

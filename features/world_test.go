@@ -34,6 +34,8 @@ type world struct {
 	mem    *memory.Server
 	bub    *bubble
 	nodes  map[string]*node
+	cli    bool                  // a scenario about the simba command (@cli): in real time
+	procs  map[string]*simbaProc // its simba processes, by number
 
 	ctx    context.Context // ends with the scenario: background work stops then
 	cancel context.CancelFunc
@@ -64,6 +66,7 @@ func newWorld(env *backendEnv) *world {
 		id:        randomID(3),
 		timing:    defaultTiming,
 		nodes:     make(map[string]*node),
+		procs:     make(map[string]*simbaProc),
 		marks:     make(map[string]time.Time),
 		remaining: make(map[*simba.Term]time.Duration),
 		takers:    make(map[string]simba.SessionID),
@@ -71,9 +74,10 @@ func newWorld(env *backendEnv) *world {
 }
 
 // start runs when the scenario begins: on the memory backend it opens the
-// scenario's bubble and its store inside it.
+// scenario's bubble and its store inside it. A scenario about the simba
+// command runs outside any bubble: its processes live in real time.
 func (w *world) start() error {
-	if w.env.fake {
+	if w.env.fake && !w.cli {
 		w.bub = startBubble(w.env.t)
 	}
 	return w.run(func() error {
@@ -92,7 +96,7 @@ func (w *world) start() error {
 func (w *world) finish() error {
 	err := w.run(func() error {
 		w.cancel()
-		var errs []error
+		errs := []error{w.stopSimbas()}
 		for _, n := range w.sortedNodes() {
 			n.rec.end()
 			n.link.Heal()
@@ -116,7 +120,7 @@ func (w *world) finish() error {
 		if w.subscriber != nil {
 			_ = w.subscriber.Close()
 		}
-		return errors.Join(errs...)
+		return errors.Join(append(errs, w.dropCLIKeys())...)
 	})
 	if w.bub != nil {
 		err = errors.Join(err, w.bub.stop())
@@ -296,10 +300,20 @@ func (w *world) dur(phrase string, cfg simba.Config) (time.Duration, error) {
 	return 0, fmt.Errorf("features: cannot read %q as a duration", phrase)
 }
 
+// fakeTime reports whether the scenario runs on the fake clock: on the
+// memory backend, unless it is about the simba command.
+func (w *world) fakeTime() bool { return w.env.fake && !w.cli }
+
+// cliTiming is the timing simba processes are given: the scenario's lease
+// duration, as --lease, and simba's renew interval, a third of it.
+func (w *world) cliTiming() simba.Config {
+	return simba.Config{LeaseDuration: w.lease(w.timing)}
+}
+
 // grace widens an upper time bound on real servers, where scheduling and
 // the network add delays; on the fake clock bounds are exact.
 func (w *world) grace(d time.Duration) time.Duration {
-	if w.env.fake {
+	if w.fakeTime() {
 		return d
 	}
 	return d + d/4 + 250*time.Millisecond
@@ -309,7 +323,7 @@ func (w *world) grace(d time.Duration) time.Duration {
 // same: a millisecond on the fake clock (rounding of drift), more on real
 // servers.
 func (w *world) tolerance() time.Duration {
-	if w.env.fake {
+	if w.fakeTime() {
 		return time.Millisecond
 	}
 	return 150 * time.Millisecond
@@ -317,7 +331,7 @@ func (w *world) tolerance() time.Duration {
 
 // poll is the pause between two checks of a condition.
 func (w *world) poll() time.Duration {
-	if w.env.fake {
+	if w.fakeTime() {
 		return time.Millisecond
 	}
 	return 5 * time.Millisecond
@@ -365,8 +379,15 @@ func (w *world) never(d time.Duration, what string, cond func() bool) error {
 // Names.
 
 // name returns the lease a scenario means by n: n with the scenario's id
-// appended, so scenarios never share a lease on a shared server.
-func (w *world) name(n string) string { return n + "." + w.id }
+// appended, so scenarios never share a lease on a shared server. In a
+// scenario about the simba command the id comes first, so that a name
+// prefix (simba status --list --prefix) keeps to the scenario's leases too.
+func (w *world) name(n string) string {
+	if w.cli {
+		return w.id + "." + n
+	}
+	return n + "." + w.id
+}
 
 // node returns the node called name.
 func (w *world) node(name string) (*node, error) {
