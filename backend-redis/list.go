@@ -11,12 +11,9 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
-// Bounds of one page of a listing: at most listScanCalls SCAN calls, the
-// COUNT of each at most listScanMax keys.
-const (
-	listScanCalls = 16
-	listScanMax   = 1024
-)
+// Bound of one page of a listing: at most listScanCalls SCAN calls, the
+// COUNT of each the room left in the page.
+const listScanCalls = 16
 
 // listScript reads the holders of lease keys, as holderScript does for
 // one, in one step; a key that is not a hash, or names a session that is
@@ -41,9 +38,12 @@ return out
 
 // ListHolders returns a page of the leases held now whose names start
 // with q.Prefix (simba.HolderLister). It walks the lease keys of the
-// prefix with SCAN MATCH, at most 16 calls a page whose COUNT starts at
-// the room left in the page and doubles after a call that found no key,
-// up to 1024, then reads the holders of the keys found in one script.
+// prefix with SCAN MATCH, at most 16 calls a page whose COUNT is the room
+// left in the page, then reads the holders of the keys found in one
+// script. Where the prefix's keys are sparse, a page can come back short
+// or empty with a next cursor, as on SQL. COUNT never grows past the room
+// left: a call that returns about COUNT keys then carries few over, and
+// the cursor stays within simba.MaxCursorLength.
 // SCAN's order is the server's own: a page is in name order, but the
 // pages are not after one another, and a name may show on two pages when
 // the key space shrank during the walk (SCAN returns a key that was there
@@ -93,11 +93,7 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 			}
 		}
 		cur, scanning = next, next != 0
-		if len(keys) == 0 {
-			count = min(2*count, listScanMax)
-		} else {
-			count = max(q.Limit-len(names), 1)
-		}
+		count = max(q.Limit-len(names), 1)
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
@@ -170,6 +166,9 @@ func parseListCursor(q simba.ListQuery) (uint64, []string, error) {
 	var names []string
 	if carries {
 		names = strings.Split(rest, ",")
+	}
+	if len(names) > simba.MaxListLimit {
+		return 0, nil, fmt.Errorf("simbaredis: list cursor %.40q: carries %d names, more than a listing ever carries: %w", q.Cursor, len(names), simba.ErrInvalidArgument)
 	}
 	for _, n := range names {
 		if simba.ValidateName(n) != nil || !strings.HasPrefix(n, q.Prefix) {

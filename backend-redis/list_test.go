@@ -3,6 +3,7 @@ package simbaredis
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,9 +106,12 @@ func TestListHoldersCursor(t *testing.T) {
 	if err != nil || len(p.Leases) != 1 || p.Leases[0].Name != "c-3" || p.Next != "" {
 		t.Fatalf("last page = %+v, %v; want c-3 alone and no next", p, err)
 	}
-	for _, give := range []string{"x", "-1", "5,", "5,bad/name", "5,d-1", "18446744073709551616"} {
+	// A cursor carrying more names than a page may hold was not made by a
+	// listing: refused before a script reads the holders of every one.
+	tooMany := "0" + strings.Repeat(",c-1", simba.MaxListLimit+1)
+	for _, give := range []string{"x", "-1", "5,", "5,bad/name", "5,d-1", "18446744073709551616", tooMany} {
 		if _, err := b.ListHolders(callCtx(t), simba.ListQuery{Prefix: "c-", Cursor: give, Limit: 5}); !errors.Is(err, simba.ErrInvalidArgument) {
-			t.Errorf("cursor %q: %v, want ErrInvalidArgument", give, err)
+			t.Errorf("cursor %.60q: %v, want ErrInvalidArgument", give, err)
 		}
 	}
 }
