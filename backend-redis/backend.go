@@ -256,7 +256,7 @@ func ping(ctx context.Context, client redis.UniversalClient) error {
 		case err == nil:
 			return nil
 		case ctx.Err() != nil && silent != nil:
-			return fmt.Errorf("%w (the server accepted connections but never answered: %v)", err, silent) //nolint:errorlint // the cause is ctx's end
+			return fmt.Errorf("%w (%s: %v)", err, silence(silent), silent) //nolint:errorlint // the cause is ctx's end
 		case ctx.Err() != nil || !bounded || !errors.As(err, &ne) || !ne.Timeout():
 			return err
 		}
@@ -269,6 +269,17 @@ func ping(ctx context.Context, client redis.UniversalClient) error {
 			}
 		}
 	}
+}
+
+// silence says what the timeout err of a PING was: a dial that got no
+// connection (an unreachable or black-holed host), or a server that took
+// the connection and never answered.
+func silence(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return "no connection was made within the dial timeout, tried until the context ended"
+	}
+	return "the server accepted connections but never answered"
 }
 
 // pingRetryPause is the least time between two PINGs of Open.

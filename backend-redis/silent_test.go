@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,5 +101,19 @@ func TestServerGoesSilent(t *testing.T) {
 		case <-time.After(time.Second):
 			t.Fatal("a call in flight still hangs 1s after Close")
 		}
+	}
+}
+
+// TestSilenceNamesWhatTimedOut: Open's error tells a dial that got no
+// connection (an unreachable host) from a server that took the connection
+// and never answered.
+func TestSilenceNamesWhatTimedOut(t *testing.T) {
+	dial := fmt.Errorf("redis: %w", &net.OpError{Op: "dial", Net: "tcp", Err: os.ErrDeadlineExceeded})
+	read := &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+	if got := silence(dial); !strings.Contains(got, "no connection was made") {
+		t.Errorf("silence(a dial timeout) = %q, want it to say no connection was made", got)
+	}
+	if got := silence(read); !strings.Contains(got, "accepted connections but never answered") {
+		t.Errorf("silence(a read timeout) = %q, want it to say the server never answered", got)
 	}
 }
