@@ -212,6 +212,14 @@ func writeOthers(a *app, cmd, format string, n *node, holders []holderRead, l *l
 		n.close(a, cmd)
 		return a.listFailed(cmd, n.where, l)
 	}
+	// What a backend's error says goes to standard output here, not
+	// through a.report: mask the secrets of the URL in it as report does.
+	for i := range holders {
+		holders[i].err = scrubErr(holders[i].err, a.secrets)
+	}
+	if l != nil {
+		l.err = scrubErr(l.err, a.secrets)
+	}
 	now := time.Now()
 	var err error
 	if format == "json" {

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	simba "github.com/simba-go/simba/core"
 )
 
 // secretPasswords hold the characters that end a part of a URL, or start
@@ -186,5 +189,22 @@ func TestCommandGetsNoSimbaVariables(t *testing.T) {
 		if want := "CLITEST_KEPT=kept\nSIMBA_LEASE=job\nSIMBA_TOKEN="; !strings.HasPrefix(r.stdout, want) || strings.Count(r.stdout, "\n") != 3 {
 			t.Errorf("%s: the command's environment holds\n%s\nwant only\n%s...", cmd, r.stdout, want)
 		}
+	}
+}
+
+// TestScrubErrMasksAndKeepsTheChain: the errors that --holder and --list
+// print to standard output are masked as stderr's are, and still match
+// what they wrap.
+func TestScrubErrMasksAndKeepsTheChain(t *testing.T) {
+	err := fmt.Errorf("dial redis://u:hunter2@h: %w", simba.ErrBackendUnavailable)
+	got := scrubErr(err, []string{"hunter2"})
+	if strings.Contains(got.Error(), "hunter2") {
+		t.Errorf("scrubErr kept the secret: %v", got)
+	}
+	if !errors.Is(got, simba.ErrBackendUnavailable) {
+		t.Errorf("scrubErr(%v) no longer matches simba.ErrBackendUnavailable", got)
+	}
+	if scrubErr(nil, []string{"hunter2"}) != nil {
+		t.Error("scrubErr(nil) is not nil")
 	}
 }
