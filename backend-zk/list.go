@@ -34,7 +34,7 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 		return simba.HolderPage{}, err
 	}
 	if q.Cursor != "" && simba.ValidateName(q.Cursor) != nil {
-		return simba.HolderPage{}, fmt.Errorf("simbazk: list cursor %q is not a lease name: %w", q.Cursor, simba.ErrInvalidArgument)
+		return simba.HolderPage{}, fmt.Errorf("simbazk: list cursor %.40q is not a lease name: %w", q.Cursor, simba.ErrInvalidArgument)
 	}
 	b.mu.Lock()
 	if b.closed {

@@ -372,7 +372,7 @@ func (s *Server) listHolders(ctx context.Context, q simba.ListQuery, c *Conn) (s
 		return simba.HolderPage{}, fmt.Errorf("memory: %s: %w", OpListHolders, err)
 	}
 	if q.Cursor != "" && simba.ValidateName(q.Cursor) != nil {
-		return simba.HolderPage{}, fmt.Errorf("memory: %s: cursor %q is not a lease name: %w", OpListHolders, q.Cursor, simba.ErrInvalidArgument)
+		return simba.HolderPage{}, fmt.Errorf("memory: %s: cursor %.40q is not a lease name: %w", OpListHolders, q.Cursor, simba.ErrInvalidArgument)
 	}
 	if _, err := s.begin(ctx, OpListHolders, c); err != nil {
 		return simba.HolderPage{}, err

@@ -669,7 +669,7 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 		return simba.HolderPage{}, err
 	}
 	if q.Cursor != "" && simba.ValidateName(q.Cursor) != nil {
-		return simba.HolderPage{}, b.pkg.Errorf("%w: list cursor %q is not a lease name", simba.ErrInvalidArgument, q.Cursor)
+		return simba.HolderPage{}, b.pkg.Errorf("%w: list cursor %.40q is not a lease name", simba.ErrInvalidArgument, q.Cursor)
 	}
 	ctx, done, err := b.enter(ctx)
 	if err != nil {
