@@ -80,7 +80,7 @@ func SplitAddress(addr string, needPort bool) (host, port string, err error) {
 			port, hasPort = p, true
 		}
 	} else {
-		if strings.Count(addr, ":") > 1 && (net.ParseIP(addr) != nil || net.ParseIP(addr[:strings.LastIndexByte(addr, ':')]) != nil) {
+		if strings.Count(addr, ":") > 1 && (isIPv6(addr) || isIPv6(addr[:strings.LastIndexByte(addr, ':')])) {
 			return "", "", fmt.Errorf("%q: an IPv6 address goes in brackets: [ADDRESS]:PORT", addr)
 		}
 		host, port, hasPort = strings.Cut(addr, ":")
@@ -100,6 +100,13 @@ func SplitAddress(addr string, needPort bool) (host, port string, err error) {
 		return "", "", errors.New("no port: want HOST:PORT")
 	}
 	return host, port, nil
+}
+
+// isIPv6 reports whether s is an IPv6 address, with or without a zone
+// (fe80::1%eth0).
+func isIPv6(s string) bool {
+	ip, _, _ := strings.Cut(s, "%")
+	return strings.Contains(ip, ":") && net.ParseIP(ip) != nil
 }
 
 // checkPort checks a port as written after the ':'.

@@ -30,6 +30,8 @@ func TestSplitAddress(t *testing.T) {
 		{give: "[::1]", needPort: true, err: "no port"},
 		{give: "::1", err: `"::1": an IPv6 address goes in brackets: [ADDRESS]:PORT`},
 		{give: "::1:6379", err: "an IPv6 address goes in brackets"},
+		{give: "fe80::1%eth0", err: `"fe80::1%eth0": an IPv6 address goes in brackets`},
+		{give: "fe80::1%eth0:6379", err: "an IPv6 address goes in brackets"},
 		{give: "fe80::1:70000", err: "an IPv6 address goes in brackets"},
 		{give: "[::1", err: "no ']'"},
 		{give: "[zz::1]:1", err: `host "[zz::1]": not an IPv6 address`},
