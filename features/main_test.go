@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,10 @@ func TestFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// A mistyped tag would otherwise pass as a green run of nothing.
+		if tags := strings.TrimSpace(os.Getenv("SIMBA_FEATURES_TAGS")); tags != "" && scenariosRun.Load() == 0 {
+			t.Errorf("SIMBA_FEATURES_TAGS=%q selected no scenario on %s", tags, strings.Join(backends, ", "))
+		}
 		removeSimbaBinary()
 		for _, line := range failovers() {
 			t.Log(line)
@@ -129,12 +134,16 @@ func tagsFor(env *backendEnv) string {
 	return strings.Join(alts, ",")
 }
 
+// scenariosRun counts the scenarios begun on every backend of the run.
+var scenariosRun atomic.Int64
+
 // initScenario builds the world of one scenario and binds the steps to it.
 func initScenario(sc *godog.ScenarioContext, env *backendEnv) {
 	w := newWorld(env)
 	step := func(expr string, fn any) { sc.Step(expr, w.inScenario(fn)) }
 	w.registerSteps(step)
 	sc.Before(func(ctx context.Context, s *godog.Scenario) (context.Context, error) {
+		scenariosRun.Add(1)
 		for _, tag := range s.Tags {
 			if tag.Name == "@cli" {
 				w.cli, w.env = true, env.forCLI()
