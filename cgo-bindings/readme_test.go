@@ -73,7 +73,7 @@ func TestReadmePythonBlocks(t *testing.T) {
 				continue
 			}
 			ran++
-			t.Run(strings.ReplaceAll(filepath.Clean(b.file), "/", "_")+":"+strconv.Itoa(b.line), func(t *testing.T) {
+			t.Run(strings.NewReplacer("../", "root_", "/", "_").Replace(b.file)+":"+strconv.Itoa(b.line), func(t *testing.T) {
 				for _, m := range clientURL.FindAllStringSubmatch(b.code, -1) {
 					if !strings.HasPrefix(m[1], "memory://") {
 						t.Errorf("%s:%d: Client(%q): the examples run on memory://", b.file, b.line, m[1])
