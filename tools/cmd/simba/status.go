@@ -84,6 +84,10 @@ Exit codes:
        script), the URL's database missing, or the tables refused to its user
 `
 
+// statusWaited, when set by a test, is called once status has waited for
+// the session, before it takes the snapshot.
+var statusWaited func(*simba.Client)
+
 // runStatus is "simba status".
 func runStatus(ctx context.Context, a *app, args []string) int {
 	const cmd = "status"
@@ -140,16 +144,24 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	if len(names) > 0 || lf.list {
 		return writeOthers(a, cmd, *format, n, holders, listed)
 	}
-	code = exitOK
 	select {
 	case <-opened:
 	case <-ctx.Done():
 		return interruptedCode(ctx)
 	case <-t.C:
-		code = exitUnavailable
+	}
+	if statusWaited != nil {
+		statusWaited(n.client)
 	}
 	failure, why := n.watch.failure()
+	// The code is that of the snapshot printed: a session that opened
+	// after the timer fired, and before the snapshot, shows as live and
+	// exits 0.
 	snap := n.client.Snapshot()
+	code = exitOK
+	if snap.Session.Status != simba.StatusLive {
+		code = exitUnavailable
+	}
 	var err error
 	if *format == "json" {
 		err = writeStatusJSON(a.stdout, n.where, snap)
