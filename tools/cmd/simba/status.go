@@ -69,6 +69,7 @@ why, when the page could not be read.
 Exit codes:
   0    the session is live; with --holder or --list: every holder asked
        for, and the page, was read
+  1    simba itself failed
   2    bad usage: unknown flag or format, invalid lease name or identity, bad
        backend URL, --lease above the backend's maximum (24h on PostgreSQL
        and MySQL), --table-prefix on a backend without tables; or --holder
@@ -82,6 +83,10 @@ Exit codes:
   78   the backend is not set up: PostgreSQL or MySQL tables of --table-prefix
        missing or outdated (create them with --migrate, or apply the schema
        script), the URL's database missing, or the tables refused to its user
+  129  stopped by SIGHUP before it printed anything
+  130  stopped by SIGINT (Ctrl-C) before it printed anything
+  131  stopped by SIGQUIT before it printed anything
+  143  stopped by SIGTERM before it printed anything
 `
 
 // statusWaited, when set by a test, is called once status has waited for
