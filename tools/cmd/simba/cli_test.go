@@ -59,7 +59,7 @@ func TestBadUsageExitsTwoWithOneLine(t *testing.T) {
 		{[]string{"lock", "--backend", "postgres://u:s3@cr3t@host/db", "job", "--", "true"}, "may end at more than one '@'"},
 		{[]string{"lock", "--backend", "postgres://u:s3cr3t@host/db?connect_timeout=soon", "job", "--", "true"}, "simbapg: url"},
 		{[]string{"lock", "--backend", "postgres://u@host/db?password=s3cr3t&connect_timeout=soon", "job", "--", "true"}, "simbapg: url"},
-		{[]string{"lock", "--backend", "redis://u:s3/cr3t@host/0", "job", "--", "true"}, "may end at more than one '@'"},
+		{[]string{"lock", "--backend", "redis://u:s3/cr3t@host/0", "job", "--", "true"}, "a '/' in the user information must be percent-encoded, as %2F"},
 		{[]string{"lock", "--backend", "redis://u:s3cr3t%zz@host/0", "job", "--", "true"}, "invalid percent-escape"},
 		{[]string{"lock", "--backend", "mysql://u:s3cr3t@host/", "job", "--", "true"}, "no database name"},
 		{[]string{"lock", "--backend", "zk://", "job", "--", "true"}, "names no server"},
