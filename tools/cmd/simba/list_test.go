@@ -179,7 +179,8 @@ func TestStatusListFlags(t *testing.T) {
 	}
 	// A cursor the backend never returned: refused by the backend.
 	r := runSimba(t, "status", "--backend", memoryURL(t), "--list", "--after", "not:a/name")
-	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "simba status: --list: ") {
+	if r.code != exitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, "simba status: --list: ") ||
+		!strings.HasSuffix(r.stderr, ` (see "simba status --help")`+"\n") {
 		t.Errorf("a foreign cursor: exit code %d, stderr %q, stdout %q; want %d", r.code, r.stderr, r.stdout, exitUsage)
 	}
 }
