@@ -129,6 +129,8 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 		return code
 	}
 	defer n.close(a, cmd)
+	// A fresh store of this process: no lease of another simba shows.
+	n.warnInProcessThat(a, cmd, "the leases another process holds do not show here")
 
 	t := time.NewTimer(*timeout)
 	defer t.Stop()
