@@ -161,7 +161,7 @@ func parseListCursor(q simba.ListQuery) (uint64, []string, error) {
 	head, rest, carries := strings.Cut(q.Cursor, ",")
 	cur, err := strconv.ParseUint(head, 10, 64)
 	if err != nil || carries && rest == "" {
-		return 0, nil, fmt.Errorf("simbaredis: list cursor %.40q: not one a listing returned: %w", q.Cursor, simba.ErrInvalidArgument)
+		return 0, nil, fmt.Errorf("simbaredis: list cursor %.40q is not a cursor that a listing returned: %w", q.Cursor, simba.ErrInvalidArgument)
 	}
 	var names []string
 	if carries {
@@ -172,7 +172,7 @@ func parseListCursor(q simba.ListQuery) (uint64, []string, error) {
 	}
 	for _, n := range names {
 		if simba.ValidateName(n) != nil || !strings.HasPrefix(n, q.Prefix) {
-			return 0, nil, fmt.Errorf("simbaredis: list cursor %.40q: not one a listing of prefix %q returned: %w", q.Cursor, q.Prefix, simba.ErrInvalidArgument)
+			return 0, nil, fmt.Errorf("simbaredis: list cursor %.40q is not a cursor that a listing of prefix %q returned: %w", q.Cursor, q.Prefix, simba.ErrInvalidArgument)
 		}
 	}
 	return cur, names, nil

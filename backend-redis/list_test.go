@@ -133,3 +133,20 @@ func TestListHoldersRing(t *testing.T) {
 		t.Fatalf("ListHolders on a Ring = %v, want ErrNotSupported", err)
 	}
 }
+
+// TestListCursorErrorsRead: a refused cursor is told to be one that no
+// listing returned, in words that read.
+func TestListCursorErrorsRead(t *testing.T) {
+	for _, tt := range []struct {
+		q    simba.ListQuery
+		want string
+	}{
+		{simba.ListQuery{Cursor: "x"}, `simbaredis: list cursor "x" is not a cursor that a listing returned: `},
+		{simba.ListQuery{Prefix: "c-", Cursor: "5,d-1"}, `simbaredis: list cursor "5,d-1" is not a cursor that a listing of prefix "c-" returned: `},
+	} {
+		_, _, err := parseListCursor(tt.q)
+		if !errors.Is(err, simba.ErrInvalidArgument) || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("cursor %q: %v; want %q", tt.q.Cursor, err, tt.want)
+		}
+	}
+}

@@ -281,6 +281,12 @@ func checkZKServers(u backendURL) error {
 // postgres:// URLs itself and masks the password in its errors.
 func checkURL(u backendURL) error {
 	if u.ambiguous {
+		if c := u.hostPartEnd(); c != 0 {
+			return badURL("backend URL %s: a '%c' in the user information must be percent-encoded, as %%%02X: "+
+				"the driver would end the host part there (percent-encode '/', '?', '#', '@' and '%%' in a password: "+
+				"%%2F, %%3F, %%23, %%40, %%25)",
+				u.redactedString(), c, c)
+		}
 		return badURL("backend URL %s: the user information may end at more than one '@': percent-encode "+
 			"'@', '/', '?', '#' and '%%' in a password (%%40, %%2F, %%3F, %%23, %%25) and '@' in the path or query",
 			u.redactedString())

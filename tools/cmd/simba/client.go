@@ -87,9 +87,15 @@ type node struct {
 // excludes nothing outside this process: two simba processes given the
 // same memory:// URL each have a store of their own, and both hold name.
 func (n *node) warnInProcess(a *app, cmd, name string) {
+	n.warnInProcessThat(a, cmd, "can hold "+name+" at the same time")
+}
+
+// warnInProcessThat warns that a memory:// store is this process's own,
+// then says what follows from it.
+func (n *node) warnInProcessThat(a *app, cmd, consequence string) {
 	if n.inProcess {
 		a.report(cmd, "warning: %s is a store in this process only: a simba in another process does not see it, "+
-			"and can hold %s at the same time", n.where, name)
+			"and %s", n.where, consequence)
 	}
 }
 

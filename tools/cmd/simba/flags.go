@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // cmdFlags is the flag set of one command with its help text. Flags are
@@ -58,7 +59,31 @@ func (f *cmdFlags) fail(a *app, err error) int {
 		f.help(a.stdout)
 		return exitOK
 	}
-	return a.usageError(f.cmd, errors.New(dashDash(err.Error())))
+	return a.usageError(f.cmd, errors.New(f.durationWanted(dashDash(err.Error()))))
+}
+
+// durationWanted rewrites the "parse error" that package flag gives for a
+// value of a duration flag that time.ParseDuration refuses, saying what
+// is wanted instead. Other messages are returned as they are.
+func (f *cmdFlags) durationWanted(msg string) string {
+	head, ok := strings.CutSuffix(msg, ": parse error")
+	if !ok {
+		return msg
+	}
+	i := strings.LastIndex(head, " for flag --")
+	if i < 0 {
+		return msg
+	}
+	fl := f.Lookup(head[i+len(" for flag --"):])
+	if fl == nil {
+		return msg
+	}
+	if g, ok := fl.Value.(flag.Getter); !ok {
+		return msg
+	} else if _, ok := g.Get().(time.Duration); !ok {
+		return msg
+	}
+	return head + ": want a duration such as 30s, 500ms or 1m30s"
 }
 
 // dashDash rewrites the messages of package flag, which name a flag with

@@ -91,8 +91,7 @@ func (a *app) listFailed(cmd, where string, r *listRead) int {
 		a.report(cmd, "--list: the backend %s cannot list the leases held (%v)", where, r.err)
 		return exitUsage
 	case errors.Is(r.err, simba.ErrInvalidArgument):
-		a.report(cmd, "--list: %v", r.err)
-		return exitUsage
+		return a.usageError(cmd, fmt.Errorf("--list: %w", r.err))
 	case isNotSetUp(r.err):
 		a.report(cmd, "backend %s is not set up: %v", where, r.err)
 		return exitConfig

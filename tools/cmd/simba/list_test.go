@@ -87,7 +87,7 @@ type listJSON struct {
 func statusList(t *testing.T, args ...string) listJSON {
 	t.Helper()
 	r := runSimba(t, append([]string{"status", "--list", "--format", "json"}, args...)...)
-	if r.code != exitOK || r.stderr != "" {
+	if r.code != exitOK || withoutInProcessWarning(r.stderr) != "" {
 		t.Fatalf("status --list %v: exit code %d, stderr %q", args, r.code, r.stderr)
 	}
 	var got listJSON
@@ -134,7 +134,7 @@ func TestStatusList(t *testing.T) {
 	}
 
 	r := runSimba(t, "status", "--backend", url, "--list", "--limit", "3")
-	if r.code != exitOK || r.stderr != "" {
+	if r.code != exitOK || withoutInProcessWarning(r.stderr) != "" {
 		t.Fatalf("table: exit code %d, stderr %q", r.code, r.stderr)
 	}
 	for _, re := range []string{
@@ -179,7 +179,8 @@ func TestStatusListFlags(t *testing.T) {
 	}
 	// A cursor the backend never returned: refused by the backend.
 	r := runSimba(t, "status", "--backend", memoryURL(t), "--list", "--after", "not:a/name")
-	if r.code != exitUsage || r.stdout != "" || !strings.Contains(r.stderr, "simba status: --list: ") {
+	if r.code != exitUsage || r.stdout != "" || !strings.HasPrefix(withoutInProcessWarning(r.stderr), "simba status: --list: ") ||
+		!strings.HasSuffix(r.stderr, ` (see "simba status --help")`+"\n") {
 		t.Errorf("a foreign cursor: exit code %d, stderr %q, stdout %q; want %d", r.code, r.stderr, r.stdout, exitUsage)
 	}
 }

@@ -57,6 +57,7 @@ too. simba warns about it on stderr; use memory:// for trials only.
 
 Exit codes:
   the command's    when it exits on its own (128+N when signal N ended it)
+  1                simba itself failed
   2                bad usage: unknown flag, missing NAME or COMMAND, invalid
                    name, bad backend URL (scheme, host or port), --lease above
                    the backend's maximum (24h on PostgreSQL and MySQL),
@@ -71,6 +72,10 @@ Exit codes:
                    database missing, or the tables refused to its user
   126              the command is not executable
   127              the command was not found
+  129              stopped by SIGHUP while no command ran
+  130              stopped by SIGINT (Ctrl-C) while no command ran
+  131              stopped by SIGQUIT while no command ran
+  143              stopped by SIGTERM while no command ran
 `
 
 // runLock is "simba lock NAME -- COMMAND...".

@@ -113,8 +113,7 @@ func withoutInProcessWarning(stderr string) string {
 }
 
 // TestMemoryBackendWarnsItIsInProcess: two processes given one memory://
-// URL do not share the store, so lock and leader say so on stderr; status,
-// which holds nothing, does not.
+// URL do not share the store, so lock, leader and status say so on stderr.
 func TestMemoryBackendWarnsItIsInProcess(t *testing.T) {
 	for _, cmd := range []string{"lock", "leader"} {
 		url := memoryURL(t)
@@ -125,8 +124,14 @@ func TestMemoryBackendWarnsItIsInProcess(t *testing.T) {
 			t.Errorf("%s: exit code %d, stderr %q; want 0 and the warning %q", cmd, r.code, r.stderr, want)
 		}
 	}
-	if r := runSimba(t, "status", "--backend", memoryURL(t)); r.code != 0 || r.stderr != "" {
-		t.Errorf("status: exit code %d, stderr %q; want 0 and nothing", r.code, r.stderr)
+	for _, args := range [][]string{{}, {"--holder", "job"}, {"--list"}, {"--format", "json"}} {
+		url := memoryURL(t)
+		r := runSimba(t, append([]string{"status", "--backend", url}, args...)...)
+		want := "simba status: warning: " + url + " is a store in this process only: " +
+			"a simba in another process does not see it, and the leases another process holds do not show here\n"
+		if r.code != 0 || r.stderr != want {
+			t.Errorf("status %v: exit code %d, stderr %q; want 0 and the warning %q", args, r.code, r.stderr, want)
+		}
 	}
 }
 

@@ -86,6 +86,27 @@ func parseBackendURL(raw string) backendURL {
 	return u
 }
 
+// hostPartEnd returns, for an ambiguous URL with a single '@', the
+// character before it ('/', or '?' or '#' but on PostgreSQL) at which the
+// driver ends the host part, so that it never reaches the '@': the one
+// that the user information must have percent-encoded. It returns 0 for a
+// URL with more than one '@', or none.
+func (u backendURL) hostPartEnd() byte {
+	_, rest, ok := strings.Cut(u.raw, "://")
+	if !ok || strings.Count(rest, "@") != 1 {
+		return 0
+	}
+	stops := "/?#"
+	if s := strings.ToLower(u.scheme); s == "postgres" || s == "postgresql" {
+		stops = "/"
+	}
+	at := strings.IndexByte(rest, '@')
+	if i := strings.IndexAny(rest[:at], stops); i >= 0 {
+		return rest[i]
+	}
+	return 0
+}
+
 // userinfoEnd returns the offset of the '@' that ends the user information
 // of rest (the URL after "scheme://") as the driver of scheme reads it, or
 // -1 when it reads none.

@@ -69,6 +69,7 @@ why, when the page could not be read.
 Exit codes:
   0    the session is live; with --holder or --list: every holder asked
        for, and the page, was read
+  1    simba itself failed
   2    bad usage: unknown flag or format, invalid lease name or identity, bad
        backend URL, --lease above the backend's maximum (24h on PostgreSQL
        and MySQL), --table-prefix on a backend without tables; or --holder
@@ -82,7 +83,15 @@ Exit codes:
   78   the backend is not set up: PostgreSQL or MySQL tables of --table-prefix
        missing or outdated (create them with --migrate, or apply the schema
        script), the URL's database missing, or the tables refused to its user
+  129  stopped by SIGHUP before it printed anything
+  130  stopped by SIGINT (Ctrl-C) before it printed anything
+  131  stopped by SIGQUIT before it printed anything
+  143  stopped by SIGTERM before it printed anything
 `
+
+// statusWaited, when set by a test, is called once status has waited for
+// the session, before it takes the snapshot.
+var statusWaited func(*simba.Client)
 
 // runStatus is "simba status".
 func runStatus(ctx context.Context, a *app, args []string) int {
@@ -120,6 +129,8 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 		return code
 	}
 	defer n.close(a, cmd)
+	// A fresh store of this process: no lease of another simba shows.
+	n.warnInProcessThat(a, cmd, "the leases another process holds do not show here")
 
 	t := time.NewTimer(*timeout)
 	defer t.Stop()
@@ -140,16 +151,24 @@ func runStatus(ctx context.Context, a *app, args []string) int {
 	if len(names) > 0 || lf.list {
 		return writeOthers(a, cmd, *format, n, holders, listed)
 	}
-	code = exitOK
 	select {
 	case <-opened:
 	case <-ctx.Done():
 		return interruptedCode(ctx)
 	case <-t.C:
-		code = exitUnavailable
+	}
+	if statusWaited != nil {
+		statusWaited(n.client)
 	}
 	failure, why := n.watch.failure()
+	// The code is that of the snapshot printed: a session that opened
+	// after the timer fired, and before the snapshot, shows as live and
+	// exits 0.
 	snap := n.client.Snapshot()
+	code = exitOK
+	if snap.Session.Status != simba.StatusLive {
+		code = exitUnavailable
+	}
 	var err error
 	if *format == "json" {
 		err = writeStatusJSON(a.stdout, n.where, snap)

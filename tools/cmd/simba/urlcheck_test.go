@@ -128,3 +128,25 @@ func TestMissingDatabaseIsAConfigurationError(t *testing.T) {
 		})
 	}
 }
+
+// TestUnencodedCharacterOfAPasswordIsNamed: a password with a raw '/'
+// (or '?', '#' on Redis and MySQL) and one '@' is told to have that
+// character percent-encoded, rather than to have more than one '@'; the
+// password shows nowhere.
+func TestUnencodedCharacterOfAPasswordIsNamed(t *testing.T) {
+	for _, tt := range []struct{ url, want string }{
+		{"redis://u:pa/ssSECRET@127.0.0.1:1/0", "a '/' in the user information must be percent-encoded, as %2F"},
+		{"redis://u:pa?ssSECRET@127.0.0.1:1/0", "a '?' in the user information must be percent-encoded, as %3F"},
+		{"mysql://u:pa#ssSECRET@127.0.0.1:1/db", "a '#' in the user information must be percent-encoded, as %23"},
+		{"postgres://u:pa/ssSECRET@127.0.0.1:1/db", "a '/' in the user information must be percent-encoded, as %2F"},
+		{"redis://u:pa@ssSECRET@127.0.0.1:1/0?x=@", "more than one '@'"},
+	} {
+		r := runSimba(t, "status", "--backend", tt.url)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%s: exit code %d, stderr %q; want %d and %q", tt.url, r.code, r.stderr, exitUsage, tt.want)
+		}
+		if strings.Contains(r.stderr, "SECRET") || strings.Contains(r.stderr, "u:pa") {
+			t.Errorf("%s: the password shows: %q", tt.url, r.stderr)
+		}
+	}
+}
