@@ -41,17 +41,7 @@ var holdersSchemaFile = sync.OnceValues(func() (*jsonschema.Schema, error) {
 // docs/holders.schema.json.
 func validHolders(t *testing.T, out string) {
 	t.Helper()
-	sch, err := holdersSchemaFile()
-	if err != nil {
-		t.Fatalf("docs/holders.schema.json: %v", err)
-	}
-	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
-	if err != nil {
-		t.Fatalf("not JSON: %v\n%s", err, out)
-	}
-	if err := sch.Validate(doc); err != nil {
-		t.Errorf("the output does not fit docs/holders.schema.json: %v\n%s", err, out)
-	}
+	validDocument(t, out, "docs/holders.schema.json", holdersSchemaFile)
 }
 
 // asksOthers reports whether the arguments of simba status ask about

@@ -24,16 +24,23 @@ var snapshotSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
 // --format json, is a document of docs/snapshot.schema.json.
 func validSnapshot(t *testing.T, out string) {
 	t.Helper()
-	sch, err := snapshotSchema()
+	validDocument(t, out, "docs/snapshot.schema.json", snapshotSchema)
+}
+
+// validDocument fails the test unless out is a document of the schema
+// file that schema compiles.
+func validDocument(t *testing.T, out, file string, schema func() (*jsonschema.Schema, error)) {
+	t.Helper()
+	sch, err := schema()
 	if err != nil {
-		t.Fatalf("docs/snapshot.schema.json: %v", err)
+		t.Fatalf("%s: %v", file, err)
 	}
 	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
 	if err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, out)
 	}
 	if err := sch.Validate(doc); err != nil {
-		t.Errorf("the output does not fit docs/snapshot.schema.json: %v\n%s", err, out)
+		t.Errorf("the output does not fit %s: %v\n%s", file, err, out)
 	}
 }
 
