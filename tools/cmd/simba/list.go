@@ -12,6 +12,7 @@ import (
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // defaultListLimit is the page size of simba status --list.
@@ -214,10 +215,10 @@ func writeOthers(a *app, cmd, format string, n *node, holders []holderRead, l *l
 	// What a backend's error says goes to standard output here, not
 	// through a.report: mask the secrets of the URL in it as report does.
 	for i := range holders {
-		holders[i].err = scrubErr(holders[i].err, a.secrets)
+		holders[i].err = backendkit.MaskError(holders[i].err, a.secrets)
 	}
 	if l != nil {
-		l.err = scrubErr(l.err, a.secrets)
+		l.err = backendkit.MaskError(l.err, a.secrets)
 	}
 	now := time.Now()
 	var err error

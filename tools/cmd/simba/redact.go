@@ -224,23 +224,6 @@ func redactURL(rawURL string) string {
 // scrub replaces every secret in msg.
 func scrub(msg string, secrets []string) string { return backendkit.MaskText(msg, secrets) }
 
-// scrubErr is err with every secret masked in its text; errors.Is and
-// errors.As still see err. It is nil for a nil err.
-func scrubErr(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
-	return &scrubbedError{msg: scrub(err.Error(), secrets), err: err}
-}
-
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
-
 // scrubWriter writes to w with every secret replaced. Each Write must hold
 // whole lines, as the records of a slog handler do.
 type scrubWriter struct {

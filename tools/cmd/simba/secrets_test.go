@@ -11,6 +11,7 @@ import (
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // secretPasswords hold the characters that end a part of a URL, or start
@@ -192,19 +193,19 @@ func TestCommandGetsNoSimbaVariables(t *testing.T) {
 	}
 }
 
-// TestScrubErrMasksAndKeepsTheChain: the errors that --holder and --list
-// print to standard output are masked as stderr's are, and still match
-// what they wrap.
-func TestScrubErrMasksAndKeepsTheChain(t *testing.T) {
+// TestListErrorsMaskedKeepTheChain: the errors that --holder and --list
+// print to standard output are masked (backendkit.MaskError) as stderr's
+// are, and still match what they wrap.
+func TestListErrorsMaskedKeepTheChain(t *testing.T) {
 	err := fmt.Errorf("dial redis://u:hunter2@h: %w", simba.ErrBackendUnavailable)
-	got := scrubErr(err, []string{"hunter2"})
+	got := backendkit.MaskError(err, []string{"hunter2"})
 	if strings.Contains(got.Error(), "hunter2") {
-		t.Errorf("scrubErr kept the secret: %v", got)
+		t.Errorf("MaskError kept the secret: %v", got)
 	}
 	if !errors.Is(got, simba.ErrBackendUnavailable) {
-		t.Errorf("scrubErr(%v) no longer matches simba.ErrBackendUnavailable", got)
+		t.Errorf("MaskError(%v) no longer matches simba.ErrBackendUnavailable", got)
 	}
-	if scrubErr(nil, []string{"hunter2"}) != nil {
-		t.Error("scrubErr(nil) is not nil")
+	if backendkit.MaskError(nil, []string{"hunter2"}) != nil {
+		t.Error("MaskError(nil) is not nil")
 	}
 }
