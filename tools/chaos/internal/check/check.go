@@ -264,18 +264,20 @@ func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
 	for _, f := range faults {
 		row(f.kind).Injections++
 	}
-	phase := func(t int64) *Row {
+	// lastFault is the last fault injected at or before t, nil before the
+	// first.
+	lastFault := func(t int64) *fault {
 		i := sort.Search(len(faults), func(i int) bool { return faults[i].t > t })
 		if i == 0 {
-			return row(None)
+			return nil
 		}
-		return row(faults[i-1].kind)
+		return &faults[i-1]
 	}
-	// afterServerFault tells whether the last fault before t struck the
-	// servers, not a node.
-	afterServerFault := func(t int64) bool {
-		i := sort.Search(len(faults), func(i int) bool { return faults[i].t > t })
-		return i > 0 && faults[i-1].victim == Suite
+	phase := func(t int64) *Row {
+		if f := lastFault(t); f != nil {
+			return row(f.kind)
+		}
+		return row(None)
 	}
 	violate := func(format string, args ...any) {
 		if len(res.Violations) < maxViolations {
@@ -318,7 +320,7 @@ func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
 				p.EvictOverlaps++
 			default:
 				p.Overlaps++
-				if res.TokensMayGoBack && afterServerFault(t.start) {
+				if f := lastFault(t.start); res.TokensMayGoBack && f != nil && f.victim == Suite {
 					break
 				}
 				violate("%s: token %d of %s started %v before token %d of %s stopped being valid (ended %s)",
