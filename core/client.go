@@ -212,6 +212,15 @@ type session struct {
 	released  map[string]uint64 // highest token released per name (R-CAND-4)
 	shortened bool              // SessionLeaseShortened published
 	ended     bool
+	// held is the Held of the last keep-alive request, never changed once
+	// sent, and heldGen its Generation.
+	held    map[string]uint64
+	heldGen uint64
+	// unsure maps each name a call of the session ended on without its
+	// outcome to the time from which a keep-alive sent settles it: a lease
+	// after the call gave up, since the call may still commit on the
+	// server until then (KeepAliveRequest.Unsure).
+	unsure map[string]time.Time
 }
 
 func (s *session) renewPeriod() time.Duration { return time.Duration(s.renew.Load()) }
@@ -659,8 +668,9 @@ func (c *Client) keepAlive(s *session) bool {
 		if deadline.Before(callEnd) {
 			callEnd = deadline
 		}
+		req := c.keepAliveRequest(s)
 		ctx, cancel := context.WithDeadline(c.loopCtx, callEnd)
-		reply, err := c.b.KeepAlive(ctx, s.id, c.cfg.LeaseDuration)
+		reply, err := c.b.KeepAlive(ctx, s.id, req)
 		cancel()
 		now := time.Now()
 		if c.loopCtx.Err() != nil {
@@ -687,7 +697,7 @@ func (c *Client) keepAlive(s *session) bool {
 			if hook := testHookKeepAliveReply.Load(); hook != nil {
 				(*hook)()
 			}
-			if !c.renewed(s, sentAt, reply) {
+			if !c.renewed(s, sentAt, req, reply) {
 				return true // the deadline passed before the renewal was applied
 			}
 			next = sentAt.Add(s.renewPeriod())
@@ -713,10 +723,56 @@ func (c *Client) suspend(s *session, err error) {
 // keep-alive reply and its application.
 var testHookKeepAliveReply atomic.Pointer[func()]
 
-// renewed applies a successful keep-alive reply. It reports false when the
-// session ended instead: the local deadline passed before the reply could
-// be applied, so the session ends with DeadlinePassed (R-DL-3).
-func (c *Client) renewed(s *session, sentAt time.Time, reply KeepAliveReply) bool {
+// keepAliveRequest returns what the next keep-alive of s sends: the
+// terms held on s, in the map of the last request while they are the
+// same, and the names whose outcome is unsure.
+func (c *Client) keepAliveRequest(s *session) KeepAliveRequest {
+	c.lock()
+	defer c.unlock()
+	n, same := 0, true
+	for name, e := range c.entries {
+		if t := e.term; t != nil && t.session == s.id {
+			n++
+			if tok, ok := s.held[name]; same && (!ok || tok != t.token) {
+				same = false
+			}
+		}
+	}
+	if !same || n != len(s.held) {
+		s.held = make(map[string]uint64, n)
+		for name, e := range c.entries {
+			if t := e.term; t != nil && t.session == s.id {
+				s.held[name] = t.token
+			}
+		}
+		s.heldGen++
+	}
+	req := KeepAliveRequest{Lease: c.cfg.LeaseDuration, Held: s.held, Generation: s.heldGen}
+	for name := range s.unsure {
+		req.Unsure = append(req.Unsure, name)
+	}
+	return req
+}
+
+// noteUnsure records that a call of s on name, which gave up at, ended
+// without its outcome. Call with the lock held.
+func (c *Client) noteUnsure(s *session, name string, at time.Time) {
+	if s.ended {
+		return
+	}
+	if s.unsure == nil {
+		s.unsure = make(map[string]time.Time)
+	}
+	if until := at.Add(c.cfg.LeaseDuration); until.After(s.unsure[name]) {
+		s.unsure[name] = until
+	}
+}
+
+// renewed applies the reply to the keep-alive req sent at sentAt. It
+// reports false when the session ended instead: the local deadline passed
+// before the reply could be applied, so the session ends with
+// DeadlinePassed (R-DL-3).
+func (c *Client) renewed(s *session, sentAt time.Time, req KeepAliveRequest, reply KeepAliveReply) bool {
 	c.lock()
 	defer c.unlock()
 	if c.sess != s {
@@ -730,26 +786,31 @@ func (c *Client) renewed(s *session, sentAt time.Time, reply KeepAliveReply) boo
 		c.status = StatusLive
 		c.emit(Event{Kind: EventSessionRestored, Session: s.id})
 	}
-	for name, e := range c.entries {
-		t := e.term
-		if t == nil {
-			// An orphan: a release that never landed. Not while a handover
-			// still holds the lease for its work (R-HO-1).
-			if tok, ok := reply.Leases[name]; ok && e.attempt == nil && !e.handingOver && !c.closed {
-				e.release(s, tok)
-			}
+	for _, name := range reply.Lost {
+		e := c.entries[name]
+		if e == nil || e.term == nil {
 			continue
 		}
-		if t.session != s.id || !t.wonAt.Before(sentAt) {
-			continue // won after the keep-alive was sent: the reply may predate it
-		}
-		if tok, ok := reply.Leases[name]; !ok || tok != t.token {
+		// A term won after the keep-alive was sent is not the one checked.
+		if t := e.term; t.session == s.id && t.wonAt.Before(sentAt) && req.Held[name] == t.token {
 			e.lost(TakenOver) // R-TERM-8
 		}
 	}
-	for name, tok := range reply.Leases {
-		if _, ok := c.entries[name]; !ok && !c.closed {
+	for name, tok := range reply.Owned {
+		switch e := c.entries[name]; {
+		case c.closed:
+		case e == nil:
 			c.releaseAsync(s, name, tok, nil)
+		case e.term == nil && e.attempt == nil && !e.handingOver:
+			// An orphan: a win not adopted, or a release that never
+			// landed. Not while a handover still holds the lease for its
+			// work (R-HO-1).
+			e.release(s, tok)
+		}
+	}
+	for name, until := range s.unsure {
+		if !sentAt.Before(until) {
+			delete(s.unsure, name)
 		}
 	}
 	c.groupCounts(reply.Groups)
@@ -790,6 +851,11 @@ func (c *Client) callRelease(ctx context.Context, s *session, name string, token
 	cctx := withCallDeadline(ctx, s.renewPeriod())
 	defer cctx.stop()
 	err := c.b.Release(cctx, s.id, name, token)
+	if err != nil && !errors.Is(err, ErrSessionExpired) {
+		c.lock()
+		c.noteUnsure(s, name, time.Now())
+		c.unlock()
+	}
 	if err != nil {
 		c.log.Debug("simba: release failed", "name", name, "token", token, "err", err)
 		return fmt.Errorf("simba: release %s token %d: %w", name, token, err)

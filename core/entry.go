@@ -201,6 +201,9 @@ func (e *entry) runAttempt(a *attempt) {
 	now := time.Now()
 	c.lock()
 	defer c.unlock()
+	if err != nil && !errors.Is(err, ErrSessionExpired) {
+		c.noteUnsure(a.sess, e.name, now)
+	}
 	a.cut = err != nil && (ended(a.parent, now) || c.closed)
 	e.acquired(a, res, err, now)
 }

@@ -23,6 +23,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -159,6 +161,14 @@ type session struct {
 	b     simba.Backend
 	id    simba.SessionID
 	lease time.Duration // asked for at open and at every keep-alive
+	// held is what the engine would send as held: the terms won by win
+	// and not yet released by release, with gen its generation; touched
+	// holds every name the session called Acquire or Release on, which
+	// each keep-alive sends as unsure, so that its reply tells what the
+	// session owns of them.
+	held    map[string]uint64
+	gen     uint64
+	touched map[string]bool
 }
 
 // open opens a session on b with Harness.Lease, checks the grant and
@@ -198,7 +208,7 @@ func (e *env) openFor(b simba.Backend, identity string, lease time.Duration) *se
 		e.t.Fatalf("OpenSession(%v) granted an empty session id", lease)
 	}
 	checkRemaining(e.t, "OpenSession", lease, g.Remaining)
-	s := &session{e: e, b: b, id: g.ID, lease: lease}
+	s := &session{e: e, b: b, id: g.ID, lease: lease, held: map[string]uint64{}, touched: map[string]bool{}}
 	e.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, 5*e.h.Lease))
 		defer cancel()
@@ -218,11 +228,23 @@ func checkRemaining(t testing.TB, op string, lease, d time.Duration) {
 	}
 }
 
+// keepAlive renews the session with what it holds and every name it
+// touched as unsure, and fails unless the renewal succeeds.
 func (s *session) keepAlive() simba.KeepAliveReply {
+	s.e.t.Helper()
+	unsure := make([]string, 0, len(s.touched))
+	for name := range s.touched {
+		unsure = append(unsure, name)
+	}
+	slices.Sort(unsure)
+	return s.keepAliveWith(simba.KeepAliveRequest{Lease: s.lease, Held: maps.Clone(s.held), Generation: s.gen, Unsure: unsure})
+}
+
+func (s *session) keepAliveWith(req simba.KeepAliveRequest) simba.KeepAliveReply {
 	s.e.t.Helper()
 	ctx, cancel := s.e.ctx()
 	defer cancel()
-	r, err := s.b.KeepAlive(ctx, s.id, s.lease)
+	r, err := s.b.KeepAlive(ctx, s.id, req)
 	if err != nil {
 		s.e.t.Fatalf("KeepAlive(%s) of a live session: %v", s.id, err)
 	}
@@ -234,6 +256,7 @@ func (s *session) acquire(name string) simba.AcquireResult {
 	s.e.t.Helper()
 	ctx, cancel := s.e.ctx()
 	defer cancel()
+	s.touched[name] = true
 	r, err := s.b.Acquire(ctx, s.id, name)
 	if err != nil {
 		s.e.t.Fatalf("Acquire(%s, %q): %v", s.id, name, err)
@@ -251,6 +274,8 @@ func (s *session) win(name string) uint64 {
 	if r.Token == 0 {
 		s.e.t.Fatalf("Acquire(%s, %q) won with token 0, want a token > 0", s.id, name)
 	}
+	s.held[name] = r.Token
+	s.gen++
 	return r.Token
 }
 
@@ -282,8 +307,13 @@ func (s *session) release(name string, token uint64) {
 	s.e.t.Helper()
 	ctx, cancel := s.e.ctx()
 	defer cancel()
+	s.touched[name] = true
 	if err := s.b.Release(ctx, s.id, name, token); err != nil {
 		s.e.t.Fatalf("Release(%s, %q, %d): %v", s.id, name, token, err)
+	}
+	if s.held[name] == token {
+		delete(s.held, name)
+		s.gen++
 	}
 }
 
@@ -330,7 +360,7 @@ func (s *session) wantExpired(name, why string) {
 	s.e.t.Helper()
 	ctx, cancel := s.e.ctx()
 	defer cancel()
-	if r, err := s.b.KeepAlive(ctx, s.id, s.e.h.Lease); !errors.Is(err, simba.ErrSessionExpired) {
+	if r, err := s.b.KeepAlive(ctx, s.id, simba.KeepAliveRequest{Lease: s.e.h.Lease, Held: s.held}); !errors.Is(err, simba.ErrSessionExpired) {
 		s.e.t.Fatalf("KeepAlive(%s) %s = (%+v, %v), want an error wrapping simba.ErrSessionExpired", s.id, why, r, err)
 	}
 	if r, err := s.b.Acquire(ctx, s.id, name); !errors.Is(err, simba.ErrSessionExpired) {
@@ -338,11 +368,46 @@ func (s *session) wantExpired(name, why string) {
 	}
 }
 
-// wantLeases fails unless the reply lists exactly want (name -> token).
+// wantLeases fails unless the reply to keepAlive says that the session
+// owns exactly want (name -> token) of the names it touched: Owned has
+// those entries, and Lost names every lease of held that want does not
+// have at the same token (all of them when held has at most
+// simba.MinLeaseChecks leases; no other name in any case).
 func (s *session) wantLeases(r simba.KeepAliveReply, want map[string]uint64, why string) {
 	s.e.t.Helper()
-	if !sameMap(r.Leases, want) {
-		s.e.t.Fatalf("KeepAlive(%s).Leases = %v, want %v: %s", s.id, r.Leases, want, why)
+	owned := make(map[string]uint64, len(want))
+	for name, tok := range r.Owned {
+		if s.touched[name] {
+			owned[name] = tok
+		}
+	}
+	if !sameMap(owned, want) {
+		s.e.t.Fatalf("KeepAlive(%s).Owned = %v of the names the session touched, want %v: %s", s.id, owned, want, why)
+	}
+	s.wantLost(r, s.held, want, why)
+}
+
+// wantLost fails unless r.Lost names the leases of held that want does
+// not have at the same token: all of them when held has at most
+// simba.MinLeaseChecks leases, some of them otherwise, and no other name.
+func (s *session) wantLost(r simba.KeepAliveReply, held, want map[string]uint64, why string) {
+	s.e.t.Helper()
+	var lost []string
+	for name, tok := range held {
+		if want[name] != tok {
+			lost = append(lost, name)
+		}
+	}
+	slices.Sort(lost)
+	got := slices.Sorted(slices.Values(r.Lost))
+	got = slices.Compact(got)
+	for _, name := range got {
+		if !slices.Contains(lost, name) {
+			s.e.t.Fatalf("KeepAlive(%s).Lost = %v, want %v: %q is held at %d and owned at %d: %s", s.id, got, lost, name, held[name], want[name], why)
+		}
+	}
+	if len(held) <= simba.MinLeaseChecks && len(got) != len(lost) {
+		s.e.t.Fatalf("KeepAlive(%s).Lost = %v with %d leases held, want %v: %s", s.id, got, len(held), lost, why)
 	}
 }
 

@@ -185,24 +185,30 @@ func (m *mutant) OpenSession(ctx context.Context, lease time.Duration) (simba.Se
 	return m.Conn.OpenSession(ctx, lease)
 }
 
-func (m *mutant) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
-	asked := lease
+func (m *mutant) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
+	lease := req.Lease
 	switch m.kind {
 	case "expires-early":
-		asked = lease / 2
+		req.Lease = lease / 2
 	case "never-expires":
-		asked = 1000 * lease
+		req.Lease = 1000 * lease
 	}
-	r, err := m.Conn.KeepAlive(ctx, s, asked)
+	r, err := m.Conn.KeepAlive(ctx, s, req)
 	r.Remaining = lease
 	switch {
 	case m.kind == "revives" && errors.Is(err, simba.ErrSessionExpired):
 		return simba.KeepAliveReply{Remaining: lease}, nil
 	case m.kind == "lists-lost-leases" && err == nil:
+		// It answers from what its replies won, as a backend that keeps a
+		// record of its own would, blind to a lease lost since.
 		m.mu.Lock()
+		r.Lost = nil
 		for name, tok := range m.won[s] {
-			if _, ok := r.Leases[name]; !ok {
-				r.Leases[name] = tok
+			if slices.Contains(req.Unsure, name) {
+				if r.Owned == nil {
+					r.Owned = map[string]uint64{}
+				}
+				r.Owned[name] = tok
 			}
 		}
 		m.mu.Unlock()

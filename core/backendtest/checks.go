@@ -117,6 +117,9 @@ func testKeepAliveDropsLost(e *env) {
 	tm := a.win(m)
 	a.release(n, t1)
 	t2 := b.win(n)
+	stale := map[string]uint64{n: t1, m: tm}
+	r := a.keepAliveWith(simba.KeepAliveRequest{Lease: a.lease, Held: stale, Generation: 1})
+	a.wantLost(r, stale, map[string]uint64{m: tm}, "a held lease now owned by another session is reported lost, with no lease unsure")
 	a.wantLeases(a.keepAlive(), map[string]uint64{m: tm}, "a lease now owned by another session is no longer listed")
 	b.wantLeases(b.keepAlive(), map[string]uint64{n: t2}, "the new owner's keep-alive lists its term")
 	b.close()
@@ -364,6 +367,9 @@ func testConcurrentAcquire(e *env) {
 		ss[i] = e.openLong(e.node())
 	}
 	n := e.name("n")
+	for _, s := range ss {
+		s.touched[n] = true
+	}
 	var last uint64
 	for round := range rounds {
 		results := make([]simba.AcquireResult, racers)
@@ -428,6 +434,7 @@ func testReleaseBesideReacquire(e *env) {
 	a, b := e.open(e.node()), e.open(e.node())
 	n := e.name("n")
 	tok := a.win(n)
+	b.touched[n] = true
 	last := tok
 	for round := range rounds {
 		ctx, cancel := e.ctx()
@@ -691,6 +698,7 @@ func testSweepRace(e *env) {
 		// Calls that outlive the waits for them to show.
 		ctx, cancel := context.WithTimeout(e.t.Context(), 3*waitShown)
 		begun := time.Now()
+		a.touched[n] = true
 		won := async(func() (simba.AcquireResult, error) { return a.b.Acquire(ctx, a.id, n) })
 		early := awaitWaiting(e, "acquire waiting for "+what, 1, won)
 		// An acquire that dates its term from when it began makes the
