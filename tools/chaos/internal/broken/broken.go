@@ -155,7 +155,7 @@ func (w *wrapper) LeaveGroup(ctx context.Context, s simba.SessionID, group strin
 
 func (w *wrapper) CloseSession(ctx context.Context, s simba.SessionID) error {
 	w.mu.Lock()
-	delete(w.lastReply, s)
+	delete(w.lastGroups, s)
 	delete(w.won, s)
 	w.mu.Unlock()
 	return w.inner.CloseSession(ctx, s)
