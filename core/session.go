@@ -246,7 +246,8 @@ func (c *Client) suspend(s *session, err error) {
 }
 
 // testHookKeepAliveReply, when set by a test, runs between the receipt of a
-// keep-alive reply and its application.
+// keep-alive reply and its application: the one window a fake backend
+// cannot open (docs/adr/0034-java-shaped-parts-weighed.md).
 var testHookKeepAliveReply atomic.Pointer[func()]
 
 // endSession ends s: every term of it is revoked with reason, and the loop
