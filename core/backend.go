@@ -243,3 +243,63 @@ type HeldLease struct {
 	Name   string `json:"name"`
 	Holder Holder `json:"holder"`
 }
+
+// HolderReader is implemented by backends that can tell who holds a lease
+// now (every backend of this repository). The engine discovers it with a
+// type assertion; Client.Holder fails with ErrNotSupported without it.
+type HolderReader interface {
+	// Holder returns the holder of the lease name. ok is false when no live
+	// session holds it: never taken, released, or its owner's session
+	// ended. It returns a *NameError for an invalid name.
+	Holder(ctx context.Context, name string) (h Holder, ok bool, err error)
+}
+
+// IdentityOpener is implemented by backends that store an identity with
+// each session, so that a Holder names the client behind a session. The
+// engine opens its sessions with it when the backend implements it.
+type IdentityOpener interface {
+	// OpenSessionAs is OpenSession for a session that carries identity.
+	OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (SessionGrant, error)
+}
+
+// LeaseLimiter is implemented by a backend that refuses session leases
+// above a bound: every OpenSession and KeepAlive of a longer lease fails,
+// so a client configured with one would never open a session. New checks
+// the Config's LeaseDuration against it and fails with a *ConfigError.
+//
+// A backend whose store shortens a lease it finds too long (a Zookeeper
+// server's maxSessionTimeout) does not implement it: the engine follows the
+// shorter grant (R-DL-5).
+type LeaseLimiter interface {
+	// MaxLeaseDuration returns the longest lease the backend accepts; zero
+	// or less means no bound.
+	MaxLeaseDuration() time.Duration
+}
+
+// Sweeper is implemented by backends that can remove the state they keep
+// for lease names nobody uses any more, so that a lock per entity (an
+// invoice, an order) does not leave a record per name for ever
+// (docs/adr/0012-bounded-lease-state.md). The engine never calls it; an
+// operator's job does, through Client.Sweep or the backend itself.
+//
+// Sweep removes the record of every name that no live session holds,
+// nobody waits for, and whose last term began at least idle ago, and
+// returns how many it removed. Tokens stay strictly increasing per name
+// (R-TERM-2): in the step that removes records, the backend raises a floor
+// to the highest token removed, and a name without a record starts its
+// next term above that floor, so its tokens jump rather than count on. A
+// backend may refuse an idle below its own minimum with an error matching
+// ErrInvalidArgument. When ctx ends, what was removed stays removed.
+type Sweeper interface {
+	Sweep(ctx context.Context, idle time.Duration) (removed int, err error)
+}
+
+// OpenedBackend is a [Backend] that owns what it opened (connections,
+// goroutines): Close releases it. Close of the backends of this project
+// returns within a few seconds whatever the server does; sessions left
+// open expire on the server, or are ended by Close when the server ties
+// them to the connection (Zookeeper).
+type OpenedBackend interface {
+	Backend
+	Close() error
+}
