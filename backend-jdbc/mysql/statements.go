@@ -223,14 +223,15 @@ WHERE s.expires_at < UTC_TIMESTAMP(6) AND s.id IN (%s)`
 // placeholders. Kinds as on PostgreSQL: 0 remaining µs, 1 a lease name
 // (NULL when unused: no row) and the session's token of it, 0 when its
 // row does not name the session, one row per name, each looked up by its
-// primary key, 2 group count. No kind-0 row means the session is not live.
+// primary key alone (the session is compared in the select list, as on
+// PostgreSQL), 2 group count. No kind-0 row means the session is not live.
 // All of it is one snapshot.
 func myKeepAliveRead(n int) string {
 	return `SELECT 0, CAST(NULL AS CHAR(128) CHARACTER SET ascii),
     TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)
 FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)
 UNION ALL
-SELECT 1, c.name, COALESCE((SELECT l.token FROM {lease} l WHERE l.name = c.name AND l.session_id = ?), 0) FROM (
+SELECT 1, c.name, COALESCE((SELECT IF(l.session_id = ?, l.token, 0) FROM {lease} l WHERE l.name = c.name), 0) FROM (
 SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin AS name` +
 		strings.Repeat(`
 UNION ALL SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin`, n-1) + `

@@ -42,6 +42,11 @@ const (
 	// of it, 0 when the row does not name the session: one row per name,
 	// looked up by name one at a time (an aggregate in LATERAL, which the
 	// planner cannot turn into a join reading every lease of the session).
+	// The session is compared in the aggregate's FILTER, not in WHERE, so
+	// that the primary key is the one index the look-up can use: with the
+	// session in WHERE, on a table without statistics yet, the planner
+	// walked the session_id index instead, every lease of the session for
+	// each name (504 rows read at 100 leases held, against 9 at 2,000).
 	// It is empty when the UPDATE matched nothing. Kinds: 0 remaining
 	// (µs), 1 a lease name and the session's token, 2 group (name, count).
 	pgKeepAlive = `WITH cur AS MATERIALIZED (
@@ -54,7 +59,7 @@ const (
 SELECT 0, NULL::text, floor(extract(epoch FROM s.expires_at - clock_timestamp()) * 1000000)::bigint FROM s
 UNION ALL
 SELECT 1, c.name, x.token FROM s, unnest($3::text[]) AS c(name),
-    LATERAL (SELECT coalesce(max(l.token), 0) AS token FROM {lease} l WHERE l.name = c.name AND l.session_id = s.id) AS x
+    LATERAL (SELECT coalesce(max(l.token) FILTER (WHERE l.session_id = s.id), 0) AS token FROM {lease} l WHERE l.name = c.name) AS x
 WHERE c.name IS NOT NULL
 UNION ALL
 SELECT 2, g.group_name::text, (
