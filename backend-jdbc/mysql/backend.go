@@ -272,16 +272,16 @@ func (b *Backend) Holder(ctx context.Context, name string) (h simba.Holder, ok b
 	return b.e.Holder(ctx, name)
 }
 
-// KeepAlive moves the session's expiry to lease from now (database time)
-// and reports the remaining validity, the leases the session owns and the
-// live member count of each group it joined. A session that has expired or
+// KeepAlive moves the session's expiry to req.Lease from now (database
+// time) and reports the remaining validity, which leases of req the
+// session lost or owns and the live member count of each group it joined. A session that has expired or
 // was closed is never renewed: the answer is simba.ErrSessionExpired, also
 // when the keep-alive had to wait for a lock on the session row until after
 // it expired (it locks the row, then renews it in a later statement whose
 // clock starts once the lock is held). Five round trips: a transaction
 // (begin, lock, renew, commit), then a read.
-func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
-	return b.e.KeepAlive(ctx, s, lease)
+func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
+	return b.e.KeepAlive(ctx, s, req)
 }
 
 // Acquire makes s the owner of name when the lease is free (no row, no

@@ -3,6 +3,7 @@ package simbamysql
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,9 +105,11 @@ func TestReadUncommittedHolderSeesRolledBackOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := "ru-" + strings.ToLower(string(owner.ID)[:8])
-	if r, err := committed.Acquire(ctx, owner.ID, name); err != nil || !r.Won {
-		t.Fatalf("acquire: %v, %v", r, err)
+	won, err := committed.Acquire(ctx, owner.ID, name)
+	if err != nil || !won.Won {
+		t.Fatalf("acquire: %v, %v", won, err)
 	}
+	held := simba.KeepAliveRequest{Lease: time.Minute, Held: map[string]uint64{name: won.Token}, Generation: 1}
 	tx, err := newDB(t, raw, 1).BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -121,17 +124,17 @@ func TestReadUncommittedHolderSeesRolledBackOwner(t *testing.T) {
 	if h, ok, err := committed.Holder(ctx, name); err != nil || !ok || h.Session != owner.ID {
 		t.Errorf("REPEATABLE READ: Holder = %+v, %v, %v; want the committed owner %s", h, ok, err, owner.ID)
 	}
-	// The owner's keep-alive, read dirty, no longer lists its lease: the
+	// The owner's keep-alive, read dirty, reports its lease lost: the
 	// engine would end the term as TAKEN_OVER.
-	if r, err := dirty.KeepAlive(ctx, owner.ID, time.Minute); err != nil {
+	if r, err := dirty.KeepAlive(ctx, owner.ID, held); err != nil {
 		t.Fatal(err)
-	} else if _, listed := r.Leases[name]; listed {
-		t.Errorf("READ UNCOMMITTED: the keep-alive still lists %s: %v", name, r.Leases)
+	} else if !slices.Equal(r.Lost, []string{name}) {
+		t.Errorf("READ UNCOMMITTED: the keep-alive lost %v, want %s", r.Lost, name)
 	}
-	if r, err := committed.KeepAlive(ctx, owner.ID, time.Minute); err != nil {
+	if r, err := committed.KeepAlive(ctx, owner.ID, held); err != nil {
 		t.Fatal(err)
-	} else if _, listed := r.Leases[name]; !listed {
-		t.Errorf("REPEATABLE READ: the keep-alive no longer lists %s: %v", name, r.Leases)
+	} else if len(r.Lost) != 0 {
+		t.Errorf("REPEATABLE READ: the keep-alive lost %v, want nothing", r.Lost)
 	}
 }
 

@@ -188,12 +188,12 @@ func testRaceOneWinnerPerRound(t *testing.T, f *fixture) {
 // keep-alive.
 func keepAliveOrExpired(t *testing.T, b Backend, s simba.SessionID, lease time.Duration) uint64 {
 	t.Helper()
-	r, err := b.KeepAlive(ctxT(t), s, lease)
+	r, err := b.KeepAlive(ctxT(t), s, unsure(lease, "contended"))
 	if errors.Is(err, simba.ErrSessionExpired) {
 		t.Fatalf("the winner's session expired at once")
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.Leases["contended"]
+	return r.Owned["contended"]
 }

@@ -44,7 +44,7 @@ func testTakeOverWaitsForRenewalInFlight(t *testing.T, f *fixture) {
 	if res.v.Won {
 		t.Fatalf("the lease was taken over (token %d) from a session whose renewal committed", res.v.Token)
 	}
-	if got := keepAlive(t, b, owner, lease).Leases; got["n"] != tok {
+	if got := keepAlive(t, b, owner, lease, "n").Owned; got["n"] != tok {
 		t.Fatalf("owner's leases = %v, want n:%d", got, tok)
 	}
 }
@@ -94,9 +94,9 @@ func testKilledConnection(t *testing.T, f *fixture) {
 
 	kill(connID())
 	wantRecovery(t, f.h.Pkg.Name, "keep-alive", func() error {
-		r, err := b.KeepAlive(ctxT(t), s, lease)
-		if err == nil && r.Leases["n"] != tok {
-			t.Fatalf("leases after reconnect = %v, want n:%d", r.Leases, tok)
+		r, err := b.KeepAlive(ctxT(t), s, unsure(lease, "n"))
+		if err == nil && r.Owned["n"] != tok {
+			t.Fatalf("leases after reconnect = %v, want n:%d", r.Owned, tok)
 		}
 		return err
 	})
@@ -112,7 +112,7 @@ func testKilledConnection(t *testing.T, f *fixture) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := b.KeepAlive(ctx, s, lease)
+		_, err := b.KeepAlive(ctx, s, unsure(lease))
 		errc <- err
 	}()
 	time.Sleep(200 * time.Millisecond)
@@ -216,7 +216,7 @@ func testCloseReturnsWhenServerGoesSilent(t *testing.T, f *fixture) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_, err := b.KeepAlive(ctx, s, time.Minute)
+		_, err := b.KeepAlive(ctx, s, unsure(time.Minute))
 		errc <- err
 	}()
 	time.Sleep(200 * time.Millisecond) // the keep-alive is waiting for the server

@@ -280,7 +280,7 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	if ago := time.Since(h.Since); ago < 20*time.Second || ago > 40*time.Second {
 		t.Fatalf("Holder(old-job) since %v (%v ago), want about 30s ago", h.Since, ago)
 	}
-	if ka := keepAlive(t, b, oldSID, 10*time.Second); ka.Leases["old-job"] != 5 {
+	if ka := keepAlive(t, b, oldSID, 10*time.Second, "old-job"); ka.Owned["old-job"] != 5 {
 		t.Fatalf("keep-alive of the old session = %+v, want old-job at 5", ka)
 	}
 	insertOldSession("fedcba9876543210fedcba9876543210") // the old version's INSERT still works
@@ -331,19 +331,19 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	if err := f.admin.Exec(ctxT(t), "ALTER TABLE "+f.prefix+"session DROP COLUMN lease_gen"); err != nil {
 		t.Fatal(err)
 	}
-	if ka := keepAlive(t, b, s2, 10*time.Second); ka.Leases["again"] != 1 {
+	if ka := keepAlive(t, b, s2, 10*time.Second, "again"); ka.Owned["again"] != 1 {
 		t.Fatalf("keep-alive without the lease_gen column = %+v, want again at 1", ka)
 	}
 	wantMigration = 3
 	want = pkg + ": tables predate migration 3 (session lease generation): column " + f.prefix +
 		"session.lease_gen missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
 	late := f.backendWith(sqlcore.Options{TablePrefix: f.prefix})
-	_, err = late.KeepAlive(ctxT(t), s2, 10*time.Second)
+	_, err = late.KeepAlive(ctxT(t), s2, unsure(10*time.Second))
 	outdated("KeepAlive of a new backend after the lease_gen column was dropped", err, false)
 	if err := b.Migrate(ctxT(t)); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
-	if ka := keepAlive(t, late, s2, 10*time.Second); ka.Leases["again"] != 1 {
+	if ka := keepAlive(t, late, s2, 10*time.Second, "again"); ka.Owned["again"] != 1 {
 		t.Fatalf("keep-alive after migration 3 = %+v, want again at 1", ka)
 	}
 
@@ -355,10 +355,10 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	wantMigration = 4
 	want = pkg + ": tables predate migration 4 (lease floor): table " + f.prefix +
 		"lease_floor missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
-	_, err = f.backendWith(sqlcore.Options{TablePrefix: f.prefix}).KeepAlive(ctxT(t), s2, 10*time.Second)
+	_, err = f.backendWith(sqlcore.Options{TablePrefix: f.prefix}).KeepAlive(ctxT(t), s2, unsure(10*time.Second))
 	outdated("KeepAlive of a new backend after the floor table was dropped", err, false)
 	migrated := f.backendWith(sqlcore.Options{TablePrefix: f.prefix, Migrate: true})
-	if ka := keepAlive(t, migrated, s2, 10*time.Second); ka.Leases["again"] != 1 {
+	if ka := keepAlive(t, migrated, s2, 10*time.Second, "again"); ka.Owned["again"] != 1 {
 		t.Fatalf("keep-alive after migration 4 = %+v, want again at 1", ka)
 	}
 }

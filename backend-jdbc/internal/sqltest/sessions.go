@@ -33,9 +33,9 @@ func testLeaseLifecycle(t *testing.T, f *fixture) {
 		t.Fatalf("acquire by the owner = %+v, want a new term with token 2", r)
 	}
 
-	ka := keepAlive(t, b, a, lease)
-	if want := map[string]uint64{"job": 2}; !maps.Equal(ka.Leases, want) {
-		t.Fatalf("keep-alive leases = %v, want %v", ka.Leases, want)
+	ka := keepAlive(t, b, a, lease, "job", "other")
+	if want := map[string]uint64{"job": 2}; !maps.Equal(ka.Owned, want) {
+		t.Fatalf("keep-alive leases = %v, want %v", ka.Owned, want)
 	}
 	if ka.Remaining <= lease-time.Second || ka.Remaining > lease {
 		t.Fatalf("keep-alive remaining = %v, want just under %v", ka.Remaining, lease)
@@ -56,8 +56,8 @@ func testLeaseLifecycle(t *testing.T, f *fixture) {
 	if err := b.Release(ctxT(t), a, "job", 2); err != nil {
 		t.Fatalf("release: %v", err)
 	}
-	if ka := keepAlive(t, b, a, lease); len(ka.Leases) != 0 {
-		t.Fatalf("leases after release = %v, want none", ka.Leases)
+	if ka := keepAlive(t, b, a, lease, "job"); len(ka.Owned) != 0 {
+		t.Fatalf("leases after release = %v, want none", ka.Owned)
 	}
 	r = acquire(t, b, c, "job")
 	if !r.Won || r.Token != 3 {
@@ -70,7 +70,7 @@ func testLeaseLifecycle(t *testing.T, f *fixture) {
 	if r := acquire(t, b, a, "job"); !r.Won || r.Token != 4 {
 		t.Fatalf("acquire after the owner closed = %+v, want token 4", r)
 	}
-	if _, err := b.KeepAlive(ctxT(t), c, lease); !errors.Is(err, simba.ErrSessionExpired) {
+	if _, err := b.KeepAlive(ctxT(t), c, unsure(lease)); !errors.Is(err, simba.ErrSessionExpired) {
 		t.Fatalf("keep-alive of a closed session: %v, want ErrSessionExpired", err)
 	}
 	if _, err := b.Acquire(ctxT(t), c, "other"); !errors.Is(err, simba.ErrSessionExpired) {
@@ -95,7 +95,7 @@ func testExpiredSessionIsNeverRevived(t *testing.T, f *fixture) {
 	}
 	time.Sleep(short + 100*time.Millisecond)
 
-	if _, err := b.KeepAlive(ctxT(t), x, 10*time.Second); !errors.Is(err, simba.ErrSessionExpired) {
+	if _, err := b.KeepAlive(ctxT(t), x, unsure(10*time.Second)); !errors.Is(err, simba.ErrSessionExpired) {
 		t.Fatalf("keep-alive after expiry: %v, want ErrSessionExpired", err)
 	}
 	if _, err := b.JoinGroup(ctxT(t), x, "g"); !errors.Is(err, simba.ErrSessionExpired) {
@@ -166,7 +166,7 @@ func testNames(t *testing.T, f *fixture) {
 			t.Fatalf("Acquire(%q) = %+v, want a first term (names differing in case are distinct)", n, r)
 		}
 	}
-	got := keepAlive(t, b, s, 5*time.Second).Leases
+	got := keepAlive(t, b, s, 5*time.Second, "CASE", "case", "Case", "cASE", long).Owned
 	if want := map[string]uint64{"CASE": 1, "case": 1, "Case": 1, long: 1}; !maps.Equal(got, want) {
 		t.Fatalf("leases = %v, want %v", got, want)
 	}
@@ -175,7 +175,7 @@ func testNames(t *testing.T, f *fixture) {
 func testMalformedSessionIDs(t *testing.T, f *fixture) {
 	b := f.backend()
 	for _, s := range []simba.SessionID{"", "nope", "0123456789ABCDEF0123456789ABCDEF", simba.SessionID(strings.Repeat("0", 33))} {
-		if _, err := b.KeepAlive(ctxT(t), s, time.Second); !errors.Is(err, simba.ErrSessionExpired) {
+		if _, err := b.KeepAlive(ctxT(t), s, unsure(time.Second)); !errors.Is(err, simba.ErrSessionExpired) {
 			t.Errorf("KeepAlive(%q): %v, want ErrSessionExpired", s, err)
 		}
 		if _, err := b.Acquire(ctxT(t), s, "n"); !errors.Is(err, simba.ErrSessionExpired) {
@@ -254,7 +254,7 @@ func testClosedBackend(t *testing.T, f *fixture) {
 	if err := b.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := b.KeepAlive(ctxT(t), s, time.Second); !errors.Is(err, f.h.Pkg.ErrClosed) {
+	if _, err := b.KeepAlive(ctxT(t), s, unsure(time.Second)); !errors.Is(err, f.h.Pkg.ErrClosed) {
 		t.Fatalf("KeepAlive after Close: %v, want ErrClosed", err)
 	}
 	if _, err := b.Acquire(ctxT(t), s, "n"); !errors.Is(err, f.h.Pkg.ErrClosed) {
@@ -275,7 +275,7 @@ func testCancelledContext(t *testing.T, f *fixture) {
 	if _, err := b.Acquire(ctx, s, "n"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Acquire with a cancelled context: %v, want context.Canceled", err)
 	}
-	if _, err := b.KeepAlive(ctx, s, time.Second); !errors.Is(err, context.Canceled) {
+	if _, err := b.KeepAlive(ctx, s, unsure(time.Second)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("KeepAlive with a cancelled context: %v, want context.Canceled", err)
 	}
 	// The backend still works afterwards.

@@ -337,6 +337,13 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
+// unsure is the request of a keep-alive for d that holds nothing and
+// sends names as Unsure, so that the reply's Owned says which of them the
+// session owns.
+func unsure(d time.Duration, names ...string) simba.KeepAliveRequest {
+	return simba.KeepAliveRequest{Lease: d, Unsure: names}
+}
+
 // open opens a session with lease d or fails the test.
 func open(t testing.TB, b simba.Backend, d time.Duration) simba.SessionID {
 	t.Helper()
@@ -356,9 +363,11 @@ func acquire(t testing.TB, b simba.Backend, s simba.SessionID, name string) simb
 	return r
 }
 
-func keepAlive(t testing.TB, b simba.Backend, s simba.SessionID, d time.Duration) simba.KeepAliveReply {
+// keepAlive renews s for d and asks which of names s owns: its reply's
+// Owned says, with their tokens (see unsure).
+func keepAlive(t testing.TB, b simba.Backend, s simba.SessionID, d time.Duration, names ...string) simba.KeepAliveReply {
 	t.Helper()
-	r, err := b.KeepAlive(ctxT(t), s, d)
+	r, err := b.KeepAlive(ctxT(t), s, unsure(d, names...))
 	if err != nil {
 		t.Fatalf("KeepAlive: %v", err)
 	}
