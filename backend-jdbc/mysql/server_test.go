@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"os"
 	"testing"
 	"time"
 
@@ -16,6 +17,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv("SIMBA_INTERM_HOLDER"); spec != "" {
+		os.Exit(runInTermHolder(spec)) // a holder process of interm_test.go
+	}
 	goleak.VerifyTestMain(m)
 }
 

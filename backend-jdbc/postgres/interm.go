@@ -72,11 +72,11 @@ func InTermTx(ctx context.Context, db TxBeginner, term *simba.Term, opts TermTx,
 	if err != nil {
 		return fmt.Errorf("%s: InTerm: %w", pkg.Name, err)
 	}
-	ctx, stop := termContext(ctx, term)
+	ctx, stop := sqlcore.TermContext(ctx, term)
 	defer stop()
 	tx, err := db.BeginTx(ctx, opts.TxOptions)
 	if err != nil {
-		return termError(term, fmt.Errorf("%s: InTerm: begin: %w", pkg.Name, err))
+		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: begin: %w", pkg.Name, err))
 	}
 	defer func() {
 		if err != nil {
@@ -100,33 +100,17 @@ func InTermTx(ctx context.Context, db TxBeginner, term *simba.Term, opts TermTx,
 	case errors.Is(err, pgx.ErrNoRows):
 		return sqlcore.TermEnded(pkg.Name, term, nil)
 	case err != nil:
-		return termError(term, fmt.Errorf("%s: InTerm: check the lease: %w", pkg.Name, err))
+		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: check the lease: %w", pkg.Name, err))
 	}
 	if err = fn(ctx, tx); err != nil {
-		return termError(term, err)
+		return sqlcore.TermError(pkg.Name, term, err)
 	}
 	if !term.Valid() {
 		err = sqlcore.TermEnded(pkg.Name, term, nil)
 		return err
 	}
 	if err = tx.Commit(ctx); err != nil {
-		return termError(term, fmt.Errorf("%s: InTerm: commit: %w", pkg.Name, err))
+		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: commit: %w", pkg.Name, err))
 	}
 	return nil
-}
-
-// termContext returns ctx bounded by term: it ends when the term ends.
-func termContext(ctx context.Context, term *simba.Term) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(term.Context(), func() { cancel(simba.ErrTermExpired) })
-	return ctx, func() { stop(); cancel(nil) }
-}
-
-// termError is err, matching simba.ErrTermExpired as well when the term
-// has ended: the end of the term is then why the call failed.
-func termError(term *simba.Term, err error) error {
-	if term.Valid() || errors.Is(err, simba.ErrTermExpired) {
-		return err
-	}
-	return sqlcore.TermEnded(pkg.Name, term, err)
 }

@@ -1,6 +1,7 @@
 package sqlcore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -71,4 +72,21 @@ func TermEnded(pkg string, t *simba.Term, cause error) error {
 		return fmt.Errorf("%w: %w", err, cause)
 	}
 	return err
+}
+
+// TermContext returns ctx bounded by term: it ends, with cause
+// simba.ErrTermExpired, when the term ends.
+func TermContext(ctx context.Context, term *simba.Term) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(term.Context(), func() { cancel(simba.ErrTermExpired) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// TermError is err, matching simba.ErrTermExpired as well when term has
+// ended: the end of the term is then why the call failed.
+func TermError(pkg string, term *simba.Term, err error) error {
+	if term.Valid() || errors.Is(err, simba.ErrTermExpired) {
+		return err
+	}
+	return TermEnded(pkg, term, err)
 }
