@@ -192,7 +192,7 @@ func ExampleInTerm() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer lt.Release(ctx)
+	defer func() { _ = lt.Release(ctx) }()
 	err = simbamysql.InTerm(ctx, db, lt.Term, func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, "UPDATE account SET balance = balance - 100 WHERE id = 1")
 		if err != nil {

@@ -222,7 +222,7 @@ func ExampleInTerm() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer lt.Release(ctx)
+	defer func() { _ = lt.Release(ctx) }()
 	err = simbapg.InTerm(ctx, pool, lt.Term, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, "UPDATE account SET balance = balance - 100 WHERE id = 1")
 		if err != nil {

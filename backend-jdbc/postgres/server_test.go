@@ -23,8 +23,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if spec := os.Getenv("SIMBA_INTERM_HOLDER"); spec != "" {
-		os.Exit(runInTermHolder(spec)) // a holder process of interm_test.go
+	if spec := os.Getenv("SIMBA_IN_TERM_HOLDER"); spec != "" {
+		os.Exit(runInTermHolder(spec)) // a holder process of in_term_test.go
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -1,4 +1,4 @@
-package simbapg
+package simbamysql
 
 import (
 	"bufio"
@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"database/sql"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
@@ -33,27 +33,27 @@ type inTermFixture struct {
 	raw    string
 	prefix string
 	table  string
-	pool   *pgxpool.Pool // the user's own pool, not the backend's
+	pool   *sql.DB // the user's own pool, not the backend's
 }
 
 func newInTermFixture(t *testing.T) *inTermFixture {
 	t.Helper()
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL")
+	raw := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
 	id := fmt.Sprintf("it%08x_", rand.Uint32())
-	f := &inTermFixture{t: t, raw: raw, prefix: id, table: id + "ledger", pool: newPool(t, raw, 0)}
+	f := &inTermFixture{t: t, raw: raw, prefix: id, table: id + "ledger", pool: newDB(t, raw, 0)}
 	ctx := t.Context()
 	b, err := Open(ctx, raw, Options{TablePrefix: f.prefix, Migrate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = b.Close()
-	if _, err := f.pool.Exec(ctx, "CREATE TABLE "+f.table+" (writer text NOT NULL, token bigint NOT NULL)"); err != nil {
+	if _, err := f.pool.ExecContext(ctx, "CREATE TABLE "+f.table+" (writer varchar(64) NOT NULL, token bigint NOT NULL) ENGINE=InnoDB"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
 		for _, tbl := range []string{f.table, f.prefix + "session", f.prefix + "lease", f.prefix + "group_member", f.prefix + "lease_floor", f.prefix + "schema_version"} {
-			_, _ = f.pool.Exec(ctx, "DROP TABLE IF EXISTS "+tbl)
+			_, _ = f.pool.ExecContext(ctx, "DROP TABLE IF EXISTS "+tbl)
 		}
 	})
 	return f
@@ -80,9 +80,9 @@ func (f *inTermFixture) client() *simba.Client {
 func (f *inTermFixture) opts() TermTx { return TermTx{TablePrefix: f.prefix} }
 
 // write records writer at token in the user's table.
-func (f *inTermFixture) write(writer string, token uint64) func(context.Context, pgx.Tx) error {
-	return func(ctx context.Context, tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "INSERT INTO "+f.table+" (writer, token) VALUES ($1, $2)", writer, int64(token))
+func (f *inTermFixture) write(writer string, token uint64) func(context.Context, *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO "+f.table+" (writer, token) VALUES (?, ?)", writer, int64(token))
 		return err
 	}
 }
@@ -90,12 +90,20 @@ func (f *inTermFixture) write(writer string, token uint64) func(context.Context,
 // rows returns the writers of the user's table, in token order.
 func (f *inTermFixture) rows() []string {
 	f.t.Helper()
-	rows, err := f.pool.Query(f.t.Context(), "SELECT writer FROM "+f.table+" ORDER BY token")
+	rows, err := f.pool.QueryContext(f.t.Context(), "SELECT writer FROM "+f.table+" ORDER BY token")
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var w string
+		if err := rows.Scan(&w); err != nil {
+			f.t.Fatal(err)
+		}
+		got = append(got, w)
+	}
+	if err := rows.Err(); err != nil {
 		f.t.Fatal(err)
 	}
 	return got
@@ -144,8 +152,9 @@ func TestInTermStoppedHolderCommitsNothing(t *testing.T) {
 	}
 	f.wantRows("taker")
 	// The session expires a lease after its last keep-alive, and the
-	// server ends the open transaction at most that long after it began.
-	if bound := 2*inTermLease + 3*time.Second; waited > bound {
+	// server ends the open transaction at most that long, rounded up to a
+	// second, after it began.
+	if bound := 2*inTermLease + 4*time.Second; waited > bound {
 		t.Errorf("the take-over waited %v for the stopped holder, want at most %v", waited, bound)
 	}
 	t.Logf("the take-over waited %v behind the stopped holder's transaction (lease %v)", waited, inTermLease)
@@ -186,20 +195,20 @@ func TestInTermHolderStoppedBeforeItsTransaction(t *testing.T) {
 // the database's, not the clock's.
 func TestInTermRowOfAnotherTermWritesNothing(t *testing.T) {
 	f := newInTermFixture(t)
-	for _, level := range []pgx.TxIsoLevel{pgx.ReadCommitted, pgx.RepeatableRead, pgx.Serializable} {
-		t.Run(string(level), func(t *testing.T) {
+	for _, level := range []sql.IsolationLevel{sql.LevelReadUncommitted, sql.LevelReadCommitted, sql.LevelRepeatableRead, sql.LevelSerializable} {
+		t.Run(level.String(), func(t *testing.T) {
 			c := f.client()
-			name := "row-" + strings.ReplaceAll(string(level), " ", "-")
+			name := "row-" + strings.ReplaceAll(level.String(), " ", "-")
 			lt, err := c.Lock(name).Acquire(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
 			opts := f.opts()
-			opts.TxOptions.IsoLevel = level
+			opts.TxOptions = &sql.TxOptions{Isolation: level}
 			if err := InTermTx(t.Context(), f.pool, lt.Term, opts, f.write("holder-"+name, lt.Token())); err != nil {
 				t.Fatalf("InTerm of a held term at %s: %v", level, err)
 			}
-			if _, err := f.pool.Exec(t.Context(), "UPDATE "+f.prefix+"lease SET token = token + 1 WHERE name = $1", name); err != nil {
+			if _, err := f.pool.ExecContext(t.Context(), "UPDATE "+f.prefix+"lease SET token = token + 1 WHERE name = ?", name); err != nil {
 				t.Fatal(err)
 			}
 			err = InTermTx(t.Context(), f.pool, lt.Term, opts, f.write("stale-"+name, lt.Token()))
@@ -230,26 +239,27 @@ func TestInTermHoldsTheLeaseRow(t *testing.T) {
 	in, out := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- InTermTx(t.Context(), f.pool, lt.Term, f.opts(), func(ctx context.Context, tx pgx.Tx) error {
+		done <- InTermTx(t.Context(), f.pool, lt.Term, f.opts(), func(ctx context.Context, tx *sql.Tx) error {
 			close(in)
 			<-out
 			return f.write("holder", lt.Token())(ctx, tx)
 		})
 	}()
 	<-in
-	tx, err := f.pool.Begin(t.Context())
+	conn, err := f.pool.Conn(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(t.Context(), "SET LOCAL lock_timeout = '200ms'"); err != nil {
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "SET SESSION innodb_lock_wait_timeout = 1"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = tx.Exec(t.Context(), "UPDATE "+f.prefix+"lease SET session_id = NULL WHERE name = 'locked'")
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
-		t.Errorf("a write of the lease row during the transaction = %v, want lock_not_available (55P03)", err)
+	_, err = conn.ExecContext(t.Context(), "UPDATE "+f.prefix+"lease SET session_id = NULL WHERE name = 'locked'")
+	var myErr *mysql.MySQLError
+	if !errors.As(err, &myErr) || myErr.Number != 1205 {
+		t.Errorf("a write of the lease row during the transaction = %v, want a lock wait timeout (1205)", err)
 	}
+	_, _ = conn.ExecContext(context.Background(), "SET SESSION innodb_lock_wait_timeout = DEFAULT")
 	close(out)
 	if err := <-done; err != nil {
 		t.Fatalf("InTerm: %v", err)
@@ -257,9 +267,9 @@ func TestInTermHoldsTheLeaseRow(t *testing.T) {
 	f.wantRows("holder")
 }
 
-// A serialization failure is returned as it is, so that a retry loop
-// recognises it and runs the transaction again; the retry commits.
-func TestInTermComposesWithSerializationRetries(t *testing.T) {
+// A deadlock is returned as it is, so that a retry loop recognises it
+// (MySQL error 1213) and runs the transaction again; the retry commits.
+func TestInTermComposesWithDeadlockRetries(t *testing.T) {
 	f := newInTermFixture(t)
 	c := f.client()
 	lt, err := c.Lock("counter").Acquire(t.Context())
@@ -267,25 +277,25 @@ func TestInTermComposesWithSerializationRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	if _, err := f.pool.Exec(ctx, "INSERT INTO "+f.table+" (writer, token) VALUES ('counter', 0)"); err != nil {
+	if _, err := f.pool.ExecContext(ctx, "INSERT INTO "+f.table+" (writer, token) VALUES ('counter', 0)"); err != nil {
 		t.Fatal(err)
 	}
 	opts := f.opts()
-	opts.TxOptions.IsoLevel = pgx.Serializable
+	opts.TxOptions = &sql.TxOptions{Isolation: sql.LevelSerializable}
 	read := make(chan struct{})
 	proceed := make(chan struct{})
 	attempts := 0
-	bump := func(ctx context.Context, tx pgx.Tx) error {
+	bump := func(ctx context.Context, tx *sql.Tx) error {
 		attempts++
-		var n int64
-		if err := tx.QueryRow(ctx, "SELECT token FROM "+f.table+" WHERE writer = 'counter'").Scan(&n); err != nil {
+		var n int64 // at SERIALIZABLE a plain read takes a share lock
+		if err := tx.QueryRowContext(ctx, "SELECT token FROM "+f.table+" WHERE writer = 'counter'").Scan(&n); err != nil {
 			return err
 		}
 		if attempts == 1 {
 			close(read)
-			<-proceed // a concurrent transaction changes the row meanwhile
+			<-proceed // a concurrent transaction waits to change the row meanwhile
 		}
-		_, err := tx.Exec(ctx, "UPDATE "+f.table+" SET token = $1 WHERE writer = 'counter'", n+1)
+		_, err := tx.ExecContext(ctx, "UPDATE "+f.table+" SET token = ? WHERE writer = 'counter'", n+1)
 		return err
 	}
 	done := make(chan error, 1)
@@ -293,27 +303,50 @@ func TestInTermComposesWithSerializationRetries(t *testing.T) {
 		var err error
 		for range 5 {
 			err = InTermTx(ctx, f.pool, lt.Term, opts, bump)
-			var pgErr *pgconn.PgError
-			if !errors.As(err, &pgErr) || pgErr.Code != "40001" {
+			var myErr *mysql.MySQLError
+			if !errors.As(err, &myErr) || myErr.Number != 1213 {
 				break
 			}
 		}
 		done <- err
 	}()
 	<-read
-	if _, err := f.pool.Exec(ctx, "UPDATE "+f.table+" SET token = token + 10 WHERE writer = 'counter'"); err != nil {
+	other := make(chan error, 1)
+	go func() {
+		tx, err := f.pool.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable})
+		if err != nil {
+			other <- err
+			return
+		}
+		var n int64
+		if err := tx.QueryRowContext(ctx, "SELECT token FROM "+f.table+" WHERE writer = 'counter'").Scan(&n); err != nil {
+			_ = tx.Rollback()
+			other <- err
+			return
+		}
+		close(proceed)
+		if _, err := tx.ExecContext(ctx, "UPDATE "+f.table+" SET token = ? WHERE writer = 'counter'", n+10); err != nil {
+			_ = tx.Rollback()
+			other <- err
+			return
+		}
+		other <- tx.Commit()
+	}()
+	if err := <-done; err != nil {
+		t.Fatalf("InTerm with retries of deadlocks: %v", err)
+	}
+	otherErr := <-other
+	var n int64
+	if err := f.pool.QueryRowContext(ctx, "SELECT token FROM "+f.table+" WHERE writer = 'counter'").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	close(proceed)
-	if err := <-done; err != nil {
-		t.Fatalf("InTerm with retries of serialization failures: %v", err)
-	}
-	if attempts < 2 {
-		t.Fatalf("%d attempt(s): the concurrent change caused no serialization failure, nothing was retried", attempts)
-	}
-	var n int64
-	if err := f.pool.QueryRow(ctx, "SELECT token FROM "+f.table+" WHERE writer = 'counter'").Scan(&n); err != nil || n != 11 {
-		t.Fatalf("counter = %d, %v; want 11 (the concurrent 10 and the retried 1)", n, err)
+	switch {
+	case attempts < 2 && otherErr == nil:
+		t.Fatalf("%d attempt(s) and the concurrent transaction committed: no deadlock was retried", attempts)
+	case otherErr != nil && n != 1:
+		t.Fatalf("counter = %d with the concurrent transaction failed (%v), want 1", n, otherErr)
+	case otherErr == nil && n != 11:
+		t.Fatalf("counter = %d, want 11 (the concurrent 10 and the retried 1)", n)
 	}
 }
 
@@ -325,7 +358,7 @@ func TestInTermRefusesBadArguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	noop := func(context.Context, pgx.Tx) error { return nil }
+	noop := func(context.Context, *sql.Tx) error { return nil }
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -364,7 +397,7 @@ type holder struct {
 func startHolder(t *testing.T, f *inTermFixture, when string) *holder {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "SIMBA_INTERM_HOLDER="+strings.Join([]string{f.raw, f.prefix, f.table, when}, "\x1f"))
+	cmd.Env = append(os.Environ(), "SIMBA_IN_TERM_HOLDER="+strings.Join([]string{f.raw, f.prefix, f.table, when}, "\x1f"))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -447,7 +480,7 @@ func runInTermHolder(spec string) int {
 		fmt.Fprintln(os.Stderr, "holder:", err)
 		return 1
 	}
-	pool, err := pgxpool.New(ctx, raw)
+	pool, err := sql.Open("mysql", raw)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "holder:", err)
 		return 1
@@ -458,8 +491,8 @@ func runInTermHolder(spec string) int {
 	if when == "before" {
 		in.Scan()
 	}
-	err = InTermTx(ctx, pool, lt.Term, TermTx{TablePrefix: prefix}, func(ctx context.Context, tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "INSERT INTO "+table+" (writer, token) VALUES ('holder', $1)", int64(lt.Token())); err != nil {
+	err = InTermTx(ctx, pool, lt.Term, TermTx{TablePrefix: prefix}, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (writer, token) VALUES ('holder', ?)", int64(lt.Token())); err != nil {
 			return err
 		}
 		if when == "inside" {
