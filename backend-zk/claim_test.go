@@ -80,8 +80,8 @@ func TestReleaseStagesTheWaitersCreate(t *testing.T) {
 	if !r.Won || r.Token != uint64(czxid) || r.Token <= held.Token {
 		t.Fatalf("Acquire = %+v, want won with the staged node's czxid %d (> %d)", r, czxid, held.Token)
 	}
-	if got := mustKeepAlive(t, w.b, w.id).Leases; got[name] != r.Token {
-		t.Fatalf("KeepAlive leases = %v, want %s:%d", got, name, r.Token)
+	if got := owned(t, w.b, w.id, name); got[name] != r.Token {
+		t.Fatalf("KeepAlive owns %v, want %s:%d", got, name, r.Token)
 	}
 	if again := mustAcquire(t, w.b, w.id, name); !again.Won || again.Token <= r.Token {
 		t.Fatalf("Acquire of a held lease = %+v, want a new term above %d", again, r.Token)
@@ -225,7 +225,7 @@ func TestClaimGivenBackAfterConnectionLoss(t *testing.T) {
 	p.Restore()
 	deadline := time.Now().Add(8 * time.Second)
 	for {
-		if _, err := wb.KeepAlive(ctx(t), w, 10*time.Second); err == nil {
+		if _, err := wb.KeepAlive(ctx(t), w, simba.KeepAliveRequest{Lease: 10 * time.Second}); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("the waiter's session did not come back: %v", err)

@@ -80,6 +80,9 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 		return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: %w", op, err)
 	}
 	defer unlock()
+	s.mu.Lock()
+	s.note(name, nil) // the node may change from here on
+	s.mu.Unlock()
 	if c := s.takeClaim(name); c != nil {
 		if c.stat != nil {
 			return s.won(op, name, path, c.stat)
@@ -165,9 +168,7 @@ func (s *session) won(op, name, path string, st *zk.Stat) (simba.AcquireResult, 
 		return simba.AcquireResult{}, s.failed(context.Background(), op, zk.ErrSessionExpired)
 	}
 	s.mu.Lock()
-	s.leases[name] = st.Czxid
-	s.unwatched[name] = struct{}{}
-	s.gen++
+	s.note(name, &node{czxid: st.Czxid})
 	delete(s.waiting, name)
 	s.mu.Unlock()
 	return simba.AcquireResult{Won: true, Token: uint64(st.Czxid)}, nil
@@ -226,25 +227,23 @@ func (s *session) release(ctx context.Context, name string, token int64) error {
 		return fmt.Errorf("simbazk: %s: %w", op, err)
 	}
 	s.mu.Lock()
-	mine := s.leases[name] == token
-	s.mu.Unlock()
-	if !mine {
-		return nil // a term this session no longer holds: its node is gone or another's
+	n, known := s.nodes[name]
+	if known && n.czxid != token {
+		s.mu.Unlock()
+		return nil // the node is the session's, at a later term
 	}
+	s.note(name, nil) // whatever the outcome
+	s.mu.Unlock()
 	s.b.between(op)
-	err = s.conn.Delete(path, leaseVersion)
-	if errors.Is(err, zk.ErrBadVersion) {
+	if known {
+		err = s.conn.Delete(path, leaseVersion)
+	}
+	if !known || errors.Is(err, zk.ErrBadVersion) {
 		err = s.releaseChecked(path, token)
 	}
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
 		return s.failed(ctx, op, err)
 	}
-	s.mu.Lock()
-	if s.leases[name] == token {
-		delete(s.leases, name)
-		s.gen++
-	}
-	s.mu.Unlock()
 	return nil
 }
 
