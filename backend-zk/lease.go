@@ -357,14 +357,20 @@ func (s *session) join(ctx context.Context, group string) (int, error) {
 	s.mu.Lock()
 	s.groups[group] = struct{}{}
 	s.mu.Unlock()
-	ok, st, err := s.conn.Exists(dir)
+	_, st, err := s.conn.Exists(dir)
 	if err != nil {
 		return 0, s.failed(ctx, op, err)
 	}
-	if !ok {
-		return 0, nil
+	return members(st), nil
+}
+
+// members is the member count of a group whose node has stat st (nil when
+// the node does not exist).
+func members(st *zk.Stat) int {
+	if st == nil {
+		return 0
 	}
-	return int(st.NumChildren), nil
+	return int(st.NumChildren)
 }
 
 // LeaveGroup deletes the member node of session id in group; leaving a

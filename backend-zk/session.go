@@ -402,12 +402,9 @@ func (s *session) keepAlive(ctx context.Context, req simba.KeepAliveRequest) (si
 	if err != nil {
 		return simba.KeepAliveReply{}, s.failed(ctx, "keep-alive", err)
 	}
-	reply := simba.KeepAliveReply{Remaining: time.Duration(s.timeout.Load()), Groups: make(map[string]int, len(groups))}
+	reply := simba.KeepAliveReply{Remaining: time.Duration(s.timeout.Load()), Groups: make(map[string]int, len(groups)), Owned: map[string]uint64{}}
 	for i, g := range groups {
-		reply.Groups[g] = 0
-		if st := stats[1+i]; st != nil {
-			reply.Groups[g] = int(st.NumChildren)
-		}
+		reply.Groups[g] = members(stats[1+i])
 	}
 
 	// Zookeeper delivers a watch event before the answer to any request
@@ -428,9 +425,6 @@ func (s *session) keepAlive(ctx context.Context, req simba.KeepAliveRequest) (si
 	held := len(names)
 	for _, name := range req.Unsure {
 		if n, ok := s.nodes[name]; ok && n.watched {
-			if reply.Owned == nil {
-				reply.Owned = make(map[string]uint64)
-			}
 			reply.Owned[name] = uint64(n.czxid)
 		} else if s.claims[name] == nil { // a staged claim is not the engine's yet
 			names = append(names, name)
@@ -469,9 +463,6 @@ func (s *session) keepAlive(ctx context.Context, req simba.KeepAliveRequest) (si
 			reply.Lost = append(reply.Lost, name)
 			settled = false
 		case i >= held && mine:
-			if reply.Owned == nil {
-				reply.Owned = make(map[string]uint64)
-			}
 			reply.Owned[name] = uint64(st.Czxid)
 		}
 	}
@@ -493,32 +484,36 @@ const pipeline = 64
 // is set; a missing node gives a nil stat.
 func (s *session) existsAll(ctx context.Context, paths []string, watch bool) ([]*zk.Stat, error) {
 	stats := make([]*zk.Stat, len(paths))
-	errs := make([]error, min(len(paths), pipeline))
+	err := inParallel(ctx, len(paths), pipeline, func(i int) error {
+		var ok bool
+		var st *zk.Stat
+		var err error
+		if watch {
+			s.watching.Store(true)
+			ok, st, _, err = s.conn.ExistsW(paths[i])
+		} else {
+			ok, st, err = s.conn.Exists(paths[i])
+		}
+		if ok {
+			stats[i] = st
+		}
+		return err
+	})
+	return stats, err
+}
+
+// inParallel runs f(0) to f(n-1), at most width at a time, and returns the
+// first error, or ctx's once it is done: after either it starts no more.
+func inParallel(ctx context.Context, n, width int, f func(i int) error) error {
+	errs := make([]error, min(n, width))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range errs {
 		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(paths) || ctx.Err() != nil {
+			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				if errs[w] = f(i); errs[w] != nil {
+					next.Store(int64(n)) // stop the others
 					return
-				}
-				var ok bool
-				var st *zk.Stat
-				var err error
-				if watch {
-					s.watching.Store(true)
-					ok, st, _, err = s.conn.ExistsW(paths[i])
-				} else {
-					ok, st, err = s.conn.Exists(paths[i])
-				}
-				if err != nil {
-					errs[w] = err
-					next.Store(int64(len(paths))) // stop the others
-					return
-				}
-				if ok {
-					stats[i] = st
 				}
 			}
 		})
@@ -526,13 +521,10 @@ func (s *session) existsAll(ctx context.Context, paths []string, watch bool) ([]
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return stats, nil
+	return ctx.Err()
 }
 
 // CloseSession ends session id at once: the server deletes its lease and
