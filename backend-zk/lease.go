@@ -180,12 +180,13 @@ const leaseVersion = 1
 
 // Release deletes Root/leases/{name} if session id owns it with exactly
 // token (its czxid) and is a no-op otherwise, so a late release never frees
-// a later term. The session knows the token of the node it created for the
-// name (the one its keep-alive reports): a release of another token sends
-// nothing, and a release of that token is one request, a delete of the
-// node at the version its acquire left it. Should the version differ (the
-// data changed by hand), the node's stat is read and the delete is sent
-// only when the owner and czxid match: two more requests.
+// a later term. When the session knows the node as its own (it created it,
+// or a keep-alive read it so, and no watch fired since: see node), a
+// release of another token sends nothing, and a release of that token is
+// one request, a delete of the node at the version its acquire left it.
+// Otherwise, or should the version differ (the data changed by hand), the
+// node's stat is read and the delete is sent only when the owner and czxid
+// match: two requests.
 //
 // Zookeeper cannot delete a node on the condition of its czxid, and the
 // version cannot tell one node of the name from the next (each is at
