@@ -44,7 +44,7 @@ func (w waiter) settled(t *testing.T, name string) *session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := s.lockName(ctx(t), name)
+	unlock, err := s.lockName(ctx(t), name, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestClaimGivenBackAfterConnectionLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := s.lockName(ctx(t), name) // the claim was answered
+	unlock, err := s.lockName(ctx(t), name, true) // the claim was answered
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,13 +276,14 @@ func TestWaitingBounded(t *testing.T) {
 // session keeps claiming on later releases instead of dropping out of
 // the waiters a session timeout after its last regular loss.
 func TestStagedLossKeepsWaiting(t *testing.T) {
-	s := &session{waiting: make(map[string]time.Time), claims: make(map[string]*claim), names: make(map[string]*nameLock)}
+	s := &session{b: &Backend{leasesDir: "/simba/leases"}, waiting: make(map[string]time.Time), claims: make(map[string]*claim),
+		names: make(map[string]*nameLock), nodes: make(map[string]node), fired: make(map[string]struct{})}
 	s.timeout.Store(int64(time.Second))
 	long := time.Now().Add(-time.Hour)
 	s.waiting["n"] = long
 	s.claims["n"] = &claim{timer: time.AfterFunc(time.Hour, func() {})}
-	if r, ok, err := s.acquireStaged("n"); !ok || err != nil || r.Won {
-		t.Fatalf("acquireStaged = %+v, %v, %v; want a staged loss", r, ok, err)
+	if r, err := s.acquire(ctx(t), "n"); err != nil || r.Won {
+		t.Fatalf("acquire = %+v, %v; want a staged loss", r, err)
 	}
 	if at := s.waiting["n"]; !at.After(long) {
 		t.Errorf("the staged loss left the session's last loss at %v", at)

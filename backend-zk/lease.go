@@ -39,43 +39,13 @@ func (b *Backend) Acquire(ctx context.Context, id simba.SessionID, name string) 
 	if err != nil {
 		return simba.AcquireResult{}, err
 	}
-	if r, ok, err := s.acquireStaged(name); ok {
-		return r, err
-	}
 	return call(ctx, b, "acquire "+name, func() (simba.AcquireResult, error) { return s.acquire(ctx, name) })
-}
-
-// acquireStaged answers an Acquire of name from a staged claim (see
-// claim.go) on the caller's goroutine, when the claim was answered and no
-// call of the session on the name is in flight; ok is false otherwise.
-func (s *session) acquireStaged(name string) (_ simba.AcquireResult, ok bool, _ error) {
-	s.mu.Lock()
-	staged := s.claims[name] != nil
-	s.mu.Unlock()
-	if !staged {
-		return simba.AcquireResult{}, false, nil
-	}
-	unlock, locked := s.tryLockName(name)
-	if !locked {
-		return simba.AcquireResult{}, false, nil
-	}
-	defer unlock()
-	c := s.takeClaim(name)
-	if c == nil {
-		return simba.AcquireResult{}, false, nil
-	}
-	if c.stat == nil {
-		s.noteLost(name) // lost again: still a waiter for the next release
-		return simba.AcquireResult{}, true, nil
-	}
-	r, err := s.won("acquire "+name, name, s.b.leasePath(name), c.stat)
-	return r, true, err
 }
 
 func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult, error) {
 	path := s.b.leasePath(name)
 	op := "acquire " + name
-	unlock, err := s.lockName(ctx, name)
+	unlock, err := s.lockName(ctx, name, true)
 	if err != nil {
 		return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: %w", op, err)
 	}
@@ -219,7 +189,7 @@ func (b *Backend) Release(ctx context.Context, id simba.SessionID, name string, 
 func (s *session) release(ctx context.Context, name string, token int64) error {
 	path := s.b.leasePath(name)
 	op := "release " + name
-	unlock, err := s.lockName(ctx, name)
+	unlock, err := s.lockName(ctx, name, true)
 	if err != nil {
 		return fmt.Errorf("simbazk: %s: %w", op, err)
 	}
@@ -268,65 +238,46 @@ type nameLock struct {
 
 // lockName takes the lock of lease name for the calling goroutine, which
 // must be the one sending the requests, and returns the function that gives
-// it back. Waiting ends with ctx, with ctx's error. The session's map keeps
-// a lock only while a call holds or waits for it.
-func (s *session) lockName(ctx context.Context, name string) (unlock func(), err error) {
-	l := s.useName(name)
-	select {
-	case l.held <- struct{}{}:
-		return s.unlockName(name, l), nil
-	case <-ctx.Done():
-		s.dropName(name, l)
-		return nil, ctx.Err()
-	}
-}
-
-// tryLockName is lockName without waiting: ok is false when a call holds
-// the lock of name.
-func (s *session) tryLockName(name string) (unlock func(), ok bool) {
-	l := s.useName(name)
-	select {
-	case l.held <- struct{}{}:
-		return s.unlockName(name, l), true
-	default:
-		s.dropName(name, l)
-		return nil, false
-	}
-}
-
-// useName returns the lock of name, made if no call uses it, counting one
-// more use of it; dropName ends that use.
-func (s *session) useName(name string) *nameLock {
+// it back. Waiting ends with ctx, with ctx's error; without wait it does
+// not wait, and fails with errNameBusy when a call holds the lock. The
+// session's map keeps a lock only while a call holds or waits for it.
+func (s *session) lockName(ctx context.Context, name string, wait bool) (unlock func(), err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	l := s.names[name]
 	if l == nil {
 		l = &nameLock{held: make(chan struct{}, 1)}
 		s.names[name] = l
 	}
 	l.refs++
-	return l
-}
-
-// unlockName returns the function that gives back the lock l of name,
-// taken by the caller, and ends its use.
-func (s *session) unlockName(name string, l *nameLock) func() {
-	return func() {
-		<-l.held
-		s.dropName(name, l)
+	s.mu.Unlock()
+	drop := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if l.refs--; l.refs == 0 && s.names[name] == l {
+			delete(s.names, name)
+		}
+	}
+	select {
+	case l.held <- struct{}{}:
+		return func() { <-l.held; drop() }, nil
+	default:
+	}
+	if !wait {
+		drop()
+		return nil, errNameBusy
+	}
+	select {
+	case l.held <- struct{}{}:
+		return func() { <-l.held; drop() }, nil
+	case <-ctx.Done():
+		drop()
+		return nil, ctx.Err()
 	}
 }
 
-// dropName ends one call's use of the lock l of name, forgetting the lock
-// when no call uses it any more.
-func (s *session) dropName(name string, l *nameLock) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l.refs--
-	if l.refs == 0 && s.names[name] == l {
-		delete(s.names, name)
-	}
-}
+// errNameBusy is what lockName answers without waiting when a call holds
+// the lock.
+var errNameBusy = errors.New("simbazk: a call of the session holds the name")
 
 // JoinGroup creates the ephemeral member node Root/groups/{group}/{id} and
 // returns the number of children of Root/groups/{group}: two round trips.
