@@ -101,8 +101,8 @@ func (b *Backend) claimFor(name string) (send func()) {
 // answer for the next Acquire and gives the lock back; nil when it does
 // not claim.
 func (s *session) claim(name string) (send func()) {
-	unlock, ok := s.tryLockName(name)
-	if !ok {
+	unlock, err := s.lockName(context.Background(), name, false)
+	if err != nil {
 		return nil
 	}
 	s.mu.Lock()
@@ -145,7 +145,7 @@ func (s *session) holdClaim(name string, c *claim) {
 func (s *session) dropClaim(name string, c *claim) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.responseTimeout())
 	defer cancel()
-	unlock, err := s.lockName(ctx, name)
+	unlock, err := s.lockName(ctx, name, true)
 	if err != nil {
 		s.retryDrop(name, c)
 		return

@@ -155,13 +155,31 @@ func mustAcquire(t testing.TB, b *Backend, s simba.SessionID, name string) simba
 	return r
 }
 
-func mustKeepAlive(t testing.TB, b *Backend, s simba.SessionID) simba.KeepAliveReply {
+// mustKeepAlive renews s with req, or with an empty request.
+func mustKeepAlive(t testing.TB, b *Backend, s simba.SessionID, req ...simba.KeepAliveRequest) simba.KeepAliveReply {
 	t.Helper()
-	r, err := b.KeepAlive(ctx(t), s, 0)
+	var r simba.KeepAliveReply
+	var err error
+	if len(req) > 0 {
+		r, err = b.KeepAlive(ctx(t), s, req[0])
+	} else {
+		r, err = b.KeepAlive(ctx(t), s, simba.KeepAliveRequest{})
+	}
 	if err != nil {
 		t.Fatalf("KeepAlive(%s): %v", s, err)
 	}
 	return r
+}
+
+// owned returns which of names session s owns, and at which token: the
+// Owned of a keep-alive that sends them as unsure.
+func owned(t testing.TB, b *Backend, s simba.SessionID, names ...string) map[string]uint64 {
+	t.Helper()
+	o := mustKeepAlive(t, b, s, simba.KeepAliveRequest{Unsure: names}).Owned
+	if o == nil {
+		o = map[string]uint64{}
+	}
+	return o
 }
 
 // requests is how many requests (pings excluded) session s has sent.

@@ -40,28 +40,13 @@ func (b *Backend) Holder(ctx context.Context, name string) (simba.Holder, bool, 
 	if err := simba.ValidateName(name); err != nil {
 		return simba.Holder{}, false, err
 	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return simba.Holder{}, false, ErrClosed
-	}
-	wc, err := b.watchConnLocked()
-	b.mu.Unlock()
-	if err != nil {
-		return simba.Holder{}, false, err
-	}
 	op := "holder " + name
 	path := b.leasePath(name)
 	type node struct {
 		data []byte
 		st   *zk.Stat // nil when the node does not exist
 	}
-	n, err := call(ctx, b, op, func() (node, error) {
-		<-wc.auth
-		if wc.err != nil {
-			b.dropWatcher(wc)
-			return node{}, fmt.Errorf("simbazk: %s: %w", op, wc.err)
-		}
+	n, err := onReadConn(ctx, b, op, func(wc *watchConn) (node, error) {
 		var (
 			data []byte
 			st   *zk.Stat

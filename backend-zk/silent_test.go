@@ -147,7 +147,7 @@ func TestServerGoesSilent(t *testing.T) {
 	p.BlackHole()
 
 	for op, call := range map[string]func(context.Context) error{
-		"KeepAlive":  func(c context.Context) error { _, err := b.KeepAlive(c, s, 0); return err },
+		"KeepAlive":  func(c context.Context) error { _, err := b.KeepAlive(c, s, simba.KeepAliveRequest{}); return err },
 		"Acquire":    func(c context.Context) error { _, err := b.Acquire(c, s, "other"); return err },
 		"Release":    func(c context.Context) error { return b.Release(c, s, "held", held.Token) },
 		"JoinGroup":  func(c context.Context) error { _, err := b.JoinGroup(c, s, "g"); return err },
@@ -168,7 +168,7 @@ func TestServerGoesSilent(t *testing.T) {
 	results := make(chan error, 2)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { _, err := b.KeepAlive(context.Background(), s, 0); results <- err })
+	wg.Go(func() { _, err := b.KeepAlive(context.Background(), s, simba.KeepAliveRequest{}); results <- err })
 	wg.Go(func() { _, err := b.Acquire(context.Background(), s, "other"); results <- err })
 	time.Sleep(50 * time.Millisecond) // let them reach the wire
 	within(t, 2500*time.Millisecond, "Close with a session, a watch and calls on a silent server", func() {

@@ -164,11 +164,9 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 
 	set := make(chan error, 1)
 	if !b.spawn(func() {
-		<-wc.auth
-		if wc.err != nil {
-			set <- wc.err
+		if err := wc.ready(b); err != nil {
+			set <- err
 			b.fire(name, w)
-			b.dropWatcher(wc)
 			return
 		}
 		b.watchQueued(wc, name, w, set)
@@ -248,6 +246,38 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 	})
 	b.watcher = w
 	return w, nil
+}
+
+// onReadConn runs f through call on the read connection, dialed on first
+// use, once it is set up.
+func onReadConn[T any](ctx context.Context, b *Backend, op string, f func(wc *watchConn) (T, error)) (T, error) {
+	var zero T
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return zero, ErrClosed
+	}
+	wc, err := b.watchConnLocked()
+	b.mu.Unlock()
+	if err != nil {
+		return zero, err
+	}
+	return call(ctx, b, op, func() (T, error) {
+		if err := wc.ready(b); err != nil {
+			return zero, fmt.Errorf("simbazk: %s: %w", op, err)
+		}
+		return f(wc)
+	})
+}
+
+// ready waits until the connection is set up and returns the set-up's
+// error, after which the backend's next call dials a new one.
+func (w *watchConn) ready(b *Backend) error {
+	<-w.auth
+	if w.err != nil {
+		b.dropWatcher(w)
+	}
+	return w.err
 }
 
 // dropWatcher closes a watch connection that could not be used, so that
