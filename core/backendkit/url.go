@@ -19,7 +19,8 @@ const PercentEncodeHint = "percent-encode the user name and password (@ %40, : %
 // returns its scheme in lower case. Otherwise its error names what is
 // wrong, followed by ": want " and want (the form of the backend's URLs):
 // "the URL is empty" (or is only spaces, or starts or ends with a space,
-// as [CheckBlank] says), "no scheme", or `scheme "redis"`. It quotes
+// as [CheckBlank] says), `no "//" after "memory:"` (one of schemes, then
+// no "//"), "no scheme", or `scheme "redis"`. It quotes
 // nothing of rawURL but a valid scheme: what stands before "://" and is
 // not one may be user information.
 func CheckScheme(rawURL, want string, schemes ...string) (string, error) {
@@ -28,6 +29,9 @@ func CheckScheme(rawURL, want string, schemes ...string) (string, error) {
 	}
 	scheme, _, ok := strings.Cut(rawURL, "://")
 	if !ok || !ValidScheme(scheme) {
+		if s, _, ok := strings.Cut(rawURL, ":"); ok && slices.Contains(schemes, strings.ToLower(s)) {
+			return "", fmt.Errorf(`no "//" after "%s:": want %s`, strings.ToLower(s), want)
+		}
 		return "", errors.New("no scheme: want " + want)
 	}
 	scheme = strings.ToLower(scheme)

@@ -49,7 +49,8 @@ func TestOpenRefusesURLs(t *testing.T) {
 		give string
 		want string
 	}{
-		{give: "memory:name", want: "memory: invalid URL: no scheme: want memory://NAME"},
+		{give: "memory:name", want: `memory: invalid URL: no "//" after "memory:": want memory://NAME`},
+		{give: "name", want: "memory: invalid URL: no scheme: want memory://NAME"},
 		{give: "redis://host", want: `scheme "redis": want memory://NAME`},
 		{give: "memory://user:s3cr3t@name", want: "user information is not allowed"},
 		{give: "memory://:s3cr3t@name", want: "user information is not allowed"},
