@@ -41,7 +41,7 @@ func openURL(ctx context.Context, rawURL string) (*Backend, error) {
 // Errors are *OptionsError values matching ErrInvalidOptions and
 // simba.ErrInvalidURL; they never contain the user information.
 func ParseURL(rawURL string) (connect, auth string, err error) {
-	const form = "zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]"
+	form := backendkit.URLForm("zk")
 	if _, err := backendkit.CheckScheme(rawURL, form, "zk"); err != nil {
 		return "", "", &OptionsError{Field: "URL", Reason: err.Error()}
 	}

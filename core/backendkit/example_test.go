@@ -168,3 +168,23 @@ func ExampleRegister() {
 	// Output:
 	// 2 true refused
 }
+
+// SchemePackage tells a program that opens a URL of no registered scheme
+// which package to import.
+func ExampleSchemePackage() {
+	fmt.Printf("%q\n", backendkit.SchemePackage("Redis+Sentinel"))
+	fmt.Printf("%q\n", backendkit.SchemePackage("etcd"))
+	// Output:
+	// "github.com/simba-go/simba/backend-redis"
+	// ""
+}
+
+func ExampleURLForm() {
+	fmt.Println(backendkit.URLForm("memory"))
+	fmt.Println(backendkit.URLForm("ZK"))
+	fmt.Println(backendkit.URLForm("etcd"))
+	// Output:
+	// memory://[NAME]
+	// zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]
+	// etcd://...
+}

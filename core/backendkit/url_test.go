@@ -122,3 +122,19 @@ func TestRegister(t *testing.T) {
 	Register(register, func(context.Context, string) (string, error) { return "", nil }, "c")
 	t.Error("Register of a type that is no backend returned")
 }
+
+// TestSchemes: every scheme of the table has a package of this project and
+// a form that starts with the scheme.
+func TestSchemes(t *testing.T) {
+	for name, s := range schemes {
+		if !ValidScheme(name) || name != strings.ToLower(name) {
+			t.Errorf("scheme %q: not a lower-case scheme", name)
+		}
+		if !strings.HasPrefix(s.pkg, "github.com/simba-go/simba/") || SchemePackage(strings.ToUpper(name)) != s.pkg {
+			t.Errorf("scheme %q: package %q", name, s.pkg)
+		}
+		if !strings.HasPrefix(s.form, name+"://") || URLForm(strings.ToUpper(name)) != s.form {
+			t.Errorf("scheme %q: form %q", name, s.form)
+		}
+	}
+}

@@ -62,7 +62,7 @@ func Open(ctx context.Context, rawURL string) (*Conn, error) {
 
 // parseURL returns the store name of a memory:// URL.
 func parseURL(rawURL string) (string, error) {
-	if _, err := backendkit.CheckScheme(rawURL, "memory://NAME", "memory"); err != nil {
+	if _, err := backendkit.CheckScheme(rawURL, backendkit.URLForm("memory"), "memory"); err != nil {
 		return "", &urlError{err.Error()}
 	}
 	u, err := url.Parse(rawURL)
