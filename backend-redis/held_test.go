@@ -85,3 +85,104 @@ func TestKeepAliveCostFlat(t *testing.T) {
 		t.Fatalf("keep-alive ran %d commands at 1 lease and %d at 3000, want at most twice as many", cost[1], cost[3000])
 	}
 }
+
+// TestKeepAliveChecksEveryHeldLeaseInTurn: with more leases held than a
+// keep-alive checks, one whose hash another program deleted is reported
+// lost within len(Held)/simba.MinLeaseChecks keep-alives (rounded up),
+// and no lease held at its token is.
+func TestKeepAliveChecksEveryHeldLeaseInTurn(t *testing.T) {
+	url := serverURL(t)
+	b := openBackend(t, url, Options{})
+	ctx := callCtx(t)
+	g, err := b.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 12
+	req := simba.KeepAliveRequest{Lease: 10 * time.Second, Held: make(map[string]uint64), Generation: 1}
+	for i := range n {
+		name := fmt.Sprint("turn.", i)
+		req.Held[name] = mustWin(t, b, g.ID, name).Token
+	}
+	for _, gone := range []string{"turn.3", "turn.10"} {
+		if err := rawClient(t, url).Del(ctx, b.KeyPrefix()+"lease:"+gone).Err(); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for range (n + simba.MinLeaseChecks - 1) / simba.MinLeaseChecks {
+			r, err := b.KeepAlive(ctx, g.ID, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range r.Lost {
+				if name != gone {
+					t.Fatalf("KeepAlive.Lost = %v, want only %s", r.Lost, gone)
+				}
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("%d keep-alives did not report %s lost", (n+simba.MinLeaseChecks-1)/simba.MinLeaseChecks, gone)
+		}
+		delete(req.Held, gone)
+		req.Generation++
+	}
+	// A caller that sends another Held under the same Generation gets
+	// checks of the names it sent.
+	other := make(map[string]uint64, len(req.Held))
+	for name := range req.Held {
+		other["other."+name] = 1
+	}
+	r, err := b.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: req.Lease, Held: other, Generation: req.Generation})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range r.Lost {
+		if _, ok := other[name]; !ok {
+			t.Fatalf("KeepAlive.Lost = %v names %q, which the request did not hold", r.Lost, name)
+		}
+	}
+	if len(r.Lost) != simba.MinLeaseChecks {
+		t.Fatalf("KeepAlive.Lost = %v, want %d names of the Held sent", r.Lost, simba.MinLeaseChecks)
+	}
+}
+
+// TestCloseWakesWaitersOfALeaseWonWhileTheyWaited: a session that wins a
+// lease other nodes still wait for (the first of the queue, woken by a
+// release) and then closes announces it to them, though it was not the
+// owner when they started waiting.
+func TestCloseWakesWaitersOfALeaseWonWhileTheyWaited(t *testing.T) {
+	url := serverURL(t)
+	prefix := testPrefix()
+	a := openBackend(t, url, Options{KeyPrefix: prefix})
+	first := openBackend(t, url, Options{KeyPrefix: prefix})
+	second := openBackend(t, url, Options{KeyPrefix: prefix})
+	ctx := callCtx(t)
+	ga, err := a.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gf, err := first.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	r := mustWin(t, a, ga.ID, "q")
+	chFirst := watchSubscribed(wctx, t, first, "q")
+	chSecond := watchSubscribed(wctx, t, second, "q")
+	if err := a.Release(ctx, ga.ID, "q", r.Token); err != nil {
+		t.Fatal(err)
+	}
+	mustFire(t, chFirst, "the release, for the first in line")
+	mustWin(t, first, gf.ID, "q")
+	select {
+	case <-chSecond:
+		t.Fatal("the second in line was woken by a release the first took")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if err := first.CloseSession(ctx, gf.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustFire(t, chSecond, "the close of the session that won the lease while it waited")
+}
