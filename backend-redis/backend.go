@@ -627,8 +627,9 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 
 // giveBack releases a term Acquire won but cannot report, because too
 // few replicas acknowledged it. A release that fails leaves the lease to
-// the session's next keep-alive, which reports it, and the engine then
-// releases it as a lease it does not hold.
+// the engine: the failed Acquire makes the name unsure, the session's next
+// keep-alive reports it owned, and the engine releases it as a lease it
+// does not hold.
 func (b *Backend) giveBack(ctx context.Context, s simba.SessionID, name string, token uint64) {
 	if err := b.Release(ctx, s, name, token); err != nil {
 		b.log.Debug("simbaredis: giving back a term too few replicas acknowledged failed", "name", name, "token", token, "error", err)
