@@ -44,7 +44,7 @@ type Backend struct {
 	onWarning   func(Warning)
 	notify      *notifier
 	batch       coalescer  // acquire and release calls sent together
-	owned       ownedViews // what each session owns, as far as this Backend knows
+	checks      heldChecks // which held leases the next keep-alive of a session checks
 	closed      atomic.Bool
 	policyMu    sync.Mutex // checkServer
 	policyKnown atomic.Bool
@@ -505,71 +505,69 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 	if n <= 0 {
 		return simba.SessionGrant{}, fmt.Errorf("simbaredis: open session: server reported %dms remaining", n)
 	}
-	b.owned.opened(sid)
 	return simba.SessionGrant{ID: simba.SessionID(sid), Remaining: time.Duration(n) * time.Millisecond, Warnings: b.setupWarnings()}, nil
 }
 
-// KeepAlive renews s for lease from now (server time) and reports, from the
-// same atomic step, the remaining validity, every lease s owns (with its
-// token) and the live member count of every group s joined. It returns an
-// error matching simba.ErrSessionExpired when s has expired, was closed or
-// is not an id this package issued.
+// KeepAlive renews s for req.Lease from now (server time) and reports,
+// from the same atomic step, the remaining validity, which of the leases
+// it checks s no longer owns at the token req.Held gives (Lost), which of
+// req.Unsure s owns and at which token (Owned), and the live member count
+// of every group s joined. It returns an error matching
+// simba.ErrSessionExpired when s has expired, was closed or is not an id
+// this package issued.
 //
-// The cost does not grow with the number of leases s owns: the Backend
-// sends the digest of what its own Acquire and Release calls of s won and
-// released, and the server sends its list of the session's leases only
-// when its digest differs (after a reply was lost, for instance); see
-// ADR 0007. Reply.Leases is then the view the server confirmed, shared
-// between replies: callers must not modify it.
-//
-// Each keep-alive also checks a few of the session's leases at random (all
-// of them for a session that owns two or fewer): one whose hash no longer
-// names s with that token, because another program changed or deleted it,
-// is dropped from the session and from the reply. A lease or group key
-// that another program overwrote with another type is left out the same
-// way and recorded as a WarnWrongTypeKey warning, so that one damaged key
-// does not end the whole session.
-func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
+// The cost does not grow with the number of leases s holds: one script
+// reads the hash of every unsure lease and of every held one up to
+// simba.MinLeaseChecks, or of simba.MinLeaseChecks of them in turn when
+// more are held, so that each is checked within
+// len(req.Held)/simba.MinLeaseChecks keep-alives (ADR 0007). A held
+// lease whose hash no longer names s with that token, because another
+// program changed or deleted it, is reported lost. A lease or group key
+// that another program overwrote with another type is left out and
+// recorded as a WarnWrongTypeKey warning, so that one damaged key does not
+// end the whole session.
+func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
 	if known, err := b.check(s); !known {
 		return simba.KeepAliveReply{}, orExpired(err, "keep-alive", s)
 	}
-	ms, err := leaseMillis(lease)
+	ms, err := leaseMillis(req.Lease)
 	if err != nil {
 		return simba.KeepAliveReply{}, err
 	}
 	sid := string(s)
-	keys := []string{b.sessionKey(sid), b.joinedKey(sid)}
-	seen, view, mark := b.owned.sending(sid)
+	held := b.checks.pick(sid, req)
+	keys := make([]string, 0, 2+len(held)+len(req.Unsure))
+	keys = append(keys, b.sessionKey(sid), b.joinedKey(sid))
+	args := make([]any, 0, 4+len(held))
+	args = append(args, ms, b.prefix, sid, len(held))
+	for _, name := range held {
+		keys = append(keys, b.leaseKey(name))
+		args = append(args, strconv.FormatUint(req.Held[name], 10))
+	}
+	for _, name := range req.Unsure {
+		keys = append(keys, b.leaseKey(name))
+	}
 	var res []any
 	var acked acks
 	if b.replicas > 0 {
 		var v any
-		v, acked, err = b.batch.waited(ctx, keepAliveScript, keys, ms, b.prefix, sid, seen)
+		v, acked, err = b.batch.waited(ctx, keepAliveScript, keys, args...)
 		res, err = sliceReply(v, err)
 	} else {
-		res, err = keepAliveScript.Run(ctx, b.client, keys, ms, b.prefix, sid, seen).Slice()
+		res, err = keepAliveScript.Run(ctx, b.client, keys, args...).Slice()
 	}
 	if err != nil {
-		b.owned.answered(sid, mark, false, nil, 0)
 		return simba.KeepAliveReply{}, wrapErr("keep-alive", err)
 	}
-	ka, err := parseKeepAlive(res)
+	reply, bad, err := parseKeepAlive(res, held, req.Unsure)
 	if err != nil {
-		b.owned.answered(sid, mark, false, nil, 0)
 		return simba.KeepAliveReply{}, fmt.Errorf("simbaredis: keep-alive: %w", err)
 	}
-	if ka.reply.Remaining < 0 {
-		b.owned.forget(sid)
+	if reply.Remaining < 0 {
+		b.checks.forget(sid)
 		return simba.KeepAliveReply{}, expired("keep-alive", s)
 	}
-	b.owned.answered(sid, mark, true, ka.reply.Leases, ka.digest)
-	if ka.reply.Leases == nil {
-		if view == nil {
-			return simba.KeepAliveReply{}, fmt.Errorf("simbaredis: keep-alive: %w: no lease list for a session without a digest", errReply)
-		}
-		ka.reply.Leases = view
-	}
-	for _, key := range ka.bad {
+	for _, key := range bad {
 		b.warn(Warning{Code: WarnWrongTypeKey, Message: "key " + key + " does not hold the type Simba writes there; it is ignored"})
 	}
 	if err := b.replicated("keep-alive", acked); err != nil {
@@ -577,7 +575,7 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 		// engine must not count on it.
 		return simba.KeepAliveReply{}, err
 	}
-	return ka.reply, nil
+	return reply, nil
 }
 
 // Acquire makes s the owner of name when the lease is free, owned by an
@@ -598,8 +596,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	}
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid)}
-	hi, lo, bb := nameCoefficients(name)
-	res, acked, err := b.batch.runWaited(ctx, acquireScript, keys, sid, b.prefix, name, hi, lo, bb)
+	res, acked, err := b.batch.runWaited(ctx, acquireScript, keys, sid, b.prefix, name)
 	if err != nil {
 		return simba.AcquireResult{}, b.wrapScriptErr(ctx, fmt.Sprintf("acquire %q", name), err,
 			typedKey{keys[0], "hash"}, typedKey{keys[1], "hash"}, typedKey{b.prefix + "floor", "string"})
@@ -607,7 +604,6 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	switch res := res.(type) {
 	case int64:
 		if res < 0 {
-			b.owned.forget(sid)
 			return simba.AcquireResult{}, expired("acquire", s)
 		}
 		return simba.AcquireResult{}, nil
@@ -616,7 +612,6 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 		if err != nil || tok == 0 {
 			return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: token %q", name, errReply, res)
 		}
-		b.owned.record(sid, leaseChange{name: name, token: tok, won: true})
 		if err := b.replicated(fmt.Sprintf("acquire %q", name), acked); err != nil {
 			b.giveBack(ctx, s, name, tok)
 			return simba.AcquireResult{}, err
@@ -628,8 +623,9 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 
 // giveBack releases a term Acquire won but cannot report, because too
 // few replicas acknowledged it. A release that fails leaves the lease to
-// the session's next keep-alive, which reports it, and the engine then
-// releases it as a lease it does not hold.
+// the engine: the failed Acquire makes the name unsure, the session's next
+// keep-alive reports it owned, and the engine releases it as a lease it
+// does not hold.
 func (b *Backend) giveBack(ctx context.Context, s simba.SessionID, name string, token uint64) {
 	if err := b.Release(ctx, s, name, token); err != nil {
 		b.log.Debug("simbaredis: giving back a term too few replicas acknowledged failed", "name", name, "token", token, "error", err)
@@ -657,13 +653,8 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid), b.waitersKey(name)}
 	tok := strconv.FormatUint(token, 10)
-	res, err := b.batch.run(ctx, releaseScript, keys, sid, tok, b.channel, name, -leaseDigest(name, token))
-	if n, ok := res.(int64); err == nil && ok && n == 1 {
-		b.owned.record(sid, leaseChange{name: name, token: token})
-	}
-	if err != nil {
-		return b.wrapScriptErr(ctx, fmt.Sprintf("release %q", name), err,
-			typedKey{keys[0], "hash"}, typedKey{keys[1], "hash"})
+	if _, err := b.batch.run(ctx, releaseScript, keys, sid, tok, b.channel, name); err != nil {
+		return b.wrapScriptErr(ctx, fmt.Sprintf("release %q", name), err, typedKey{keys[0], "hash"})
 	}
 	return nil
 }
@@ -716,7 +707,7 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	}
 	sid := string(s)
 	keys := []string{b.sessionKey(sid), b.joinedKey(sid)}
-	b.owned.forget(sid)
+	b.checks.forget(sid)
 	rest, err := closeScript.Run(ctx, b.client, keys, sid, b.prefix, b.channel, closeBatch).StringSlice()
 	if err != nil {
 		return wrapErr("close session", err)
@@ -800,7 +791,7 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 		return nil, err
 	}
 	keys := []string{b.leaseKey(name), b.waitersKey(name)}
-	held, err := watchScript.Run(ctx, b.client, keys, b.prefix, b.notify.id).Int64()
+	held, err := watchScript.Run(ctx, b.client, keys, b.prefix, b.notify.id, name).Int64()
 	if err != nil {
 		return nil, wrapErr(fmt.Sprintf("watch %q", name), err)
 	}

@@ -166,13 +166,13 @@ func TestInvalidInputNeverReachesTheServer(t *testing.T) {
 		if _, err := b.OpenSession(ctx, lease); err == nil || !strings.Contains(err.Error(), "at least 1ms") {
 			t.Errorf("OpenSession(lease %v) = %v, want an error about the minimum", lease, err)
 		}
-		if _, err := b.KeepAlive(ctx, good, lease); err == nil || !strings.Contains(err.Error(), "at least 1ms") {
+		if _, err := b.KeepAlive(ctx, good, renewal(lease)); err == nil || !strings.Contains(err.Error(), "at least 1ms") {
 			t.Errorf("KeepAlive(lease %v) = %v, want an error about the minimum", lease, err)
 		}
 	}
 	// Ids this package cannot have issued name no session.
 	for _, sid := range []simba.SessionID{"", "nope", simba.SessionID(strings.Repeat("AB", 16)), "../" + good} {
-		if _, err := b.KeepAlive(ctx, sid, time.Second); !errors.Is(err, simba.ErrSessionExpired) {
+		if _, err := b.KeepAlive(ctx, sid, renewal(time.Second)); !errors.Is(err, simba.ErrSessionExpired) {
 			t.Errorf("KeepAlive(%q) = %v, want ErrSessionExpired", sid, err)
 		}
 		if _, err := b.Acquire(ctx, sid, "n"); !errors.Is(err, simba.ErrSessionExpired) {
@@ -236,7 +236,7 @@ func TestClosedBackend(t *testing.T) {
 		"OpenSession":   second(b.OpenSession(ctx, time.Second)),
 		"OpenSessionAs": second(b.OpenSessionAs(ctx, time.Second, "me")),
 		"Holder":        func() error { _, _, err := b.Holder(ctx, "n"); return err }(),
-		"KeepAlive":     second(b.KeepAlive(ctx, g.ID, time.Second)),
+		"KeepAlive":     second(b.KeepAlive(ctx, g.ID, renewal(time.Second))),
 		"Acquire":       second(b.Acquire(ctx, g.ID, "n")),
 		"Release":       b.Release(ctx, g.ID, "n", 1),
 		"JoinGroup":     second(b.JoinGroup(ctx, g.ID, "g")),
@@ -323,7 +323,8 @@ func TestLayout(t *testing.T) {
 	wantHash(leaseKey, map[string]string{"session": sid, "token": token})
 	wantTimeField(leaseKey, "since")
 	wantTTL(leaseKey, -1, -1) // never expires
-	wantHash("simba:session:"+sid, map[string]string{"+" + name: token, "digest": strconv.FormatInt(leaseDigest(name, tok), 10)})
+	// Nobody waits for the lease: the session hash does not name it.
+	wantHash("simba:session:"+sid, map[string]string{"+" + name: ""})
 	if ok, err := raw.SIsMember(ctx, "simba:joined:"+sid, group).Result(); err != nil || !ok {
 		t.Errorf("SISMEMBER simba:joined:%s %s = %v, %v", sid, group, ok, err)
 	}
@@ -450,7 +451,7 @@ func TestOneRoundTripPerCall(t *testing.T) {
 	_ = b.LeaveGroup(ctx, g.ID, "c")
 	_ = b.Release(ctx, g.ID, "c", last.Token)
 	_, _, _ = b.Holder(ctx, "c")
-	if _, err := b.KeepAlive(ctx, g.ID, 5*time.Second); err != nil {
+	if _, err := b.KeepAlive(ctx, g.ID, renewal(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	counter.take()
@@ -461,12 +462,18 @@ func TestOneRoundTripPerCall(t *testing.T) {
 		t.Fatalf("Holder = %v, %v; want held", ok, err)
 	}
 	check("Holder")
-	reply, err := b.KeepAlive(ctx, g.ID, 5*time.Second)
+	held := map[string]uint64{"a": 0, "b": 0, "d": r.Token}
+	for _, name := range []string{"a", "b"} {
+		h, _, _ := b.Holder(ctx, name)
+		held[name] = h.Token
+	}
+	counter.take()
+	reply, err := b.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: 5 * time.Second, Held: held, Unsure: []string{"c"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(reply.Leases) != 3 || len(reply.Groups) != 2 {
-		t.Fatalf("KeepAlive = %+v, want 3 leases and 2 groups", reply)
+	if len(reply.Lost) != 0 || len(reply.Owned) != 0 || len(reply.Groups) != 2 {
+		t.Fatalf("KeepAlive = %+v, want nothing lost or owned and 2 groups", reply)
 	}
 	check("KeepAlive with 3 leases and 2 groups")
 	if err := b.Release(ctx, g.ID, "d", r.Token); err != nil {
@@ -605,8 +612,8 @@ func TestLargeTokens(t *testing.T) {
 	if r := mustWin(t, b, g.ID, "big"); r.Token != start+1 {
 		t.Fatalf("Acquire token = %d, want %d", r.Token, start+1)
 	}
-	reply, err := b.KeepAlive(ctx, g.ID, 5*time.Second)
-	if err != nil || reply.Leases["big"] != start+1 {
+	reply, err := b.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: 5 * time.Second, Unsure: []string{"big"}})
+	if err != nil || reply.Owned["big"] != start+1 {
 		t.Fatalf("KeepAlive = %+v, %v; want token %d", reply, err, start+1)
 	}
 }

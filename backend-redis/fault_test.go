@@ -78,7 +78,7 @@ func TestStalledConnection(t *testing.T) {
 	}
 	p.freeze()
 	for op, call := range map[string]func(context.Context) error{
-		"KeepAlive": func(ctx context.Context) error { return second(b.KeepAlive(ctx, g.ID, 5*time.Second)) },
+		"KeepAlive": func(ctx context.Context) error { return second(b.KeepAlive(ctx, g.ID, renewal(5*time.Second))) },
 		"Acquire":   func(ctx context.Context) error { return second(b.Acquire(ctx, g.ID, "n")) },
 	} {
 		var err error
@@ -102,7 +102,7 @@ func TestStalledConnection(t *testing.T) {
 		t.Fatalf("WatchRelease on a frozen connection = %v, want context.DeadlineExceeded", watchErr)
 	}
 	p.thaw()
-	if _, err := b.KeepAlive(ctx, g.ID, 5*time.Second); err != nil {
+	if _, err := b.KeepAlive(ctx, g.ID, renewal(5*time.Second)); err != nil {
 		t.Fatalf("KeepAlive after the network recovered: %v", err)
 	}
 	wctx, cancel := context.WithCancel(ctx)
@@ -261,8 +261,8 @@ func TestScriptFlush(t *testing.T) {
 		t.Fatalf("JoinGroup after SCRIPT FLUSH = %d, %v", n, err)
 	}
 	flush()
-	reply, err := b.KeepAlive(ctx, g.ID, 5*time.Second)
-	if err != nil || reply.Leases["n"] != r.Token || reply.Groups["g"] != 1 {
+	reply, err := b.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: 5 * time.Second, Unsure: []string{"n"}})
+	if err != nil || reply.Owned["n"] != r.Token || reply.Groups["g"] != 1 {
 		t.Fatalf("KeepAlive after SCRIPT FLUSH = %+v, %v", reply, err)
 	}
 	flush()
@@ -326,9 +326,10 @@ func TestWrongTypeKeys(t *testing.T) {
 	}
 
 	// Keys damaged after they were won or joined: the keep-alive skips
-	// them (the lease is no longer reported as owned) and warns.
-	mustWin(t, b, g.ID, "a")
+	// them (the lease is reported lost) and warns.
+	ra := mustWin(t, b, g.ID, "a")
 	rb := mustWin(t, b, g.ID, "b")
+	held := simba.KeepAliveRequest{Lease: 5 * time.Second, Held: map[string]uint64{"a": ra.Token, "b": rb.Token}}
 	for _, grp := range []string{"g", "h"} {
 		if _, err := b.JoinGroup(ctx, g.ID, grp); err != nil {
 			t.Fatal(err)
@@ -337,17 +338,17 @@ func TestWrongTypeKeys(t *testing.T) {
 	raw.Del(ctx, p+"lease:a", p+"group:g")
 	raw.SAdd(ctx, p+"lease:a", "x")
 	raw.Set(ctx, p+"group:g", "x", 0)
-	reply, err := b.KeepAlive(ctx, g.ID, 5*time.Second)
+	reply, err := b.KeepAlive(ctx, g.ID, held)
 	if err != nil {
 		t.Fatalf("KeepAlive with damaged keys: %v", err)
 	}
-	if len(reply.Leases) != 1 || reply.Leases["b"] != rb.Token || len(reply.Groups) != 1 || reply.Groups["h"] != 1 {
-		t.Fatalf("KeepAlive with damaged keys = %+v, want only lease b and group h", reply)
+	if !slices.Equal(reply.Lost, []string{"a"}) || len(reply.Groups) != 1 || reply.Groups["h"] != 1 {
+		t.Fatalf("KeepAlive with damaged keys = %+v, want lease a lost and only group h", reply)
 	}
 	if len(warned) != 2 || warned[0].Code != WarnWrongTypeKey || warned[1].Code != WarnWrongTypeKey {
 		t.Fatalf("warnings %+v, want two %s", warned, WarnWrongTypeKey)
 	}
-	if _, err := b.KeepAlive(ctx, g.ID, 5*time.Second); err != nil {
+	if _, err := b.KeepAlive(ctx, g.ID, held); err != nil {
 		t.Fatal(err)
 	}
 	if len(warned) != 2 {
@@ -366,14 +367,14 @@ func TestWrongTypeKeys(t *testing.T) {
 	key := p + "session:" + string(g2.ID)
 	raw.Del(ctx, key)
 	raw.Set(ctx, key, "x", time.Minute)
-	_, err = b.KeepAlive(ctx, g2.ID, 5*time.Second)
+	_, err = b.KeepAlive(ctx, g2.ID, renewal(5*time.Second))
 	wantWrongType("KeepAlive of a session key holding a string", err, key)
 	_, err = b.Acquire(ctx, g2.ID, "c")
 	wantWrongType("Acquire by a session whose key holds a string", err, key)
 
-	// The scripts of Acquire and Release stop at the first key of the wrong
-	// type without naming it; the error still names the key, and nothing
-	// was written.
+	// The script of Acquire stops at the first key of the wrong type
+	// without naming it; the error still names the key, and nothing was
+	// written. Release reads only the lease hash, unless nodes wait.
 	g4, err := b.OpenSession(ctx, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -389,9 +390,11 @@ func TestWrongTypeKeys(t *testing.T) {
 	key4 := p + "session:" + string(g4.ID)
 	raw.Del(ctx, key4)
 	raw.Set(ctx, key4, "x", time.Minute)
-	wantWrongType("Release by a session whose key holds a string", b.Release(ctx, g4.ID, "e", re.Token), key4)
-	if owner, err := raw.HGet(ctx, p+"lease:e", "session").Result(); err != nil || owner != string(g4.ID) {
-		t.Fatalf("the failed Release changed the lease's owner to %q (%v)", owner, err)
+	if err := b.Release(ctx, g4.ID, "e", re.Token); err != nil {
+		t.Fatalf("Release by a session whose key holds a string: %v", err)
+	}
+	if n, err := raw.HExists(ctx, p+"lease:e", "session").Result(); err != nil || n {
+		t.Fatalf("Release by a session whose key holds a string left the lease owned (%v)", err)
 	}
 
 	// The owner's session key damaged after it won: Holder cannot tell
@@ -431,7 +434,7 @@ func TestServerRestart(t *testing.T) {
 	// the broken connection once).
 	var kaErr error
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		_, kaErr = b.KeepAlive(ctx, g.ID, 10*time.Second)
+		_, kaErr = b.KeepAlive(ctx, g.ID, renewal(10*time.Second))
 		if errors.Is(kaErr, simba.ErrSessionExpired) {
 			break
 		}
@@ -572,8 +575,8 @@ func useEveryOperation(t *testing.T, b *Backend) {
 	if n, err := b.JoinGroup(ctx, g.ID, "g"); err != nil || n != 1 {
 		t.Fatalf("JoinGroup = %d, %v", n, err)
 	}
-	reply, err := b.KeepAlive(ctx, g.ID, 5*time.Second)
-	if err != nil || reply.Leases["n"] != r.Token || reply.Groups["g"] != 1 {
+	reply, err := b.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: 5 * time.Second, Held: map[string]uint64{"n": r.Token}})
+	if err != nil || len(reply.Lost) != 0 || reply.Groups["g"] != 1 {
 		t.Fatalf("KeepAlive = %+v, %v", reply, err)
 	}
 	wctx, cancel := context.WithCancel(ctx)

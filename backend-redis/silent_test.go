@@ -61,7 +61,7 @@ func TestServerGoesSilent(t *testing.T) {
 	defer p.thaw() // for the cleanup, which deletes the keys through the proxy
 
 	for op, call := range map[string]func(context.Context) error{
-		"KeepAlive":    func(ctx context.Context) error { return second(b.KeepAlive(ctx, g.ID, 5*time.Second)) },
+		"KeepAlive":    func(ctx context.Context) error { return second(b.KeepAlive(ctx, g.ID, renewal(5*time.Second))) },
 		"Acquire":      func(ctx context.Context) error { return second(b.Acquire(ctx, g.ID, "other")) },
 		"Release":      func(ctx context.Context) error { return b.Release(ctx, g.ID, "held", 1) },
 		"JoinGroup":    func(ctx context.Context) error { return second(b.JoinGroup(ctx, g.ID, "g")) },
@@ -83,7 +83,7 @@ func TestServerGoesSilent(t *testing.T) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	results := make(chan error, 2)
-	wg.Go(func() { results <- second(b.KeepAlive(ctx, g.ID, 5*time.Second)) })
+	wg.Go(func() { results <- second(b.KeepAlive(ctx, g.ID, renewal(5*time.Second))) })
 	wg.Go(func() { results <- second(b.Acquire(ctx, g.ID, "other")) })
 	time.Sleep(50 * time.Millisecond) // let them reach the wire
 	within(t, time.Second, "Close with calls hanging on a silent server", func() {
