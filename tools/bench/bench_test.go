@@ -119,6 +119,15 @@ func TestRunMemory(t *testing.T) {
 	})
 }
 
+func TestOpAcquireMany(t *testing.T) {
+	if got := opAcquireMany(64); got != opAcquireC64 {
+		t.Errorf("opAcquireMany(64) = %q, want %q", got, opAcquireC64)
+	}
+	if got := opAcquireMany(sqlWorkers); got != opAcquireC16 {
+		t.Errorf("opAcquireMany(%d) = %q, want %q", sqlWorkers, got, opAcquireC16)
+	}
+}
+
 func TestSkipsBackendsWithoutServer(t *testing.T) {
 	s, out, log := tinySettings("redis", "postgres", "mysql", "zk")
 	if err := run(context.Background(), s, func(string) string { return "" }); err != nil {
@@ -285,12 +294,12 @@ func TestServers(t *testing.T) {
 		}
 		return out
 	}
-	lines := func(backend string, impls []string, c64 bool) []lineID {
+	lines := func(backend string, impls []string, many string) []lineID {
 		var out []lineID
 		for _, im := range impls {
 			out = append(out, lineID{backend, im, opAcquireRelease})
-			if c64 {
-				out = append(out, lineID{backend, im, opAcquireC64})
+			if many != "" {
+				out = append(out, lineID{backend, im, many})
 			}
 		}
 		return out
@@ -299,14 +308,14 @@ func TestServers(t *testing.T) {
 		backend string
 		want    []lineID
 	}{
-		{"redis", slices.Concat(lines("redis", []string{"simba", "simba_async", "spi", "redislock", "redsync", "floor"}, true),
+		{"redis", slices.Concat(lines("redis", []string{"simba", "simba_async", "spi", "redislock", "redsync", "floor"}, opAcquireC64),
 			[]lineID{{"redis", "simba", "handover"}, {"redis", "simba", opHandoverW(1)}, {"redis", "simba", opHandoverW(3)}, {"redis", "simba", opStateNames(50)}, {"redis", "simba", opListPage(250)}},
 			ka("redis", "simba", "redislock"))},
-		{"postgres", slices.Concat(lines("postgres", []string{"simba", "advisory", "floor"}, false),
+		{"postgres", slices.Concat(lines("postgres", []string{"simba", "lean", "advisory"}, opAcquireC16), lines("postgres", []string{"floor"}, ""),
 			[]lineID{{"postgres", "simba", opStateNames(40)}, {"postgres", "simba", opListPage(250)}}, ka("postgres", "simba"))},
-		{"mysql", slices.Concat(lines("mysql", []string{"simba", "getlock", "floor"}, false),
+		{"mysql", slices.Concat(lines("mysql", []string{"simba", "lean", "getlock"}, opAcquireC16), lines("mysql", []string{"floor"}, ""),
 			[]lineID{{"mysql", "simba", opStateNames(40)}, {"mysql", "simba", opListPage(250)}}, ka("mysql", "simba"))},
-		{"zk", slices.Concat(lines("zk", []string{"simba", "spi", "zklock", "floor"}, false),
+		{"zk", slices.Concat(lines("zk", []string{"simba", "spi", "zklock", "floor"}, ""),
 			[]lineID{{"zk", "simba", "handover"}, {"zk", "zklock", "handover"}, {"zk", "simba", opHandoverW(1)}, {"zk", "simba", opHandoverW(3)}, {"zk", "simba", opListPage(250)}})},
 	} {
 		t.Run(tt.backend, func(t *testing.T) {
