@@ -39,6 +39,20 @@ func tinySettings(backends ...string) (settings, *bytes.Buffer, *bytes.Buffer) {
 	return s, &out, &log
 }
 
+// serverEnv returns the variable v, skipping the test without it (failing
+// when CI is set: the server must run there).
+func serverEnv(t *testing.T, v string) string {
+	t.Helper()
+	s := os.Getenv(v)
+	if s == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set and CI is: the server must run", v)
+		}
+		t.Skipf("%s is not set", v)
+	}
+	return s
+}
+
 // parsed is an output line split into its fields.
 type parsed struct {
 	id     lineID
@@ -319,13 +333,7 @@ func TestServers(t *testing.T) {
 			[]lineID{{"zk", "simba", "handover"}, {"zk", "zklock", "handover"}, {"zk", "simba", opHandoverW(1)}, {"zk", "simba", opHandoverW(3)}, {"zk", "simba", opListPage(250)}})},
 	} {
 		t.Run(tt.backend, func(t *testing.T) {
-			v := specs[tt.backend].envVar
-			if os.Getenv(v) == "" {
-				if os.Getenv("CI") != "" {
-					t.Fatalf("%s is not set and CI is: the server must run", v)
-				}
-				t.Skipf("%s is not set", v)
-			}
+			serverEnv(t, specs[tt.backend].envVar)
 			s, out, log := tinySettings(tt.backend)
 			if err := run(context.Background(), s, os.Getenv); err != nil {
 				t.Fatalf("run: %v\n%s", err, log)

@@ -4,27 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// serverEnv returns the variable v, skipping the test without it (failing
-// when CI is set: the server must run there).
-func serverEnv(t *testing.T, v string) string {
-	t.Helper()
-	s := os.Getenv(v)
-	if s == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set and CI is: the server must run", v)
-		}
-		t.Skipf("%s is not set", v)
-	}
-	return s
-}
 
 // TestLeanPair: the lean pair is fenced as far as it claims to be, on both
 // SQL databases: a live holder keeps its lease, a release frees only the
