@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/memory"
 )
 
