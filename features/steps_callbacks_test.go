@@ -33,9 +33,9 @@ func (w *world) callbacksPair(name, lease string) error {
 	return nil
 }
 
-func (w *world) termsBetween(a, b string, count int, lease string) error {
+func (w *world) termsBetween(list string, count int, lease string) error {
 	total := 0
-	for _, name := range []string{a, b} {
+	for _, name := range nodeList(list) {
 		n, err := w.node(name)
 		if err != nil {
 			return err
@@ -43,7 +43,7 @@ func (w *world) termsBetween(a, b string, count int, lease string) error {
 		total += len(n.listener(w.name(lease)).terms())
 	}
 	if total != count {
-		return fmt.Errorf("%s and %s were given %d terms, want %d", a, b, total, count)
+		return fmt.Errorf("%s were given %d terms, want %d", list, total, count)
 	}
 	return nil
 }

@@ -150,29 +150,6 @@ func (w *world) run(f func() error) error {
 	return w.bub.run(f)
 }
 
-// inScenario adapts a step function so that it runs through w.run. The
-// result has the same type as fn, so godog passes it the same arguments.
-func (w *world) inScenario(fn any) any {
-	v := reflect.ValueOf(fn)
-	t := v.Type()
-	if t.Kind() != reflect.Func || t.NumOut() != 1 || t.Out(0) != errorType {
-		panic(fmt.Sprintf("features: step %T must return only an error", fn))
-	}
-	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
-		err := w.run(func() error {
-			w.settle()
-			out := v.Call(args)
-			err, _ := out[0].Interface().(error)
-			return err
-		})
-		res := reflect.New(errorType).Elem()
-		if err != nil {
-			res.Set(reflect.ValueOf(err))
-		}
-		return []reflect.Value{res}
-	}).Interface()
-}
-
 var errorType = reflect.TypeFor[error]()
 
 // bubble runs the steps of one scenario inside a synctest bubble, so that
