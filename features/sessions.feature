@@ -22,11 +22,11 @@ Feature: Sessions
 
   @R-SES-3
   Scenario: The backend refuses an expired session for ever
-    Given a session opened directly on the backend with a lease of 1s
+    Given session s is opened directly on the backend, with a lease of 1s
     When 2500ms pass
-    Then a keep-alive of that session fails with ErrSessionExpired
-    And that session's attempt at "report" fails with ErrSessionExpired
-    And a second keep-alive of that session still fails with ErrSessionExpired
+    Then session s's keep-alive fails with ErrSessionExpired
+    And session s's attempt at "report" fails with ErrSessionExpired
+    And session s's keep-alive fails with ErrSessionExpired
 
   # On Zookeeper the client hears of the expiry when its connection is
   # refused, which may take longer than one renew interval.
@@ -48,7 +48,8 @@ Feature: Sessions
     And A holds the lock "invoice"
     When A closes
     Then A's terms of "report", "billing" and "invoice" ended with STOPPED
-    And right away, a session opened directly on the backend wins "report", "billing" and "invoice"
+    And session s is opened directly on the backend
+    And session s wins "report", "billing" and "invoice"
 
   @R-SES-5
   Scenario: The snapshot shows the session going through OPENING, LIVE, SUSPENDED and CLOSED

@@ -271,7 +271,7 @@ func (w *world) takeOver(lease string) error {
 		w.takers[lease] = id
 		return nil
 	}
-	r, err := w.openRaw(time.Minute)
+	r, err := w.openRaw("the session that took "+lease+" over", time.Minute)
 	if err != nil {
 		return err
 	}

@@ -143,8 +143,12 @@ func (w *world) callCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), w.grace(w.lease(w.timing)))
 }
 
-// openRaw opens a session directly on the backend.
-func (w *world) openRaw(lease time.Duration) (*rawSession, error) {
+// openRaw opens a session directly on the backend, called name in the
+// scenario.
+func (w *world) openRaw(name string, lease time.Duration) (*rawSession, error) {
+	if _, ok := w.sessions[name]; ok {
+		return nil, fmt.Errorf("features: session %s is already open", name)
+	}
 	ctx, cancel := w.callCtx()
 	defer cancel()
 	nb, err := w.env.connect(ctx, w)
@@ -157,18 +161,20 @@ func (w *world) openRaw(lease time.Duration) (*rawSession, error) {
 		return nil, fmt.Errorf("open a session directly: %w", err)
 	}
 	r := &rawSession{nb: nb, id: g.ID, lease: lease, tokens: make(map[string][]uint64)}
-	w.raws = append(w.raws, r)
+	w.sessions[name] = r
 	return r, nil
 }
 
-func (w *world) raw() (*rawSession, error) {
-	if len(w.raws) == 0 {
-		return nil, fmt.Errorf("features: no session was opened directly on the backend")
+// raw returns the session opened directly on the backend called name.
+func (w *world) raw(name string) (*rawSession, error) {
+	r, ok := w.sessions[name]
+	if !ok {
+		return nil, fmt.Errorf("features: no session %s was opened directly on the backend", name)
 	}
-	return w.raws[0], nil
+	return r, nil
 }
 
-func (w *world) rawOpened(phrase string) error {
+func (w *world) rawOpened(name, phrase string) error {
 	lease := w.lease(w.timing)
 	if phrase != "" {
 		var err error
@@ -176,12 +182,12 @@ func (w *world) rawOpened(phrase string) error {
 			return err
 		}
 	}
-	_, err := w.openRaw(lease)
+	_, err := w.openRaw(name, lease)
 	return err
 }
 
-func (w *world) rawKeepAliveFails(errName string) error {
-	r, err := w.raw()
+func (w *world) rawKeepAliveFails(name, errName string) error {
+	r, err := w.raw(name)
 	if err != nil {
 		return err
 	}
@@ -191,8 +197,8 @@ func (w *world) rawKeepAliveFails(errName string) error {
 	return matches(err, errName)
 }
 
-func (w *world) rawAcquireFails(lease, errName string) error {
-	r, err := w.raw()
+func (w *world) rawAcquireFails(name, lease, errName string) error {
+	r, err := w.raw(name)
 	if err != nil {
 		return err
 	}
@@ -200,82 +206,14 @@ func (w *world) rawAcquireFails(lease, errName string) error {
 	defer cancel()
 	res, err := r.nb.backend.Acquire(ctx, r.id, w.name(lease))
 	if res.Won {
-		return fmt.Errorf("the expired session won %s", lease)
+		return fmt.Errorf("session %s won %s", name, lease)
 	}
 	return matches(err, errName)
 }
 
-// rawWin makes r win lease, which must be free.
-func (w *world) rawWin(r *rawSession, lease string) error {
-	ctx, cancel := w.callCtx()
-	defer cancel()
-	l := w.name(lease)
-	res, err := r.nb.backend.Acquire(ctx, r.id, l)
-	if err != nil {
-		return err
-	}
-	if !res.Won {
-		return fmt.Errorf("session %s did not win %s", r.id, lease)
-	}
-	r.tokens[l] = append(r.tokens[l], res.Token)
-	return nil
-}
-
-func (w *world) rawWinsReleases(lease string) error {
-	r, err := w.raw()
-	if err != nil {
-		return err
-	}
-	if err := w.rawWin(r, lease); err != nil {
-		return err
-	}
-	ctx, cancel := w.callCtx()
-	defer cancel()
-	l := w.name(lease)
-	return r.nb.backend.Release(ctx, r.id, l, r.tokens[l][0])
-}
-
-func (w *world) rawWinsAgain(lease string) error {
-	r, err := w.raw()
-	if err != nil {
-		return err
-	}
-	return w.rawWin(r, lease)
-}
-
-func (w *world) rawLateRelease(lease string) error {
-	r, err := w.raw()
-	if err != nil {
-		return err
-	}
-	l := w.name(lease)
-	if len(r.tokens[l]) < 2 || r.tokens[l][0] == r.tokens[l][1] {
-		return fmt.Errorf("features: want two terms with different tokens, have %v", r.tokens[l])
-	}
-	ctx, cancel := w.callCtx()
-	defer cancel()
-	return r.nb.backend.Release(ctx, r.id, l, r.tokens[l][0])
-}
-
-func (w *world) rawCannotWin(lease string) error {
-	other, err := w.openRaw(w.lease(w.timing))
-	if err != nil {
-		return err
-	}
-	ctx, cancel := w.callCtx()
-	defer cancel()
-	res, err := other.nb.backend.Acquire(ctx, other.id, w.name(lease))
-	if err != nil {
-		return err
-	}
-	if res.Won {
-		return fmt.Errorf("another session won %s with token %d: the late release freed it", lease, res.Token)
-	}
-	return nil
-}
-
-func (w *world) rawWinsAll(list string) error {
-	r, err := w.openRaw(w.lease(w.timing))
+// rawWins makes session name win each lease of list, which must be free.
+func (w *world) rawWins(name, list string) error {
+	r, err := w.raw(name)
 	if err != nil {
 		return err
 	}
@@ -284,9 +222,50 @@ func (w *world) rawWinsAll(list string) error {
 		return fmt.Errorf("features: no quoted lease names in %q", list)
 	}
 	for _, m := range names {
-		if err := w.rawWin(r, m[1]); err != nil {
+		ctx, cancel := w.callCtx()
+		l := w.name(m[1])
+		res, err := r.nb.backend.Acquire(ctx, r.id, l)
+		cancel()
+		if err != nil {
 			return err
 		}
+		if !res.Won {
+			return fmt.Errorf("session %s did not win %s", name, m[1])
+		}
+		r.tokens[l] = append(r.tokens[l], res.Token)
+	}
+	return nil
+}
+
+// rawReleases sends the release of session name's term i of lease (the
+// first is 1), even when it was released already.
+func (w *world) rawReleases(name string, i int, lease string) error {
+	r, err := w.raw(name)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	if i < 1 || i > len(r.tokens[l]) {
+		return fmt.Errorf("features: session %s won %s %d times, it has no term %d", name, lease, len(r.tokens[l]), i)
+	}
+	ctx, cancel := w.callCtx()
+	defer cancel()
+	return r.nb.backend.Release(ctx, r.id, l, r.tokens[l][i-1])
+}
+
+func (w *world) rawCannotWin(name, lease string) error {
+	r, err := w.raw(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := w.callCtx()
+	defer cancel()
+	res, err := r.nb.backend.Acquire(ctx, r.id, w.name(lease))
+	if err != nil {
+		return err
+	}
+	if res.Won {
+		return fmt.Errorf("session %s won %s with token %d", name, lease, res.Token)
 	}
 	return nil
 }

@@ -211,14 +211,16 @@ func (w *world) registerSteps(step func(string, any)) {
 	// faults_test.go.
 	step(`^another session takes "([^"]*)" over$`, w.takeOver)
 	step(`^the session that took "([^"]*)" over expires$`, w.phantomExpires)
-	step(`^a session opened directly on the backend(?: with a lease of (.+))?$`, w.rawOpened)
-	step(`^a (?:second )?keep-alive of that session (?:still )?fails with (\w+)$`, w.rawKeepAliveFails)
-	step(`^that session's attempt at "([^"]*)" fails with (\w+)$`, w.rawAcquireFails)
-	step(`^that session wins "([^"]*)", then releases it$`, w.rawWinsReleases)
-	step(`^that session wins "([^"]*)" again$`, w.rawWinsAgain)
-	step(`^that session sends the release of its first term of "([^"]*)" once more$`, w.rawLateRelease)
-	step(`^another session opened directly on the backend cannot win "([^"]*)"$`, w.rawCannotWin)
-	step(`^right away, a session opened directly on the backend wins (.+)$`, w.rawWinsAll)
+	step(`^session ([a-z]) (.+)$`, phrases{
+		say(`is opened directly on the backend(?:, with a lease of (.+))?`, w.rawOpened),
+		say(`wins (.+)`, w.rawWins),
+		say(`releases its term (\d+) of "([^"]*)"`, w.rawReleases),
+		say(`cannot win "([^"]*)"`, w.rawCannotWin),
+	})
+	step(`^session ([a-z])'s (.+)$`, phrases{
+		say(`keep-alive fails with (\w+)`, w.rawKeepAliveFails),
+		say(`attempt at "([^"]*)" fails with (\w+)`, w.rawAcquireFails),
+	})
 
 	// Configuration: steps_config_test.go
 	step(`^the defaults of an empty config are filled in$`, w.defaultsFilled)

@@ -137,11 +137,13 @@ Feature: Terms and fencing tokens
 
   @R-TERM-7
   Scenario: A late release cannot free a later term
-    Given a session opened directly on the backend
-    And that session wins "report", then releases it
-    And that session wins "report" again
-    When that session sends the release of its first term of "report" once more
-    Then another session opened directly on the backend cannot win "report"
+    Given session s is opened directly on the backend
+    And session s wins "report"
+    And session s releases its term 1 of "report"
+    And session s wins "report"
+    When session s releases its term 1 of "report"
+    Then session t is opened directly on the backend
+    And session t cannot win "report"
 
   @R-TERM-8
   Scenario: A keep-alive reply that no longer lists the lease revokes the term

@@ -28,22 +28,22 @@ var defaultTiming = simba.Config{LeaseDuration: 2 * time.Second, RenewInterval: 
 // what the steps have observed. Steps run one at a time; on the memory
 // backend they run inside the scenario's synctest bubble.
 type world struct {
-	env    *backendEnv
-	id     string       // appended to lease names, to keep scenarios apart on shared servers
-	timing simba.Config // the timing of the nodes connected next
-	mem    *memory.Server
-	bub    *bubble
-	nodes  map[string]*node
-	cli    bool                  // a scenario about the simba command (@cli): in real time
-	procs  map[string]*simbaProc // its simba processes, by number
+	env      *backendEnv
+	id       string       // appended to lease names, to keep scenarios apart on shared servers
+	timing   simba.Config // the timing of the nodes connected next
+	mem      *memory.Server
+	bub      *bubble
+	nodes    map[string]*node
+	cli      bool                   // a scenario about the simba command (@cli): in real time
+	procs    map[string]*simbaProc  // its simba processes, by number
+	sessions map[string]*rawSession // sessions opened directly on the backend, by name
 
 	ctx    context.Context // ends with the scenario: background work stops then
 	cancel context.CancelFunc
 
 	// What steps hand to the steps after them.
 	config, variant simba.Config
-	callRes         *lockCall     // the last direct Acquire/TryAcquire call
-	raws            []*rawSession // sessions opened directly on the backend
+	callRes         *lockCall // the last direct Acquire/TryAcquire call
 	marks           map[string]time.Time
 	remaining       map[*simba.Term]time.Duration
 	keepAlive       call // the keep-alive a step waited for
@@ -67,6 +67,7 @@ func newWorld(env *backendEnv) *world {
 		timing:    defaultTiming,
 		nodes:     make(map[string]*node),
 		procs:     make(map[string]*simbaProc),
+		sessions:  make(map[string]*rawSession),
 		marks:     make(map[string]time.Time),
 		remaining: make(map[*simba.Term]time.Duration),
 		takers:    make(map[string]simba.SessionID),
@@ -114,7 +115,7 @@ func (w *world) finish() error {
 			n.wg.Wait()
 			n.closeBackend()
 		}
-		for _, r := range w.raws {
+		for _, r := range w.sessions {
 			r.close()
 		}
 		if w.subscriber != nil {
