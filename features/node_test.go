@@ -45,6 +45,7 @@ type node struct {
 	lastWatched *simba.Term
 	stop        *backgroundStop
 	made        *madeCall      // the call a callback or leader work was asked to make
+	lastCall    *lockCall      // the node's last direct Acquire or TryAcquire call
 	metrics     *metricsOf     // the node's collector, when connected with metrics
 	wg          sync.WaitGroup // background goroutines of steps
 }

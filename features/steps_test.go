@@ -142,7 +142,10 @@ func (w *world) registerSteps(step func(string, any)) {
 
 	// A node's session, connection, calls and snapshot: steps_sessions,
 	// _nodes, _candidates, _locks, _handover, _layout, _groups, _metrics.
-	step(withinGroup+`([A-Z])'s ((?:session|next|keep-alives|local deadline|connection|snapshot|attempt|acquisition|one attempt|token|metric) .+[^:])$`, phrases{
+	step(withinGroup+`([A-Z])'s ((?:session|next|keep-alives|local deadline|connection|snapshot|attempt|acquisition|one attempt|call|token|metric) .+[^:])$`, phrases{
+		say(`attempt gave up exactly one lease duration after it began`, w.gaveUpAfterLease),
+		say(`call returned a valid term`, w.callWon),
+		say(`call returned no term and an error matching (\w+), without panicking`, w.callReturned),
 		timed(`session is (OPENING|LIVE|SUSPENDED|CLOSED)(, without an id|, with an id and time remaining)?`, w.sessionStatus),
 		say(`session had (.+) left when the reply arrived`, w.leftAtReply),
 		say(`next keep-alive gets its reply`, w.nextKeepAlive),
@@ -234,9 +237,6 @@ func (w *world) registerSteps(step func(string, any)) {
 	step(`^the timing:$`, w.setTiming)
 
 	// Direct calls: steps_locks_test.go
-	step(`^that attempt gave up exactly one lease duration after it began$`, w.gaveUpAfterLease)
-	step(`^the call returned a valid term$`, w.callWon)
-	step(`^the call returned no term and an error matching (\w+), without panicking$`, w.callReturned)
 	step(`^releasing ([A-Z])'s term of "([^"]*)" again, then closing it, returns no error and sends nothing to the backend$`, w.releaseAgain)
 	step(`^stopping the election "([^"]*)" on ([A-Z]) again fails with (\w+)$`, w.stopAgainFails)
 
