@@ -79,9 +79,9 @@ Feature: Handover
     And A is leader of "report"
     When A steps down from "report" for 3 renew intervals
     Then A's snapshot shows "report" as COOLDOWN
-    And A makes no attempt at "report" until 3 renew intervals after the step-down
+    And A makes no attempt at "report" until 3 renew intervals after its step-down
     And within one lease duration A is leader of "report" again, with a higher token
-    And A's new term of "report" was won no sooner than 3 renew intervals after the step-down
+    And A's new term of "report" was won no sooner than 3 renew intervals after its step-down
 
   @R-HO-4
   Scenario: Stopping ends the election

@@ -37,8 +37,8 @@ Feature: Locks
     And A's attempt at "invoice" has been answered by the backend
     And A cancels its acquisition of "invoice"
     Then A's acquisition of "invoice" fails with ErrLockTimeout and context.Canceled
-    When the held acquire reply arrives
-    Then within one renew interval A released the term that attempt won
+    When A's held acquire reply arrives
+    Then within one renew interval A released the term its held acquire reply won
     And B's one attempt at the lock "invoice" succeeds
 
   @R-LOCK-3

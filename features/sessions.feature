@@ -9,8 +9,7 @@ Feature: Sessions
   Scenario: One keep-alive per renew interval, whatever the number of leases
     Given nodes A and B are connected
     And A is leader of 5 elections and holds 5 locks
-    When 6 renew intervals pass
-    Then A and B each sent 6 keep-alives meanwhile, give or take one
+    Then A and B each send 6 keep-alives, give or take one, in the next 6 renew intervals
     And A opened exactly one session, which all of its terms belong to
 
   @R-SES-2
@@ -37,7 +36,7 @@ Feature: Sessions
     When the backend expires A's session
     Then within one renew interval A's term of "report" ends with SESSION_EXPIRED
     And within one lease duration A is leader of "report" again, with a higher token
-    And A's new term belongs to a new session
+    And A's term of "report" belongs to A's second session
     And the backend refuses A's first session: its keep-alives and its attempts fail with ErrSessionExpired
 
   @R-SES-4

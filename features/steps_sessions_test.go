@@ -12,11 +12,16 @@ import (
 	"github.com/simba-go/simba/core/memory"
 )
 
-func (w *world) keepAlivesMeanwhile(list string, want int) error {
-	from, to := w.marks["pass.start"], w.marks["pass.end"]
-	if from.IsZero() {
-		return fmt.Errorf("features: no time was let pass")
+// keepAlivesOver lets the time of phrase pass and counts the keep-alives
+// each node of list sent meanwhile.
+func (w *world) keepAlivesOver(list string, want int, phrase string) error {
+	d, err := w.dur(phrase, w.timing)
+	if err != nil {
+		return err
 	}
+	from := time.Now()
+	time.Sleep(d)
+	to := time.Now()
 	var counts []int
 	for _, name := range nodeList(list) {
 		n, err := w.node(name)
@@ -297,40 +302,60 @@ func (w *world) firstSessionRefused(name string) error {
 
 // The local deadline.
 
-func (w *world) nextKeepAlive(name string) error {
+// lastSuccessfulKeepAlive returns the node's last keep-alive that the
+// backend answered without error.
+func (n *node) lastSuccessfulKeepAlive() (call, error) {
+	kas := n.rec.filter(memory.OpKeepAlive, "")
+	for i := len(kas) - 1; i >= 0; i-- {
+		if kas[i].err == nil && !kas[i].answered.IsZero() {
+			return kas[i], nil
+		}
+	}
+	return call{}, fmt.Errorf("node %s made no successful keep-alive", n.name)
+}
+
+// nextKeepAlive waits for the node's next keep-alive to get its reply, and
+// checks the local deadline it sets: validity after it was sent, left after
+// its reply arrived.
+func (w *world) nextKeepAlive(name, validity, left string) error {
 	n, err := w.node(name)
 	if err != nil {
 		return err
 	}
+	fromSent, err := time.ParseDuration(validity)
+	if err != nil {
+		return err
+	}
+	fromReply, err := time.ParseDuration(left)
+	if err != nil {
+		return err
+	}
 	from := time.Now()
-	return w.eventually(2*n.cfg().RenewInterval, "no keep-alive got its reply", func() bool {
+	var ka call
+	err = w.eventually(2*n.cfg().RenewInterval, "no keep-alive got its reply", func() bool {
 		for _, c := range n.rec.filter(memory.OpKeepAlive, "") {
 			if !c.start.Before(from) && !c.end.IsZero() && c.err == nil {
-				w.keepAlive = c
+				ka = c
 				return true
 			}
 		}
 		return false
+	})
+	if err != nil {
+		return err
+	}
+	return settled(n, func() error {
+		deadline := n.localDeadline()
+		if err := w.near("the deadline", deadline.Sub(ka.start), fromSent); err != nil {
+			return err
+		}
+		return w.near("the deadline, from the reply,", deadline.Sub(ka.end), fromReply)
 	})
 }
 
 // localDeadline returns the node's session deadline as read now.
 func (n *node) localDeadline() time.Time {
 	return time.Now().Add(n.client.Snapshot().Session.Remaining)
-}
-
-func (w *world) deadlineAfterSent(name, phrase string) error {
-	n, err := w.node(name)
-	if err != nil {
-		return err
-	}
-	d, err := time.ParseDuration(phrase)
-	if err != nil {
-		return err
-	}
-	return settled(n, func() error {
-		return w.near("the deadline", n.localDeadline().Sub(w.keepAlive.start), d)
-	})
 }
 
 // settled runs check until it passes, for up to half a renew interval:
@@ -346,20 +371,6 @@ func settled(n *node, check func() error) error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-}
-
-func (w *world) leftAtReply(name, phrase string) error {
-	n, err := w.node(name)
-	if err != nil {
-		return err
-	}
-	d, err := time.ParseDuration(phrase)
-	if err != nil {
-		return err
-	}
-	return settled(n, func() error {
-		return w.near("the deadline, from the reply,", n.localDeadline().Sub(w.keepAlive.end), d)
-	})
 }
 
 func (w *world) callsOfEveryKind(nodes, list string) error {
@@ -422,7 +433,7 @@ func (w *world) keepAliveGivesUp(name string) error {
 	if err != nil {
 		return err
 	}
-	from := w.marks["stall"]
+	from := n.marks["stall"]
 	var failed call
 	err = w.eventually(3*n.cfg().RenewInterval, "no keep-alive failed", func() bool {
 		for _, c := range n.rec.filter(memory.OpKeepAlive, "") {
@@ -468,7 +479,7 @@ func (w *world) deadlinePasses(name string) error {
 		return fmt.Errorf("node %s has no session", name)
 	}
 	time.Sleep(s.Remaining + w.poll())
-	w.marks["deadline"] = time.Now()
+	n.marks["deadline"] = time.Now()
 	return nil
 }
 
@@ -480,7 +491,7 @@ func (w *world) backendStillHolds(name string) error {
 	if err != nil {
 		return err
 	}
-	held, err := w.heldCall("keep-alive")
+	held, err := n.heldCall("keep-alive")
 	if err != nil {
 		return err
 	}
@@ -529,12 +540,16 @@ func (w *world) retryTimes(name string, t *godog.Table) error {
 			want = append(want, d)
 		}
 	}
-	base := w.keepAlive.start
+	last, err := n.lastSuccessfulKeepAlive()
+	if err != nil {
+		return err
+	}
+	base := last.start
 	// Let the session end first: every retry falls before its deadline.
 	time.Sleep(time.Until(base.Add(n.cfg().LeaseDuration + n.cfg().RenewInterval)))
 	var got []time.Duration
 	for _, c := range n.rec.filter(memory.OpKeepAlive, "") {
-		if c.start.After(base) && c.session == w.keepAlive.session {
+		if c.start.After(base) && c.session == last.session {
 			got = append(got, c.start.Sub(base))
 		}
 	}

@@ -23,7 +23,7 @@ func (w *world) registerSteps(step func(string, any)) {
 	step(withinGroup+`((?:[A-Z], )*[A-Z](?: and [A-Z])?) (.+)$`, phrases{
 		say(`closes?`, w.closeAll),
 		say(`made no backend call`, w.noBackendCall),
-		say(`each sent (\d+) keep-alives meanwhile, give or take one`, w.keepAlivesMeanwhile),
+		say(`each send (\d+) keep-alives, give or take one, in the next (.+)`, w.keepAlivesOver),
 		say(`opened exactly one session, which all of its terms belong to`, w.oneSession),
 		say(`made calls of every kind: (.+)`, w.callsOfEveryKind),
 		say(`published (no|one|two) SessionLeaseShortened events?(?:, for a grant of (.+)|, one per session)?`, w.shortenedEvents),
@@ -32,7 +32,7 @@ func (w *world) registerSteps(step func(string, any)) {
 		say(`starts? the election "([^"]*)"`, w.startElections),
 		say(`is leader of "([^"]*)"`, w.isLeader),
 		timed(`is leader of "([^"]*)"( again)?(, with a higher token(?: than ([A-Z])'s lock term)?)?`, w.becomesLeader),
-		say(`is leader of "([^"]*)" within one lease duration plus one candidate attempt of the stall`, w.failover),
+		say(`is leader of "([^"]*)" within one lease duration plus one candidate attempt of ([A-Z])'s stall`, w.failover),
 		say(`is leader of (\d+) elections and holds (\d+) locks`, w.leadsMany),
 		say(`is not leader of "([^"]*)" during (.+)`, w.notLeaderDuring),
 		say(`stops the election "([^"]*)"`, w.stops),
@@ -40,19 +40,19 @@ func (w *world) registerSteps(step func(string, any)) {
 		say(`steps down from "([^"]*)" for (.+)`, w.stepsDown),
 		say(`stops and starts the election "([^"]*)" again, (\d+) times, each time while its attempt is in flight`, w.restartInFlight),
 		say(`stops the election "([^"]*)" while its acquire is in flight`, w.stopsInFlight),
-		say(`released "([^"]*)" and "([^"]*)", each with the token of its term`, w.releasedWithTokens),
+		say(`released (.+), each with the token of its term, once the term had been revoked`, w.releasedWithTokens),
 		say(`were given (\d+) terms of "([^"]*)" between them`, w.termsBetween),
 		timed(`wins a term of "([^"]*)" on the backend`, w.winsOnBackend),
 
 		say(`has made (\d+) attempts at "([^"]*)"`, w.madeAttempts),
 		say(`made exactly (\d+) attempts? at "([^"]*)"`, w.madeExactly),
 		say(`is watching for the release of "([^"]*)"`, w.watching),
-		say(`won at its first attempt after the stop, long before its next regular attempt was due`, w.wonAtOnce),
-		say(`won at its first attempt after the stop, which was a regular one: at least half a renew interval after the refused attempt`, w.wonAtNextAttempt),
+		say(`won "([^"]*)" at its first attempt after ([A-Z])'s stop, long before its next regular attempt was due`, w.wonAtOnce),
+		say(`won "([^"]*)" at its first attempt after ([A-Z])'s stop, which was a regular one: at least half a renew interval after the refused attempt`, w.wonAtNextAttempt),
 		say(`never had two attempts at "([^"]*)" in flight at once`, w.oneInFlight),
-		timed(`released the term that attempt won`, w.releasedHeldWin),
-		say(`was never elected with the token that reply carried`, w.neverElectedWithHeld),
-		say(`makes no attempt at "([^"]*)" until (.+) after (the step-down|that win)`, w.noAttemptUntil),
+		timed(`released the term its held acquire reply won`, w.releasedHeldWin),
+		say(`was never elected with the token its held acquire reply carried`, w.neverElectedWithHeld),
+		say(`makes no attempt at "([^"]*)" until (.+) after (its step-down|its win on the backend)`, w.noAttemptUntil),
 		say(`makes no attempt at "([^"]*)" during (.+)`, w.noAttemptDuring),
 
 		say(`runs leader work for "([^"]*)" that,? (.+)`, w.runsWork),
@@ -88,47 +88,46 @@ func (w *world) registerSteps(step func(string, any)) {
 	step(withinGroup+`([A-Z])'s ((?:term|terms|first term|two terms|new term) .+)$`, phrases{
 		timed(`term of "([^"]*)" ends with (\w+)`, w.termEnds),
 		say(`terms? of (.+) ended with (\w+)`, w.termsEnded),
-		say(`term of "([^"]*)" ended with (\w+) (.+) after that success`, w.termEndedAfterSuccess),
-		say(`term of "([^"]*)" ended when the first keep-alive sent after the take-over got its reply`, w.endedAtKeepAlive),
+		say(`term of "([^"]*)" ended with (\w+) (.+) after its last successful keep-alive`, w.termEndedAfterSuccess),
+		say(`term of "([^"]*)" ended when the first keep-alive sent after it was taken over got its reply`, w.endedAtKeepAlive),
 		say(`term of "([^"]*)" had ended with (\w+) before ([A-Z])'s term began`, w.endedBefore),
 		say(`term of "([^"]*)" is valid, with time remaining of at most (.+)`, w.termValidAtMost),
 		say(`term of "([^"]*)" has as much time remaining as [A-Z]'s session`, w.termAsSession),
 		say(`term of "([^"]*)" is not valid and has no time remaining`, w.termInvalid),
 		say(`term of "([^"]*)" is still valid`, w.termStillValid),
-		say(`term of "([^"]*)" has exactly (.+) less time remaining than before`, w.termLost),
+		say(`term of "([^"]*)" loses exactly (.+) of its time remaining, as that much time passes`, w.termLost),
 		say(`term of "([^"]*)" has not been revoked yet`, w.termNotRevoked),
 		say(`term of "([^"]*)" belongs to ([A-Z])'s second session`, w.termInSecondSession),
 		say(`first term of "([^"]*)" is still not valid`, w.firstTermInvalid),
 		say(`first term of "([^"]*)" has ended and its second is valid`, w.firstEndedSecondValid),
 		say(`two terms of "([^"]*)" are different, with different tokens`, w.twoTermsDiffer),
-		say(`new term belongs to a new session`, w.newTermNewSession),
-		say(`new term of "([^"]*)" was won no sooner than (.+) after the step-down`, w.wonNoSooner),
+		say(`new term of "([^"]*)" was won no sooner than (.+) after its step-down`, w.wonNoSooner),
 	})
 	step(`^EnsureValid of ([A-Z])'s (first )?term of "([^"]*)" (succeeds|fails with \w+) for (.+)$`, w.ensureValid)
 	step(`^asked for exactly the time ([A-Z])'s term of "([^"]*)" has left, EnsureValid fails with ErrTermExpired, and asked for 1ns less it succeeds$`, w.ensureValidExact)
 	step(`^the terms of "([^"]*)", in the order they were won by ([A-Z]) and ([A-Z]), have tokens above zero and strictly increasing$`, w.tokensIncrease)
-	step(`^each of those releases was sent after its term had been revoked$`, w.releasesAfterRevoke)
 
 	// A node's listeners, callbacks and leader work: steps_callbacks,
 	// _handover, _terms, _events, _locks, _work.
-	step(withinGroup+`([A-Z])'s ((?:listener|event listener|stuck listener|callbacks|handover|stop|work|leader work call|runs|start of the election|election, lock and one-shot lock attempt) .+[^:])$`, phrases{
+	step(withinGroup+`([A-Z])'s ((?:listener|event listener|stuck listener|callbacks|handover|stop|stop or step-down|work|leader work call|runs|start of the election|election, lock and one-shot lock attempt) .+[^:])$`, phrases{
 		say(`listener for "([^"]*)" was given (\d+) different terms?`, w.listenerGiven),
-		say(`listener was told (\w+) exactly once for that term, and [A-Z] published one Revoked event for it`, w.toldOnce),
-		say(`listener was still told exactly once about that term`, w.stillToldOnce),
+		say(`listener for "([^"]*)" was told (\w+) exactly once for its term, and [A-Z] published one Revoked event for it`, w.toldOnce),
+		say(`listener for "([^"]*)" was still told exactly once about its term`, w.stillToldOnce),
 		say(`listener for "([^"]*)" was never called`, w.listenerNeverCalled),
-		say(`listener for "([^"]*)" is never told about that term`, w.neverTold),
+		say(`listener for "([^"]*)" is never told about the term it won on the backend`, w.neverTold),
 		say(`listener for "([^"]*)" takes (.+) to handle a revocation`, w.slowRevocation),
 		say(`listener for "([^"]*)" takes (.+) per callback, and calls into the client from each`, w.slowCallbacks),
 		say(`listener for "([^"]*)", once elected, will (.+)`, w.actionOnElected),
 		say(`listener got, right after the event it was stuck on, an EventDropped counting at least (\d+) events, every drop the client counted`, w.droppedRightAfterFirst),
 		say(`stuck listener goes on`, w.unblockStuck),
-		timed(`(?:listener|work) made that call, and it returned within (.+)`, w.madeCallReturned),
+		timed(`(?:listener|work) made the call it was given, and the call returned within (.+)`, w.madeCallReturned),
 		timed(`event listener closed the client, and the close returned within (.+)`, w.eventCloseReturned),
 		say(`callbacks for "([^"]*)" pair up: each OnElected followed by one OnRevoked of the same term`, w.callbacksPair),
 		say(`callbacks for "([^"]*)" never overlapped`, w.neverOverlapped),
 		say(`handover of "([^"]*)" went in this order: term revoked, lease released with its token, listener told (\w+), call returned`, w.handoverOrder),
 		say(`handover of "([^"]*)" went in this order: term revoked, work interrupted, work exited, lease released with its token, call returned`, w.workHandoverOrder),
 		say(`stop returns once the listener is done`, w.stopReturnsAfterListener),
+		say(`stop or step-down of "([^"]*)" returned after its listener finished handling the revocation`, w.returnedAfterRevocation),
 		say(`stop returned only after that acquire of "([^"]*)" was answered and what it won was released`, w.stopReturnedAfterAttempt),
 		say(`work on "([^"]*)" was interrupted when the term ended, and was still running`, w.workInterruptedAtEnd),
 		say(`work for "([^"]*)" ran exactly once in each of its (\d+) terms, and each run's context ended when its term ended`, w.workOncePerTerm),
@@ -138,22 +137,20 @@ func (w *world) registerSteps(step func(string, any)) {
 		say(`election, lock and one-shot lock attempt named (.+) are each refused with ErrInvalidName, the error quoting the name and saying "([^"]*)", and [A-Z] made no backend call about that name`, w.refusedName),
 	})
 	step(`^while ([A-Z])'s listener is still handling the revocation, ([A-Z])'s one attempt at the lock "([^"]*)" succeeds$`, w.takenDuringRevocation)
-	step(`^that call returned after ([A-Z])'s listener finished handling the revocation$`, w.returnedAfterRevocation)
 
 	// A node's session, connection, calls and snapshot: steps_sessions,
 	// _nodes, _candidates, _locks, _handover, _layout, _groups, _metrics.
-	step(withinGroup+`([A-Z])'s ((?:session|next|keep-alives|local deadline|connection|snapshot|attempt|acquisition|one attempt|call|token|metric) .+[^:])$`, phrases{
+	step(withinGroup+`([A-Z])'s ((?:session|next|held|keep-alives|local deadline|connection|snapshot|attempt|acquisition|one attempt|call|token|metric) .+[^:])$`, phrases{
 		say(`attempt gave up exactly one lease duration after it began`, w.gaveUpAfterLease),
 		say(`call returned a valid term`, w.callWon),
 		say(`call returned no term and an error matching (\w+), without panicking`, w.callReturned),
 		timed(`session is (OPENING|LIVE|SUSPENDED|CLOSED)(, without an id|, with an id and time remaining)?`, w.sessionStatus),
-		say(`session had (.+) left when the reply arrived`, w.leftAtReply),
-		say(`next keep-alive gets its reply`, w.nextKeepAlive),
+		say(`next keep-alive gets its reply, and its local deadline is (.+) after it was sent and (.+) after the reply arrived`, w.nextKeepAlive),
+		say(`held (keep-alive|acquire) reply (?:arrives|is released)(?:, saying the session is alive)?`, w.heldArrives),
 		say(`next keep-alive fails exactly one renew interval after it was sent`, w.keepAliveGivesUp),
 		say(`next (keep-alive|acquire|release) reply is held back (for .+|until released)`, w.holdReply),
 		say(`next winning acquire reply for "([^"]*)" will carry the token of [A-Z]'s current term`, w.forgeToken),
 		say(`keep-alives were sent (.+) apart`, w.keepAlivesApart),
-		say(`local deadline is (.+) after that keep-alive was sent`, w.deadlineAfterSent),
 		say(`local deadline passes`, w.deadlinePasses),
 		say(`connection (stalls|heals)(?:, as if [A-Z] had crashed)?`, w.connection),
 		timed(`snapshot shows "([^"]*)" as (\w+)`, w.snapshotState),
@@ -174,7 +171,7 @@ func (w *world) registerSteps(step func(string, any)) {
 	// Steps with a table: steps_config, _sessions, _events, _fx.
 	step(`^([A-Z])'s (.+):$`, phrases{
 		say(`client uses the timing`, w.clientUses),
-		say(`keep-alives after that success were sent at these times after it`, w.retryTimes),
+		say(`keep-alives after its last successful one were sent at these times after it`, w.retryTimes),
 		say(`snapshot lists exactly`, w.snapshotLists),
 		say(`event listener received, in this order`, w.eventsInOrder),
 		say(`fx app starts with the session timing from the environment`, w.fxStartWithEnv),
@@ -192,7 +189,7 @@ func (w *world) registerSteps(step func(string, any)) {
 		say(`call into the client made from a callback returned`, w.intoClientReturned),
 		say(`run of "([^"]*)" on ((?:[A-Z], )*[A-Z]) and ([A-Z]) began under a term that was valid, and no run began after its term ended`, w.runsUnderValidTerms),
 	})
-	step(`^after each answer ([A-Z]) waited at least half a renew interval, and less than half a renew interval plus the retry jitter, before its next attempt, and the waits were not all the same$`, w.attemptSpacing)
+	step(`^after each answer ([A-Z]) waited at least half a renew interval, and less than half a renew interval plus the retry jitter, before its next attempt at "([^"]*)", and the waits were not all the same$`, w.attemptSpacing)
 	step(`^the (\d+) sessions they opened all have different ids$`, w.distinctSessions)
 
 	// The backend, its faults and what it stores: steps_nodes, _sessions,
@@ -201,12 +198,11 @@ func (w *world) registerSteps(step func(string, any)) {
 		say(`backend expires ([A-Z])'s session`, w.expireSession),
 		say(`backend grants leases of at most (.+)`, w.maxLease),
 		say(`backend refuses ([A-Z])'s first session: its keep-alives and its attempts fail with ErrSessionExpired`, w.firstSessionRefused),
-		say(`backend still holds ([A-Z])'s session: the held keep-alive renewed it there`, w.backendStillHolds),
+		say(`backend still holds ([A-Z])'s session: its held keep-alive renewed it there`, w.backendStillHolds),
 		say(`backend keeps ([A-Z])'s session as one record that expires at most one lease duration from the server's clock`, w.sessionRecord),
 		say(`backend's record of "([^"]*)" names ([A-Z])'s session and token(, and never expires)?`, w.leaseRecord),
 		say(`backend still keeps the record of "([^"]*)", naming no session, with ([A-Z])'s token`, w.releasedRecord),
 	})
-	step(`^the held (keep-alive|acquire) reply (?:arrives|is released)(?:, saying the session is alive)?$`, w.heldArrives)
 	step(`^a subscriber listens on the backend's release channel$`, w.subscribeReleases)
 	step(`^the subscriber heard the release of "([^"]*)", addressed to the node that waits for it$`, w.heardRelease)
 

@@ -41,20 +41,10 @@ type world struct {
 	ctx    context.Context // ends with the scenario: background work stops then
 	cancel context.CancelFunc
 
-	// What steps hand to the steps after them.
+	// The scenario's own things, each named by the steps that use it.
 	config, variant simba.Config
-	callRes         *lockCall // the last direct Acquire/TryAcquire call
-	marks           map[string]time.Time
-	remaining       map[*simba.Term]time.Duration
-	keepAlive       call // the keep-alive a step waited for
-	held            *call
-	heldNode        *node
-	keepAliveGate   chan struct{}
-	checkedReleases []releaseOf
-	attemptLease    string
-	refusedAt       int // index of the refused attempt among attemptLease's
-	rejectedToken   uint64
 	takers          map[string]simba.SessionID // by lease: the session that took it over
+	takenAt         map[string]time.Time       // by lease: when it was taken over
 	leaseCap        time.Duration              // the most the backend grants; 0: no cap
 	fences          []fenced                   // the fenced values of the scenario
 	subscriber      io.Closer                  // a subscription to the backend's release channel
@@ -62,15 +52,14 @@ type world struct {
 
 func newWorld(env *backendEnv) *world {
 	return &world{
-		env:       env,
-		id:        randomID(3),
-		timing:    defaultTiming,
-		nodes:     make(map[string]*node),
-		procs:     make(map[string]*simbaProc),
-		sessions:  make(map[string]*rawSession),
-		marks:     make(map[string]time.Time),
-		remaining: make(map[*simba.Term]time.Duration),
-		takers:    make(map[string]simba.SessionID),
+		env:      env,
+		id:       randomID(3),
+		timing:   defaultTiming,
+		nodes:    make(map[string]*node),
+		procs:    make(map[string]*simbaProc),
+		sessions: make(map[string]*rawSession),
+		takers:   make(map[string]simba.SessionID),
+		takenAt:  make(map[string]time.Time),
 	}
 }
 
@@ -427,18 +416,6 @@ func (w *world) termDur(name, lease, phrase string) (*node, *simba.Term, time.Du
 	}
 	d, err := n.dur(phrase)
 	return n, t, d, err
-}
-
-// watchedTerm returns node name and the term a step last watched on it.
-func (w *world) watchedTerm(name string) (*node, *simba.Term, error) {
-	n, err := w.node(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	if n.lastWatched == nil {
-		return nil, nil, fmt.Errorf("features: no term of node %s is watched", name)
-	}
-	return n, n.lastWatched, nil
 }
 
 // isClosed reports whether ch is closed.
