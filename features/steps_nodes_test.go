@@ -15,14 +15,16 @@ import (
 // identityIs reads the identity a node is connected with.
 var identityIs = regexp.MustCompile(`^ with the identity "([^"]*)"$`)
 
+// withConfig reads the config a node is connected with.
+var withConfig = regexp.MustCompile(`^ with config "([^"]*)"$`)
+
 // connectedAs connects node name as the rest of the step says: "node A is
 // connected" and then nothing, or one of
 //
 //	and its session is live                 (waits until it is)
 //	, its connection stalled                (before the client starts)
 //	with the identity "ops-1"               (of its sessions)
-//	with that config / with the original    (the config of the scenario)
-//	with the variant                        (the variant derived from it)
+//	with config "c"                         (a config the scenario named)
 //	, with metrics                          (a collector fed by its events)
 //	with a callback executor that rejects the next callback
 //	, its event listener closing the client on the first Elected event
@@ -38,12 +40,6 @@ func (w *world) connectedAs(name, how string) error {
 		return n.waitLive()
 	case ", its connection stalled":
 		o.stalled = true
-	case " with that config", " with the original":
-		cfg := w.config
-		o.cfg = &cfg
-	case " with the variant":
-		cfg := w.variant
-		o.cfg = &cfg
 	case ", with metrics":
 		return w.connectedWithMetrics(name)
 	case " with a callback executor that rejects the next callback":
@@ -51,6 +47,14 @@ func (w *world) connectedAs(name, how string) error {
 	case ", its event listener closing the client on the first Elected event":
 		return w.connectedClosingOnElected(name)
 	default:
+		if m := withConfig.FindStringSubmatch(how); m != nil {
+			cfg, err := w.config(m[1])
+			if err != nil {
+				return err
+			}
+			o.cfg = &cfg
+			break
+		}
 		m := identityIs.FindStringSubmatch(how)
 		if m == nil {
 			return fmt.Errorf("features: cannot connect node %s%s: unknown way", name, how)

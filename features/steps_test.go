@@ -222,14 +222,17 @@ func (w *world) registerSteps(step func(string, any)) {
 	})
 
 	// Configuration: steps_config_test.go
-	step(`^the defaults of an empty config are filled in$`, w.defaultsFilled)
-	step(`^a config with:$`, w.configWith)
-	step(`^the config is:$`, w.configIs)
-	step(`^the config is accepted$`, w.configAccepted)
-	step(`^the config is refused because of (\w+)$`, w.configRefused)
-	step(`^the refusal names the field (\w+) and the value "([^"]*)"$`, w.refusalNames)
-	step(`^a variant of it is derived with:$`, w.deriveVariant)
-	step(`^the (variant|original)(?: still)? has:$`, w.configHas)
+	step(`^config "([^"]*)" (.+[^:])$`, phrases{
+		say(`is an empty config with its defaults filled in`, w.defaultsFilled),
+		say(`is accepted`, w.configAccepted),
+		say(`is refused because of (\w+)`, w.configRefused),
+		say(`is refused because of (\w+), the error naming it and the value "([^"]*)"`, w.configRefusedNaming),
+	})
+	step(`^config "([^"]*)" (.+):$`, phrases{
+		say(`sets`, w.configWith),
+		say(`is derived from config "([^"]*)" with`, w.deriveVariant),
+		say(`(?:still )?has`, w.configHas),
+	})
 	step(`^the timing:$`, w.setTiming)
 
 	// Direct calls: steps_locks_test.go

@@ -42,12 +42,12 @@ type world struct {
 	cancel context.CancelFunc
 
 	// The scenario's own things, each named by the steps that use it.
-	config, variant simba.Config
-	takers          map[string]simba.SessionID // by lease: the session that took it over
-	takenAt         map[string]time.Time       // by lease: when it was taken over
-	leaseCap        time.Duration              // the most the backend grants; 0: no cap
-	fences          []fenced                   // the fenced values of the scenario
-	subscriber      io.Closer                  // a subscription to the backend's release channel
+	configs    map[string]simba.Config    // by name
+	takers     map[string]simba.SessionID // by lease: the session that took it over
+	takenAt    map[string]time.Time       // by lease: when it was taken over
+	leaseCap   time.Duration              // the most the backend grants; 0: no cap
+	fences     []fenced                   // the fenced values of the scenario
+	subscriber io.Closer                  // a subscription to the backend's release channel
 }
 
 func newWorld(env *backendEnv) *world {
@@ -58,6 +58,7 @@ func newWorld(env *backendEnv) *world {
 		nodes:    make(map[string]*node),
 		procs:    make(map[string]*simbaProc),
 		sessions: make(map[string]*rawSession),
+		configs:  make(map[string]simba.Config),
 		takers:   make(map[string]simba.SessionID),
 		takenAt:  make(map[string]time.Time),
 	}
