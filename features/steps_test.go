@@ -56,7 +56,7 @@ func (w *world) registerSteps(step func(string, any)) {
 		say(`makes no attempt at "([^"]*)" during (.+)`, w.noAttemptDuring),
 
 		say(`runs leader work for "([^"]*)" that,? (.+)`, w.runsWork),
-		say(`released "([^"]*)" at the local deadline the term had at the stop, while the work was still running`, w.releasedAtDeadline),
+		say(`released "([^"]*)" at the local deadline its term had at its stop, while the work was still running`, w.releasedAtDeadline),
 		say(`sent no release for its term of "([^"]*)"`, w.noRelease),
 		say(`schedules "([^"]*)" every (\S+)(, with a fixed delay)?(?:, first after (\S+))?(?:, each run taking (\S+))?`, w.schedules),
 		say(`ran "([^"]*)" once per period from each term's start while it led(, give or take one)?`, w.ranPerPeriod),
@@ -128,7 +128,7 @@ func (w *world) registerSteps(step func(string, any)) {
 		say(`handover of "([^"]*)" went in this order: term revoked, work interrupted, work exited, lease released with its token, call returned`, w.workHandoverOrder),
 		say(`stop returns once the listener is done`, w.stopReturnsAfterListener),
 		say(`stop or step-down of "([^"]*)" returned after its listener finished handling the revocation`, w.returnedAfterRevocation),
-		say(`stop returned only after that acquire of "([^"]*)" was answered and what it won was released`, w.stopReturnedAfterAttempt),
+		say(`stop returned only after its acquire in flight of "([^"]*)" was answered and what it won was released`, w.stopReturnedAfterAttempt),
 		say(`work on "([^"]*)" was interrupted when the term ended, and was still running`, w.workInterruptedAtEnd),
 		say(`work for "([^"]*)" ran exactly once in each of its (\d+) terms, and each run's context ended when its term ended`, w.workOncePerTerm),
 		timed(`leader work call for "([^"]*)" returns (nil|the work's failure)`, w.workCallReturns),
