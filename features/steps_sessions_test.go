@@ -318,15 +318,11 @@ func (n *node) lastSuccessfulKeepAlive() (call, error) {
 // checks the local deadline it sets: validity after it was sent, left after
 // its reply arrived.
 func (w *world) nextKeepAlive(name, validity, left string) error {
-	n, err := w.node(name)
+	n, fromSent, err := w.nodeDur(name, validity)
 	if err != nil {
 		return err
 	}
-	fromSent, err := time.ParseDuration(validity)
-	if err != nil {
-		return err
-	}
-	fromReply, err := time.ParseDuration(left)
+	fromReply, err := n.dur(left)
 	if err != nil {
 		return err
 	}
