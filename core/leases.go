@@ -80,24 +80,40 @@ func (c *Client) renewed(s *session, sentAt time.Time, req KeepAliveRequest, rep
 			e.lost(TakenOver) // R-TERM-8
 		}
 	}
+	var busy map[string]bool // reported owned while an attempt or a handover runs
 	for name, tok := range reply.Owned {
 		switch e := c.entries[name]; {
 		case c.closed:
 		case e == nil:
-			c.releaseAsync(s, name, tok, nil)
-		case e.term == nil && e.attempt == nil && !e.handingOver:
-			// An orphan: a win not adopted, or a release that never
-			// landed. Not while a handover still holds the lease for its
-			// work (R-HO-1).
+			c.releaseAsync(s, name, tok, func() {
+				// No entry uses the name: nothing of it to guard any more.
+				if c.entries[name] == nil && s.released[name] == tok {
+					delete(s.released, name)
+				}
+			})
+		case e.term != nil:
+		case e.attempt != nil || e.handingOver:
+			// Not while an attempt may still win it, or a handover still
+			// holds the lease for its work (R-HO-1): the name stays unsure,
+			// and the next keep-alive reports it again.
+			if busy == nil {
+				busy = make(map[string]bool)
+			}
+			busy[name] = true
+			if _, ok := s.unsure[name]; !ok {
+				c.noteUnsure(s, name, sentAt.Add(-c.cfg.LeaseDuration))
+			}
+		default:
+			// An orphan: a win not adopted, or a release that never landed.
 			e.release(s, tok)
 		}
 	}
 	for name, until := range s.unsure {
-		if !sentAt.Before(until) {
+		if !sentAt.Before(until) && !busy[name] {
 			delete(s.unsure, name)
 		}
 	}
-	c.groupCounts(reply.Groups)
+	c.groupCounts(s, reply.Groups)
 	return true
 }
 

@@ -3,9 +3,11 @@ package simba_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -207,6 +209,112 @@ func TestUnsureNamesAreSentForALease(t *testing.T) {
 		if got := rec.last().Unsure; len(got) != 0 {
 			t.Fatalf("keep-alive more than a lease after the failed acquire sent Unsure %v, want none", got)
 		}
+	})
+}
+
+// A late commit that a keep-alive reports while a handover of the name
+// runs is kept unsure, and freed once the handover is over: the handover
+// releases its own term's token, not the late one's.
+func TestLateCommitDuringAHandoverIsFreedAfterIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memory.New()
+		late := &lateBackend{Backend: srv.Connect(), after: 2200 * time.Millisecond, done: map[string]bool{}}
+		c := newClient(t, late)
+		awaitLive(t, c)
+		start := time.Now() // the first attempt fails now; it commits 2.2s later
+		el := c.Election("x")
+		worked := make(chan struct{})
+		go func() {
+			_ = el.RunWhileLeader(context.Background(), func(context.Context, *simba.Term) error {
+				time.Sleep(time.Until(start.Add(4500 * time.Millisecond))) // work that ignores its ctx
+				return nil
+			})
+			close(worked)
+		}()
+		time.Sleep(2050 * time.Millisecond)
+		if _, _, owned := srv.Owner("x"); !owned {
+			t.Fatal("x was not won by the second attempt: nothing to test")
+		}
+		if err := el.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-worked
+		time.Sleep(3 * time.Second)
+		if id, tok, owned := srv.Owner("x"); owned {
+			t.Fatalf("x is still owned by %s at token %d after the handover: the late commit reported during it was kept", id, tok)
+		}
+		late.wg.Wait()
+	})
+}
+
+// The record of released tokens does not grow with the orphans of names
+// no election or lock uses any more.
+func TestOrphansOfUnusedNamesLeaveNoRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memory.New()
+		conn := srv.Connect()
+		c := newClient(t, conn)
+		awaitLive(t, c)
+		const n = 50
+		conn.DropReplies(true)
+		for i := range n {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+			_, _ = c.Lock(fmt.Sprintf("job-%d", i)).Acquire(ctx)
+			cancel()
+		}
+		conn.DropReplies(false)
+		time.Sleep(2 * testConfig().LeaseDuration)
+		for i := range n {
+			if _, _, owned := srv.Owner(fmt.Sprintf("job-%d", i)); owned {
+				t.Fatalf("job-%d is still owned", i)
+			}
+		}
+		if released, unsure := c.SessionMapSizes(); released != 0 || unsure != 0 {
+			t.Fatalf("after %d orphans were freed the session records %d released and %d unsure names, want none", n, released, unsure)
+		}
+	})
+}
+
+// A node whose LeaveGroup failed leaves the group at the next keep-alive
+// that still counts it a member, so the others take its partitions.
+func TestFailedLeaveGroupIsSentAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memory.New()
+		ca, cb := srv.Connect(), srv.Connect()
+		a, b := newClient(t, ca), newClient(t, cb)
+		var heldA atomic.Int32
+		ctxA, stopA := context.WithCancel(context.Background())
+		doneA := make(chan struct{})
+		go func() {
+			_ = a.Group("g", 4).Run(ctxA, func(ctx context.Context, _ int, _ *simba.Term) error {
+				heldA.Add(1)
+				<-ctx.Done()
+				heldA.Add(-1)
+				return nil
+			})
+			close(doneA)
+		}()
+		ctxB, stopB := context.WithCancel(context.Background())
+		doneB := make(chan struct{})
+		go func() {
+			_ = b.Group("g", 4).Run(ctxB, func(ctx context.Context, _ int, _ *simba.Term) error { <-ctx.Done(); return nil })
+			close(doneB)
+		}()
+		time.Sleep(10 * time.Second)
+		if m := srv.Members("g"); m != 2 {
+			t.Fatalf("%d members of g, want 2", m)
+		}
+		cb.Fail(errors.New("connection reset"))
+		stopB()
+		<-doneB
+		time.Sleep(100 * time.Millisecond)
+		cb.Fail(nil)
+		time.Sleep(10 * time.Second)
+		if held := heldA.Load(); held != 4 || srv.Members("g") != 1 {
+			t.Errorf("A holds %d of 4 partitions and g has %d members 10s after B left it through a failing connection, want 4 and 1", held, srv.Members("g"))
+		}
+		stopA()
+		<-doneA
 	})
 }
 
