@@ -110,13 +110,14 @@ func (o Options) LogValue() slog.Value {
 	)
 }
 
-// redact keeps the user of a "user:password" identity.
+// redact keeps the user of a "user:password" identity; an identity
+// without its ':' may be all password, and is printed as
+// backendkit.Redacted prints one.
 func redact(auth string) string {
-	if auth == "" {
-		return `""`
+	if user, _, ok := strings.Cut(auth, ":"); ok {
+		return user + ":" + backendkit.Redacted(auth)
 	}
-	user, _, _ := strings.Cut(auth, ":")
-	return user + ":redacted"
+	return backendkit.Redacted(auth)
 }
 
 // resolve fills the defaults in a copy of o and validates it.
