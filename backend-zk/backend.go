@@ -39,11 +39,10 @@ type Backend struct {
 	watches  map[string]*releaseWatch
 	// The queue nodes of the backend (see watchQueued): their prefix, the
 	// node each queue dir holds for a watch of the backend that waits, and
-	// the dirs that may hold one no watch uses, swept by one goroutine.
+	// the dirs that may hold one no watch uses, each swept by a goroutine.
 	queuePrefix string
 	queued      map[string]string
 	sweeps      map[string]struct{}
-	sweeping    bool
 	wg          sync.WaitGroup // every goroutine the backend started
 
 	// pause, when set (by tests only, before the first call), runs between
@@ -251,6 +250,20 @@ func (b *Backend) session(id simba.SessionID) (*session, error) {
 		return nil, fmt.Errorf("simbazk: session %s: %w", id, simba.ErrSessionExpired)
 	}
 	return s, nil
+}
+
+// onSession runs f through call on the live session id, once name, the
+// lease or group name op acts on, is valid: a *simba.NameError otherwise.
+func onSession[T any](ctx context.Context, b *Backend, id simba.SessionID, op, name string, f func(s *session) (T, error)) (T, error) {
+	var zero T
+	if err := simba.ValidateName(name); err != nil {
+		return zero, err
+	}
+	s, err := b.session(id)
+	if err != nil {
+		return zero, err
+	}
+	return call(ctx, b, op+" "+name, func() (T, error) { return f(s) })
 }
 
 // between runs the test hook pause, if any.

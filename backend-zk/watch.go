@@ -249,7 +249,7 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 }
 
 // onReadConn runs f through call on the read connection, dialed on first
-// use, once it is set up.
+// use, once it is set up; its error is prefixed with op.
 func onReadConn[T any](ctx context.Context, b *Backend, op string, f func(wc *watchConn) (T, error)) (T, error) {
 	var zero T
 	b.mu.Lock()
@@ -263,10 +263,14 @@ func onReadConn[T any](ctx context.Context, b *Backend, op string, f func(wc *wa
 		return zero, err
 	}
 	return call(ctx, b, op, func() (T, error) {
-		if err := wc.ready(b); err != nil {
+		v, err := zero, wc.ready(b)
+		if err == nil {
+			v, err = f(wc)
+		}
+		if err != nil {
 			return zero, fmt.Errorf("simbazk: %s: %w", op, err)
 		}
-		return f(wc)
+		return v, nil
 	})
 }
 
