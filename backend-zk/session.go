@@ -102,19 +102,13 @@ func (s *session) dial(network, address string, _ time.Duration) (net.Conn, erro
 	if s.expired.Load() {
 		return nil, errNoRevival
 	}
-	c, err := s.b.dialRaw(context.Background(), network, address)
+	c, err := s.b.dialLink(&s.links, s, &s.watching, network, address)
 	if err != nil {
 		s.dialMu.Lock()
 		s.dialErr = err
 		s.dialMu.Unlock()
-		return nil, err
 	}
-	if !s.links.add(c) {
-		return nil, errLinksClosed
-	}
-	sc := &sessionConn{Conn: c, s: s, gate: newSetWatchesGate()}
-	sc.handshake.Store(true)
-	return sc, nil
+	return c, err
 }
 
 // connected is called with the connect response of each connection.

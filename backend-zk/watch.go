@@ -212,14 +212,7 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 	w.hosts = newHostList(func() time.Duration { return watchReconnectPause })
 	conn, events, err := zk.Connect(b.servers, watchTimeout, zk.WithHostProvider(w.hosts),
 		zk.WithDialer(func(network, address string, _ time.Duration) (net.Conn, error) {
-			c, err := b.dialRaw(context.Background(), network, address)
-			if err != nil {
-				return nil, err
-			}
-			if !w.links.add(c) {
-				return nil, errLinksClosed
-			}
-			return &boundedConn{Conn: c, watching: &w.watching, gate: newSetWatchesGate()}, nil
+			return b.dialLink(&w.links, nil, &w.watching, network, address)
 		}),
 		zk.WithLogger(zkLogger{b.log}))
 	if err != nil {

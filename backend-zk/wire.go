@@ -33,6 +33,12 @@ import (
 //     request (100s for a 15s lease): the wait is cut to one response
 //     timeout, after which the library tries the next server.
 //
+// The connections of the read connection (watchConn) are sessionConns of
+// no session: only the last of those four applies to them, with the
+// response timeout the library uses for watchTimeout; its pings and read
+// deadlines pass, since that connection's session must stay alive on its
+// own. Every sessionConn also holds the setWatchesGate of its connection.
+//
 // The library has no way to interrupt a connection it reads from: Close
 // asks the server to end the session and waits up to a second for the
 // answer, and a connection whose server never answers would keep its
@@ -46,12 +52,17 @@ const (
 	// protocol version, timeout (ms), session id.
 	connectHeader = 4 + 4 + 4 + 8
 	replyHeader   = 4 + 4 // length, xid
+	// watchConnTimeout is the response timeout of the read connection:
+	// what the library uses for a session timeout of watchTimeout.
+	watchConnTimeout = watchTimeout * 2 / 3
 )
 
-// sessionConn is one connection of a session; see the comment above.
+// sessionConn is one connection of a session, or of the read connection
+// when s is nil; see the comment above.
 type sessionConn struct {
 	net.Conn
-	s *session
+	s        *session
+	watching *atomic.Bool // the library may hold watches on the connection (see setWatchesGate)
 
 	// Write side: the library writes every packet with one Write call.
 	wroteConnect bool
@@ -74,7 +85,7 @@ func (c *sessionConn) Write(p []byte) (int, error) {
 		return c.Conn.Write(p)
 	}
 	c.gate.wrote(p)
-	if len(p) >= replyHeader {
+	if c.s != nil && len(p) >= replyHeader {
 		if int32(binary.BigEndian.Uint32(p[4:8])) == pingXid {
 			return len(p), nil
 		}
@@ -82,7 +93,7 @@ func (c *sessionConn) Write(p []byte) (int, error) {
 		c.mu.Lock()
 		c.outstanding++
 		if c.outstanding == 1 {
-			_ = c.Conn.SetReadDeadline(time.Now().Add(c.s.responseTimeout()))
+			_ = c.Conn.SetReadDeadline(time.Now().Add(c.responseTimeout()))
 		}
 		c.mu.Unlock()
 	}
@@ -90,15 +101,23 @@ func (c *sessionConn) Write(p []byte) (int, error) {
 }
 
 func (c *sessionConn) Read(p []byte) (int, error) {
-	if !c.handshake.Load() {
-		c.gate.firstRead(c.s.watching.Load())
+	if !c.handshake.Load() && c.left == 0 { // past the whole connect response
+		c.gate.firstRead(c.watching.Load())
 	}
 	n, err := c.Conn.Read(p)
 	c.scan(p[:n])
-	if err != nil {
+	if err != nil && c.s != nil {
 		c.s.lost()
 	}
 	return n, err
+}
+
+// responseTimeout is how long an answer may take.
+func (c *sessionConn) responseTimeout() time.Duration {
+	if c.s == nil {
+		return watchConnTimeout
+	}
+	return c.s.responseTimeout()
 }
 
 // scan follows the frames in b, the next bytes of the stream.
@@ -122,14 +141,15 @@ func (c *sessionConn) scan(b []byte) {
 		}
 		c.headN = 0
 		c.left = max(0, int(binary.BigEndian.Uint32(c.head[0:4]))-(need-4))
-		if c.handshake.Load() {
+		switch {
+		case c.s == nil:
+			c.handshake.Store(false)
+		case c.handshake.Load():
 			timeout := time.Duration(int32(binary.BigEndian.Uint32(c.head[8:12]))) * time.Millisecond
 			id := int64(binary.BigEndian.Uint64(c.head[12:20]))
 			c.handshake.Store(false)
 			c.s.connected(id, timeout)
-			continue
-		}
-		if int32(binary.BigEndian.Uint32(c.head[4:8])) >= 0 { // a reply, not an event
+		case int32(binary.BigEndian.Uint32(c.head[4:8])) >= 0: // a reply, not an event
 			c.answered()
 		}
 	}
@@ -146,22 +166,27 @@ func (c *sessionConn) answered() {
 	if c.outstanding == 0 {
 		_ = c.Conn.SetReadDeadline(time.Time{})
 	} else {
-		_ = c.Conn.SetReadDeadline(time.Now().Add(c.s.responseTimeout()))
+		_ = c.Conn.SetReadDeadline(time.Now().Add(c.responseTimeout()))
 	}
 }
 
-// SetReadDeadline is honoured while connecting only, cut to one response
-// timeout from now; afterwards the deadline follows the pending requests
-// (see answered).
+// SetReadDeadline is cut to one response timeout from now while
+// connecting; afterwards a session's deadline follows its pending
+// requests (see answered), and the read connection's passes.
 func (c *sessionConn) SetReadDeadline(t time.Time) error {
-	if c.handshake.Load() {
-		return c.Conn.SetReadDeadline(earliest(t, time.Now().Add(c.s.responseTimeout())))
+	switch {
+	case c.handshake.Load():
+		if limit := time.Now().Add(c.responseTimeout()); t.IsZero() || limit.Before(t) {
+			t = limit
+		}
+	case c.s != nil:
+		return nil
 	}
-	return nil
+	return c.Conn.SetReadDeadline(t)
 }
 
-// SetDeadline sets the write deadline, and the read deadline while
-// connecting.
+// SetDeadline sets the write deadline, and the read deadline as
+// SetReadDeadline does.
 func (c *sessionConn) SetDeadline(t time.Time) error {
 	if err := c.SetWriteDeadline(t); err != nil {
 		return err
@@ -169,83 +194,20 @@ func (c *sessionConn) SetDeadline(t time.Time) error {
 	return c.SetReadDeadline(t)
 }
 
-// earliest returns the earlier of deadline t (zero for none) and limit.
-func earliest(t, limit time.Time) time.Time {
-	if t.IsZero() || limit.Before(t) {
-		return limit
+// dialLink opens a connection for the library, as dialRaw does, kept in
+// l, as a sessionConn of s (nil for the read connection) whose library
+// may hold watches once watching is set.
+func (b *Backend) dialLink(l *links, s *session, watching *atomic.Bool, network, address string) (net.Conn, error) {
+	c, err := b.dialRaw(context.Background(), network, address)
+	if err != nil {
+		return nil, err
 	}
-	return t
-}
-
-// watchConnTimeout is the response timeout of the watch connection: what
-// the library uses for a session timeout of watchTimeout.
-const watchConnTimeout = watchTimeout * 2 / 3
-
-// boundedConn is a connection of the watch connection: the library's wait
-// for the connect response (ten response timeouts) is cut to one. The
-// library clears the deadline once the response started to arrive; later
-// deadlines (one response timeout per read) pass unchanged.
-type boundedConn struct {
-	net.Conn
-	connected atomic.Bool
-	watching  *atomic.Bool // the watch connection has set a watch
-
-	// The connect response, followed on the read side (one goroutine at a
-	// time) so that the gate knows the first read after it.
-	head  [4]byte
-	headN int
-	left  int // bytes of the connect response still to come, once its length is known
-	done  bool
-	wrote bool // the connect request went out
-	gate  setWatchesGate
-}
-
-func (c *boundedConn) Write(p []byte) (int, error) {
-	if c.wrote {
-		c.gate.wrote(p)
+	if !l.add(c) {
+		return nil, errLinksClosed
 	}
-	c.wrote = true
-	return c.Conn.Write(p)
-}
-
-func (c *boundedConn) Read(p []byte) (int, error) {
-	if c.done {
-		c.gate.firstRead(c.watching.Load())
-		return c.Conn.Read(p)
-	}
-	n, err := c.Conn.Read(p)
-	b := p[:n]
-	if c.headN < len(c.head) {
-		k := copy(c.head[c.headN:], b)
-		c.headN += k
-		b = b[k:]
-		if c.headN == len(c.head) {
-			c.left = int(binary.BigEndian.Uint32(c.head[:]))
-		}
-	}
-	if c.headN == len(c.head) {
-		c.left -= len(b)
-		c.done = c.left <= 0
-	}
-	return n, err
-}
-
-func (c *boundedConn) SetReadDeadline(t time.Time) error {
-	switch {
-	case c.connected.Load():
-	case t.IsZero():
-		c.connected.Store(true)
-	default:
-		t = earliest(t, time.Now().Add(watchConnTimeout))
-	}
-	return c.Conn.SetReadDeadline(t)
-}
-
-func (c *boundedConn) SetDeadline(t time.Time) error {
-	if err := c.SetWriteDeadline(t); err != nil {
-		return err
-	}
-	return c.SetReadDeadline(t)
+	sc := &sessionConn{Conn: c, s: s, watching: watching, gate: newSetWatchesGate()}
+	sc.handshake.Store(true)
+	return sc, nil
 }
 
 // errLinksClosed is what a dial answers once its connection was closed.
