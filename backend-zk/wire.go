@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -286,11 +285,11 @@ const (
 	// raises it to its minimum (two ticks, 4s by default), which is how
 	// long the probe's session outlives it should the close get lost.
 	probeTimeout = time.Millisecond
-	// opCloseSession is the type of the close-session request.
-	opCloseSession = -11
 	// maxProbeFrame bounds the frames the probe reads: a connect response
 	// is 36 bytes, a close reply 16.
 	maxProbeFrame = 1 << 10
+	// probePause is the least time between two rounds of probeAny.
+	probePause = 50 * time.Millisecond
 )
 
 // probe checks that the Zookeeper server at address answers: it connects
@@ -298,7 +297,8 @@ const (
 // request, and closes the session the server created at once, all within
 // DialTimeout and ctx. Only a server that stops answering between its
 // connect response and the close leaves a session behind, owning no node,
-// until the server's minimum session timeout.
+// until the server's minimum session timeout. When ctx ends it, the error
+// is ctx's.
 func (b *Backend) probe(ctx context.Context, address string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.DialTimeout)
 	defer cancel()
@@ -312,53 +312,49 @@ func (b *Backend) probe(ctx context.Context, address string) error {
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	_, err = handshake(conn)
-	if b.opts.TLS == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) && ctx.Err() == nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case b.opts.TLS == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
 		// A secureClientPort closes a connection that does not start
 		// with a TLS handshake.
-		err = fmt.Errorf("%w: the server closed the connection before its connect response (a TLS port needs Options.TLS)", err)
+		return fmt.Errorf("%w: the server closed the connection before its connect response (a TLS port needs Options.TLS)", err)
 	}
-	return probeErr(ctx, err)
+	return err
 }
 
 // handshake opens a session on conn and closes it. closed reports whether
 // the server confirmed the close; the probe succeeds either way.
 func handshake(conn net.Conn) (closed bool, err error) {
-	// Connect request: protocol version, last zxid seen, timeout (ms),
-	// session id (0: a new session), password (16 zero bytes).
+	// Connect request: length, protocol version, last zxid seen, timeout
+	// (ms), session id (0: a new session), password (16 zero bytes).
 	req := make([]byte, 4+4+8+4+8+4+16)
 	binary.BigEndian.PutUint32(req[0:], uint32(len(req)-4))
 	binary.BigEndian.PutUint32(req[16:], uint32(probeTimeout/time.Millisecond))
 	binary.BigEndian.PutUint32(req[28:], 16)
-	if _, err := conn.Write(req); err != nil {
+	resp, err := exchange(conn, req)
+	switch {
+	case err != nil:
 		return false, err
-	}
-	resp, err := readFrame(conn)
-	if err != nil {
-		return false, err
-	}
-	if len(resp) < 16 {
+	case len(resp) < 16:
 		return false, fmt.Errorf("short connect response (%d bytes)", len(resp))
-	}
-	if binary.BigEndian.Uint64(resp[8:16]) == 0 {
+	case binary.BigEndian.Uint64(resp[8:16]) == 0:
 		return false, errors.New("the server refused a new session")
 	}
-	// Close-session request: length, xid, type; the reply: xid, zxid, error.
-	closeReq := make([]byte, 4+4+4)
-	binary.BigEndian.PutUint32(closeReq[0:], 8)
-	binary.BigEndian.PutUint32(closeReq[4:], 1)
-	op := int32(opCloseSession)
-	binary.BigEndian.PutUint32(closeReq[8:], uint32(op))
-	if _, err := conn.Write(closeReq); err != nil {
-		return false, nil
-	}
-	reply, err := readFrame(conn)
+	// Close-session request: length 8, xid 1, type -11 (close session).
+	// Its reply: xid, zxid, error (0 when closed).
+	reply, err := exchange(conn, []byte{0, 0, 0, 8, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xf5})
 	return err == nil && len(reply) >= 16 && binary.BigEndian.Uint32(reply[0:4]) == 1 && binary.BigEndian.Uint32(reply[12:16]) == 0, nil
 }
 
-// readFrame reads one length-prefixed frame of the protocol.
-func readFrame(r io.Reader) ([]byte, error) {
+// exchange writes req on conn and reads the length-prefixed frame that
+// answers it.
+func exchange(conn net.Conn, req []byte) ([]byte, error) {
+	if _, err := conn.Write(req); err != nil {
+		return nil, err
+	}
 	var head [4]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
+	if _, err := io.ReadFull(conn, head[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(head[:])
@@ -366,19 +362,8 @@ func readFrame(r io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("frame of %d bytes, not a Zookeeper server", n)
 	}
 	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
-}
-
-// probeErr is err, the failure of a read or write of the probe, or ctx's
-// error when ctx ended it.
-func probeErr(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
+	_, err := io.ReadFull(conn, buf)
+	return buf, err
 }
 
 // probeAny probes the servers in order until one answers. It fails when
@@ -386,12 +371,10 @@ func probeErr(ctx context.Context, err error) error {
 // at most DialTimeout per server.
 func (b *Backend) probeAny(ctx context.Context) error {
 	_, bounded := ctx.Deadline()
-	var errs []string
+	var msgs []string // of the last round that probed a server
 	var last error
 	for {
-		start := time.Now()
-		var round []string
-		silent := false
+		start, silent, round := time.Now(), false, []string(nil)
 		for _, server := range b.servers {
 			err := b.probe(ctx, server)
 			if err == nil {
@@ -400,18 +383,18 @@ func (b *Backend) probeAny(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			if isTimeout(err) {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
 				// The server's DialTimeout, not the caller's deadline: say
 				// so without letting errors.Is report the caller's ctx as
 				// ended.
 				err = fmt.Errorf("no answer within %v (DialTimeout)", b.opts.DialTimeout)
 				silent = true
 			}
-			round = append(round, server+": "+err.Error())
-			last = err
+			round, last = append(round, server+": "+err.Error()), err
 		}
 		if len(round) > 0 {
-			errs = round
+			msgs = round
 		}
 		// A server that did not answer within DialTimeout may be slow
 		// rather than down: while ctx allows, the servers are asked again,
@@ -419,31 +402,19 @@ func (b *Backend) probeAny(ctx context.Context) error {
 		if ctx.Err() != nil || !bounded || !silent {
 			break
 		}
-		if time.Since(start) < probePause {
-			select {
-			case <-ctx.Done():
-			case <-time.After(probePause):
-			}
+		select {
+		case <-ctx.Done():
+		case <-time.After(probePause - time.Since(start)):
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		detail := ""
-		if len(errs) > 0 {
-			detail = " (" + strings.Join(errs, "; ") + ")"
+		if len(msgs) > 0 {
+			detail = " (" + strings.Join(msgs, "; ") + ")"
 		}
 		return fmt.Errorf("simbazk: open: no Zookeeper server of %v answered%s: %w", b.servers, detail, err)
 	}
-	return &probeError{servers: b.servers, msgs: errs, last: last}
-}
-
-// probePause is the least time between two rounds of probeAny.
-const probePause = 50 * time.Millisecond
-
-// isTimeout reports whether err is a deadline that passed.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		(errors.As(err, &ne) && ne.Timeout())
+	return &probeError{servers: b.servers, msgs: msgs, last: last}
 }
 
 // probeError is Open's error when no server answered its probe. The last
