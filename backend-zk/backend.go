@@ -1,6 +1,7 @@
 package simbazk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,25 +130,19 @@ func Open(ctx context.Context, connect string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	if chroot != "" {
-		root := opts.Root
-		if root == "" {
-			root = DefaultRoot
-		}
-		opts.Root = chroot + root
+		opts.Root = chroot + cmp.Or(opts.Root, DefaultRoot)
 	}
 	b, err := New(servers, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.probeAny(ctx); err != nil {
+	err = b.probeAny(ctx)
+	if err == nil && b.opts.Auth != "" {
+		err = b.checkAuth(ctx)
+	}
+	if err != nil {
 		_ = b.Close()
 		return nil, err
-	}
-	if b.opts.Auth != "" {
-		if err := b.checkAuth(ctx); err != nil {
-			_ = b.Close()
-			return nil, err
-		}
 	}
 	return b, nil
 }
