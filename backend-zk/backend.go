@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -168,10 +170,7 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	close(b.closing)
-	all := make([]*session, 0, len(b.conns))
-	for s := range b.conns {
-		all = append(all, s)
-	}
+	all := slices.Collect(maps.Keys(b.conns))
 	w := b.watcher
 	b.mu.Unlock()
 

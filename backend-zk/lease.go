@@ -245,9 +245,10 @@ func (s *session) lockName(ctx context.Context, name string, wait bool) (unlock 
 			delete(s.names, name)
 		}
 	}
+	unlock = func() { <-l.held; drop() }
 	select {
 	case l.held <- struct{}{}:
-		return func() { <-l.held; drop() }, nil
+		return unlock, nil
 	default:
 	}
 	if !wait {
@@ -256,7 +257,7 @@ func (s *session) lockName(ctx context.Context, name string, wait bool) (unlock 
 	}
 	select {
 	case l.held <- struct{}{}:
-		return func() { <-l.held; drop() }, nil
+		return unlock, nil
 	case <-ctx.Done():
 		drop()
 		return nil, ctx.Err()

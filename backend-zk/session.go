@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -380,10 +382,7 @@ func (s *session) event(ev zk.Event) {
 
 func (s *session) keepAlive(ctx context.Context, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
 	s.mu.Lock()
-	groups := make([]string, 0, len(s.groups))
-	for g := range s.groups {
-		groups = append(groups, g)
-	}
+	groups := slices.Collect(maps.Keys(s.groups))
 	s.mu.Unlock()
 
 	// One wave: Root/leases (the renewal itself) and every group's node.
