@@ -163,14 +163,7 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 	}
 
 	set := make(chan error, 1)
-	if !b.spawn(func() {
-		if err := wc.ready(b); err != nil {
-			set <- err
-			b.fire(name, w)
-			return
-		}
-		b.watchQueued(wc, name, w, set)
-	}) {
+	if !b.spawn(func() { b.watchQueued(wc, name, w, set) }) {
 		b.fire(name, w)
 		return nil, ErrClosed
 	}
@@ -289,8 +282,9 @@ func (b *Backend) dropWatcher(wc *watchConn) {
 	b.wg.Go(wc.close)
 }
 
-// watchQueued runs the release watch w of name on conn: when the lease is
-// free it fires at once; otherwise the backend queues for the name, an
+// watchQueued runs the release watch w of name on conn, once conn is set
+// up (see watchConn.ready): when the lease is free it fires at once;
+// otherwise the backend queues for the name, an
 // ephemeral sequential node of the read connection's session under
 // Root/waiters/{name} (a container node, which the server removes once
 // empty; the node's name carries the backend's prefix, see queue.go, so
@@ -311,7 +305,10 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 	defer signal(nil)
 	path := b.leasePath(name)
 	var exists bool
-	err := wc.do(func() (err error) { exists, _, err = wc.conn.Exists(path); return err })
+	err := wc.ready(b)
+	if err == nil {
+		err = wc.do(func() (err error) { exists, _, err = wc.conn.Exists(path); return err })
+	}
 	if err != nil || !exists {
 		b.fire(name, w) // a free lease is seen at once
 		signal(err)
