@@ -249,24 +249,20 @@ func (l *links) close() {
 func (b *Backend) dialRaw(ctx context.Context, network, address string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.DialTimeout)
 	defer cancel()
-	var conn net.Conn
-	var err error
-	if b.opts.Dialer != nil {
-		conn, err = b.opts.Dialer(ctx, network, address)
-	} else {
-		var d net.Dialer
-		conn, err = d.DialContext(ctx, network, address)
+	dial := b.opts.Dialer
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
 	}
+	conn, err := dial(ctx, network, address)
 	if err != nil || b.opts.TLS == nil {
 		return conn, err
 	}
 	cfg := b.opts.TLS
 	if cfg.ServerName == "" {
 		cfg = cfg.Clone()
-		if host, _, splitErr := net.SplitHostPort(address); splitErr == nil {
+		cfg.ServerName = address
+		if host, _, err := net.SplitHostPort(address); err == nil {
 			cfg.ServerName = host
-		} else {
-			cfg.ServerName = address
 		}
 	}
 	tc := tls.Client(conn, cfg)
