@@ -71,19 +71,7 @@ func TestOpenNotZookeeper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer ln.Close()
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
-			_ = c.Close()
-		}
-	})
+	answerWith(t, ln, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
 	var b *Backend
 	within(t, time.Second, "Open of a server that is not Zookeeper", func() {
 		_, err = Open(context.Background(), ln.Addr().String(), Options{Logger: quiet()})
