@@ -557,6 +557,13 @@ func TestOptionsNeverShowPassword(t *testing.T) {
 	if !strings.Contains(o.String(), "simba:redacted") {
 		t.Errorf("String() = %q, want the user and a redacted password", o.String())
 	}
+	// An identity without its ':' (refused by New) may be all password.
+	bad := Options{Auth: "hunter2"}
+	for _, s := range []string{bad.String(), bad.LogValue().String()} {
+		if strings.Contains(s, "hunter2") {
+			t.Errorf("%q shows an Auth without ':'", s)
+		}
+	}
 }
 
 func TestParseConnectString(t *testing.T) {

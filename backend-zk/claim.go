@@ -3,6 +3,8 @@ package simbazk
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -74,10 +76,7 @@ func (s *session) takeClaim(name string) *claim {
 // claims; sessions of other backends do so for their own.
 func (b *Backend) claimFor(name string) (send func()) {
 	b.mu.Lock()
-	all := make([]*session, 0, len(b.sessions))
-	for _, s := range b.sessions {
-		all = append(all, s)
-	}
+	all := slices.Collect(maps.Values(b.sessions))
 	b.mu.Unlock()
 	var best *session
 	var bestAt time.Time

@@ -32,14 +32,7 @@ const acquireTries = 4
 // It returns a *simba.NameError for an invalid name, and
 // simba.ErrSessionExpired once the session expired.
 func (b *Backend) Acquire(ctx context.Context, id simba.SessionID, name string) (simba.AcquireResult, error) {
-	if err := simba.ValidateName(name); err != nil {
-		return simba.AcquireResult{}, err
-	}
-	s, err := b.session(id)
-	if err != nil {
-		return simba.AcquireResult{}, err
-	}
-	return call(ctx, b, "acquire "+name, func() (simba.AcquireResult, error) { return s.acquire(ctx, name) })
+	return onSession(ctx, b, id, "acquire", name, func(s *session) (simba.AcquireResult, error) { return s.acquire(ctx, name) })
 }
 
 func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult, error) {
@@ -172,17 +165,12 @@ const leaseVersion = 1
 // this session's next keep-alive noticed it, lets a release delete a node
 // it does not own (see docs/adr/0014-zookeeper-one-request-release-and-staged-claims.md).
 func (b *Backend) Release(ctx context.Context, id simba.SessionID, name string, token uint64) error {
-	if err := simba.ValidateName(name); err != nil {
-		return err
-	}
-	s, err := b.session(id)
-	if err != nil {
-		return err
-	}
-	if token == 0 || token > math.MaxInt64 {
-		return nil // no node ever had that czxid
-	}
-	_, err = call(ctx, b, "release "+name, func() (struct{}, error) { return struct{}{}, s.release(ctx, name, int64(token)) })
+	_, err := onSession(ctx, b, id, "release", name, func(s *session) (struct{}, error) {
+		if token == 0 || token > math.MaxInt64 {
+			return struct{}{}, nil // no node ever had that czxid
+		}
+		return struct{}{}, s.release(ctx, name, int64(token))
+	})
 	return err
 }
 
@@ -257,9 +245,10 @@ func (s *session) lockName(ctx context.Context, name string, wait bool) (unlock 
 			delete(s.names, name)
 		}
 	}
+	unlock = func() { <-l.held; drop() }
 	select {
 	case l.held <- struct{}{}:
-		return func() { <-l.held; drop() }, nil
+		return unlock, nil
 	default:
 	}
 	if !wait {
@@ -268,7 +257,7 @@ func (s *session) lockName(ctx context.Context, name string, wait bool) (unlock 
 	}
 	select {
 	case l.held <- struct{}{}:
-		return func() { <-l.held; drop() }, nil
+		return unlock, nil
 	case <-ctx.Done():
 		drop()
 		return nil, ctx.Err()
@@ -283,14 +272,7 @@ var errNameBusy = errors.New("simbazk: a call of the session holds the name")
 // returns the number of children of Root/groups/{group}: two round trips.
 // The group name follows the rules of lease names.
 func (b *Backend) JoinGroup(ctx context.Context, id simba.SessionID, group string) (int, error) {
-	if err := simba.ValidateName(group); err != nil {
-		return 0, err
-	}
-	s, err := b.session(id)
-	if err != nil {
-		return 0, err
-	}
-	return call(ctx, b, "join group "+group, func() (int, error) { return s.join(ctx, group) })
+	return onSession(ctx, b, id, "join group", group, func(s *session) (int, error) { return s.join(ctx, group) })
 }
 
 func (s *session) join(ctx context.Context, group string) (int, error) {
@@ -328,14 +310,7 @@ func members(st *zk.Stat) int {
 // LeaveGroup deletes the member node of session id in group; leaving a
 // group the session is not in is a no-op.
 func (b *Backend) LeaveGroup(ctx context.Context, id simba.SessionID, group string) error {
-	if err := simba.ValidateName(group); err != nil {
-		return err
-	}
-	s, err := b.session(id)
-	if err != nil {
-		return err
-	}
-	_, err = call(ctx, b, "leave group "+group, func() (struct{}, error) {
+	_, err := onSession(ctx, b, id, "leave group", group, func(s *session) (struct{}, error) {
 		s.mu.Lock()
 		delete(s.groups, group)
 		s.mu.Unlock()

@@ -35,15 +35,14 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 	if q.Cursor != "" && simba.ValidateName(q.Cursor) != nil {
 		return simba.HolderPage{}, fmt.Errorf("simbazk: list cursor %.40q is not a lease name: %w", q.Cursor, simba.ErrInvalidArgument)
 	}
-	const op = "list holders"
-	return onReadConn(ctx, b, op, func(wc *watchConn) (simba.HolderPage, error) {
+	return onReadConn(ctx, b, "list holders", func(wc *watchConn) (simba.HolderPage, error) {
 		var children []string
 		err := wc.do(func() (err error) { children, _, err = wc.conn.Children(b.leasesDir); return err })
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return simba.HolderPage{}, nil // no lease taken yet
 		case err != nil:
-			return simba.HolderPage{}, fmt.Errorf("simbazk: %s: %w", op, err)
+			return simba.HolderPage{}, err
 		}
 		names := slices.DeleteFunc(children, func(c string) bool {
 			return c <= q.Cursor || !strings.HasPrefix(c, q.Prefix) || simba.ValidateName(c) != nil
@@ -54,12 +53,8 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 			names = names[:q.Limit]
 			p.Next = names[len(names)-1]
 		}
-		held, err := b.readLeases(ctx, wc, names)
-		if err != nil {
-			return simba.HolderPage{}, fmt.Errorf("simbazk: %s: %w", op, err)
-		}
-		p.Leases = held
-		return p, nil
+		p.Leases, err = b.readLeases(ctx, wc, names)
+		return p, err
 	})
 }
 

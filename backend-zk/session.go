@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,19 +104,13 @@ func (s *session) dial(network, address string, _ time.Duration) (net.Conn, erro
 	if s.expired.Load() {
 		return nil, errNoRevival
 	}
-	c, err := s.b.dialRaw(context.Background(), network, address)
+	c, err := s.b.dialLink(&s.links, s, &s.watching, network, address)
 	if err != nil {
 		s.dialMu.Lock()
 		s.dialErr = err
 		s.dialMu.Unlock()
-		return nil, err
 	}
-	if !s.links.add(c) {
-		return nil, errLinksClosed
-	}
-	sc := &sessionConn{Conn: c, s: s, gate: newSetWatchesGate()}
-	sc.handshake.Store(true)
-	return sc, nil
+	return c, err
 }
 
 // connected is called with the connect response of each connection.
@@ -386,10 +382,7 @@ func (s *session) event(ev zk.Event) {
 
 func (s *session) keepAlive(ctx context.Context, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
 	s.mu.Lock()
-	groups := make([]string, 0, len(s.groups))
-	for g := range s.groups {
-		groups = append(groups, g)
-	}
+	groups := slices.Collect(maps.Keys(s.groups))
 	s.mu.Unlock()
 
 	// One wave: Root/leases (the renewal itself) and every group's node.

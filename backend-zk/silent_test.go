@@ -63,6 +63,30 @@ func TestOpenSilentServer(t *testing.T) {
 	t.Log(err)
 }
 
+// TestOpenNotZookeeper: a server that answers in another protocol fails
+// Open at once, by an error that says it is not Zookeeper, and Open moves
+// past it to a server that is.
+func TestOpenNotZookeeper(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerWith(t, ln, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+	var b *Backend
+	within(t, time.Second, "Open of a server that is not Zookeeper", func() {
+		_, err = Open(context.Background(), ln.Addr().String(), Options{Logger: quiet()})
+	})
+	if err == nil || !strings.Contains(err.Error(), "not a Zookeeper server") || !strings.Contains(err.Error(), ln.Addr().String()) {
+		t.Errorf("Open of an HTTP server = %v, want an error naming it and saying it is not Zookeeper", err)
+	}
+	servers := testServers(t, "SIMBA_TEST_ZK_SERVERS")
+	b, err = Open(ctx(t), ln.Addr().String()+","+strings.Join(servers, ","), Options{Logger: quiet()})
+	if err != nil {
+		t.Fatalf("Open past a server that is not Zookeeper: %v", err)
+	}
+	_ = b.Close()
+}
+
 func TestOpenMovesPastSilentServers(t *testing.T) {
 	servers := testServers(t, "SIMBA_TEST_ZK_SERVERS")
 	connect := backendtest.SilentListener(t) + "," + closedPort(t) + "," + strings.Join(servers, ",")
