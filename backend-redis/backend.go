@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,21 +36,19 @@ var (
 // their context is done, provided the client honours context deadlines
 // (Open makes sure of it; see New).
 type Backend struct {
-	client      redis.UniversalClient
-	ownsClient  bool
-	prefix      string
-	channel     string
-	replicas    int // Options.MinReplicas
-	log         *slog.Logger
-	onWarning   func(Warning)
-	notify      *notifier
-	batch       coalescer  // acquire and release calls sent together
-	checks      heldChecks // which held leases the next keep-alive of a session checks
-	closed      atomic.Bool
-	policyMu    sync.Mutex // checkServer
-	policyKnown atomic.Bool
-	// replicasKnown: checkServer looked for replicas
-	replicasKnown atomic.Bool
+	client        redis.UniversalClient
+	ownsClient    bool
+	prefix        string
+	channel       string
+	replicas      int // Options.MinReplicas
+	log           *slog.Logger
+	onWarning     func(Warning)
+	notify        *notifier
+	batch         coalescer  // acquire and release calls sent together
+	checks        heldChecks // which held leases the next keep-alive of a session checks
+	closed        atomic.Bool
+	checkMu       sync.Mutex     // checkServer
+	serverChecked atomic.Bool    // checkServer read the server's set-up
 	driverLog     *driverLogSink // nil with Options.KeepDriverLogger
 
 	warnMu   sync.Mutex
@@ -109,12 +108,13 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 	b.notify = newNotifier(client, b.channel, backendkit.NewSessionID(), b.log)
 	b.notify.pass = b.passRelease
 	b.notify.forget = b.leaveQueue
+	password, ctxTimeouts, known := clientOptions(client)
 	if sink == nil && !o.KeepDriverLogger {
-		sink = &driverLogSink{log: o.Logger, secrets: clientSecrets(client)}
+		sink = &driverLogSink{log: o.Logger, secrets: []string{password}}
 		driverLogs.add(sink)
 	}
 	b.driverLog = sink
-	if enabled, known := contextTimeouts(client); known && !enabled {
+	if known && !ctxTimeouts {
 		b.warn(Warning{Code: WarnContextTimeouts, Message: "the redis client was built without ContextTimeoutEnabled: " +
 			"calls against an unresponsive server last until its read timeout instead of the engine's deadline"})
 	}
@@ -408,34 +408,25 @@ func (d *dialRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return next
 }
 
-// isNil reports whether client is nil, also as a typed nil pointer of a
-// go-redis client type.
+// isNil reports whether client is nil, also as a typed nil pointer.
 func isNil(client redis.UniversalClient) bool {
-	switch c := client.(type) {
-	case nil:
-		return true
-	case *redis.Client:
-		return c == nil
-	case *redis.ClusterClient:
-		return c == nil
-	case *redis.Ring:
-		return c == nil
-	}
-	return false
+	v := reflect.ValueOf(client)
+	return client == nil || v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// contextTimeouts reports whether client honours context deadlines, when
-// its type tells.
-func contextTimeouts(client redis.UniversalClient) (enabled, known bool) {
+// clientOptions reads what New needs of a go-redis client, when its type
+// tells (known): the password it authenticates with, and whether it
+// honours context deadlines (ContextTimeoutEnabled).
+func clientOptions(client redis.UniversalClient) (password string, ctxTimeouts, known bool) {
 	switch c := client.(type) {
 	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled, true
+		return c.Options().Password, c.Options().ContextTimeoutEnabled, true
 	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled, true
+		return c.Options().Password, c.Options().ContextTimeoutEnabled, true
 	case *redis.Ring:
-		return c.Options().ContextTimeoutEnabled, true
+		return c.Options().Password, c.Options().ContextTimeoutEnabled, true
 	}
-	return false, false
+	return "", false, false
 }
 
 // Close stops the release subscription, wakes every release watcher and,
@@ -547,15 +538,7 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.Ke
 	for _, name := range req.Unsure {
 		keys = append(keys, b.leaseKey(name))
 	}
-	var res []any
-	var acked acks
-	if b.replicas > 0 {
-		var v any
-		v, acked, err = b.batch.waited(ctx, keepAliveScript, keys, args...)
-		res, err = sliceReply(v, err)
-	} else {
-		res, err = keepAliveScript.Run(ctx, b.client, keys, args...).Slice()
-	}
+	res, acked, err := b.batch.waited(ctx, keepAliveScript, keys, args...)
 	if err != nil {
 		return simba.KeepAliveReply{}, wrapErr("keep-alive", err)
 	}
@@ -806,6 +789,17 @@ func (b *Backend) joinedKey(sid string) string   { return b.prefix + "joined:" +
 func (b *Backend) leaseKey(name string) string   { return b.prefix + "lease:" + name }
 func (b *Backend) groupKey(group string) string  { return b.prefix + "group:" + group }
 func (b *Backend) waitersKey(name string) string { return b.prefix + "waiters:" + name }
+
+// keyNode returns the client to ask about the keys of the prefix as a
+// whole (SCAN, CONFIG, INFO): b.client, or on a Cluster the primary of the
+// prefix's hash slot, which holds every key of the Backend.
+func (b *Backend) keyNode(ctx context.Context) (redis.UniversalClient, error) {
+	if cc, ok := b.client.(*redis.ClusterClient); ok {
+		node, err := cc.MasterForKey(ctx, b.prefix+"floor")
+		return node, err
+	}
+	return b.client, nil
+}
 
 // passRelease hands a release of name announced to this Backend, which no
 // longer waits for it, on to the next node in the lease's queue.

@@ -61,9 +61,14 @@ func (q *coalescer) runWaited(ctx context.Context, script *redis.Script, keys []
 	return q.runCall(&scriptCall{ctx: ctx, script: script, keys: keys, args: args, wait: q.replicas > 0})
 }
 
-// waited runs one call followed by WAIT at once, outside any batch (a
-// keep-alive, which the coalescer does not batch).
+// waited runs one call at once, outside any batch (a keep-alive, which
+// the coalescer does not batch), followed by WAIT in the same round trip
+// when the coalescer has replicas.
 func (q *coalescer) waited(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, acks, error) {
+	if q.replicas == 0 {
+		val, err := script.Run(ctx, q.client, keys, args...).Result()
+		return val, acks{}, err
+	}
 	c := &scriptCall{ctx: ctx, script: script, keys: keys, args: args, wait: true, done: make(chan struct{})}
 	q.pipeline([]*scriptCall{c})
 	return c.val, c.acked, c.err

@@ -67,16 +67,12 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 	if err != nil {
 		return simba.HolderPage{}, err
 	}
-	node := b.client
-	switch c := b.client.(type) {
-	case *redis.ClusterClient:
-		n, err := c.MasterForKey(ctx, b.prefix+"floor")
-		if err != nil {
-			return simba.HolderPage{}, wrapErr("list holders", err)
-		}
-		node = n
-	case *redis.Ring:
+	if _, ring := b.client.(*redis.Ring); ring {
 		return simba.HolderPage{}, fmt.Errorf("simbaredis: list holders: the keys of a Ring client cannot be walked: %w", simba.ErrNotSupported)
+	}
+	node, err := b.keyNode(ctx)
+	if err != nil {
+		return simba.HolderPage{}, wrapErr("list holders", err)
 	}
 	lease := b.prefix + "lease:"
 	pattern := globEscape(lease+q.Prefix) + "*"

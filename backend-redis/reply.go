@@ -18,13 +18,14 @@ var errReply = errors.New("unexpected script reply")
 // names of held and then those of unsure, into the reply to the engine
 // and the keys it skipped because they hold the wrong type. A negative
 // Remaining means that the session is gone.
-func parseKeepAlive(res []any, held, unsure []string) (r simba.KeepAliveReply, bad []string, err error) {
-	if len(res) == 0 {
-		return r, nil, fmt.Errorf("%w: empty", errReply)
+func parseKeepAlive(v any, held, unsure []string) (r simba.KeepAliveReply, bad []string, err error) {
+	res, ok := v.([]any)
+	if !ok || len(res) == 0 {
+		return r, nil, fmt.Errorf("%w: %v, want an array", errReply, v)
 	}
-	ms, err := replyInt(res[0])
-	if err != nil {
-		return r, nil, err
+	ms, ok := res[0].(int64)
+	if !ok {
+		return r, nil, fmt.Errorf("%w: remaining %v, want an integer", errReply, res[0])
 	}
 	if ms < 0 {
 		r.Remaining = -1
@@ -103,33 +104,6 @@ func replyStrings(v any) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// sliceReply is the array reply val of a script, as redis.Cmd.Slice
-// reads it.
-func sliceReply(val any, err error) ([]any, error) {
-	if err != nil {
-		return nil, err
-	}
-	arr, ok := val.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T, want an array", errReply, val)
-	}
-	return arr, nil
-}
-
-func replyInt(v any) (int64, error) {
-	switch v := v.(type) {
-	case int64:
-		return v, nil
-	case string:
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: %q is not an integer", errReply, v)
-		}
-		return n, nil
-	}
-	return 0, fmt.Errorf("%w: %T, want an integer", errReply, v)
 }
 
 // parseHolder decodes the reply of holderScript: 0 when nobody holds the

@@ -39,21 +39,6 @@ func (e *urlError) Unwrap() []error { return []error{e.err, simba.ErrInvalidURL}
 
 func invalidURL(err error) error { return &urlError{err} }
 
-// clientSecrets returns the passwords a go-redis client was configured
-// with, when its type tells.
-func clientSecrets(client redis.UniversalClient) []string {
-	var out []string
-	switch c := client.(type) {
-	case *redis.Client:
-		out = append(out, c.Options().Password)
-	case *redis.ClusterClient:
-		out = append(out, c.Options().Password)
-	case *redis.Ring:
-		out = append(out, c.Options().Password)
-	}
-	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
-}
-
 // driverLogs receives go-redis's own log lines, which go-redis sends to one
 // logger for the whole process (redis.SetLogger), and hands them, with
 // every known password masked, to the Logger of each open Backend that

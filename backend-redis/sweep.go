@@ -37,22 +37,16 @@ func (b *Backend) Sweep(ctx context.Context, idle time.Duration) (int, error) {
 	if idle < time.Second {
 		return 0, fmt.Errorf("%w: sweep idle time %v: must be at least 1s: %w", ErrInvalidOptions, idle, simba.ErrInvalidArgument)
 	}
-	floor := b.prefix + "floor"
-	node := b.client
-	switch c := b.client.(type) {
-	case *redis.ClusterClient:
-		// Every key shares the prefix's hash tag: one node holds them all.
-		n, err := c.MasterForKey(ctx, floor)
-		if err != nil {
-			return 0, wrapErr("sweep", err)
-		}
-		node = n
-	case *redis.Ring:
+	if _, ring := b.client.(*redis.Ring); ring {
 		return 0, fmt.Errorf("%w: Sweep cannot walk the keys of a Ring client", ErrInvalidOptions)
+	}
+	node, err := b.keyNode(ctx)
+	if err != nil {
+		return 0, wrapErr("sweep", err)
 	}
 	removed := 0
 	iter := node.Scan(ctx, 0, globEscape(b.prefix)+"lease:*", sweepBatch).Iterator()
-	batch := []string{floor}
+	batch := []string{b.prefix + "floor"}
 	flush := func() error {
 		if len(batch) == 1 {
 			return nil
