@@ -2,14 +2,12 @@ package simbaredis
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -185,14 +183,14 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	t, err := parseURL(rawURL)
+	secrets := append(t.secrets, opts.Password, opts.SentinelPassword)
 	if err != nil {
-		return nil, backendkit.MaskError(err, append(t.secrets, opts.Password, opts.SentinelPassword))
+		return nil, backendkit.MaskError(err, secrets)
 	}
-	where, secrets := t.where, t.secrets
 	if opts.MinReplicas == 0 && opts.ReplicaTimeout == 0 {
 		opts.MinReplicas, opts.ReplicaTimeout = t.own.MinReplicas, t.own.ReplicaTimeout
 		if _, err := opts.withDefaults(); err != nil {
-			return nil, invalidURL(fmt.Errorf("%w (from the redis URL %s)", err, where))
+			return nil, invalidURL(fmt.Errorf("%w (from the redis URL %s)", err, t.where))
 		}
 	}
 	if opts.KeyPrefix == "" && t.cluster != nil {
@@ -200,9 +198,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	if (opts.SentinelUsername != "" || opts.SentinelPassword != "") && t.failover == nil {
 		return nil, backendkit.MaskError(fmt.Errorf("%w: Options.SentinelUsername or SentinelPassword with the URL %s, which names no sentinels",
-			ErrInvalidOptions, where), append(secrets, opts.Password, opts.SentinelPassword))
+			ErrInvalidOptions, t.where), secrets)
 	}
-	secrets = append(secrets, opts.Password, opts.SentinelPassword)
 	// go-redis logs failed dials while the PING below retries.
 	var sink *driverLogSink
 	if !o.KeepDriverLogger {
@@ -210,20 +207,6 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		driverLogs.add(sink)
 	}
 	client := t.newClient(opts)
-	dials := &dialRecorder{}
-	client.AddHook(dials)
-	if err := ping(ctx, client); err != nil {
-		_ = client.Close()
-		driverLogs.remove(sink)
-		if last := dials.lastErr(); last != nil && ctx.Err() != nil {
-			// The driver retried until ctx ended; say why it could not
-			// connect rather than only that time ran out. The dial error
-			// is text only: a dial timeout of its own would otherwise make
-			// errors.Is report DeadlineExceeded for a cancelled ctx.
-			err = fmt.Errorf("%w (last dial attempt: %v)", err, last) //nolint:errorlint // the cause is ctx's end; the dial error is detail
-		}
-		return nil, backendkit.MaskError(wrapErr("connect to "+where, err), secrets)
-	}
 	b, err := newBackend(client, opts, sink)
 	if err != nil {
 		_ = client.Close()
@@ -231,6 +214,19 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b.ownsClient = true
+	dials := &dialRecorder{}
+	client.AddHook(dials)
+	if err := ping(ctx, client); err != nil {
+		_ = b.Close()
+		if last := dials.lastErr(); last != nil && ctx.Err() != nil {
+			// The driver retried until ctx ended; say why it could not
+			// connect rather than only that time ran out. The dial error
+			// is text only: a dial timeout of its own would otherwise make
+			// errors.Is report DeadlineExceeded for a cancelled ctx.
+			err = fmt.Errorf("%w (last dial attempt: %v)", err, last) //nolint:errorlint // the cause is ctx's end; the dial error is detail
+		}
+		return nil, backendkit.MaskError(wrapErr("connect to "+t.where, err), secrets)
+	}
 	return b, nil
 }
 
@@ -246,14 +242,13 @@ func ping(ctx context.Context, client redis.UniversalClient) error {
 	for {
 		start := time.Now()
 		err := client.Ping(ctx).Err()
-		var ne net.Error
 		_, bounded := ctx.Deadline()
 		switch {
 		case err == nil:
 			return nil
 		case ctx.Err() != nil && silent != nil:
 			return fmt.Errorf("%w (%s: %v)", err, silence(silent), silent) //nolint:errorlint // the cause is ctx's end
-		case ctx.Err() != nil || !bounded || !errors.As(err, &ne) || !ne.Timeout():
+		case ctx.Err() != nil || !bounded || !isTimeout(err):
 			return err
 		}
 		silent = err
@@ -280,103 +275,6 @@ func silence(err error) string {
 
 // pingRetryPause is the least time between two PINGs of Open.
 const pingRetryPause = 50 * time.Millisecond
-
-// parseURL turns rawURL into what Open connects to: client options, a
-// description of the server that is safe to print (the parsed URL with
-// its credentials masked), the credentials it holds, and the Options its
-// Simba parameters set.
-func parseURL(rawURL string) (target, error) {
-	var t target
-	if err := backendkit.CheckBlank(rawURL); err != nil {
-		return t, invalidURL(fmt.Errorf("%w: redis URL %w: want %s", ErrInvalidOptions, err, singleForm))
-	}
-	scheme, afterColon, found := strings.Cut(rawURL, ":")
-	switch lower := strings.ToLower(scheme); lower {
-	case "redis", "rediss", "unix":
-	case schemeSentinel, schemeSentinelTLS, schemeCluster, schemeClusterTLS:
-		if !strings.HasPrefix(afterColon, "//") {
-			return t, invalidURL(fmt.Errorf("%w: redis URL: no \"//\" after \"%s:\"", ErrInvalidOptions, lower))
-		}
-		return parseTopologyURL(rawURL, lower)
-	default:
-		if !found || !strings.HasPrefix(afterColon, "//") || !backendkit.ValidScheme(scheme) {
-			return t, invalidURL(fmt.Errorf("%w: redis URL has no scheme: want %s", ErrInvalidOptions, singleForm))
-		}
-		return t, invalidURL(fmt.Errorf("%w: redis URL scheme %q: want redis://, rediss://, redis+sentinel://, "+
-			"rediss+sentinel://, redis+cluster://, rediss+cluster:// or unix://", ErrInvalidOptions, strings.ToLower(scheme)))
-	}
-	u, err := parseRedisURL(rawURL)
-	if err != nil {
-		return t, err
-	}
-	t.where, t.secrets = backendkit.RedactURL(u), backendkit.URLSecrets(u)
-	if u.Scheme != "unix" {
-		if _, _, err := backendkit.SplitAddress(u.Host, false); err != nil {
-			return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
-		}
-	}
-	own, query, err := simbaParams(u.RawQuery)
-	if err != nil {
-		return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
-	}
-	rest := rawURL
-	if query != u.RawQuery {
-		c := *u
-		c.RawQuery, c.ForceQuery = query, false
-		rest = c.String()
-	}
-	copts, err := redis.ParseURL(rest)
-	if err != nil {
-		return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
-	}
-	t.single, t.own = copts, own
-	return t, nil
-}
-
-// singleForm is the form of a URL of one Redis server, for messages.
-const singleForm = "redis://[user:password@]host[:port][/db][?options]"
-
-// newClient makes the go-redis client of t, with the TLS settings and
-// credentials of opts in place of the URL's when set, and calls bounded
-// by their ctx.
-func (t target) newClient(opts Options) redis.UniversalClient {
-	switch {
-	case t.failover != nil:
-		o := t.failover
-		opts.override(&o.TLSConfig, &o.Username, &o.Password)
-		if opts.SentinelUsername != "" {
-			o.SentinelUsername = opts.SentinelUsername
-		}
-		if opts.SentinelPassword != "" {
-			o.SentinelPassword = opts.SentinelPassword
-		}
-		o.ContextTimeoutEnabled = true
-		return redis.NewFailoverClient(o)
-	case t.cluster != nil:
-		o := t.cluster
-		opts.override(&o.TLSConfig, &o.Username, &o.Password)
-		o.ContextTimeoutEnabled = true
-		return redis.NewClusterClient(o)
-	}
-	o := t.single
-	opts.override(&o.TLSConfig, &o.Username, &o.Password)
-	o.ContextTimeoutEnabled = true
-	return redis.NewClient(o)
-}
-
-// override puts the TLS settings and credentials of opts, where set, in
-// place of a client's options parsed from the URL.
-func (o Options) override(cfg **tls.Config, username, password *string) {
-	if o.TLSConfig != nil {
-		*cfg = o.TLSConfig
-	}
-	if o.Username != "" {
-		*username = o.Username
-	}
-	if o.Password != "" {
-		*password = o.Password
-	}
-}
 
 // dialRecorder is a go-redis hook that remembers the last failed dial.
 type dialRecorder struct {

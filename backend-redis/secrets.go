@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -18,16 +17,6 @@ import (
 
 // urlHint tells how to write a password that a URL would misread.
 const urlHint = backendkit.PercentEncodeHint + " or pass them in Options.Username and Options.Password"
-
-// parseRedisURL is backendkit.ParseURL for Open, with its errors matching
-// ErrInvalidOptions and simba.ErrInvalidURL.
-func parseRedisURL(rawURL string) (*url.URL, error) {
-	u, err := backendkit.ParseURL(rawURL)
-	if err != nil {
-		return nil, invalidURL(fmt.Errorf("%w: redis URL: %w; %s", ErrInvalidOptions, err, urlHint))
-	}
-	return u, nil
-}
 
 // urlError is a URL Open cannot use. It reads as err and matches err's
 // sentinels and simba.ErrInvalidURL, which simba.OpenBackend's callers
