@@ -38,7 +38,6 @@ type Backend struct {
 	ownsClient    bool
 	prefix        string
 	channel       string
-	replicas      int // Options.MinReplicas
 	log           *slog.Logger
 	onWarning     func(Warning)
 	notify        *notifier
@@ -74,9 +73,10 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 	return newBackend(client, opts, nil)
 }
 
-// newBackend is New; sink, when not nil, is the go-redis log sink Open
-// registered for client, which the Backend then owns.
-func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink) (*Backend, error) {
+// newBackend is New; secrets are the credentials of the URL and the
+// Options that Open made client from, which go-redis's log lines are
+// masked of, as well as the client's own password.
+func newBackend(client redis.UniversalClient, opts Options, secrets []string) (*Backend, error) {
 	if isNil(client) {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
 	}
@@ -97,7 +97,6 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 	b := &Backend{
 		client:    client,
 		batch:     coalescer{client: client, replicas: o.MinReplicas, replicaTimeout: o.ReplicaTimeout},
-		replicas:  o.MinReplicas,
 		prefix:    o.KeyPrefix,
 		channel:   o.KeyPrefix + "released",
 		log:       o.Logger,
@@ -107,11 +106,10 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 	b.notify.pass = b.passRelease
 	b.notify.forget = b.leaveQueue
 	password, ctxTimeouts, known := clientOptions(client)
-	if sink == nil && !o.KeepDriverLogger {
-		sink = &driverLogSink{log: o.Logger, secrets: []string{password}}
-		driverLogs.add(sink)
+	if !o.KeepDriverLogger {
+		b.driverLog = &driverLogSink{log: o.Logger, secrets: append(secrets, password)}
+		driverLogs.add(b.driverLog)
 	}
-	b.driverLog = sink
 	if known && !ctxTimeouts {
 		b.warn(Warning{Code: WarnContextTimeouts, Message: "the redis client was built without ContextTimeoutEnabled: " +
 			"calls against an unresponsive server last until its read timeout instead of the engine's deadline"})
@@ -178,8 +176,7 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 // schemes redis, rediss, redis+sentinel, rediss+sentinel, redis+cluster
 // and rediss+cluster with simba.OpenBackend.
 func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
+	if _, err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
 	t, err := parseURL(rawURL)
@@ -200,17 +197,12 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 		return nil, backendkit.MaskError(fmt.Errorf("%w: Options.SentinelUsername or SentinelPassword with the URL %s, which names no sentinels",
 			ErrInvalidOptions, t.where), secrets)
 	}
-	// go-redis logs failed dials while the PING below retries.
-	var sink *driverLogSink
-	if !o.KeepDriverLogger {
-		sink = &driverLogSink{log: o.Logger, secrets: secrets}
-		driverLogs.add(sink)
-	}
 	client := t.newClient(opts)
-	b, err := newBackend(client, opts, sink)
+	// Made before the PING: its log sink masks the failed dials that
+	// go-redis logs while the PING retries.
+	b, err := newBackend(client, opts, secrets)
 	if err != nil {
 		_ = client.Close()
-		driverLogs.remove(sink)
 		return nil, err
 	}
 	b.ownsClient = true
@@ -277,24 +269,20 @@ func silence(err error) string {
 const pingRetryPause = 50 * time.Millisecond
 
 // dialRecorder is a go-redis hook that remembers the last failed dial.
-type dialRecorder struct {
-	mu   sync.Mutex
-	last error
-}
+type dialRecorder struct{ last atomic.Pointer[error] }
 
 func (d *dialRecorder) lastErr() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.last
+	if last := d.last.Load(); last != nil {
+		return *last
+	}
+	return nil
 }
 
 func (d *dialRecorder) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
-			d.mu.Lock()
-			d.last = err
-			d.mu.Unlock()
+			d.last.Store(&err)
 		}
 		return conn, err
 	}
@@ -451,7 +439,7 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.Ke
 	for _, key := range bad {
 		b.warn(Warning{Code: WarnWrongTypeKey, Message: "key " + key + " does not hold the type Simba writes there; it is ignored"})
 	}
-	if err := b.replicated("keep-alive", acked); err != nil {
+	if err := b.batch.replicated("keep-alive", acked); err != nil {
 		// Renewed on the primary only: a failover may lose it, so the
 		// engine must not count on it.
 		return simba.KeepAliveReply{}, err
@@ -477,7 +465,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	}
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid)}
-	res, acked, err := b.batch.runWaited(ctx, acquireScript, keys, sid, b.prefix, name)
+	res, acked, err := b.batch.run(ctx, true, acquireScript, keys, sid, b.prefix, name)
 	if err != nil {
 		return simba.AcquireResult{}, b.wrapScriptErr(ctx, fmt.Sprintf("acquire %q", name), err,
 			typedKey{keys[0], "hash"}, typedKey{keys[1], "hash"}, typedKey{b.prefix + "floor", "string"})
@@ -493,7 +481,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 		if err != nil || tok == 0 {
 			return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: token %q", name, errReply, res)
 		}
-		if err := b.replicated(fmt.Sprintf("acquire %q", name), acked); err != nil {
+		if err := b.batch.replicated(fmt.Sprintf("acquire %q", name), acked); err != nil {
 			b.giveBack(ctx, s, name, tok)
 			return simba.AcquireResult{}, err
 		}
@@ -513,16 +501,6 @@ func (b *Backend) giveBack(ctx context.Context, s simba.SessionID, name string, 
 	}
 }
 
-// replicated returns nil when Options.MinReplicas is off or the WAIT of a
-// call saw enough replicas acknowledge it, and otherwise the error that
-// says why not, matching ErrNotReplicated.
-func (b *Backend) replicated(op string, a acks) error {
-	if b.replicas == 0 || (a.err == nil && a.n >= int64(b.replicas)) {
-		return nil
-	}
-	return &replicaError{op: op, acked: a.n, want: b.replicas, timeout: b.batch.replicaTimeout, err: a.err}
-}
-
 // Release frees name if s owns it with exactly token and publishes the
 // release, so that watchers on every Backend sharing the server wake at
 // once. It is a no-op otherwise, so a late release never frees a later
@@ -534,7 +512,7 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid), b.waitersKey(name)}
 	tok := strconv.FormatUint(token, 10)
-	if _, err := b.batch.run(ctx, releaseScript, keys, sid, tok, b.channel, name); err != nil {
+	if _, _, err := b.batch.run(ctx, false /* no WAIT: ADR 0021 */, releaseScript, keys, sid, tok, b.channel, name); err != nil {
 		return b.wrapScriptErr(ctx, fmt.Sprintf("release %q", name), err, typedKey{keys[0], "hash"})
 	}
 	return nil

@@ -35,9 +35,15 @@ func parseKeepAlive(v any, held, unsure []string) (r simba.KeepAliveReply, bad [
 		return r, nil, fmt.Errorf("%w: %d elements, want 5", errReply, len(res))
 	}
 	r.Remaining = time.Duration(ms) * time.Millisecond
-	lost, err := replyStrings(res[1])
-	if err != nil {
-		return r, nil, err
+	var parts [4][]string // lost, owned, groups, bad
+	for i := range parts {
+		if parts[i], err = replyStrings(res[i+1]); err != nil {
+			return r, nil, err
+		}
+	}
+	lost, owned, groups := parts[0], parts[1], parts[2]
+	if len(owned)%2 != 0 || len(groups)%2 != 0 {
+		return r, nil, fmt.Errorf("%w: owned leases or groups not in pairs", errReply)
 	}
 	for _, i := range lost {
 		n, err := strconv.Atoi(i)
@@ -45,10 +51,6 @@ func parseKeepAlive(v any, held, unsure []string) (r simba.KeepAliveReply, bad [
 			return r, nil, fmt.Errorf("%w: lost lease %q of %d", errReply, i, len(held))
 		}
 		r.Lost = append(r.Lost, held[n-1])
-	}
-	owned, err := replyPairs(res[2])
-	if err != nil {
-		return r, nil, err
 	}
 	for i := 0; i < len(owned); i += 2 {
 		n, err := strconv.Atoi(owned[i])
@@ -61,10 +63,6 @@ func parseKeepAlive(v any, held, unsure []string) (r simba.KeepAliveReply, bad [
 		}
 		r.Owned[unsure[n-len(held)-1]] = tok
 	}
-	groups, err := replyPairs(res[3])
-	if err != nil {
-		return r, nil, err
-	}
 	r.Groups = make(map[string]int, len(groups)/2)
 	for i := 0; i < len(groups); i += 2 {
 		n, err := strconv.Atoi(groups[i+1])
@@ -73,17 +71,7 @@ func parseKeepAlive(v any, held, unsure []string) (r simba.KeepAliveReply, bad [
 		}
 		r.Groups[groups[i]] = n
 	}
-	bad, err = replyStrings(res[4])
-	return r, bad, err
-}
-
-// replyPairs decodes a flat array of an even number of elements as strings.
-func replyPairs(v any) ([]string, error) {
-	s, err := replyStrings(v)
-	if err == nil && len(s)%2 != 0 {
-		err = fmt.Errorf("%w: odd number of elements", errReply)
-	}
-	return s, err
+	return r, parts[3], nil
 }
 
 // replyStrings decodes an array whose elements are strings or integers.

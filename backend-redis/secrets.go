@@ -56,7 +56,8 @@ type driverLogSink struct {
 }
 
 // add registers a sink, installing the router as go-redis's logger the
-// first time. remove unregisters it.
+// first time. remove unregisters it; a nil sink, or one not registered,
+// changes nothing.
 func (r *driverLogRouter) add(s *driverLogSink) {
 	r.install.Do(func() { redis.SetLogger(r) })
 	r.mu.Lock()
@@ -65,9 +66,6 @@ func (r *driverLogRouter) add(s *driverLogSink) {
 }
 
 func (r *driverLogRouter) remove(s *driverLogSink) {
-	if s == nil {
-		return
-	}
 	r.mu.Lock()
 	if _, ok := r.sinks[s]; ok {
 		delete(r.sinks, s)
@@ -103,10 +101,7 @@ func (r *driverLogRouter) Printf(ctx context.Context, format string, v ...any) {
 		r.fallback.Print(msg)
 		return
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	for _, l := range loggers {
+	for _, l := range loggers { // slog reads a nil ctx as context.Background()
 		l.Log(ctx, slog.LevelDebug, "simbaredis: go-redis: "+msg)
 	}
 }

@@ -125,7 +125,7 @@ func (b *Backend) checkServer(ctx context.Context) {
 	pipe := node.Pipeline()
 	policy := pipe.ConfigGet(ctx, "maxmemory-policy")
 	var info *redis.StringCmd
-	if b.replicas == 0 {
+	if b.batch.replicas == 0 {
 		info = pipe.Info(ctx, "replication")
 	}
 	_, _ = pipe.Exec(ctx) // each reply is read below
