@@ -3,6 +3,7 @@ package simbaredis
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -70,14 +71,4 @@ func (b *Backend) Sweep(ctx context.Context, idle time.Duration) (int, error) {
 }
 
 // globEscape quotes the characters SCAN's MATCH pattern treats specially.
-func globEscape(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '*', '?', '[', ']', '\\':
-			out = append(out, '\\')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}
+var globEscape = strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace

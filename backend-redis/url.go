@@ -160,22 +160,18 @@ func (t *target) parseTopology(u *url.URL, scheme, rawQuery string) error {
 		return bad("%v", err)
 	}
 	path := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
-	master, db := "", 0
-	if sentinel {
-		if len(path) == 0 {
-			return bad("no master name")
-		}
-		if len(path) > 2 {
-			return bad("a path of %d parts", len(path))
-		}
-		master = path[0]
-		if len(path) == 2 {
-			if db, err = strconv.Atoi(path[1]); err != nil || db < 0 {
-				return bad("database %q is not a number", path[1])
-			}
-		}
-	} else if len(path) > 0 {
+	db := 0 // path: MASTER[/db] for a sentinel URL, nothing for a cluster
+	switch {
+	case !sentinel && len(path) > 0:
 		return bad("a path: a cluster has no database and no master name")
+	case sentinel && len(path) == 0:
+		return bad("no master name")
+	case len(path) > 2:
+		return bad("a path of %d parts", len(path))
+	case len(path) == 2:
+		if db, err = strconv.Atoi(path[1]); err != nil || db < 0 {
+			return bad("database %q is not a number", path[1])
+		}
 	}
 	query, err := url.ParseQuery(rawQuery)
 	if err != nil {
@@ -199,7 +195,7 @@ func (t *target) parseTopology(u *url.URL, scheme, rawQuery string) error {
 	user := u.User.Username()
 	pass, _ := u.User.Password()
 	if sentinel {
-		query.Set("master_name", master)
+		query.Set("master_name", path[0])
 		fo, err := redis.ParseFailoverURL(base + "://" + hosts[0] + "/" + strconv.Itoa(db) + "?" + query.Encode())
 		if err != nil {
 			return bad("%s", errText(err))

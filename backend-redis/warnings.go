@@ -64,13 +64,7 @@ func (b *Backend) Warnings() []Warning {
 func (b *Backend) setupWarnings() []Warning {
 	b.warnMu.Lock()
 	defer b.warnMu.Unlock()
-	var out []Warning
-	for _, w := range b.warnings {
-		if setupWarning(w) {
-			out = append(out, w)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(b.warnings), func(w Warning) bool { return !setupWarning(w) })
 }
 
 // setupWarning reports whether w is about the set-up of the server or the
