@@ -102,9 +102,7 @@ func newBackend(client redis.UniversalClient, opts Options, secrets []string) (*
 		log:       o.Logger,
 		onWarning: o.OnWarning,
 	}
-	b.notify = newNotifier(client, b.channel, backendkit.NewSessionID(), b.log)
-	b.notify.pass = b.passRelease
-	b.notify.forget = b.leaveQueue
+	b.notify = newNotifier(client, b.channel, backendkit.NewSessionID(), b.log, b.passRelease, b.leaveQueue)
 	password, ctxTimeouts, known := clientOptions(client)
 	if !o.KeepDriverLogger {
 		b.driverLog = &driverLogSink{log: o.Logger, secrets: append(secrets, password)}

@@ -69,13 +69,15 @@ type waiter struct {
 	stop func() bool // deregisters the context.AfterFunc that drops it
 }
 
-func newNotifier(client redis.UniversalClient, channel, id string, log *slog.Logger) *notifier {
+func newNotifier(client redis.UniversalClient, channel, id string, log *slog.Logger, pass, forget func(context.Context, string)) *notifier {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &notifier{
 		client:  client,
 		channel: channel,
 		id:      id,
 		log:     log,
+		pass:    pass,
+		forget:  forget,
 		health:  defaultHealthInterval,
 		waiters: make(map[string]map[*waiter]struct{}),
 		ready:   make(chan struct{}),
