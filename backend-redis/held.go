@@ -1,6 +1,8 @@
 package simbaredis
 
 import (
+	"maps"
+	"slices"
 	"sync"
 
 	simba "github.com/simba-go/simba/core"
@@ -31,11 +33,7 @@ const maxHeldTurns = 1024
 
 func (h *heldChecks) pick(sid string, req simba.KeepAliveRequest) []string {
 	if len(req.Held) <= simba.MinLeaseChecks {
-		names := make([]string, 0, len(req.Held))
-		for name := range req.Held {
-			names = append(names, name)
-		}
-		return names
+		return slices.Collect(maps.Keys(req.Held))
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -59,10 +57,7 @@ func (h *heldChecks) pick(sid string, req simba.KeepAliveRequest) []string {
 }
 
 func (t *heldTurn) reset(req simba.KeepAliveRequest) {
-	t.gen, t.names = req.Generation, make([]string, 0, len(req.Held))
-	for name := range req.Held {
-		t.names = append(t.names, name)
-	}
+	t.gen, t.names = req.Generation, slices.Collect(maps.Keys(req.Held))
 }
 
 // take returns the next simba.MinLeaseChecks names in turn, and false when

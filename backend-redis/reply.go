@@ -18,13 +18,14 @@ var errReply = errors.New("unexpected script reply")
 // names of held and then those of unsure, into the reply to the engine
 // and the keys it skipped because they hold the wrong type. A negative
 // Remaining means that the session is gone.
-func parseKeepAlive(res []any, held, unsure []string) (r simba.KeepAliveReply, bad []string, err error) {
-	if len(res) == 0 {
-		return r, nil, fmt.Errorf("%w: empty", errReply)
+func parseKeepAlive(v any, held, unsure []string) (r simba.KeepAliveReply, bad []string, err error) {
+	res, ok := v.([]any)
+	if !ok || len(res) == 0 {
+		return r, nil, fmt.Errorf("%w: %v, want an array", errReply, v)
 	}
-	ms, err := replyInt(res[0])
-	if err != nil {
-		return r, nil, err
+	ms, ok := res[0].(int64)
+	if !ok {
+		return r, nil, fmt.Errorf("%w: remaining %v, want an integer", errReply, res[0])
 	}
 	if ms < 0 {
 		r.Remaining = -1
@@ -34,9 +35,15 @@ func parseKeepAlive(res []any, held, unsure []string) (r simba.KeepAliveReply, b
 		return r, nil, fmt.Errorf("%w: %d elements, want 5", errReply, len(res))
 	}
 	r.Remaining = time.Duration(ms) * time.Millisecond
-	lost, err := replyStrings(res[1])
-	if err != nil {
-		return r, nil, err
+	var parts [4][]string // lost, owned, groups, bad
+	for i := range parts {
+		if parts[i], err = replyStrings(res[i+1]); err != nil {
+			return r, nil, err
+		}
+	}
+	lost, owned, groups := parts[0], parts[1], parts[2]
+	if len(owned)%2 != 0 || len(groups)%2 != 0 {
+		return r, nil, fmt.Errorf("%w: owned leases or groups not in pairs", errReply)
 	}
 	for _, i := range lost {
 		n, err := strconv.Atoi(i)
@@ -44,10 +51,6 @@ func parseKeepAlive(res []any, held, unsure []string) (r simba.KeepAliveReply, b
 			return r, nil, fmt.Errorf("%w: lost lease %q of %d", errReply, i, len(held))
 		}
 		r.Lost = append(r.Lost, held[n-1])
-	}
-	owned, err := replyPairs(res[2])
-	if err != nil {
-		return r, nil, err
 	}
 	for i := 0; i < len(owned); i += 2 {
 		n, err := strconv.Atoi(owned[i])
@@ -60,10 +63,6 @@ func parseKeepAlive(res []any, held, unsure []string) (r simba.KeepAliveReply, b
 		}
 		r.Owned[unsure[n-len(held)-1]] = tok
 	}
-	groups, err := replyPairs(res[3])
-	if err != nil {
-		return r, nil, err
-	}
 	r.Groups = make(map[string]int, len(groups)/2)
 	for i := 0; i < len(groups); i += 2 {
 		n, err := strconv.Atoi(groups[i+1])
@@ -72,17 +71,7 @@ func parseKeepAlive(res []any, held, unsure []string) (r simba.KeepAliveReply, b
 		}
 		r.Groups[groups[i]] = n
 	}
-	bad, err = replyStrings(res[4])
-	return r, bad, err
-}
-
-// replyPairs decodes a flat array of an even number of elements as strings.
-func replyPairs(v any) ([]string, error) {
-	s, err := replyStrings(v)
-	if err == nil && len(s)%2 != 0 {
-		err = fmt.Errorf("%w: odd number of elements", errReply)
-	}
-	return s, err
+	return r, parts[3], nil
 }
 
 // replyStrings decodes an array whose elements are strings or integers.
@@ -103,33 +92,6 @@ func replyStrings(v any) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// sliceReply is the array reply val of a script, as redis.Cmd.Slice
-// reads it.
-func sliceReply(val any, err error) ([]any, error) {
-	if err != nil {
-		return nil, err
-	}
-	arr, ok := val.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T, want an array", errReply, val)
-	}
-	return arr, nil
-}
-
-func replyInt(v any) (int64, error) {
-	switch v := v.(type) {
-	case int64:
-		return v, nil
-	case string:
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: %q is not an integer", errReply, v)
-		}
-		return n, nil
-	}
-	return 0, fmt.Errorf("%w: %T, want an integer", errReply, v)
 }
 
 // parseHolder decodes the reply of holderScript: 0 when nobody holds the
