@@ -829,22 +829,14 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 	return last, removed, nil
 }
 
-// UndefinedTable recognises ER_NO_SUCH_TABLE (1146).
-func (s *dialect) UndefinedTable(err error) (string, bool) {
+// Undefined recognises ER_NO_SUCH_TABLE (1146) and ER_BAD_FIELD_ERROR
+// (1054).
+func (s *dialect) Undefined(err error) (string, bool, bool) {
 	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) && myErr.Number == 1146 {
-		return myErr.Message, true
+	if !errors.As(err, &myErr) || myErr.Number != 1146 && myErr.Number != 1054 {
+		return "", false, false
 	}
-	return "", false
-}
-
-// UndefinedColumn recognises ER_BAD_FIELD_ERROR (1054).
-func (s *dialect) UndefinedColumn(err error) (string, bool) {
-	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) && myErr.Number == 1054 {
-		return myErr.Message, true
-	}
-	return "", false
+	return myErr.Message, myErr.Number == 1146, true
 }
 
 // migrations are the schema's steps, each idempotent; a released step is

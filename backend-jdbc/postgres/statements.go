@@ -617,22 +617,14 @@ func (s *dialect) Sweep(ctx context.Context, idle time.Duration, after string, l
 	return *last, int(removed), nil
 }
 
-// UndefinedTable recognises undefined_table (42P01).
-func (s *dialect) UndefinedTable(err error) (string, bool) {
+// Undefined recognises undefined_table (42P01) and undefined_column
+// (42703).
+func (s *dialect) Undefined(err error) (string, bool, bool) {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return pgErr.Message, true
+	if !errors.As(err, &pgErr) || pgErr.Code != "42P01" && pgErr.Code != "42703" {
+		return "", false, false
 	}
-	return "", false
-}
-
-// UndefinedColumn recognises undefined_column (42703).
-func (s *dialect) UndefinedColumn(err error) (string, bool) {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42703" {
-		return pgErr.Message, true
-	}
-	return "", false
+	return pgErr.Message, pgErr.Code == "42P01", true
 }
 
 func (s *dialect) Close() {}
