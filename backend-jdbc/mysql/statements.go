@@ -677,29 +677,7 @@ func (s *dialect) ListHolders(ctx context.Context, from, after, below string, sc
 	if err != nil {
 		return nil, "", 0, err
 	}
-	defer rows.Close()
-	var held []simba.HeldLease
-	var last string
-	var scanned int64
-	for rows.Next() {
-		var name, id, identity sql.NullString
-		var token int64
-		var since sql.NullInt64
-		if err := rows.Scan(&name, &id, &identity, &token, &since); err != nil {
-			return nil, "", 0, err
-		}
-		if !id.Valid { // the last row: what b read
-			scanned, last = token, name.String
-			continue
-		}
-		held = append(held, simba.HeldLease{Name: name.String, Holder: simba.Holder{
-			Session: simba.SessionID(id.String), Identity: identity.String, Token: uint64(token), Since: time.UnixMicro(since.Int64).UTC(),
-		}})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", 0, err
-	}
-	return held, last, int(scanned), nil
+	return sqlcore.ReadHolders(sqlcore.SQLRows{Rows: rows})
 }
 
 func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {

@@ -172,8 +172,9 @@ WHERE l.name = $1 AND s.expires_at > now()`
 	// One page of a listing: b reads the next $4 lease rows of the name
 	// range [$1, $3) above $2 from the primary key's index, h keeps those
 	// a live session owns (the snapshot's now(), as in pgHolder), at most
-	// $5, and a last row of its own (its session NULL) gives the last name
-	// b read and how many rows it read.
+	// $5, with the start of each term in microseconds since the epoch (as
+	// on MySQL, for sqlcore.ReadHolders), and a last row of its own (its
+	// session NULL) gives the last name b read and how many rows it read.
 	pgListHolders = `WITH b AS MATERIALIZED (
     SELECT name, session_id, token, acquired_at FROM {lease}
     WHERE name >= $1 AND name > $2 AND name < $3 ORDER BY name LIMIT $4
@@ -182,7 +183,7 @@ WHERE l.name = $1 AND s.expires_at > now()`
     FROM b JOIN {session} s ON s.id = b.session_id
     WHERE s.expires_at > now() ORDER BY b.name LIMIT $5
 )
-SELECT name::text, id::text, identity::text, token, acquired_at FROM h
+SELECT name::text, id::text, identity::text, token, (extract(epoch FROM acquired_at) * 1000000)::bigint FROM h
 UNION ALL
 SELECT max(name)::text, NULL, NULL, count(*), NULL FROM b`
 
@@ -558,30 +559,7 @@ func (s *dialect) ListHolders(ctx context.Context, from, after, below string, sc
 	if err != nil {
 		return nil, "", 0, err
 	}
-	var held []simba.HeldLease
-	var last string
-	var scanned int64
-	var name, id, identity *string
-	var token int64
-	var since *time.Time
-	_, err = pgx.ForEachRow(rows, []any{&name, &id, &identity, &token, &since}, func() error {
-		switch {
-		case id == nil: // the last row: what b read
-			scanned = token
-			if name != nil {
-				last = *name
-			}
-		case name != nil && identity != nil && since != nil:
-			held = append(held, simba.HeldLease{Name: *name, Holder: simba.Holder{
-				Session: simba.SessionID(*id), Identity: *identity, Token: uint64(token), Since: since.UTC(),
-			}})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, "", 0, err
-	}
-	return held, last, int(scanned), nil
+	return sqlcore.ReadHolders(rows)
 }
 
 func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {

@@ -64,6 +64,34 @@ func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, lost []Check, li
 	return reply, lost, live, nil
 }
 
+// ReadHolders reads the rows of a listing's page (Dialect.ListHolders):
+// (name, session, identity, token, start of the term in microseconds
+// since the epoch) for each lease held, and a row whose session is NULL
+// with the last name the page read and how many rows it read. It closes
+// rows.
+func ReadHolders(rows RowSource) (held []simba.HeldLease, last string, scanned int, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		var name, id, identity sql.NullString
+		var token int64
+		var since sql.NullInt64
+		if err := rows.Scan(&name, &id, &identity, &token, &since); err != nil {
+			return nil, "", 0, err
+		}
+		if !id.Valid { // what the page read
+			scanned, last = int(token), name.String
+			continue
+		}
+		held = append(held, simba.HeldLease{Name: name.String, Holder: simba.Holder{
+			Session: simba.SessionID(id.String), Identity: identity.String, Token: uint64(token), Since: time.UnixMicro(since.Int64).UTC(),
+		}})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", 0, err
+	}
+	return held, last, scanned, nil
+}
+
 // Micros returns d in whole microseconds, the unit of every lease sent to
 // the database.
 func Micros(d time.Duration) int64 { return d.Microseconds() }
