@@ -673,7 +673,7 @@ func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, 
 }
 
 func (s *dialect) ListHolders(ctx context.Context, from, after, below string, scan, limit int) ([]simba.HeldLease, string, int, error) {
-	rows, err := s.query(ctx, stListHolders, from, after, below, scan, limit)
+	rows, err := s.query(ctx, stListHolders, from, after, below, scan, limit) //nolint:rowserrcheck // ReadHolders checks rows.Err and closes rows
 	if err != nil {
 		return nil, "", 0, err
 	}

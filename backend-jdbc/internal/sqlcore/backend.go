@@ -139,14 +139,6 @@ type Backend struct {
 	bgDone    chan struct{} // nil without cleanup
 }
 
-var (
-	_ simba.Backend        = (*Backend)(nil)
-	_ simba.HolderReader   = (*Backend)(nil)
-	_ simba.IdentityOpener = (*Backend)(nil)
-	_ simba.Sweeper        = (*Backend)(nil)
-	_ simba.HolderLister   = (*Backend)(nil)
-)
-
 // New resolves cfg.Options and returns the backend; it sends nothing to
 // the server.
 func New(cfg Config) (*Backend, error) {
