@@ -453,12 +453,7 @@ func (s *dialect) Prepare(ctx context.Context) error {
 	s.stmts, s.boundStmts = stmts, map[boundKey]*sql.Stmt{}
 	s.mariadb = strings.Contains(version, "MariaDB")
 	s.mu.Unlock()
-	for _, p := range old {
-		p.Close()
-	}
-	for _, p := range oldBound {
-		p.Close()
-	}
+	closeStmts(old, oldBound)
 	return nil
 }
 
@@ -469,10 +464,15 @@ func (s *dialect) Close() {
 	old, oldBound := s.stmts, s.boundStmts
 	s.boundStmts, s.closed = map[boundKey]*sql.Stmt{}, true
 	s.mu.Unlock()
-	for _, p := range old {
+	closeStmts(old, oldBound)
+}
+
+// closeStmts closes statements that no call takes any more.
+func closeStmts(stmts []*sql.Stmt, bound map[boundKey]*sql.Stmt) {
+	for _, p := range stmts {
 		p.Close()
 	}
-	for _, p := range oldBound {
+	for _, p := range bound {
 		p.Close()
 	}
 }
@@ -661,15 +661,7 @@ func (s *dialect) CloseSession(ctx context.Context, id string) error {
 }
 
 func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
-	var id, identity string
-	var token, since int64
-	switch err := s.scanRow(ctx, stHolder, []any{&id, &identity, &token, &since}, name); {
-	case errors.Is(err, sql.ErrNoRows):
-		return simba.Holder{}, false, nil
-	case err != nil:
-		return simba.Holder{}, false, err
-	}
-	return simba.Holder{Session: simba.SessionID(id), Identity: identity, Token: uint64(token), Since: time.UnixMicro(since).UTC()}, true, nil
+	return sqlcore.ScanHolder(func(dest ...any) error { return s.scanRow(ctx, stHolder, dest, name) }, sql.ErrNoRows)
 }
 
 func (s *dialect) ListHolders(ctx context.Context, from, after, below string, scan, limit int) ([]simba.HeldLease, string, int, error) {

@@ -164,8 +164,9 @@ DELETE FROM {session} WHERE id = $1`
 	// The owner of a lease if its session is live. A snapshot read, which
 	// locks and waits for nothing, so now() is its clock, as for the group
 	// counts of the keep-alive. No row: no owner (released), or an owner
-	// expired, closed or cleaned up.
-	pgHolder = `SELECT s.id, s.identity, l.token, l.acquired_at
+	// expired, closed or cleaned up. The start of the term is sent as
+	// microseconds since the epoch (sqlcore.ScanHolder).
+	pgHolder = `SELECT s.id, s.identity, l.token, (extract(epoch FROM l.acquired_at) * 1000000)::bigint
 FROM {lease} l JOIN {session} s ON s.id = l.session_id
 WHERE l.name = $1 AND s.expires_at > now()`
 
@@ -542,16 +543,7 @@ func (s *dialect) CloseSession(ctx context.Context, id string) error {
 }
 
 func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
-	var id, identity string
-	var token int64
-	var since time.Time
-	switch err := s.pool.QueryRow(ctx, s.q.holder, name).Scan(&id, &identity, &token, &since); {
-	case errors.Is(err, pgx.ErrNoRows):
-		return simba.Holder{}, false, nil
-	case err != nil:
-		return simba.Holder{}, false, err
-	}
-	return simba.Holder{Session: simba.SessionID(id), Identity: identity, Token: uint64(token), Since: since.UTC()}, true, nil
+	return sqlcore.ScanHolder(s.pool.QueryRow(ctx, s.q.holder, name).Scan, pgx.ErrNoRows)
 }
 
 func (s *dialect) ListHolders(ctx context.Context, from, after, below string, scan, limit int) ([]simba.HeldLease, string, int, error) {

@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -62,6 +63,22 @@ func ReadKeepAlive(rows RowSource) (reply simba.KeepAliveReply, lost []Check, li
 		return simba.KeepAliveReply{}, nil, false, fmt.Errorf("keep-alive reply incomplete: %d of %d leases read", len(reply.Leases), want)
 	}
 	return reply, lost, live, nil
+}
+
+// ScanHolder reads the row of a holder's statement (Dialect.Holder):
+// session, identity, token and start of the term in microseconds since
+// the epoch, through scan. noRows is the driver's error of a statement
+// that found no row: nobody holds the lease.
+func ScanHolder(scan func(dest ...any) error, noRows error) (simba.Holder, bool, error) {
+	var id, identity string
+	var token, since int64
+	switch err := scan(&id, &identity, &token, &since); {
+	case errors.Is(err, noRows):
+		return simba.Holder{}, false, nil
+	case err != nil:
+		return simba.Holder{}, false, err
+	}
+	return simba.Holder{Session: simba.SessionID(id), Identity: identity, Token: uint64(token), Since: time.UnixMicro(since).UTC()}, true, nil
 }
 
 // ReadHolders reads the rows of a listing's page (Dialect.ListHolders):
