@@ -97,23 +97,7 @@ func InTermTx(ctx context.Context, db *sql.DB, term *simba.Term, opts TermTx, fn
 	}()
 	var one int
 	err = tx.QueryRowContext(ctx, check, term.Name(), string(term.Session()), int64(term.Token())).Scan(&one)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return sqlcore.TermEnded(pkg.Name, term, nil)
-	case err != nil:
-		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: check the lease: %w", pkg.Name, err))
-	}
-	if err = fn(ctx, tx); err != nil {
-		return sqlcore.TermError(pkg.Name, term, err)
-	}
-	if !term.Valid() {
-		err = sqlcore.TermEnded(pkg.Name, term, nil)
-		return err
-	}
-	if err = tx.Commit(); err != nil {
-		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: commit: %w", pkg.Name, err))
-	}
-	return nil
+	return sqlcore.TermCommit(pkg.Name, term, err, sql.ErrNoRows, func() error { return fn(ctx, tx) }, tx.Commit)
 }
 
 // boundTransactions sets MariaDB's idle_transaction_timeout and
