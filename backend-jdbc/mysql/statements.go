@@ -448,12 +448,7 @@ func (s *dialect) Prepare(ctx context.Context) error {
 	s.stmts, s.boundStmts = stmts, map[boundKey]*sql.Stmt{}
 	s.mariadb = strings.Contains(version, "MariaDB")
 	s.mu.Unlock()
-	for _, p := range old {
-		p.Close()
-	}
-	for _, p := range oldBound {
-		p.Close()
-	}
+	closeStmts(old, oldBound)
 	return nil
 }
 
@@ -464,10 +459,15 @@ func (s *dialect) Close() {
 	old, oldBound := s.stmts, s.boundStmts
 	s.boundStmts, s.closed = map[boundKey]*sql.Stmt{}, true
 	s.mu.Unlock()
-	for _, p := range old {
+	closeStmts(old, oldBound)
+}
+
+// closeStmts closes statements that no call takes any more.
+func closeStmts(stmts []*sql.Stmt, bound map[boundKey]*sql.Stmt) {
+	for _, p := range stmts {
 		p.Close()
 	}
-	for _, p := range oldBound {
+	for _, p := range bound {
 		p.Close()
 	}
 }
@@ -661,45 +661,15 @@ func (s *dialect) CloseSession(ctx context.Context, id string) error {
 }
 
 func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
-	var id, identity string
-	var token, since int64
-	switch err := s.scanRow(ctx, stHolder, []any{&id, &identity, &token, &since}, name); {
-	case errors.Is(err, sql.ErrNoRows):
-		return simba.Holder{}, false, nil
-	case err != nil:
-		return simba.Holder{}, false, err
-	}
-	return simba.Holder{Session: simba.SessionID(id), Identity: identity, Token: uint64(token), Since: time.UnixMicro(since).UTC()}, true, nil
+	return sqlcore.ScanHolder(func(dest ...any) error { return s.scanRow(ctx, stHolder, dest, name) }, sql.ErrNoRows)
 }
 
 func (s *dialect) ListHolders(ctx context.Context, from, after, below string, scan, limit int) ([]simba.HeldLease, string, int, error) {
-	rows, err := s.query(ctx, stListHolders, from, after, below, scan, limit)
+	rows, err := s.query(ctx, stListHolders, from, after, below, scan, limit) //nolint:rowserrcheck // ReadHolders checks rows.Err and closes rows
 	if err != nil {
 		return nil, "", 0, err
 	}
-	defer rows.Close()
-	var held []simba.HeldLease
-	var last string
-	var scanned int64
-	for rows.Next() {
-		var name, id, identity sql.NullString
-		var token int64
-		var since sql.NullInt64
-		if err := rows.Scan(&name, &id, &identity, &token, &since); err != nil {
-			return nil, "", 0, err
-		}
-		if !id.Valid { // the last row: what b read
-			scanned, last = token, name.String
-			continue
-		}
-		held = append(held, simba.HeldLease{Name: name.String, Holder: simba.Holder{
-			Session: simba.SessionID(id.String), Identity: identity.String, Token: uint64(token), Since: time.UnixMicro(since.Int64).UTC(),
-		}})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", 0, err
-	}
-	return held, last, int(scanned), nil
+	return sqlcore.ReadHolders(sqlcore.SQLRows{Rows: rows})
 }
 
 func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
@@ -829,22 +799,14 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 	return last, removed, nil
 }
 
-// UndefinedTable recognises ER_NO_SUCH_TABLE (1146).
-func (s *dialect) UndefinedTable(err error) (string, bool) {
+// Undefined recognises ER_NO_SUCH_TABLE (1146) and ER_BAD_FIELD_ERROR
+// (1054).
+func (s *dialect) Undefined(err error) (string, bool, bool) {
 	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) && myErr.Number == 1146 {
-		return myErr.Message, true
+	if !errors.As(err, &myErr) || myErr.Number != 1146 && myErr.Number != 1054 {
+		return "", false, false
 	}
-	return "", false
-}
-
-// UndefinedColumn recognises ER_BAD_FIELD_ERROR (1054).
-func (s *dialect) UndefinedColumn(err error) (string, bool) {
-	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) && myErr.Number == 1054 {
-		return myErr.Message, true
-	}
-	return "", false
+	return myErr.Message, myErr.Number == 1146, true
 }
 
 // migrations are the schema's steps, each idempotent; a released step is

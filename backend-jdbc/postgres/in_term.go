@@ -3,7 +3,6 @@ package simbapg
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -102,23 +101,8 @@ func InTermTx(ctx context.Context, db TxBeginner, term *simba.Term, opts TermTx,
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return sqlcore.TermEnded(pkg.Name, term, nil)
-	case err != nil:
-		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: check the lease: %w", pkg.Name, err))
-	}
-	if err = fn(ctx, tx); err != nil {
-		return sqlcore.TermError(pkg.Name, term, err)
-	}
-	if !term.Valid() {
-		err = sqlcore.TermEnded(pkg.Name, term, nil)
-		return err
-	}
-	if err = tx.Commit(ctx); err != nil {
-		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: commit: %w", pkg.Name, err))
-	}
-	return nil
+	return sqlcore.TermCommit(pkg.Name, term, err, pgx.ErrNoRows, func() error { return fn(ctx, tx) },
+		func() error { return tx.Commit(ctx) })
 }
 
 // TermSQLTx sets up the transactions of InTermSQL.

@@ -157,16 +157,18 @@ DELETE FROM {session} WHERE id = $1`
 	// The owner of a lease if its session is live. A snapshot read, which
 	// locks and waits for nothing, so now() is its clock, as for the group
 	// counts of the keep-alive. No row: no owner (released), or an owner
-	// expired, closed or cleaned up.
-	pgHolder = `SELECT s.id, s.identity, l.token, l.acquired_at
+	// expired, closed or cleaned up. The start of the term is sent as
+	// microseconds since the epoch (sqlcore.ScanHolder).
+	pgHolder = `SELECT s.id, s.identity, l.token, (extract(epoch FROM l.acquired_at) * 1000000)::bigint
 FROM {lease} l JOIN {session} s ON s.id = l.session_id
 WHERE l.name = $1 AND s.expires_at > now()`
 
 	// One page of a listing: b reads the next $4 lease rows of the name
 	// range [$1, $3) above $2 from the primary key's index, h keeps those
 	// a live session owns (the snapshot's now(), as in pgHolder), at most
-	// $5, and a last row of its own (its session NULL) gives the last name
-	// b read and how many rows it read.
+	// $5, with the start of each term in microseconds since the epoch (as
+	// on MySQL, for sqlcore.ReadHolders), and a last row of its own (its
+	// session NULL) gives the last name b read and how many rows it read.
 	pgListHolders = `WITH b AS MATERIALIZED (
     SELECT name, session_id, token, acquired_at FROM {lease}
     WHERE name >= $1 AND name > $2 AND name < $3 ORDER BY name LIMIT $4
@@ -175,7 +177,7 @@ WHERE l.name = $1 AND s.expires_at > now()`
     FROM b JOIN {session} s ON s.id = b.session_id
     WHERE s.expires_at > now() ORDER BY b.name LIMIT $5
 )
-SELECT name::text, id::text, identity::text, token, acquired_at FROM h
+SELECT name::text, id::text, identity::text, token, (extract(epoch FROM acquired_at) * 1000000)::bigint FROM h
 UNION ALL
 SELECT max(name)::text, NULL, NULL, count(*), NULL FROM b`
 
@@ -528,16 +530,7 @@ func (s *dialect) CloseSession(ctx context.Context, id string) error {
 }
 
 func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
-	var id, identity string
-	var token int64
-	var since time.Time
-	switch err := s.pool.QueryRow(ctx, s.q.holder, name).Scan(&id, &identity, &token, &since); {
-	case errors.Is(err, pgx.ErrNoRows):
-		return simba.Holder{}, false, nil
-	case err != nil:
-		return simba.Holder{}, false, err
-	}
-	return simba.Holder{Session: simba.SessionID(id), Identity: identity, Token: uint64(token), Since: since.UTC()}, true, nil
+	return sqlcore.ScanHolder(s.pool.QueryRow(ctx, s.q.holder, name).Scan, pgx.ErrNoRows)
 }
 
 func (s *dialect) ListHolders(ctx context.Context, from, after, below string, scan, limit int) ([]simba.HeldLease, string, int, error) {
@@ -545,30 +538,7 @@ func (s *dialect) ListHolders(ctx context.Context, from, after, below string, sc
 	if err != nil {
 		return nil, "", 0, err
 	}
-	var held []simba.HeldLease
-	var last string
-	var scanned int64
-	var name, id, identity *string
-	var token int64
-	var since *time.Time
-	_, err = pgx.ForEachRow(rows, []any{&name, &id, &identity, &token, &since}, func() error {
-		switch {
-		case id == nil: // the last row: what b read
-			scanned = token
-			if name != nil {
-				last = *name
-			}
-		case name != nil && identity != nil && since != nil:
-			held = append(held, simba.HeldLease{Name: *name, Holder: simba.Holder{
-				Session: simba.SessionID(*id), Identity: *identity, Token: uint64(token), Since: since.UTC(),
-			}})
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, "", 0, err
-	}
-	return held, last, int(scanned), nil
+	return sqlcore.ReadHolders(rows)
 }
 
 func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
@@ -604,22 +574,14 @@ func (s *dialect) Sweep(ctx context.Context, idle time.Duration, after string, l
 	return *last, int(removed), nil
 }
 
-// UndefinedTable recognises undefined_table (42P01).
-func (s *dialect) UndefinedTable(err error) (string, bool) {
+// Undefined recognises undefined_table (42P01) and undefined_column
+// (42703).
+func (s *dialect) Undefined(err error) (string, bool, bool) {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
-		return pgErr.Message, true
+	if !errors.As(err, &pgErr) || pgErr.Code != "42P01" && pgErr.Code != "42703" {
+		return "", false, false
 	}
-	return "", false
-}
-
-// UndefinedColumn recognises undefined_column (42703).
-func (s *dialect) UndefinedColumn(err error) (string, bool) {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42703" {
-		return pgErr.Message, true
-	}
-	return "", false
+	return pgErr.Message, pgErr.Code == "42P01", true
 }
 
 func (s *dialect) Close() {}

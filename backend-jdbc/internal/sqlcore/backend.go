@@ -5,6 +5,9 @@
 // public package links only its own.
 package sqlcore
 
+// The public packages' API files come from templates/ (TestGeneratedFiles).
+//go:generate go test -run ^TestGeneratedFiles$ -update .
+
 import (
 	"context"
 	"fmt"
@@ -81,12 +84,13 @@ type Dialect interface {
 	// in the same transaction. It returns the last name looked at, ""
 	// when fewer than limit were left, and the number deleted.
 	Sweep(ctx context.Context, idle time.Duration, after string, limit int) (last string, removed int, err error)
-	// UndefinedTable returns the server's message when err says that a
-	// table does not exist.
-	UndefinedTable(err error) (message string, ok bool)
-	// UndefinedColumn returns the server's message when err says that a
-	// column does not exist.
-	UndefinedColumn(err error) (message string, ok bool)
+	// Undefined returns the server's message when err says that a table
+	// (table true) or a column does not exist.
+	Undefined(err error) (message string, table, ok bool)
+	// Warnings reads the server's settings once a session is open and
+	// returns those that break a guarantee of the backend; a failed read
+	// returns none, and the next session reads again.
+	Warnings(ctx context.Context) []simba.Warning
 	// Close releases prepared statements; it never closes the client.
 	Close()
 }
@@ -129,14 +133,6 @@ type Backend struct {
 	closeOnce sync.Once
 	bgDone    chan struct{} // nil without cleanup
 }
-
-var (
-	_ simba.Backend        = (*Backend)(nil)
-	_ simba.HolderReader   = (*Backend)(nil)
-	_ simba.IdentityOpener = (*Backend)(nil)
-	_ simba.Sweeper        = (*Backend)(nil)
-	_ simba.HolderLister   = (*Backend)(nil)
-)
 
 // New resolves cfg.Options and returns the backend; it sends nothing to
 // the server.
@@ -330,7 +326,7 @@ func (b *Backend) wrap(op string, err error) error {
 		b.schemaOK.Store(false)
 		return &MissingTableError{Tables: tables, Err: err, pkg: b.pkg}
 	}
-	if msg, ok := b.d.UndefinedColumn(err); ok {
+	if msg, table, ok := b.d.Undefined(err); ok && !table {
 		b.schemaOK.Store(false)
 		if cols := b.missingColumns(msg); cols != nil {
 			return b.outdated(cols, err)
@@ -380,8 +376,8 @@ func (b *Backend) missingColumns(msg string) []Column {
 // missingTables returns the tables of this backend that err says do not
 // exist, nil when err is about something else.
 func (b *Backend) missingTables(err error) []string {
-	msg, ok := b.d.UndefinedTable(err)
-	if !ok {
+	msg, table, ok := b.d.Undefined(err)
+	if !ok || !table {
 		return nil
 	}
 	// Quote-delimited in both servers' messages: "simba_lease" on
@@ -428,7 +424,8 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 }
 
 // OpenSessionAs is OpenSession for a session whose row stores identity,
-// which Holder reports; empty, it stores none. An identity longer than
+// which Holder reports; empty, it stores none. A second round trip reads
+// the server's settings for the grant's Warnings (Dialect.Warnings). An identity longer than
 // simba.MaxIdentity bytes, or not printable UTF-8, fails with an error
 // matching simba.ErrInvalidArgument before any statement.
 func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
@@ -449,7 +446,7 @@ func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identi
 	}
 	// The row expires lease after the statement ran, which is after the
 	// caller sent it: reporting lease can only err on the safe side.
-	return simba.SessionGrant{ID: simba.SessionID(id), Remaining: lease}, nil
+	return simba.SessionGrant{ID: simba.SessionID(id), Remaining: lease, Warnings: b.d.Warnings(ctx)}, nil
 }
 
 // KeepAlive renews s unless it expired or was closed

@@ -3,7 +3,6 @@ package sqlcore
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -66,21 +65,5 @@ func InTermSQL(ctx context.Context, pkg string, postgres bool, db *sql.DB, term 
 	}
 	var one int
 	err = tx.QueryRowContext(ctx, check, term.Name(), string(term.Session()), int64(term.Token())).Scan(&one)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return TermEnded(pkg, term, nil)
-	case err != nil:
-		return TermError(pkg, term, fmt.Errorf("%s: InTerm: check the lease: %w", pkg, err))
-	}
-	if err = fn(ctx, tx); err != nil {
-		return TermError(pkg, term, err)
-	}
-	if !term.Valid() {
-		err = TermEnded(pkg, term, nil)
-		return err
-	}
-	if err = tx.Commit(); err != nil {
-		return TermError(pkg, term, fmt.Errorf("%s: InTerm: commit: %w", pkg, err))
-	}
-	return nil
+	return TermCommit(pkg, term, err, sql.ErrNoRows, func() error { return fn(ctx, tx) }, tx.Commit)
 }

@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -64,6 +65,50 @@ func ReadKeepAlive(rows RowSource, asked int) (reply simba.KeepAliveReply, token
 		return simba.KeepAliveReply{}, nil, false, fmt.Errorf("keep-alive reply incomplete: %d of %d leases read", looked, asked)
 	}
 	return reply, tokens, live, nil
+}
+
+// ScanHolder reads the row of a holder's statement (Dialect.Holder):
+// session, identity, token and start of the term in microseconds since
+// the epoch, through scan. noRows is the driver's error of a statement
+// that found no row: nobody holds the lease.
+func ScanHolder(scan func(dest ...any) error, noRows error) (simba.Holder, bool, error) {
+	var id, identity string
+	var token, since int64
+	switch err := scan(&id, &identity, &token, &since); {
+	case errors.Is(err, noRows):
+		return simba.Holder{}, false, nil
+	case err != nil:
+		return simba.Holder{}, false, err
+	}
+	return simba.Holder{Session: simba.SessionID(id), Identity: identity, Token: uint64(token), Since: time.UnixMicro(since).UTC()}, true, nil
+}
+
+// ReadHolders reads the rows of a listing's page (Dialect.ListHolders):
+// (name, session, identity, token, start of the term in microseconds
+// since the epoch) for each lease held, and a row whose session is NULL
+// with the last name the page read and how many rows it read. It closes
+// rows.
+func ReadHolders(rows RowSource) (held []simba.HeldLease, last string, scanned int, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		var name, id, identity sql.NullString
+		var token int64
+		var since sql.NullInt64
+		if err := rows.Scan(&name, &id, &identity, &token, &since); err != nil {
+			return nil, "", 0, err
+		}
+		if !id.Valid { // what the page read
+			scanned, last = int(token), name.String
+			continue
+		}
+		held = append(held, simba.HeldLease{Name: name.String, Holder: simba.Holder{
+			Session: simba.SessionID(id.String), Identity: identity.String, Token: uint64(token), Since: time.UnixMicro(since.Int64).UTC(),
+		}})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", 0, err
+	}
+	return held, last, scanned, nil
 }
 
 // Micros returns d in whole microseconds, the unit of every lease sent to

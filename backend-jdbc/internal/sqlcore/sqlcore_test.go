@@ -333,15 +333,15 @@ func (fakeDialect) Cleanup(context.Context, int) (int, error)        { return 0,
 func (fakeDialect) Sweep(context.Context, time.Duration, string, int) (string, int, error) {
 	return "", 0, nil
 }
-func (fakeDialect) UndefinedTable(error) (string, bool) { return "", false }
+func (fakeDialect) Warnings(context.Context) []simba.Warning { return nil }
 
-// UndefinedColumn recognises the errors of undefinedColumn.
-func (fakeDialect) UndefinedColumn(err error) (string, bool) {
+// Undefined recognises the errors of undefinedColumn, as a column's.
+func (fakeDialect) Undefined(err error) (string, bool, bool) {
 	var u undefinedColumn
 	if errors.As(err, &u) {
-		return string(u), true
+		return string(u), false, true
 	}
-	return "", false
+	return "", false, false
 }
 
 type undefinedColumn string
