@@ -200,6 +200,7 @@ var checks = []struct {
 	{"UnknownSessionsAreExpired", "unknown", testUnknownSessions},
 	{"InvalidNamesRefused", "badname", testInvalidNames},
 	{"CancelledContext", "cancel", testCancelledContext},
+	{"ConcurrentCallsOfOneSession", "conc", testConcurrentCalls},
 	{"EngineLocks", "engine", testEngineLocks},
 	{"ClosedBackend", "closed", testClosedBackend},
 	{"SilentServer", "silent", testSilentServer},

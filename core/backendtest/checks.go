@@ -357,8 +357,9 @@ func testWatchRelease(e *env) {
 
 // testConcurrentAcquire: sessions on many nodes race for one name; every
 // round has exactly one winner and the tokens grow round after round.
+// Rounds end by a release, by the winner's close, or by its expiry.
 func testConcurrentAcquire(e *env) {
-	const racers, rounds = 20, 5
+	const racers, rounds = 20, 6
 	ss := make([]*session, racers)
 	for i := range ss {
 		ss[i] = e.openLong(e.node())
@@ -408,7 +409,18 @@ func testConcurrentAcquire(e *env) {
 			}
 			s.wantLeases(s.keepAlive(), want, "only the winner owns the lease")
 		}
-		ss[winner].release(n, tok)
+		// Every way a lease becomes free is raced for: a release, the
+		// winner's close, and with Harness.Expire its expiry.
+		switch w := ss[winner]; {
+		case round%3 == 0:
+			w.release(n, tok)
+		case round%3 == 2 && e.h.Expire != nil:
+			e.h.Expire(e.t, w.id)
+			ss[winner] = e.openLong(w.b)
+		default:
+			w.close()
+			ss[winner] = e.openLong(w.b)
+		}
 	}
 }
 
@@ -498,7 +510,7 @@ func testHolder(e *env) {
 		e.t.Skip("the backend does not implement simba.HolderReader")
 	}
 	_, identities := na.(simba.IdentityOpener)
-	const identity = "node-a:42 (test)"
+	const identity = "node-a:42 (é, 🔒)"
 	a := e.openAs(na, identity)
 	n := e.name("n")
 	holder := func() (simba.Holder, bool) {
@@ -543,6 +555,15 @@ func testHolder(e *env) {
 	held(held2, a)
 	a.close()
 	none("its owner's session was closed")
+	if identities { // simba.MaxIdentity bytes of four-byte characters (utf8mb4 on MySQL)
+		longest := strings.Repeat("🔒", simba.MaxIdentity/4)
+		m := e.openAs(na, longest)
+		tok := m.win(n)
+		if h, ok := holder(); !ok || h.Identity != longest || h.Token != tok {
+			e.t.Fatalf("Holder(%q) = %+v, %v; want the longest identity at token %d", n, h, ok, tok)
+		}
+		m.close()
+	}
 	if e.h.Expire != nil {
 		x := e.openAs(na, identity)
 		tok := x.win(n)

@@ -3,8 +3,10 @@ package backendtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/goleak"
@@ -191,4 +193,67 @@ func testInvalidNames(e *env) {
 		}
 	}
 	s.wantLeases(s.keepAlive(), nil, "no invalid name was taken")
+}
+
+// testConcurrentCalls: acquires and releases of one session run at once,
+// beside its keep-alives, as a client taking many leases in parallel
+// does: none fails (a deadlock between the session's own statements
+// surfaces as an error), and the keep-alive then lists what is held.
+func testConcurrentCalls(e *env) {
+	b := e.node()
+	s := e.openLong(b)
+	const workers, each = 8, 20
+	ctx, cancel := e.ctx()
+	defer cancel()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, workers+1)
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := b.KeepAlive(ctx, s.id, s.lease); err != nil {
+				errs <- fmt.Errorf("KeepAlive: %w", err)
+				return
+			}
+			time.Sleep(time.Millisecond) // lets the clock of a synctest bubble move
+		}
+	})
+	want := make([]map[string]uint64, workers)
+	var work sync.WaitGroup
+	for w := range workers {
+		want[w] = map[string]uint64{}
+		work.Go(func() {
+			for i := range each {
+				name := e.name(fmt.Sprintf("w%d-%d", w, i%(each/2)))
+				r, err := b.Acquire(ctx, s.id, name)
+				if err != nil || !r.Won {
+					errs <- fmt.Errorf("Acquire(%q) = %+v, %w", name, r, err)
+					return
+				}
+				want[w][name] = r.Token
+				if i < each/2 {
+					continue // the first half is kept, then taken again and released
+				}
+				if err := b.Release(ctx, s.id, name, r.Token); err != nil {
+					errs <- fmt.Errorf("Release(%q): %w", name, err)
+					return
+				}
+				delete(want[w], name)
+			}
+		})
+	}
+	work.Wait()
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.t.Error(err)
+	}
+	if !e.t.Failed() {
+		s.wantLeases(s.keepAlive(), nil, "every lease taken was released")
+	}
 }
