@@ -192,9 +192,10 @@ func TestInvalidInputNeverReachesTheServer(t *testing.T) {
 	}
 }
 
+// TestClosedBackend: closing a Backend made by New leaves the caller's
+// client working (the conformance suite checks the rest of Close).
 func TestClosedBackend(t *testing.T) {
-	url := serverURL(t)
-	copts, err := redis.ParseURL(url)
+	copts, err := redis.ParseURL(serverURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,47 +206,11 @@ func TestClosedBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := callCtx(t)
-	g, err := b.OpenSession(ctx, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	watch, err := b.WatchRelease(ctx, "n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.CloseSession(ctx, g.ID); err != nil {
-		t.Fatal(err)
-	}
 	if err := b.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if err := b.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	select {
-	case <-watch:
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not wake a release watcher")
-	}
-	if err := user.Ping(ctx).Err(); err != nil {
+	if err := user.Ping(callCtx(t)).Err(); err != nil {
 		t.Fatalf("Close closed the caller's client: %v", err)
-	}
-	for op, err := range map[string]error{
-		"OpenSession":   second(b.OpenSession(ctx, time.Second)),
-		"OpenSessionAs": second(b.OpenSessionAs(ctx, time.Second, "me")),
-		"Holder":        func() error { _, _, err := b.Holder(ctx, "n"); return err }(),
-		"KeepAlive":     second(b.KeepAlive(ctx, g.ID, time.Second)),
-		"Acquire":       second(b.Acquire(ctx, g.ID, "n")),
-		"Release":       b.Release(ctx, g.ID, "n", 1),
-		"JoinGroup":     second(b.JoinGroup(ctx, g.ID, "g")),
-		"LeaveGroup":    b.LeaveGroup(ctx, g.ID, "g"),
-		"CloseSession":  b.CloseSession(ctx, g.ID),
-		"WatchRelease":  second(b.WatchRelease(ctx, "n")),
-	} {
-		if !errors.Is(err, ErrClosed) {
-			t.Errorf("%s after Close = %v, want ErrClosed", op, err)
-		}
 	}
 }
 

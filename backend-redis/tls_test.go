@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/backendtest"
 )
 
@@ -123,18 +122,21 @@ func openTLS(t testing.TB, rawURL string, opts Options) *Backend {
 
 // TestTLSConformance runs the conformance suite over TLS, as the ACL user
 // of the TLS test server: a rediss:// URL with the user and password, and
-// Options.TLSConfig with the test CA.
+// Options.TLSConfig with the test CA; passwords in errors are checked on
+// rediss:// URLs.
 func TestTLSConformance(t *testing.T) {
 	rawURL, roots := tlsServer(t)
 	prefix := testPrefix()
-	t.Cleanup(func() { deleteKeys(t, tlsRawClient(t, rawURL, roots), prefix) })
-	backendtest.Run(t, backendtest.Harness{
-		New: func(t testing.TB) simba.Backend {
-			return openTLS(t, rawURL, Options{KeyPrefix: prefix, TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}})
-		},
-		Lease:         2 * time.Second,
-		ListUnordered: true,
-	})
+	raw := tlsRawClient(t, rawURL, roots)
+	t.Cleanup(func() { deleteKeys(t, raw, prefix) })
+	conf := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	h := harness(raw, prefix, func(t testing.TB) *Backend { return openTLS(t, rawURL, Options{KeyPrefix: prefix, TLSConfig: conf}) })
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Secrets = secretCases("rediss", u.Host, conf)
+	backendtest.Run(t, h)
 }
 
 // TestTLSForms opens the TLS test server in each form the README gives:
