@@ -214,8 +214,6 @@ func TestClosedBackend(t *testing.T) {
 	}
 }
 
-func second[T any](_ T, err error) error { return err }
-
 // TestLayout checks the keys of the default prefix against the layout the
 // README documents.
 func TestLayout(t *testing.T) {
