@@ -281,6 +281,11 @@ func (m *mutant) Sweep(ctx context.Context, idle time.Duration) (int, error) {
 }
 
 func (m *mutant) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
+	g, err := m.openSession(ctx, lease)
+	return g, m.silenced(ctx, err)
+}
+
+func (m *mutant) openSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
 	switch m.kind {
 	case "expires-early":
 		g, err := m.Conn.OpenSession(ctx, lease/2)
@@ -375,7 +380,7 @@ func (m *mutant) Release(ctx context.Context, s simba.SessionID, name string, to
 	m.gate.mu.Unlock()
 	owner, current, ok := m.srv.Owner(name)
 	if m.kind == "unknown-release-fails" && !slices.Contains(m.srv.Sessions(), s) {
-		return fmt.Errorf("release: %w", simba.ErrSessionExpired)
+		return errors.New("release: no such session")
 	}
 	switch {
 	case m.kind == "release-ignores-token" && ok && owner == s:
