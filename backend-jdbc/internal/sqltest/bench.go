@@ -2,13 +2,14 @@ package sqltest
 
 import (
 	"fmt"
+	"github.com/simba-go/simba/core/backendtest"
 	"testing"
 	"time"
 )
 
 // Bench runs the benchmarks of h against its test server.
 func Bench(b *testing.B, h Harness) {
-	raw := ServerEnv(b, h.EnvVar)
+	raw := backendtest.ServerEnv(b, h.EnvVar)
 	for _, bm := range []struct {
 		name string
 		fn   func(b *testing.B, f *fixture)

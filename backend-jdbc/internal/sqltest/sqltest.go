@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // Harness describes one database's test server and the package under test.
@@ -135,21 +135,6 @@ func Dollars(q string) string {
 	return b.String()
 }
 
-// ServerEnv returns the value of the variable naming a test server.
-// Without it the test is skipped, except under CI, where it fails: CI never
-// passes by skipping.
-func ServerEnv(t testing.TB, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set (CI is set, so this test must run): eval \"$(tools/testenv/up)\"", name)
-		}
-		t.Skipf("%s is not set: eval \"$(tools/testenv/up)\" to run against a real server", name)
-	}
-	return v
-}
-
 // tests are the server tests Run runs, by name.
 var tests = []struct {
 	name string
@@ -212,7 +197,7 @@ func IsolationTests(name string) bool {
 // Run runs the server tests of h, each as a subtest with tables of its own
 // that are dropped when it ends.
 func Run(t *testing.T, h Harness) {
-	raw := ServerEnv(t, h.EnvVar)
+	raw := backendtest.ServerEnv(t, h.EnvVar)
 	if h.Server != nil {
 		raw = h.Server(t, raw)
 	}
