@@ -2,9 +2,7 @@ package simbaredis
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,8 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	simba "github.com/simba-go/simba/core"
@@ -110,7 +106,7 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 		log:       o.Logger,
 		onWarning: o.OnWarning,
 	}
-	b.notify = newNotifier(client, b.channel, newSessionID(), b.log)
+	b.notify = newNotifier(client, b.channel, backendkit.NewSessionID(), b.log)
 	b.notify.pass = b.passRelease
 	b.notify.forget = b.leaveQueue
 	if sink == nil && !o.KeepDriverLogger {
@@ -495,13 +491,13 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 	}
 	args := []any{ms}
 	if identity != "" {
-		if err := checkIdentity(identity); err != nil {
-			return simba.SessionGrant{}, err
+		if err := backendkit.CheckIdentity(identity); err != nil {
+			return simba.SessionGrant{}, fmt.Errorf("simbaredis: open session: %w: identity: %w", simba.ErrInvalidArgument, err)
 		}
 		args = append(args, identity)
 	}
 	b.checkServer(ctx)
-	sid := newSessionID()
+	sid := backendkit.NewSessionID()
 	n, err := openScript.Run(ctx, b.client, []string{b.sessionKey(sid)}, args...).Int64()
 	if err != nil {
 		return simba.SessionGrant{}, wrapErr("open session", err)
@@ -851,7 +847,7 @@ func (b *Backend) check(s simba.SessionID, names ...string) (known bool, err err
 			return false, err
 		}
 	}
-	return validSessionID(string(s)), nil
+	return backendkit.ValidSessionID(string(s)), nil
 }
 
 // orExpired returns err, or when it is nil the error of op on a session
@@ -867,25 +863,6 @@ func expired(op string, s simba.SessionID) error {
 	return fmt.Errorf("simbaredis: %s: session %q: %w", op, string(s), simba.ErrSessionExpired)
 }
 
-// checkIdentity refuses an identity that is not at most simba.MaxIdentity
-// bytes of printable UTF-8.
-func checkIdentity(id string) error {
-	switch {
-	case len(id) > simba.MaxIdentity:
-		return fmt.Errorf("simbaredis: open session: %w: identity of %d bytes, want at most %d",
-			simba.ErrInvalidArgument, len(id), simba.MaxIdentity)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("simbaredis: open session: %w: identity is not valid UTF-8", simba.ErrInvalidArgument)
-	}
-	for i, r := range id {
-		if !unicode.IsPrint(r) {
-			return fmt.Errorf("simbaredis: open session: %w: identity has the unprintable character %U at byte %d",
-				simba.ErrInvalidArgument, r, i)
-		}
-	}
-	return nil
-}
-
 // leaseMillis converts a session lease to the whole milliseconds Redis
 // expires keys with.
 func leaseMillis(lease time.Duration) (int64, error) {
@@ -894,25 +871,4 @@ func leaseMillis(lease time.Duration) (int64, error) {
 		return 0, fmt.Errorf("simbaredis: session lease %v: must be at least 1ms", lease)
 	}
 	return ms, nil
-}
-
-// sessionIDLength is the length of a session id: 128 random bits in hex.
-const sessionIDLength = 32
-
-// newSessionID returns 128 bits from the system's secure random source in
-// lower-case hex (crypto/rand.Read never fails; it aborts the program when
-// the source is broken).
-func newSessionID() string {
-	var raw [sessionIDLength / 2]byte
-	_, _ = rand.Read(raw[:])
-	return hex.EncodeToString(raw[:])
-}
-
-// validSessionID reports whether s has the shape of an id newSessionID
-// makes; anything else cannot name a session of this package.
-func validSessionID(s string) bool {
-	if len(s) != sessionIDLength {
-		return false
-	}
-	return strings.Trim(s, "0123456789abcdef") == ""
 }

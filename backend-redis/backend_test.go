@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 func TestKeyPrefixValidation(t *testing.T) {
@@ -233,7 +234,7 @@ func TestLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.CloseSession(context.Background(), g.ID) })
-	if !validSessionID(string(g.ID)) {
+	if !backendkit.ValidSessionID(string(g.ID)) {
 		t.Fatalf("session id %q: want 32 lower-case hex digits", g.ID)
 	}
 	if g.Remaining <= 2900*time.Millisecond || g.Remaining > 3*time.Second {

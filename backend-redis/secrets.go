@@ -2,7 +2,6 @@ package simbaredis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"log/slog"
@@ -18,22 +17,14 @@ import (
 )
 
 // urlHint tells how to write a password that a URL would misread.
-const urlHint = "percent-encode the user name and password (@ %40, : %3A, / %2F, ? %3F, # %23, % %25) " +
-	"or pass them in Options.Username and Options.Password"
+const urlHint = backendkit.PercentEncodeHint + " or pass them in Options.Username and Options.Password"
 
-// parseRedisURL parses rawURL for Open. It refuses a URL whose parts a
-// password holding an unencoded '/', '?', '#' or '@' would have moved: an
-// '@' after the host (in the path or the query), a fragment, or no "//"
-// at all. Its errors never contain any part of rawURL: url.Parse's own
-// errors quote the offending part, which may be part of the password.
+// parseRedisURL is backendkit.ParseURL for Open, with its errors matching
+// ErrInvalidOptions and simba.ErrInvalidURL.
 func parseRedisURL(rawURL string) (*url.URL, error) {
-	u, err := url.Parse(rawURL)
+	u, err := backendkit.ParseURL(rawURL)
 	if err != nil {
-		return nil, invalidURL(fmt.Errorf("%w: redis URL: %s; %s", ErrInvalidOptions, urlProblem(err), urlHint))
-	}
-	if u.Opaque != "" || strings.Contains(rawURL, "#") ||
-		strings.Contains(u.EscapedPath(), "@") || strings.Contains(u.RawQuery, "@") {
-		return nil, invalidURL(fmt.Errorf("%w: redis URL: cannot tell its user information from the rest; %s", ErrInvalidOptions, urlHint))
+		return nil, invalidURL(fmt.Errorf("%w: redis URL: %w; %s", ErrInvalidOptions, err, urlHint))
 	}
 	return u, nil
 }
@@ -47,23 +38,6 @@ func (e *urlError) Error() string   { return e.err.Error() }
 func (e *urlError) Unwrap() []error { return []error{e.err, simba.ErrInvalidURL} }
 
 func invalidURL(err error) error { return &urlError{err} }
-
-// urlProblem names what url.Parse refused, without quoting the URL.
-func urlProblem(err error) string {
-	var esc url.EscapeError
-	var host url.InvalidHostError
-	switch {
-	case errors.As(err, &esc):
-		return "a '%' not followed by two hexadecimal digits"
-	case errors.As(err, &host):
-		return "an invalid character in the host"
-	case strings.Contains(err.Error(), "invalid port"):
-		// The text after the last ':' of the authority: a port, unless
-		// the password moved it.
-		return "not a valid URL (a port that is not a number from 1 to 65535, or an unencoded '/', '?' or '#' in the password)"
-	}
-	return "not a valid URL"
-}
 
 // clientSecrets returns the passwords a go-redis client was configured
 // with, when its type tells.

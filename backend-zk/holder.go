@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/go-zookeeper/zk"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // Holder reports who holds the lease name now, with one request: a
@@ -95,19 +94,14 @@ func holderOf(data []byte, st *zk.Stat) simba.Holder {
 	return h
 }
 
-// checkIdentity accepts an identity of at most simba.MaxIdentity bytes of
-// printable UTF-8, the empty one included (no identity).
+// checkIdentity accepts the identities simba.WithIdentity accepts
+// (backendkit.CheckIdentity), and the empty one (no identity).
 func checkIdentity(id string) error {
-	switch {
-	case len(id) > simba.MaxIdentity:
-		return fmt.Errorf("%w: identity of %d bytes, want at most %d", simba.ErrInvalidArgument, len(id), simba.MaxIdentity)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: identity is not valid UTF-8", simba.ErrInvalidArgument)
+	if id == "" {
+		return nil
 	}
-	for i, r := range id {
-		if !unicode.IsPrint(r) {
-			return fmt.Errorf("%w: identity has the unprintable character %U at byte %d", simba.ErrInvalidArgument, r, i)
-		}
+	if err := backendkit.CheckIdentity(id); err != nil {
+		return fmt.Errorf("%w: identity: %w", simba.ErrInvalidArgument, err)
 	}
 	return nil
 }

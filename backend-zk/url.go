@@ -3,7 +3,6 @@ package simbazk
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	simba "github.com/simba-go/simba/core"
@@ -11,20 +10,16 @@ import (
 )
 
 func init() {
-	simba.RegisterBackend("zk", openURL)
+	backendkit.Register(simba.RegisterBackend, openURL, "zk")
 }
 
 // openURL opens a zk:// URL for simba.OpenBackend.
-func openURL(ctx context.Context, rawURL string) (simba.OpenedBackend, error) {
+func openURL(ctx context.Context, rawURL string) (*Backend, error) {
 	connect, auth, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	b, err := Open(ctx, connect, Options{Auth: auth})
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
+	return Open(ctx, connect, Options{Auth: auth})
 }
 
 // ParseURL splits a Zookeeper URL,
@@ -46,17 +41,11 @@ func openURL(ctx context.Context, rawURL string) (simba.OpenedBackend, error) {
 // Errors are *OptionsError values matching ErrInvalidOptions and
 // simba.ErrInvalidURL; they never contain the user information.
 func ParseURL(rawURL string) (connect, auth string, err error) {
-	const form = "zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]"
-	if err := backendkit.CheckBlank(rawURL); err != nil {
-		return "", "", &OptionsError{Field: "URL", Reason: err.Error() + ": want " + form}
+	form := backendkit.URLForm("zk")
+	if _, err := backendkit.CheckScheme(rawURL, form, "zk"); err != nil {
+		return "", "", &OptionsError{Field: "URL", Reason: err.Error()}
 	}
-	scheme, rest, ok := strings.Cut(rawURL, "://")
-	switch {
-	case !ok || !backendkit.ValidScheme(scheme):
-		return "", "", &OptionsError{Field: "URL", Reason: "no scheme: want " + form}
-	case !strings.EqualFold(scheme, "zk"):
-		return "", "", &OptionsError{Field: "URL", Reason: fmt.Sprintf("scheme %q: want %s", strings.ToLower(scheme), form)}
-	}
+	_, rest, _ := strings.Cut(rawURL, "://")
 	connect = rest
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
 		auth, connect = rest[:at], rest[at+1:]

@@ -7,8 +7,8 @@ import (
 	"os"
 	"strconv"
 	"time"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // Holder is the session that holds a lease, as the backend sees it.
@@ -48,7 +48,7 @@ type IdentityOpener interface {
 var ErrNotSupported = errors.New("simba: not supported by the backend")
 
 // MaxIdentity is the longest identity, in bytes.
-const MaxIdentity = 256
+const MaxIdentity = backendkit.MaxIdentity
 
 // WithIdentity sets the identity the client's sessions carry on the
 // backend, so that other nodes see who holds a lease (Client.Holder). It
@@ -64,19 +64,11 @@ func WithIdentity(id string) Option {
 	}
 }
 
+// validateIdentity is backendkit.CheckIdentity, with an error matching
+// ErrInvalidArgument.
 func validateIdentity(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("%w: empty identity", ErrInvalidArgument)
-	case len(id) > MaxIdentity:
-		return fmt.Errorf("%w: identity of %d bytes, want at most %d", ErrInvalidArgument, len(id), MaxIdentity)
-	case !utf8.ValidString(id):
-		return fmt.Errorf("%w: identity is not valid UTF-8", ErrInvalidArgument)
-	}
-	for i, r := range id {
-		if !unicode.IsPrint(r) {
-			return fmt.Errorf("%w: identity has the unprintable character %U at byte %d", ErrInvalidArgument, r, i)
-		}
+	if err := backendkit.CheckIdentity(id); err != nil {
+		return fmt.Errorf("%w: identity: %w", ErrInvalidArgument, err)
 	}
 	return nil
 }

@@ -67,7 +67,7 @@ func (e *SchemeError) Error() string {
 		b.WriteString("simba: backend URL has no scheme: want SCHEME://...")
 	default:
 		fmt.Fprintf(&b, "simba: unknown backend URL scheme %q", e.Scheme)
-		if pkg, ok := wellKnownSchemes[e.Scheme]; ok {
+		if pkg := backendkit.SchemePackage(e.Scheme); pkg != "" {
 			fmt.Fprintf(&b, ": import %s to open it", pkg)
 		}
 	}
@@ -87,22 +87,6 @@ func (e *SchemeError) Is(target error) bool {
 		return target == ErrInvalidURL
 	}
 	return target == ErrUnknownScheme
-}
-
-// wellKnownSchemes maps the schemes of this project's backends to the
-// package that registers them, for the error of an unknown scheme.
-var wellKnownSchemes = map[string]string{
-	"memory":          "github.com/simba-go/simba/core/memory",
-	"redis":           "github.com/simba-go/simba/backend-redis",
-	"rediss":          "github.com/simba-go/simba/backend-redis",
-	"redis+sentinel":  "github.com/simba-go/simba/backend-redis",
-	"rediss+sentinel": "github.com/simba-go/simba/backend-redis",
-	"redis+cluster":   "github.com/simba-go/simba/backend-redis",
-	"rediss+cluster":  "github.com/simba-go/simba/backend-redis",
-	"postgres":        "github.com/simba-go/simba/backend-jdbc/postgres",
-	"postgresql":      "github.com/simba-go/simba/backend-jdbc/postgres",
-	"mysql":           "github.com/simba-go/simba/backend-jdbc/mysql",
-	"zk":              "github.com/simba-go/simba/backend-zk",
 }
 
 var backends = struct {

@@ -20,12 +20,14 @@ import (
 var apiPackages = map[string]string{
 	"simba":        "core",
 	"simbametrics": "metrics",
+	"simbapg":      "backend-jdbc/postgres",
+	"simbamysql":   "backend-jdbc/mysql",
 }
 
 // apiSignature is a signature in the API table: "simba.New(b Backend,
 // opts ...Option) (*Client, error)", "Client.Holder(ctx context.Context,
 // name string) (Holder, bool, error)".
-var apiSignature = regexp.MustCompile(`^(?:(simba|simbametrics)\.)?(?:([A-Z]\w*)\.)?([A-Z]\w*)(\(.*)$`)
+var apiSignature = regexp.MustCompile(`^(?:(simba|simbametrics|simbapg|simbamysql)\.)?(?:([A-Z]\w*)\.)?([A-Z]\w*)(\(.*)$`)
 
 // TestReadmeSignatures checks every signature of the README's API table
 // against the declaration in the package's source, as go doc shows it: the

@@ -166,3 +166,42 @@ func ExampleFence() {
 		log.Print("a newer term has written: this node is no longer the leader")
 	}
 }
+
+// A job that moves money while it holds a lock, in a transaction that
+// commits only if the lock's term still holds the lease: a holder that was
+// paused and lost the lock meanwhile writes nothing. The *sql.DB is the
+// application's own; the tables need no token column.
+func ExampleInTerm() {
+	ctx := context.Background()
+	db, err := sql.Open("mysql", os.Getenv("DATABASE_DSN"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	backend, err := simbamysql.New(db, simbamysql.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := simba.New(backend)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close(ctx)
+
+	lt, err := client.Lock("payouts").Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = lt.Release(ctx) }()
+	err = simbamysql.InTerm(ctx, db, lt.Term, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE account SET balance = balance - 100 WHERE id = 1")
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE account SET balance = balance + 100 WHERE id = 2")
+		return err
+	})
+	if errors.Is(err, simba.ErrTermExpired) {
+		log.Print("the lock was lost: nothing was written")
+	}
+}

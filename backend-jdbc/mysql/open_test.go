@@ -134,7 +134,7 @@ func TestOpenRefusesBadInput(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{url: "postgres://u:secretpw@h:1/d", want: "scheme postgres: want mysql://"},
+		{url: "postgres://u:secretpw@h:1/d", want: `scheme "postgres": want mysql://`},
 		{url: "mysql://u:secretpw@h:1/", want: "no database name"},
 		{url: "mysql://u:secret@pw@h:1/d?x=@", want: "percent-encode"},
 		{url: "mysql://h/d", opts: Options{TablePrefix: "bad-prefix"}, want: "TablePrefix"},

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"os"
 	"testing"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv("SIMBA_IN_TERM_HOLDER"); spec != "" {
+		os.Exit(runInTermHolder(spec)) // a holder process of in_term_test.go
+	}
 	goleak.VerifyTestMain(m)
 }
 

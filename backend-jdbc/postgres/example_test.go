@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver of database/sql, for the Fence example
 
@@ -193,5 +194,44 @@ func ExampleFence() {
 		log.Printf("outcome unknown, retry with the same token: %v", err)
 	case !ok:
 		log.Print("a newer term has written: this node is no longer the leader")
+	}
+}
+
+// A job that moves money while it holds a lock, in a transaction that
+// commits only if the lock's term still holds the lease: a holder that was
+// paused and lost the lock meanwhile writes nothing. The pool is the
+// application's own; the tables need no token column.
+func ExampleInTerm() {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	backend, err := simbapg.New(pool, simbapg.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	client, err := simba.New(backend)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close(ctx)
+
+	lt, err := client.Lock("payouts").Acquire(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = lt.Release(ctx) }()
+	err = simbapg.InTerm(ctx, pool, lt.Term, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "UPDATE account SET balance = balance - 100 WHERE id = 1")
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "UPDATE account SET balance = balance + 100 WHERE id = 2")
+		return err
+	})
+	if errors.Is(err, simba.ErrTermExpired) {
+		log.Print("the lock was lost: nothing was written")
 	}
 }

@@ -19,7 +19,7 @@ func TestOpenRefusesBadInput(t *testing.T) {
 		opts Options
 		want string
 	}{
-		{url: "mysql://u:secretpw@h:1/d", want: "scheme mysql: want postgres://, postgresql://"},
+		{url: "mysql://u:secretpw@h:1/d", want: `scheme "mysql": want postgres://, postgresql://`},
 		{url: "no scheme at all", want: "no scheme"},
 		{url: "postgres://u:secretpw@h:1/d?sslmode=bogus", want: "sslmode"},
 		{url: "postgres://u:secret@pw@h:1/d", want: "percent-encode"},

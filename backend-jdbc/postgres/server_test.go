@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 
@@ -22,6 +23,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv("SIMBA_IN_TERM_HOLDER"); spec != "" {
+		os.Exit(runInTermHolder(spec)) // a holder process of in_term_test.go
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -26,5 +26,15 @@
 // It also checks what a user typed before anything is dialled, so that
 // every backend names a mistake the same way: [CheckBlank] for an empty or
 // blank URL, [SplitAddress] for one HOST[:PORT] (the port of "h:1:99" is
-// "1:99", not a host "h:1"; a missing host is "no host").
+// "1:99", not a host "h:1"; a missing host is "no host"), [CheckScheme]
+// for the scheme of a URL, [ParseURL] for a URL whose password a parser
+// could misread, and [CheckIdentity] for the identity a session carries.
+//
+// Session ids: [NewSessionID] makes the 128 random bits a backend's
+// sessions are named by (R-SES-2), and [ValidSessionID] tells an id that
+// no session of such a backend can have, so that it is answered for
+// without asking the server.
+//
+// A backend package registers its URL schemes with simba.RegisterBackend
+// through [Register], which adapts the package's own Open.
 package backendkit

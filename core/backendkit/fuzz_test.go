@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/simba-go/simba/core/backendkit"
 )
@@ -108,4 +110,58 @@ func credentialAt(pair string) int {
 		off += len(part) + 1
 	}
 	return -1
+}
+
+// FuzzCheckIdentity: CheckIdentity accepts exactly the identities of 1 to
+// MaxIdentity bytes of printable UTF-8, and its error quotes nothing of
+// the identity.
+func FuzzCheckIdentity(f *testing.F) {
+	f.Add("billing-7 (eu-west)")
+	f.Add("a\nb")
+	f.Add("ab\xff")
+	f.Add(strings.Repeat("é", 129))
+	f.Fuzz(func(t *testing.T, id string) {
+		err := backendkit.CheckIdentity(id)
+		printable := utf8.ValidString(id) && !strings.ContainsFunc(id, func(r rune) bool { return !unicode.IsPrint(r) })
+		if want := id != "" && len(id) <= backendkit.MaxIdentity && printable; (err == nil) != want {
+			t.Fatalf("CheckIdentity(%q) = %v, want accepted %v", id, err, want)
+		}
+		if err != nil && len(id) >= 6 && strings.Contains(err.Error(), id) {
+			t.Fatalf("CheckIdentity(%q) = %v quotes the identity", id, err)
+		}
+	})
+}
+
+// FuzzParseURL: whatever the text, ParseURL's error is one of its own
+// words, never a part of the URL, and what it accepts url.Parse parses to
+// the same URL.
+func FuzzParseURL(f *testing.F) {
+	f.Add("redis://app:S3cr%2Fet@h:6379/0")
+	f.Add("redis://app:S3cr/et@h:6379/0")
+	f.Add("postgres://u:p%zz@h/d#x")
+	f.Add("redis://[::1%zz]:1")
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := backendkit.ParseURL(raw)
+		if err != nil {
+			for _, words := range []string{
+				"a '%' not followed by two hexadecimal digits",
+				"an invalid character in the host",
+				"not a valid URL (a port that is not a number from 1 to 65535, or an unencoded '/', '?' or '#' in the password)",
+				"not a valid URL",
+				"cannot tell its user information from the rest",
+			} {
+				if err.Error() == words {
+					return
+				}
+			}
+			t.Fatalf("ParseURL(%q) = %v: not one of its own messages", raw, err)
+		}
+		want, perr := url.Parse(raw)
+		if perr != nil || want.String() != u.String() {
+			t.Fatalf("ParseURL(%q) = %v, url.Parse = %v, %v", raw, u, want, perr)
+		}
+		if u.Opaque != "" || u.Fragment != "" || strings.Contains(u.RawQuery, "@") {
+			t.Fatalf("ParseURL(%q) accepted a URL whose user information may have moved: %#v", raw, u)
+		}
+	})
 }

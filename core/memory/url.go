@@ -18,13 +18,7 @@ import (
 var ErrClosed = errors.New("memory: connection closed")
 
 func init() {
-	simba.RegisterBackend("memory", func(ctx context.Context, rawURL string) (simba.OpenedBackend, error) {
-		c, err := Open(ctx, rawURL)
-		if err != nil {
-			return nil, err
-		}
-		return c, nil
-	})
+	backendkit.Register(simba.RegisterBackend, Open, "memory")
 }
 
 // stores holds the stores of memory:// URLs by name, for the life of the
@@ -68,15 +62,8 @@ func Open(ctx context.Context, rawURL string) (*Conn, error) {
 
 // parseURL returns the store name of a memory:// URL.
 func parseURL(rawURL string) (string, error) {
-	if err := backendkit.CheckBlank(rawURL); err != nil {
-		return "", &urlError{"the URL " + err.Error() + ": want memory://NAME"}
-	}
-	scheme, _, ok := strings.Cut(rawURL, "://")
-	switch {
-	case !ok || !backendkit.ValidScheme(scheme):
-		return "", &urlError{"want the scheme memory://"}
-	case !strings.EqualFold(scheme, "memory"):
-		return "", &urlError{fmt.Sprintf("scheme %q: want the scheme memory://", strings.ToLower(scheme))}
+	if _, err := backendkit.CheckScheme(rawURL, backendkit.URLForm("memory"), "memory"); err != nil {
+		return "", &urlError{err.Error()}
 	}
 	u, err := url.Parse(rawURL)
 	switch {

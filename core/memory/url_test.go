@@ -49,8 +49,9 @@ func TestOpenRefusesURLs(t *testing.T) {
 		give string
 		want string
 	}{
-		{give: "memory:name", want: "want the scheme memory://"},
-		{give: "redis://host", want: "want the scheme memory://"},
+		{give: "memory:name", want: `memory: invalid URL: no "//" after "memory:": want memory://[NAME]`},
+		{give: "name", want: "memory: invalid URL: no scheme: want memory://[NAME]"},
+		{give: "redis://host", want: `scheme "redis": want memory://[NAME]`},
 		{give: "memory://user:s3cr3t@name", want: "user information is not allowed"},
 		{give: "memory://:s3cr3t@name", want: "user information is not allowed"},
 		{give: "memory://name:1", want: "without port"},
@@ -58,10 +59,10 @@ func TestOpenRefusesURLs(t *testing.T) {
 		{give: "memory://name?x=s3cr3t", want: "query"},
 		{give: "memory://name#s3cr3t", want: "fragment"},
 		{give: "memory://na%zzme", want: "not a valid URL"},
-		{give: "", want: "the URL is empty: want memory://NAME"},
+		{give: "", want: "the URL is empty: want memory://[NAME]"},
 		{give: "  ", want: "the URL is only spaces"},
 		{give: " memory://x", want: "the URL starts or ends with a space"},
-		{give: "redis://h", want: `scheme "redis": want the scheme memory://`},
+		{give: "REDIS://h", want: `scheme "redis": want memory://[NAME]`},
 	}
 	for _, tt := range tests {
 		_, err := memory.Open(t.Context(), tt.give)

@@ -63,11 +63,7 @@ func runGoget(ctx context.Context, args []string, out, errOut io.Writer) error {
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
-	ws, err := loadWorkspace()
-	if err != nil {
-		return err
-	}
-	v, err := ws.resolveVersion(*version)
+	ws, v, err := loadWorkspaceAt(*version)
 	if err != nil {
 		return err
 	}

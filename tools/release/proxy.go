@@ -197,11 +197,7 @@ func runProxy(_ context.Context, args []string, out, errOut io.Writer) error {
 		fmt.Fprintln(errOut, "release proxy: -out is required")
 		return errUsage
 	}
-	ws, err := loadWorkspace()
-	if err != nil {
-		return err
-	}
-	v, err := ws.resolveVersion(*version)
+	ws, v, err := loadWorkspaceAt(*version)
 	if err != nil {
 		return err
 	}

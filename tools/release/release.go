@@ -28,11 +28,7 @@ func runRelease(ctx context.Context, args []string, out, errOut io.Writer) error
 		fmt.Fprintln(errOut, "release: -version is required (or -check, to check the version the go.mod files name)")
 		return errUsage
 	}
-	ws, err := loadWorkspace()
-	if err != nil {
-		return err
-	}
-	v, err := ws.resolveVersion(*version)
+	ws, v, err := loadWorkspaceAt(*version)
 	if err != nil {
 		return err
 	}

@@ -209,6 +209,20 @@ func (ws *workspace) requiredVersion() (string, error) {
 	return "", errors.New(b.String())
 }
 
+// loadWorkspaceAt loads the workspace and resolves the version a command
+// was given (see resolveVersion).
+func loadWorkspaceAt(flagVersion string) (*workspace, string, error) {
+	ws, err := loadWorkspace()
+	if err != nil {
+		return nil, "", err
+	}
+	v, err := ws.resolveVersion(flagVersion)
+	if err != nil {
+		return nil, "", err
+	}
+	return ws, v, nil
+}
+
 // resolveVersion returns flagVersion, checked, or the version the go.mod
 // files require their siblings at.
 func (ws *workspace) resolveVersion(flagVersion string) (string, error) {

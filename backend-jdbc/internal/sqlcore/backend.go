@@ -7,8 +7,6 @@ package sqlcore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -16,10 +14,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // CloseTimeout bounds Backend.Close.
@@ -402,30 +399,10 @@ func (b *Backend) missingTables(err error) []string {
 	return found
 }
 
-// newSessionID returns 128 random bits in hex (R-SES-2).
-func (b *Backend) newSessionID() (string, error) {
-	var raw [16]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", b.pkg.Errorf("session id: %w", err)
-	}
-	return hex.EncodeToString(raw[:]), nil
-}
-
-// wellFormed reports whether s could have been made by newSessionID. Any
-// other id cannot exist in the table, so it is treated as unknown without
-// asking the database.
-func wellFormed(s simba.SessionID) bool {
-	if len(s) != 32 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
-}
+// wellFormed reports whether s could have been made by
+// backendkit.NewSessionID. Any other id cannot exist in the table, so it
+// is treated as unknown without asking the database.
+func wellFormed(s simba.SessionID) bool { return backendkit.ValidSessionID(string(s)) }
 
 func (b *Backend) checkLease(lease time.Duration) error {
 	if lease <= 0 || lease > MaxLease {
@@ -437,16 +414,11 @@ func (b *Backend) checkLease(lease time.Duration) error {
 // checkIdentity refuses what simba.WithIdentity refuses, but the empty
 // identity, which stores none.
 func (b *Backend) checkIdentity(id string) error {
-	switch {
-	case len(id) > simba.MaxIdentity:
-		return b.pkg.Errorf("%w: identity of %d bytes, want at most %d", simba.ErrInvalidArgument, len(id), simba.MaxIdentity)
-	case !utf8.ValidString(id):
-		return b.pkg.Errorf("%w: identity is not valid UTF-8", simba.ErrInvalidArgument)
+	if id == "" {
+		return nil
 	}
-	for i, r := range id {
-		if !unicode.IsPrint(r) {
-			return b.pkg.Errorf("%w: identity has the unprintable character %U at byte %d", simba.ErrInvalidArgument, r, i)
-		}
+	if err := backendkit.CheckIdentity(id); err != nil {
+		return b.pkg.Errorf("%w: identity: %w", simba.ErrInvalidArgument, err)
 	}
 	return nil
 }
@@ -473,10 +445,7 @@ func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identi
 		return simba.SessionGrant{}, err
 	}
 	defer done()
-	id, err := b.newSessionID()
-	if err != nil {
-		return simba.SessionGrant{}, err
-	}
+	id := backendkit.NewSessionID()
 	if err := b.d.OpenSession(ctx, id, lease, identity); err != nil {
 		return simba.SessionGrant{}, b.wrap("open session", err)
 	}

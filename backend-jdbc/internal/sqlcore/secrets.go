@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,50 +12,40 @@ import (
 )
 
 // URLHint tells how to write a password that a URL would misread.
-const URLHint = "percent-encode the user name and password (@ %40, : %3A, / %2F, ? %3F, # %23, % %25) " +
-	"or pass the password in Options.Password"
+const URLHint = backendkit.PercentEncodeHint + " or pass the password in Options.Password"
 
-// ParseURL parses the URL given to Open and checks that its scheme is one
-// of schemes (compared without case). It refuses a URL whose parts a
-// password holding an unencoded '/', '?', '#' or '@' would have moved: an
-// '@' after the host (in the path or the query), a fragment, or no "//"
-// after the scheme; and, with oneAt, an authority with more than one '@'
-// (for drivers that split it at the first where url.Parse takes the last).
-// Its errors never contain any part of rawURL: url.Parse's own errors
-// quote the offending part, which may be part of the password.
+// ParseURL parses the URL given to Open (backendkit.ParseURL) once its
+// scheme is one of schemes, compared without case
+// (backendkit.CheckScheme). With oneAt it also refuses an authority with
+// more than one '@', for drivers that split it at the first where
+// url.Parse takes the last. A list of hosts is kept as written, for
+// CheckHosts. Its errors are *OptionsError values of the field "url" that
+// quote nothing of rawURL but its scheme.
 func (p *Pkg) ParseURL(rawURL string, oneAt bool, schemes ...string) (*url.URL, error) {
-	want := "want " + strings.Join(schemes, "://, ") + "://"
-	if err := backendkit.CheckBlank(rawURL); err != nil {
-		return nil, p.OptionsError("url", "the URL "+err.Error()+": "+want)
+	if _, err := backendkit.CheckScheme(rawURL, strings.Join(schemes, "://, ")+"://", schemes...); err != nil {
+		return nil, p.OptionsError("url", err.Error())
 	}
 	// A list of hosts (h1:5432,h2) is no host url.Parse takes when its
 	// last host has no port: the URL is parsed with one host in its place,
 	// then given the list back, which CheckHosts checks.
+	scheme, rest, _ := strings.Cut(rawURL, "://")
+	auth := authority(rawURL)
 	parseable, hostList := rawURL, ""
-	if scheme, rest, ok := strings.Cut(rawURL, "://"); ok {
-		auth := authority(rawURL)
-		at := strings.LastIndexByte(auth, '@')
-		if list := auth[at+1:]; strings.Contains(list, ",") {
-			parseable, hostList = scheme+"://"+auth[:at+1]+"hosts"+rest[len(auth):], list
-		}
+	at := strings.LastIndexByte(auth, '@')
+	if list := auth[at+1:]; strings.Contains(list, ",") {
+		parseable, hostList = scheme+"://"+auth[:at+1]+"hosts"+rest[len(auth):], list
 	}
-	u, err := url.Parse(parseable)
-	if err == nil && hostList != "" {
+	u, err := backendkit.ParseURL(parseable)
+	if err == nil && oneAt && strings.Count(auth, "@") > 1 {
+		err = errors.New("cannot tell its user information from the rest")
+	}
+	if err != nil {
+		return nil, p.OptionsError("url", err.Error()+"; "+URLHint)
+	}
+	if hostList != "" {
 		u.Host = hostList
 	}
-	switch {
-	case err == nil && u.Scheme == "":
-		return nil, p.OptionsError("url", "no scheme: "+want)
-	case err == nil && !slices.Contains(schemes, strings.ToLower(u.Scheme)):
-		return nil, p.OptionsError("url", "scheme "+strings.ToLower(u.Scheme)+": "+want)
-	case err == nil && u.Opaque == "" && !strings.Contains(rawURL, "#") &&
-		!strings.Contains(u.EscapedPath(), "@") && !strings.Contains(u.RawQuery, "@") &&
-		(!oneAt || strings.Count(authority(rawURL), "@") <= 1):
-		return u, nil
-	case err != nil:
-		return nil, p.OptionsError("url", urlProblem(err)+"; "+URLHint)
-	}
-	return nil, p.OptionsError("url", "cannot tell its user information from the rest; "+URLHint)
+	return u, nil
 }
 
 // authority returns what follows "scheme://" in rawURL, up to the path,
@@ -67,23 +56,6 @@ func authority(rawURL string) string {
 		rest = rest[:i]
 	}
 	return rest
-}
-
-// urlProblem names what url.Parse refused, without quoting the URL.
-func urlProblem(err error) string {
-	var esc url.EscapeError
-	var host url.InvalidHostError
-	switch {
-	case errors.As(err, &esc):
-		return "a '%' not followed by two hexadecimal digits"
-	case errors.As(err, &host):
-		return "an invalid character in the host"
-	case strings.Contains(err.Error(), "invalid port"):
-		// The text after the last ':' of the authority: a port, unless
-		// the password moved it.
-		return "not a valid URL (a port that is not a number from 1 to 65535, or an unencoded '/', '?' or '#' in the password)"
-	}
-	return "not a valid URL"
 }
 
 // CheckHosts checks the hosts of u, a URL ParseURL returned: one
@@ -140,7 +112,7 @@ type Printed struct {
 // String describes the options, with the password redacted.
 func (o Printed) String() string {
 	return fmt.Sprintf("%s{TablePrefix:%q Migrate:%t CleanupInterval:%v TLS:%t Password:%s Logger:%t}",
-		o.Type, o.TablePrefix, o.Migrate, o.CleanupInterval, o.TLS, redactedField(o.Password), o.Logger)
+		o.Type, o.TablePrefix, o.Migrate, o.CleanupInterval, o.TLS, backendkit.Redacted(o.Password), o.Logger)
 }
 
 // LogValue is the options as a slog group, with the password redacted.
@@ -150,14 +122,6 @@ func (o Printed) LogValue() slog.Value {
 		slog.Bool("migrate", o.Migrate),
 		slog.Duration("cleanup_interval", o.CleanupInterval),
 		slog.Bool("tls", o.TLS),
-		slog.String("password", redactedField(o.Password)),
+		slog.String("password", backendkit.Redacted(o.Password)),
 	)
-}
-
-// redactedField stands for a password: "redacted", or `""` when unset.
-func redactedField(p string) string {
-	if p == "" {
-		return `""`
-	}
-	return "redacted"
 }

@@ -30,22 +30,6 @@ type backendOptions struct {
 	logger      *slog.Logger // SQL: the backend's own records; nil for none
 }
 
-// urlForms are the URL forms of the schemes simba links, for the hint of
-// a URL that lacks the "//" after its scheme.
-var urlForms = map[string]string{
-	"memory":          "memory://[NAME]",
-	"redis":           "redis://[USER:PASSWORD@]HOST[:PORT][/DB]",
-	"rediss":          "rediss://[USER:PASSWORD@]HOST[:PORT][/DB]",
-	"redis+sentinel":  "redis+sentinel://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]",
-	"rediss+sentinel": "rediss+sentinel://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB]",
-	"redis+cluster":   "redis+cluster://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]",
-	"rediss+cluster":  "rediss+cluster://[USER:PASSWORD@]HOST[:PORT][,HOST[:PORT]...]",
-	"postgres":        "postgres://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]...]/DB",
-	"postgresql":      "postgresql://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]...]/DB",
-	"mysql":           "mysql://USER[:PASSWORD]@HOST[:PORT][,HOST[:PORT]...]/DB",
-	"zk":              "zk://[USER:PASSWORD@]HOST:PORT[,HOST:PORT...][/CHROOT]",
-}
-
 // badURLError reports a backend URL that cannot be used as written: a
 // usage error, unlike a server that cannot be reached.
 type badURLError struct{ err error }
@@ -73,7 +57,7 @@ func openBackend(ctx context.Context, rawURL string, o backendOptions) (simba.Op
 		if scheme, _, ok := strings.Cut(rawURL, ":"); ok && registered(scheme) {
 			// memory: or redis:host: the scheme without "//".
 			return nil, badURL("backend URL %q: missing \"//\" after \"%s:\": want %s",
-				u.redactedString(), scheme, urlForm(scheme))
+				u.redactedString(), scheme, backendkit.URLForm(scheme))
 		}
 		return nil, badURL("backend URL %q has no scheme: want one of %s", u.redactedString(), schemeList())
 	}
@@ -212,15 +196,6 @@ func isBadURL(err error) bool {
 // registered reports whether a backend registered scheme, in any case.
 func registered(scheme string) bool {
 	return slices.Contains(simba.BackendSchemes(), strings.ToLower(scheme))
-}
-
-// urlForm is the URL form of scheme, for a hint.
-func urlForm(scheme string) string {
-	scheme = strings.ToLower(scheme)
-	if f, ok := urlForms[scheme]; ok {
-		return f
-	}
-	return scheme + "://..."
 }
 
 // checkAddresses checks the hosts and ports of a redis://, rediss://,

@@ -9,10 +9,9 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // backendEnv is the variable read when --backend is not given.
@@ -45,32 +44,15 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.Func("identity", "identity `ID` of this node's session, which other nodes see as the holder of its leases "+
 		"(simba status --holder): 1 to "+fmt.Sprint(simba.MaxIdentity)+" bytes of printable UTF-8 (default: HOST:PID)",
 		func(id string) error {
-			if err := checkIdentity(id); err != nil {
+			// The rule of simba.WithIdentity, checked while the flags are
+			// parsed: a bad identity is bad usage, reported before the
+			// backend is contacted.
+			if err := backendkit.CheckIdentity(id); err != nil {
 				return err
 			}
 			c.identity = id
 			return nil
 		})
-}
-
-// checkIdentity checks an --identity value against the rule of
-// simba.WithIdentity while the flags are parsed, so that a bad one is bad
-// usage reported before the backend is contacted.
-func checkIdentity(id string) error {
-	switch {
-	case id == "":
-		return errors.New("empty")
-	case len(id) > simba.MaxIdentity:
-		return fmt.Errorf("%d bytes, at most %d allowed", len(id), simba.MaxIdentity)
-	case !utf8.ValidString(id):
-		return errors.New("not valid UTF-8")
-	}
-	for i, r := range id {
-		if !unicode.IsPrint(r) {
-			return fmt.Errorf("the unprintable character %U at byte %d", r, i)
-		}
-	}
-	return nil
 }
 
 // node is an open client and the backend under it.

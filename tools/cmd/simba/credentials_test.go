@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // credentialSecret is the credential of the tests of this file.
@@ -153,8 +155,8 @@ func TestSwitchesAboutCredentialsStayReadable(t *testing.T) {
 		"postgres://u@127.0.0.1:15432/db?x_token=5432",
 		"mysql://root@127.0.0.1:1/simba_test?allowCleartextPasswords=1",
 	} {
-		if got := scrub(msg, parseBackendURL(raw).secretStrings()); got != msg {
-			t.Errorf("%s: scrub(%q) = %q, want it as it is", raw, msg, got)
+		if got := backendkit.MaskText(msg, parseBackendURL(raw).secretStrings()); got != msg {
+			t.Errorf("%s: MaskText(%q) = %q, want it as it is", raw, msg, got)
 		}
 	}
 }

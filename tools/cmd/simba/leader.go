@@ -45,14 +45,20 @@ process, even with the same URL, has a store of its own and leads too. simba
 warns about it on stderr; use memory:// for trials only.
 
 Exit codes:
-  the command's    when it exits on its own (128+N when signal N ended it)
+` + exitCodesFirst + `  69               the backend cannot be reached
+` + exitCodesLast
+
+// exitCodesFirst and exitCodesLast are the exit codes simba leader and
+// simba lock share, before and after their own.
+const (
+	exitCodesFirst = `  the command's    when it exits on its own (128+N when signal N ended it)
   1                simba itself failed
   2                bad usage: unknown flag, missing NAME or COMMAND, invalid
                    name, bad backend URL (scheme, host or port), --lease above
                    the backend's maximum (24h on PostgreSQL and MySQL),
                    --table-prefix on a backend without tables
-  69               the backend cannot be reached
-  78               the backend is not set up: PostgreSQL or MySQL tables of
+`
+	exitCodesLast = `  78               the backend is not set up: PostgreSQL or MySQL tables of
                    --table-prefix missing or outdated (create them with
                    --migrate, or apply the schema script), the URL's
                    database missing, or the tables refused to its user
@@ -63,6 +69,7 @@ Exit codes:
   131              stopped by SIGQUIT while no command ran
   143              stopped by SIGTERM while no command ran
 `
+)
 
 // runLeader is "simba leader NAME -- COMMAND...".
 func runLeader(ctx context.Context, a *app, args []string) int {

@@ -56,27 +56,11 @@ process, even with the same URL, has a store of its own and takes the lock
 too. simba warns about it on stderr; use memory:// for trials only.
 
 Exit codes:
-  the command's    when it exits on its own (128+N when signal N ended it)
-  1                simba itself failed
-  2                bad usage: unknown flag, missing NAME or COMMAND, invalid
-                   name, bad backend URL (scheme, host or port), --lease above
-                   the backend's maximum (24h on PostgreSQL and MySQL),
-                   --table-prefix on a backend without tables
-  69               the backend cannot be reached: at start, or while waiting
+` + exitCodesFirst + `  69               the backend cannot be reached: at start, or while waiting
                    for the lock until --timeout
   75               the lock is held elsewhere: not acquired within --timeout
   76               the lock was lost while the command ran
-  78               the backend is not set up: PostgreSQL or MySQL tables of
-                   --table-prefix missing or outdated (create them with
-                   --migrate, or apply the schema script), the URL's
-                   database missing, or the tables refused to its user
-  126              the command is not executable
-  127              the command was not found
-  129              stopped by SIGHUP while no command ran
-  130              stopped by SIGINT (Ctrl-C) while no command ran
-  131              stopped by SIGQUIT while no command ran
-  143              stopped by SIGTERM while no command ran
-`
+` + exitCodesLast
 
 // runLock is "simba lock NAME -- COMMAND...".
 func runLock(ctx context.Context, a *app, args []string) int {

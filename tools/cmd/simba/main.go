@@ -38,6 +38,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // Exit codes, documented in the package comment and the README.
@@ -216,7 +218,7 @@ func (a *app) report(cmd, format string, args ...any) {
 	if cmd != "" {
 		prog += " " + cmd
 	}
-	fmt.Fprintf(a.stderr, "%s: %s\n", prog, scrub(oneLine(fmt.Sprintf(format, args...)), a.secrets))
+	fmt.Fprintf(a.stderr, "%s: %s\n", prog, backendkit.MaskText(oneLine(fmt.Sprintf(format, args...)), a.secrets))
 }
 
 // oneLine folds a multi-line message (some drivers' errors are) into one

@@ -9,9 +9,6 @@ import (
 	"github.com/simba-go/simba/core/backendkit"
 )
 
-// redacted replaces every secret in what simba prints.
-const redacted = backendkit.Mask
-
 // span is the byte range [start, end) of a string.
 type span struct{ start, end int }
 
@@ -171,7 +168,7 @@ func (u backendURL) redactedString() string {
 	last := 0
 	for _, s := range u.secrets {
 		b.WriteString(u.raw[last:s.start])
-		b.WriteString(redacted)
+		b.WriteString(backendkit.Mask)
 		last = s.end
 	}
 	b.WriteString(u.raw[last:])
@@ -179,39 +176,30 @@ func (u backendURL) redactedString() string {
 }
 
 // secretStrings returns the secrets of u as they may appear in a driver's
-// message: as written, and percent-decoded; only those that
-// backendkit.Maskable accepts, since shorter or numeric strings would
-// match all over addresses, ports and words.
+// message, for backendkit.MaskText and MaskError, which look only for
+// those long enough to be one: as written, as a driver cuts a parameter's
+// value, percent-decoded, and the password alone of a USER:PASSWORD range.
 func (u backendURL) secretStrings() []string {
 	var out []string
-	add := func(s string) {
-		if backendkit.Maskable(s) && !slices.Contains(out, s) {
-			out = append(out, s)
-		}
-	}
 	for _, s := range u.secrets {
 		v := u.raw[s.start:s.end]
-		add(v)
+		out = append(out, v)
 		// A parameter's value as a driver cuts it.
 		if i := strings.IndexAny(v, "&# "); i >= 0 {
-			add(v[:i])
-		}
-		if d, err := url.PathUnescape(v); err == nil {
-			add(d)
-		}
-		if d, err := url.QueryUnescape(v); err == nil {
-			add(d)
+			out = append(out, v[:i])
 		}
 		// The password alone, when the range holds USER:PASSWORD.
-		if _, pw, ok := strings.Cut(v, ":"); ok {
-			add(pw)
-			if d, err := url.PathUnescape(pw); err == nil {
-				add(d)
+		_, pw, _ := strings.Cut(v, ":")
+		for _, x := range []string{v, pw} {
+			if d, err := url.PathUnescape(x); err == nil {
+				out = append(out, d)
+			}
+			if d, err := url.QueryUnescape(x); err == nil {
+				out = append(out, d)
 			}
 		}
+		out = append(out, pw)
 	}
-	// Longest first, so that a secret containing another is replaced whole.
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
 	return out
 }
 
@@ -220,9 +208,6 @@ func (u backendURL) secretStrings() []string {
 func redactURL(rawURL string) string {
 	return parseBackendURL(rawURL).redactedString()
 }
-
-// scrub replaces every secret in msg.
-func scrub(msg string, secrets []string) string { return backendkit.MaskText(msg, secrets) }
 
 // scrubWriter writes to w with every secret replaced. Each Write must hold
 // whole lines, as the records of a slog handler do.

@@ -104,24 +104,34 @@ func main() {
 
 var errChecks = errors.New("checks failed")
 
-func run(ctx context.Context, p suite.Profile, backends []string, reportPath, svgPath string, keep bool) error {
-	root, err := suite.RepoRoot()
-	if err != nil {
-		return err
+// prepare finds the repository, makes the directory of the histories
+// (named after prefix; kept when keep is set) and builds the node binary
+// in it. cleanup removes the directory unless it is kept.
+func prepare(ctx context.Context, prefix string, keep bool) (root, dir, bin string, cleanup func(), err error) {
+	if root, err = suite.RepoRoot(); err != nil {
+		return "", "", "", nil, err
 	}
-	dir, err := os.MkdirTemp("", "simba-chaos-")
-	if err != nil {
-		return err
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", "", "", nil, err
 	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
 	if keep {
 		fmt.Fprintln(os.Stderr, "histories in", dir)
-	} else {
-		defer os.RemoveAll(dir)
+		cleanup = func() {}
 	}
-	bin, err := suite.BuildNode(ctx, root, dir)
+	if bin, err = suite.BuildNode(ctx, root, dir); err != nil {
+		cleanup()
+		return "", "", "", nil, err
+	}
+	return root, dir, bin, cleanup, nil
+}
+
+func run(ctx context.Context, p suite.Profile, backends []string, reportPath, svgPath string, keep bool) error {
+	root, dir, bin, cleanup, err := prepare(ctx, "simba-chaos-", keep)
 	if err != nil {
 		return err
 	}
+	defer cleanup()
 	began := time.Now()
 	var outs []*suite.Outcome
 	failed := false
@@ -183,23 +193,11 @@ func runTopologies(ctx context.Context, p suite.Profile, names []string, reportP
 		}
 		entries = append(entries, e)
 	}
-	root, err := suite.RepoRoot()
+	root, dir, bin, cleanup, err := prepare(ctx, "simba-chaos-topology-", keep)
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "simba-chaos-topology-")
-	if err != nil {
-		return err
-	}
-	if keep {
-		fmt.Fprintln(os.Stderr, "histories in", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
-	bin, err := suite.BuildNode(ctx, root, dir)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
 	failed := false
 	for _, e := range entries {
 		if e.Unbuildable != "" {

@@ -707,17 +707,10 @@ func (r *run) killConnections(ctx context.Context) error {
 			}
 		}
 	case servers.Postgres:
-		c, err := pgx.Connect(ctx, r.srv.URL())
-		if err != nil {
-			return fmt.Errorf("suite: %w", err)
-		}
-		defer c.Close(context.WithoutCancel(ctx))
-		if _, err := c.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-			WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'`); err != nil {
-			return fmt.Errorf("suite: pg_terminate_backend: %w", err)
-		}
+		return r.exec(ctx, "pg_terminate_backend", `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+			WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'`, "")
 	case servers.MySQL:
-		db, err := sql.Open("mysql", "root@tcp("+r.srv.Addr()+")/simba_test")
+		db, err := sql.Open("mysql", r.mysqlDSN())
 		if err != nil {
 			return fmt.Errorf("suite: %w", err)
 		}
@@ -778,23 +771,37 @@ func (r *run) evict(ctx context.Context, v *nodeProc) error {
 		if err := c.Del(ctx, "simba:session:"+sid).Err(); err != nil {
 			return fmt.Errorf("suite: expire: %w", err)
 		}
+	case servers.Postgres, servers.MySQL:
+		return r.exec(ctx, "expire", `DELETE FROM simba_session WHERE id = $1`, `DELETE FROM simba_session WHERE id = ?`, sid)
+	}
+	return nil
+}
+
+// mysqlDSN is the data source name of the suite's own MySQL connections.
+func (r *run) mysqlDSN() string { return "root@tcp(" + r.srv.Addr() + ")/simba_test" }
+
+// exec runs one statement on the SQL server of the run, through a
+// connection of its own: pg on PostgreSQL, my on MySQL; what names it in
+// the error.
+func (r *run) exec(ctx context.Context, what, pg, my string, args ...any) error {
+	switch r.kind {
 	case servers.Postgres:
 		c, err := pgx.Connect(ctx, r.srv.URL())
 		if err != nil {
 			return fmt.Errorf("suite: %w", err)
 		}
 		defer c.Close(context.WithoutCancel(ctx))
-		if _, err := c.Exec(ctx, `DELETE FROM simba_session WHERE id = $1`, sid); err != nil {
-			return fmt.Errorf("suite: expire: %w", err)
+		if _, err := c.Exec(ctx, pg, args...); err != nil {
+			return fmt.Errorf("suite: %s: %w", what, err)
 		}
 	case servers.MySQL:
-		db, err := sql.Open("mysql", "root@tcp("+r.srv.Addr()+")/simba_test")
+		db, err := sql.Open("mysql", r.mysqlDSN())
 		if err != nil {
 			return fmt.Errorf("suite: %w", err)
 		}
 		defer db.Close()
-		if _, err := db.ExecContext(ctx, `DELETE FROM simba_session WHERE id = ?`, sid); err != nil {
-			return fmt.Errorf("suite: expire: %w", err)
+		if _, err := db.ExecContext(ctx, my, args...); err != nil {
+			return fmt.Errorf("suite: %s: %w", what, err)
 		}
 	}
 	return nil
