@@ -16,6 +16,18 @@
 // which waited keeps a term won meanwhile. Every subtest uses lease and
 // group names with a random part, so it can run against a server that
 // keeps state from earlier runs, and closes the sessions it opened.
+//
+// The checks every backend needs beyond the SPI run behind optional hooks
+// of the [Harness], each skipped with the name of the hook it lacks:
+// ErrClosed (calls after Close, goroutines left), Expire (a holder and a
+// term whose session ended on the store, a stale writer), Stored (what a
+// sweep leaves), Fences (the fencing test kit, core/fencingtest), Silent
+// and Silenced (a server that accepts connections and never answers),
+// Secrets (passwords in errors and logs). Without hooks, the suite also
+// checks unknown sessions, invalid names, cancelled contexts, concurrent
+// calls of one session and two engine clients contending for a lock.
+// The helpers of test servers (ServerEnv, TLSServer, OtherCA, Proxy,
+// SilentListener) serve the backends' own tests.
 package backendtest
 
 import (
