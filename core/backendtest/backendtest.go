@@ -23,7 +23,8 @@
 // term whose session ended on the store, a stale writer), Stored (what a
 // sweep leaves), Fences (the fencing test kit, core/fencingtest), Silent
 // and Silenced (a server that accepts connections and never answers),
-// Secrets (passwords in errors and logs). Without hooks, the suite also
+// Secrets (passwords in errors and logs), KeepAliveCost (a keep-alive's
+// cost flat in the leases held). Without hooks, the suite also
 // checks unknown sessions, invalid names, cancelled contexts, concurrent
 // calls of one session and two engine clients contending for a lock.
 // The helpers of test servers (ServerEnv, TLSServer, OtherCA, Proxy,
@@ -137,6 +138,13 @@ type Harness struct {
 	// each of [Passwords]: no part of the password may show in the error
 	// chain or in the log.
 	Secrets func(t testing.TB) []SecretCase
+
+	// KeepAliveCost returns a backend of the store under test and work,
+	// the server's own count of what it did for that backend so far (rows
+	// read on SQL, commands on Redis, requests on Zookeeper). Check
+	// KeepAliveCost: a keep-alive costs about as much with 2000 leases
+	// held as with one.
+	KeepAliveCost func(t testing.TB) (b simba.Backend, work func(t testing.TB) int64)
 }
 
 // Fence is a fenced resource kind of the backend under test.
@@ -220,6 +228,7 @@ var checks = []struct {
 	{"SecretsInErrors", "secret", testSecretsInErrors},
 	{"FencingKit", "fence", testFencingKit},
 	{"StaleWriterRejected", "stalew", testStaleWriterRejected},
+	{"KeepAliveCost", "kacost", testKeepAliveCost},
 }
 
 // randomHex returns n random bytes in hex.

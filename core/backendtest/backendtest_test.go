@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +71,7 @@ var mutants = map[string][]string{
 	"names-unchecked":           {"InvalidNamesRefused"},
 	"ignores-cancel":            {"CancelledContext"},
 	"holder-outlives-expiry":    {"HolderReader"},
+	"keepalive-cost-grows":      {"KeepAliveCost"},
 }
 
 // TestSuiteCatchesBrokenBackends runs the suite against backends with one
@@ -134,6 +136,10 @@ func TestMutants(t *testing.T) {
 				m := connect(t)
 				return m, m.Stall
 			}
+			h.KeepAliveCost = func(t testing.TB) (simba.Backend, func(testing.TB) int64) {
+				m := connect(t)
+				return m, func(testing.TB) int64 { return m.work.Load() }
+			}
 			backendtest.Run(t, h)
 		})
 	}
@@ -148,9 +154,10 @@ type mutant struct {
 	gate *gate
 
 	mu    sync.Mutex
-	won   map[simba.SessionID]map[string]uint64 // for lists-lost-leases
+	won   map[simba.SessionID]map[string]uint64 // for lists-lost-leases and keepalive-cost-grows
 	swept bool                                  // for sweep-forgets-tokens: a sweep ran
 	leak  chan struct{}                         // closed when the test ends, for close-leaks-goroutine
+	work  atomic.Int64                          // the store's work for this connection: one a call, for KeepAliveCost
 }
 
 // hooks returns the harness of the memory store srv with every hook that
@@ -313,6 +320,12 @@ func (m *mutant) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Du
 	}
 	r, err := m.Conn.KeepAlive(ctx, s, asked)
 	err = m.silenced(ctx, err)
+	m.work.Add(1)
+	if m.kind == "keepalive-cost-grows" { // as a store that reads every lease won
+		m.mu.Lock()
+		m.work.Add(int64(len(m.won[s])))
+		m.mu.Unlock()
+	}
 	r.Remaining = lease
 	switch {
 	case m.kind == "revives" && errors.Is(err, simba.ErrSessionExpired):
@@ -360,7 +373,7 @@ func (m *mutant) Acquire(ctx context.Context, s simba.SessionID, name string) (s
 		m.gate.mu.Lock()
 		m.gate.terms[name] = simba.Holder{Session: s, Token: r.Token}
 		m.gate.mu.Unlock()
-	case m.kind == "lists-lost-leases" && r.Won:
+	case (m.kind == "lists-lost-leases" || m.kind == "keepalive-cost-grows") && r.Won:
 		m.mu.Lock()
 		if m.won[s] == nil {
 			m.won[s] = make(map[string]uint64)
