@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,21 +24,8 @@ import (
 func tlsServers(t testing.TB) (servers []string, auth string, roots *x509.CertPool) {
 	t.Helper()
 	servers = testServers(t, "SIMBA_TEST_ZK_TLS_SERVERS")
-	auth, ca := os.Getenv("SIMBA_TEST_ZK_TLS_AUTH"), os.Getenv("SIMBA_TEST_TLS_CA")
-	if auth == "" || ca == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SIMBA_TEST_ZK_TLS_AUTH or SIMBA_TEST_TLS_CA is not set (CI requires a real Zookeeper)")
-		}
-		t.Skip("SIMBA_TEST_ZK_TLS_AUTH or SIMBA_TEST_TLS_CA is not set; run tools/testenv/up zk")
-	}
-	pem, err := os.ReadFile(ca)
-	if err != nil {
-		t.Fatalf("SIMBA_TEST_TLS_CA: %v", err)
-	}
-	roots = x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pem) {
-		t.Fatalf("SIMBA_TEST_TLS_CA: no certificate in %s", ca)
-	}
+	auth = backendtest.ServerEnv(t, "SIMBA_TEST_ZK_TLS_AUTH")
+	_, _, roots = backendtest.TLSServer(t, "SIMBA_TEST_ZK_TLS_AUTH")
 	if _, pass, ok := strings.Cut(auth, ":"); !ok || pass == "" {
 		t.Fatal("SIMBA_TEST_ZK_TLS_AUTH is not user:password")
 	}

@@ -76,29 +76,14 @@ func testClosedBackend(e *env) {
 	s := e.open(b)
 	n := e.name("n")
 	s.win(n)
-	var watch <-chan struct{}
-	if w, ok := b.(simba.ReleaseNotifier); ok {
-		ctx, cancel := e.ctx()
-		defer cancel()
-		ch, err := w.WatchRelease(ctx, n)
-		if err != nil {
-			e.t.Fatalf("WatchRelease: %v", err)
-		}
-		watch = ch
-	}
+	watch := e.watchHeld(b, n)
 	e.closing(b)
 	for i := range 2 {
 		if err := c.Close(); err != nil {
 			e.t.Fatalf("Close #%d: %v", i+1, err)
 		}
 	}
-	if watch != nil {
-		select {
-		case <-watch:
-		case <-time.After(5 * time.Second):
-			e.t.Error("a release watch made before Close did not fire within 5s of it")
-		}
-	}
+	e.wantFired(watch, "Close")
 	ctx, cancel := e.ctx()
 	defer cancel()
 	for op, call := range calls(b, s.id, n) {

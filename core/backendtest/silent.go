@@ -240,16 +240,7 @@ func testServerGoesSilent(e *env) {
 	s := e.openLong(b)
 	n := e.name("held")
 	tok := s.win(n)
-	var watch <-chan struct{}
-	if w, ok := b.(simba.ReleaseNotifier); ok {
-		ctx, cancel := e.ctx()
-		defer cancel()
-		ch, err := w.WatchRelease(ctx, n)
-		if err != nil {
-			e.t.Fatalf("WatchRelease: %v", err)
-		}
-		watch = ch
-	}
+	watch := e.watchHeld(b, n)
 	silence()
 	m := calls(b, s.id, e.name("other"))
 	m["Release"] = func(ctx context.Context) error { return b.Release(ctx, s.id, n, tok) }
@@ -278,11 +269,35 @@ func testServerGoesSilent(e *env) {
 			e.t.Fatalf("a call in flight on a silent server still runs %v after Close", silentSlack)
 		}
 	}
-	if watch != nil {
-		select {
-		case <-watch:
-		case <-time.After(silentSlack):
-			e.t.Errorf("a release watch did not fire within %v of Close", silentSlack)
-		}
+	e.wantFired(watch, "Close")
+}
+
+// watchHeld returns a watch of the release of n, held by a session of b,
+// that lasts until the check ends; nil when b is no simba.ReleaseNotifier.
+func (e *env) watchHeld(b simba.Backend, n string) <-chan struct{} {
+	e.t.Helper()
+	w, ok := b.(simba.ReleaseNotifier)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(e.t.Context())
+	e.t.Cleanup(cancel)
+	ch, err := w.WatchRelease(ctx, n)
+	if err != nil {
+		e.t.Fatalf("WatchRelease(%q): %v", n, err)
+	}
+	return ch
+}
+
+// wantFired fails unless watch, when not nil, fires within 5s of what.
+func (e *env) wantFired(watch <-chan struct{}, what string) {
+	e.t.Helper()
+	if watch == nil {
+		return
+	}
+	select {
+	case <-watch:
+	case <-time.After(5 * time.Second):
+		e.t.Errorf("a release watch made before %s did not fire within 5s of it", what)
 	}
 }
