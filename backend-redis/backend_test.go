@@ -44,6 +44,7 @@ func TestKeyPrefixValidation(t *testing.T) {
 				if err != nil {
 					t.Fatalf("New(KeyPrefix %q): %v", tt.give, err)
 				}
+				defer b.Close()
 				want := tt.give
 				if want == "" {
 					want = DefaultKeyPrefix
@@ -92,6 +93,7 @@ func TestNewWarnsWithoutContextTimeouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	if len(got) != 1 || got[0].Code != WarnContextTimeouts {
 		t.Fatalf("warnings passed to OnWarning = %+v, want one %s", got, WarnContextTimeouts)
 	}
@@ -139,6 +141,7 @@ func TestInvalidInputNeverReachesTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer b.Close()
 	ctx := callCtx(t)
 	good := simba.SessionID(strings.Repeat("ab", 16))
 	var nameErr *simba.NameError
