@@ -13,5 +13,5 @@ Feature: Failover on every backend
     And B starts the election "report"
     And B's attempt at "report" was refused
     When A's connection stalls, as if A had crashed
-    Then B is leader of "report" within one lease duration plus one candidate attempt of the stall
+    Then B is leader of "report" within one lease duration plus one candidate attempt of A's stall
     And A's term of "report" had ended with DEADLINE_PASSED before B's term began

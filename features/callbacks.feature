@@ -60,7 +60,7 @@ Feature: Callbacks and lifecycle
     And A is leader of "report"
     And A's listener for "report" takes 300ms to handle a revocation
     When <action>
-    Then that call returned after A's listener finished handling the revocation
+    Then A's stop or step-down of "report" returned after its listener finished handling the revocation
 
     Examples:
       | action                                            |
@@ -74,7 +74,7 @@ Feature: Callbacks and lifecycle
     And A starts the election "report"
     And A's attempt at "report" has been answered by the backend
     When A stops the election "report"
-    And the held acquire reply arrives
+    And A's held acquire reply arrives
     And B starts the election "report"
     And within one lease duration B is leader of "report"
     Then A's listener for "report" was never called
@@ -95,7 +95,7 @@ Feature: Callbacks and lifecycle
     And A holds the lock "invoice"
     And A's listener for "report", once elected, will <call>
     When A starts the election "report"
-    Then within one lease duration A's listener made that call, and it returned within one renew interval
+    Then within one lease duration A's listener made the call it was given, and the call returned within one renew interval
     And <effect>
 
     Examples:
@@ -113,7 +113,7 @@ Feature: Callbacks and lifecycle
     Given nodes A and B are connected
     And A holds the lock "invoice"
     And A runs leader work for "report" that, once running, will <call>
-    Then within one lease duration A's work made that call, and it returned within one renew interval
+    Then within one lease duration A's work made the call it was given, and the call returned within one renew interval
     And <effect>
 
     Examples:
@@ -135,9 +135,9 @@ Feature: Callbacks and lifecycle
     Given node A is connected with a callback executor that rejects the next callback
     When A starts the election "report"
     Then within one lease duration A wins a term of "report" on the backend
-    And A's listener for "report" is never told about that term
+    And A's listener for "report" is never told about the term it won on the backend
     And within one renew interval A's snapshot shows "report" as COOLDOWN
-    And A makes no attempt at "report" until one lease duration after that win
+    And A makes no attempt at "report" until one lease duration after its win on the backend
     And within two lease durations A is leader of "report" again, with a higher token
     When A stops the election "report"
     Then A's callbacks for "report" pair up: each OnElected followed by one OnRevoked of the same term

@@ -10,7 +10,7 @@ Feature: Candidates
     And A is leader of "report"
     When B starts the election "report"
     And B has made 8 attempts at "report"
-    Then after each answer B waited at least half a renew interval, and less than half a renew interval plus the retry jitter, before its next attempt, and the waits were not all the same
+    Then after each answer B waited at least half a renew interval, and less than half a renew interval plus the retry jitter, before its next attempt at "report", and the waits were not all the same
 
   @R-CAND-2 @broadcast
   Scenario: Where the backend broadcasts releases, a clean stop is taken over at once
@@ -25,7 +25,7 @@ Feature: Candidates
     And B is watching for the release of "report"
     When A stops the election "report"
     Then within 1s B is leader of "report"
-    And B won at its first attempt after the stop, long before its next regular attempt was due
+    And B won "report" at its first attempt after A's stop, long before its next regular attempt was due
 
   @R-CAND-2 @polling
   Scenario: Without release broadcasts, a clean stop is taken over at the next attempt
@@ -35,7 +35,7 @@ Feature: Candidates
     And B's attempt at "report" was refused
     When A stops the election "report"
     Then within one lease duration B is leader of "report"
-    And B won at its first attempt after the stop, which was a regular one: at least half a renew interval after the refused attempt
+    And B won "report" at its first attempt after A's stop, which was a regular one: at least half a renew interval after the refused attempt
 
   @R-CAND-3
   Scenario: At most one acquire per election is in flight
@@ -55,9 +55,9 @@ Feature: Candidates
     When A starts the election "report"
     And A's attempt at "report" has been answered by the backend
     And A stops the election "report"
-    And the held acquire reply arrives
+    And A's held acquire reply arrives
     Then A's listener for "report" was never called
-    And within one renew interval A released the term that attempt won
+    And within one renew interval A released the term its held acquire reply won
     And B's one attempt at the lock "report" succeeds
 
   @R-CAND-4
@@ -66,12 +66,12 @@ Feature: Candidates
     And A's next keep-alive reply is held back for one lease duration
     And A's next acquire reply is held back for one lease duration
     When A starts the election "report"
-    And the held acquire reply arrives
-    Then A was never elected with the token that reply carried
-    And A released the term that attempt won
-    When the held keep-alive reply arrives, saying the session is alive
+    And A's held acquire reply arrives
+    Then A was never elected with the token its held acquire reply carried
+    And A released the term its held acquire reply won
+    When A's held keep-alive reply arrives, saying the session is alive
     Then within one lease duration A is leader of "report", with a higher token
-    And A's new term belongs to a new session
+    And A's term of "report" belongs to A's second session
 
   @R-CAND-4
   Scenario: A reply carrying a token this session has already released is not adopted

@@ -12,8 +12,8 @@ Feature: Session timing
 
   @R-CFG-1
   Scenario: An empty config takes the documented defaults
-    When the defaults of an empty config are filled in
-    Then the config is:
+    When config "c" is an empty config with its defaults filled in
+    Then config "c" has:
       | LeaseDuration | 15s   |
       | RenewInterval | 5s    |
       | Drift         | 0.01  |
@@ -23,10 +23,10 @@ Feature: Session timing
 
   @R-CFG-1
   Scenario Outline: The derived defaults follow the lease duration and the renew interval
-    Given a config with:
+    Given config "c" sets:
       | LeaseDuration | <lease> |
       | RenewInterval | <renew> |
-    When node A is connected with that config
+    When node A is connected with config "c"
     Then A's client uses the timing:
       | LeaseDuration | <lease>       |
       | RenewInterval | <renew in use> |
@@ -43,10 +43,10 @@ Feature: Session timing
 
   @R-CFG-2
   Scenario Outline: Two keep-alives must fit in one lease
-    Given a config with:
+    Given config "c" sets:
       | LeaseDuration | <lease> |
       | RenewInterval | <renew> |
-    Then the config is <verdict>
+    Then config "c" is <verdict>
 
     Examples:
       | lease | renew  | verdict                          |
@@ -57,12 +57,12 @@ Feature: Session timing
 
   @R-CFG-3
   Scenario Outline: The local validity of a lease must exceed the renew interval
-    Given a config with:
+    Given config "c" sets:
       | LeaseDuration | <lease>  |
       | RenewInterval | <renew>  |
       | Drift         | <drift>  |
       | Margin        | <margin> |
-    Then the config is <verdict>
+    Then config "c" is <verdict>
 
     Examples: lease × (1 − drift) − margin against the renew interval
       | lease | renew | drift | margin | verdict                          |
@@ -73,10 +73,9 @@ Feature: Session timing
 
   @R-CFG-4
   Scenario Outline: Drift outside [0, 0.5) and negative durations are refused with a clear error
-    Given a config with:
+    Given config "c" sets:
       | <field> | <value> |
-    Then the config is refused because of <field>
-    And the refusal names the field <field> and the value "<value>"
+    Then config "c" is refused because of <field>, the error naming it and the value "<value>"
 
     Examples:
       | field         | value  |
@@ -92,9 +91,9 @@ Feature: Session timing
 
   @R-CFG-4
   Scenario Outline: Drift inside [0, 0.5) is accepted
-    Given a config with:
+    Given config "c" sets:
       | Drift | <value> |
-    Then the config is accepted
+    Then config "c" is accepted
 
     Examples:
       | value |
@@ -104,22 +103,22 @@ Feature: Session timing
 
   @R-CFG-5
   Scenario: A variant is derived from a config without changing the original
-    Given a config with:
+    Given config "c" sets:
       | LeaseDuration | 10s |
       | RenewInterval | 2s  |
-    When a variant of it is derived with:
+    When config "variant" is derived from config "c" with:
       | LeaseDuration | 20s |
       | Margin        | 1s  |
-    Then the variant has:
+    Then config "variant" has:
       | LeaseDuration | 20s |
       | RenewInterval | 2s  |
       | Margin        | 1s  |
-    And the original still has:
+    And config "c" still has:
       | LeaseDuration | 10s     |
       | RenewInterval | 2s      |
       | Margin        | default |
-    When node A is connected with the original
-    And node B is connected with the variant
+    When node A is connected with config "c"
+    And node B is connected with config "variant"
     Then A's client uses the timing:
       | LeaseDuration | 10s  |
       | Margin        | 50ms |

@@ -19,9 +19,7 @@ Feature: The local deadline
       | Margin        | <margin> |
     And node A is connected and its session is live
     And every call of A takes 300ms to reach the backend
-    When A's next keep-alive gets its reply
-    Then A's local deadline is <validity> after that keep-alive was sent
-    And A's session had <left> left when the reply arrived
+    Then A's next keep-alive gets its reply, and its local deadline is <validity> after it was sent and <left> after the reply arrived
 
     Examples:
       | drift | margin | validity | left  |
@@ -68,12 +66,12 @@ Feature: The local deadline
     And A is leader of "report"
     And A's next keep-alive reply is held back for one lease duration
     When A's local deadline passes
-    Then the backend still holds A's session: the held keep-alive renewed it there
-    When the held keep-alive reply arrives, saying the session is alive
+    Then the backend still holds A's session: its held keep-alive renewed it there
+    When A's held keep-alive reply arrives, saying the session is alive
     Then A's term of "report" ended with DEADLINE_PASSED
     And A's term of "report" is not valid and has no time remaining
     And within one lease duration A is leader of "report" again, with a higher token
-    And A's new term belongs to a new session
+    And A's term of "report" belongs to A's second session
     And A's first term of "report" is still not valid
 
   @R-DL-4
@@ -87,9 +85,9 @@ Feature: The local deadline
     And node A is connected
     And A is leader of "report"
     When every call of A fails from its next successful keep-alive on
-    Then A's keep-alives after that success were sent at these times after it:
+    Then A's keep-alives after its last successful one were sent at these times after it:
       | 1s | 2s | 3s | 3.5s | 3.75s | 3.875s | 3.9375s | 3.9695s |
-    And A's term of "report" ended with DEADLINE_PASSED 4s after that success
+    And A's term of "report" ended with DEADLINE_PASSED 4s after its last successful keep-alive
 
   @R-DL-5
   Scenario: A backend granting less than asked makes the client renew every third of the grant

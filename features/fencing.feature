@@ -17,7 +17,7 @@ Feature: Fencing tokens
     And A writes "a1" to each fenced value with its term of "ledger", which is accepted
     And A writes "a1 again" to each fenced value with its term of "ledger", which is accepted
     When A's connection stalls, as if A had crashed
-    Then B is leader of "ledger" within one lease duration plus one candidate attempt of the stall
+    Then B is leader of "ledger" within one lease duration plus one candidate attempt of A's stall
     And A's term of "ledger" is not valid and has no time remaining
     And B writes "b1" to each fenced value with its term of "ledger", which is accepted
     And A writes "a2" to each fenced value with its term of "ledger", which is refused

@@ -23,7 +23,7 @@ Feature: Simba in an fx application
     And the fx app of A starts
     And within one lease duration A is leader of "report"
     When the fx app of A stops
-    Then A released "report" at the local deadline the term had at the stop, while the work was still running
+    Then A released "report" at the local deadline its term had at its stop, while the work was still running
 
   @R-WORK-1
   Scenario: Leader work starts with the app, not when the app is built, and moves when the app stops

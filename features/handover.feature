@@ -37,7 +37,7 @@ Feature: Handover
     And A runs leader work for "report" that ignores interruption for 10s
     And within one lease duration A is leader of "report"
     When A stops the election "report"
-    Then A released "report" at the local deadline the term had at the stop, while the work was still running
+    Then A released "report" at the local deadline its term had at its stop, while the work was still running
 
   @R-HO-1 @R-CAND-5
   Scenario: A stop while an acquire is in flight returns once what that acquire won was released
@@ -45,7 +45,7 @@ Feature: Handover
     And every call of A takes 300ms to reach the backend
     When A starts the election "report"
     And A stops the election "report" while its acquire is in flight
-    Then A's stop returned only after that acquire of "report" was answered and what it won was released
+    Then A's stop returned only after its acquire in flight of "report" was answered and what it won was released
     And B's one attempt at the lock "report" succeeds
 
   @R-HO-2
@@ -79,9 +79,9 @@ Feature: Handover
     And A is leader of "report"
     When A steps down from "report" for 3 renew intervals
     Then A's snapshot shows "report" as COOLDOWN
-    And A makes no attempt at "report" until 3 renew intervals after the step-down
+    And A makes no attempt at "report" until 3 renew intervals after its step-down
     And within one lease duration A is leader of "report" again, with a higher token
-    And A's new term of "report" was won no sooner than 3 renew intervals after the step-down
+    And A's new term of "report" was won no sooner than 3 renew intervals after its step-down
 
   @R-HO-4
   Scenario: Stopping ends the election

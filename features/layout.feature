@@ -47,6 +47,6 @@ Feature: What each backend stores
     Then the backend's record of "layout" names A's session and token
     When A stops the election "layout"
     Then within 1s B is leader of "layout"
-    And B won at its first attempt after the stop, long before its next regular attempt was due
+    And B won "layout" at its first attempt after A's stop, long before its next regular attempt was due
     And the backend's record of "layout" names B's session and token
     And B's token of "layout" is above A's

@@ -37,8 +37,8 @@ Feature: Locks
     And A's attempt at "invoice" has been answered by the backend
     And A cancels its acquisition of "invoice"
     Then A's acquisition of "invoice" fails with ErrLockTimeout and context.Canceled
-    When the held acquire reply arrives
-    Then within one renew interval A released the term that attempt won
+    When A's held acquire reply arrives
+    Then within one renew interval A released the term its held acquire reply won
     And B's one attempt at the lock "invoice" succeeds
 
   @R-LOCK-3
@@ -55,13 +55,13 @@ Feature: Locks
     Given node A is connected and its session is live
     And A's connection stalls
     When A's one attempt at the lock "invoice" fails with ErrLockTimeout and ErrBackendUnavailable
-    Then that attempt gave up exactly one lease duration after it began
+    Then A's attempt gave up exactly one lease duration after it began
 
   @R-LOCK-4
   Scenario Outline: Acquire and TryAcquire return a term or an error, never a panic
     Given node A is connected
     When A calls <method> on the lock <name> with <context>
-    Then the call returned no term and an error matching <error>, without panicking
+    Then A's call returned no term and an error matching <error>, without panicking
 
     Examples:
       | method     | name        | context            | error              |
@@ -77,7 +77,7 @@ Feature: Locks
     And node B is connected
     And A holds the lock "invoice"
     When B calls <method> on the lock "invoice" with an expired context
-    Then the call returned no term and an error matching <error>, without panicking
+    Then B's call returned no term and an error matching <error>, without panicking
     And B made exactly 1 attempt at "invoice"
 
     Examples:
@@ -89,7 +89,7 @@ Feature: Locks
   Scenario Outline: <method> with a timeout of 0 wins a free lock with its one attempt
     Given node A is connected and its session is live
     When A calls <method> on the lock "invoice" with a timeout of 0
-    Then the call returned a valid term
+    Then A's call returned a valid term
     And A made exactly 1 attempt at "invoice"
 
     Examples:
@@ -102,7 +102,7 @@ Feature: Locks
     Given node A is connected
     And A closes
     When A calls <method> on the lock "invoice" with a live context
-    Then the call returned no term and an error matching ErrClosed, without panicking
+    Then A's call returned no term and an error matching ErrClosed, without panicking
 
     Examples:
       | method     |

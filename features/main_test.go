@@ -140,7 +140,7 @@ var scenariosRun atomic.Int64
 // initScenario builds the world of one scenario and binds the steps to it.
 func initScenario(sc *godog.ScenarioContext, env *backendEnv) {
 	w := newWorld(env)
-	step := func(expr string, fn any) { sc.Step(expr, w.inScenario(fn)) }
+	step := func(expr string, fn any) { sc.Step(expr, w.handler(expr, fn)) }
 	w.registerSteps(step)
 	sc.Before(func(ctx context.Context, s *godog.Scenario) (context.Context, error) {
 		scenariosRun.Add(1)

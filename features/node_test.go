@@ -31,22 +31,25 @@ type node struct {
 	close   func()
 	closed  bool
 
-	events      *eventLog
-	logs        *logCapture
-	exec        *rejectingExecutor
-	listeners   map[string]*listener
-	works       map[string]*work             // leader work by lease
-	schedules   map[string]*schedule         // scheduled work by lease
-	groups      map[string][]*groupRun       // group runs by group name, in the order started
-	locks       map[string][]*simba.LockTerm // lock terms by lease, in the order won
-	acqs        map[string]*acquisition      // the latest background acquisition by lease
-	released    map[*simba.LockTerm]bool     // lock terms a step released
-	watched     map[string]*simba.Term       // the term steps mean by "n's term of lease"
-	lastWatched *simba.Term
-	stop        *backgroundStop
-	made        *madeCall      // the call a callback or leader work was asked to make
-	metrics     *metricsOf     // the node's collector, when connected with metrics
-	wg          sync.WaitGroup // background goroutines of steps
+	events    *eventLog
+	logs      *logCapture
+	exec      *rejectingExecutor
+	listeners map[string]*listener
+	works     map[string]*work             // leader work by lease
+	schedules map[string]*schedule         // scheduled work by lease
+	groups    map[string][]*groupRun       // group runs by group name, in the order started
+	locks     map[string][]*simba.LockTerm // lock terms by lease, in the order won
+	acqs      map[string]*acquisition      // the latest background acquisition by lease
+	released  map[*simba.LockTerm]bool     // lock terms a step released
+	watched   map[string]*simba.Term       // the term steps mean by "n's term of lease"
+	stop      *backgroundStop
+	made      *madeCall             // the call a callback or leader work was asked to make
+	lastCall  *lockCall             // the node's last direct Acquire or TryAcquire call
+	marks     map[string]time.Time  // when the node's steps did what later steps measure from: stop, stepdown, stall, ...
+	holds     map[string]*heldReply // by operation: the reply of the node held back
+	rejected  uint64                // the token of the term a rejected callback was given
+	metrics   *metricsOf            // the node's collector, when connected with metrics
+	wg        sync.WaitGroup        // background goroutines of steps
 }
 
 // connectOptions change how a node's client is built.
@@ -84,6 +87,8 @@ func (w *world) connect(name string, o connectOptions) (*node, error) {
 		locks:     make(map[string][]*simba.LockTerm),
 		acqs:      make(map[string]*acquisition),
 		released:  make(map[*simba.LockTerm]bool),
+		marks:     make(map[string]time.Time),
+		holds:     make(map[string]*heldReply),
 	}
 	if o.cfg != nil {
 		n.timing = *o.cfg

@@ -9,8 +9,7 @@ Feature: Sessions
   Scenario: One keep-alive per renew interval, whatever the number of leases
     Given nodes A and B are connected
     And A is leader of 5 elections and holds 5 locks
-    When 6 renew intervals pass
-    Then A and B each sent 6 keep-alives meanwhile, give or take one
+    Then A and B each send 6 keep-alives, give or take one, in the next 6 renew intervals
     And A opened exactly one session, which all of its terms belong to
 
   @R-SES-2
@@ -22,11 +21,11 @@ Feature: Sessions
 
   @R-SES-3
   Scenario: The backend refuses an expired session for ever
-    Given a session opened directly on the backend with a lease of 1s
+    Given session s is opened directly on the backend, with a lease of 1s
     When 2500ms pass
-    Then a keep-alive of that session fails with ErrSessionExpired
-    And that session's attempt at "report" fails with ErrSessionExpired
-    And a second keep-alive of that session still fails with ErrSessionExpired
+    Then session s's keep-alive fails with ErrSessionExpired
+    And session s's attempt at "report" fails with ErrSessionExpired
+    And session s's keep-alive fails with ErrSessionExpired
 
   # On Zookeeper the client hears of the expiry when its connection is
   # refused, which may take longer than one renew interval.
@@ -37,7 +36,7 @@ Feature: Sessions
     When the backend expires A's session
     Then within one renew interval A's term of "report" ends with SESSION_EXPIRED
     And within one lease duration A is leader of "report" again, with a higher token
-    And A's new term belongs to a new session
+    And A's term of "report" belongs to A's second session
     And the backend refuses A's first session: its keep-alives and its attempts fail with ErrSessionExpired
 
   @R-SES-4
@@ -48,7 +47,8 @@ Feature: Sessions
     And A holds the lock "invoice"
     When A closes
     Then A's terms of "report", "billing" and "invoice" ended with STOPPED
-    And right away, a session opened directly on the backend wins "report", "billing" and "invoice"
+    And session s is opened directly on the backend
+    And session s wins "report", "billing" and "invoice"
 
   @R-SES-5
   Scenario: The snapshot shows the session going through OPENING, LIVE, SUSPENDED and CLOSED

@@ -33,9 +33,9 @@ func (w *world) callbacksPair(name, lease string) error {
 	return nil
 }
 
-func (w *world) termsBetween(a, b string, count int, lease string) error {
+func (w *world) termsBetween(list string, count int, lease string) error {
 	total := 0
-	for _, name := range []string{a, b} {
+	for _, name := range nodeList(list) {
 		n, err := w.node(name)
 		if err != nil {
 			return err
@@ -43,7 +43,7 @@ func (w *world) termsBetween(a, b string, count int, lease string) error {
 		total += len(n.listener(w.name(lease)).terms())
 	}
 	if total != count {
-		return fmt.Errorf("%s and %s were given %d terms, want %d", a, b, total, count)
+		return fmt.Errorf("%s were given %d terms, want %d", list, total, count)
 	}
 	return nil
 }
@@ -99,8 +99,8 @@ func (w *world) intoClientReturned() error {
 	return nil
 }
 
-func (w *world) returnedAfterRevocation(name string) error {
-	n, t, err := w.watchedTerm(name)
+func (w *world) returnedAfterRevocation(name, lease string) error {
+	n, t, err := w.term(name, lease)
 	if err != nil {
 		return err
 	}
@@ -108,8 +108,8 @@ func (w *world) returnedAfterRevocation(name string) error {
 	if err != nil {
 		return err
 	}
-	if w.marks["returned"].Before(cb.end) {
-		return fmt.Errorf("the call returned %v before the listener finished", cb.end.Sub(w.marks["returned"]))
+	if n.marks["returned"].Before(cb.end) {
+		return fmt.Errorf("the call returned %v before the listener finished", cb.end.Sub(n.marks["returned"]))
 	}
 	return nil
 }
@@ -224,8 +224,8 @@ func (w *world) winsOnBackend(phrase, name, lease string) error {
 	return w.eventually(d, "no attempt won", func() bool {
 		for _, c := range n.attempts(l) {
 			if c.won {
-				w.marks["win"] = c.end
-				w.rejectedToken = c.token
+				n.marks["win"] = c.end
+				n.rejected = c.token
 				return true
 			}
 		}
@@ -241,7 +241,7 @@ func (w *world) neverTold(name, lease string) error {
 	l := n.listener(w.name(lease))
 	return w.never(n.cfg().RenewInterval, "the listener was told about the rejected term", func() bool {
 		for _, c := range l.snapshot() {
-			if c.term.Token() == w.rejectedToken {
+			if c.term.Token() == n.rejected {
 				return true
 			}
 		}

@@ -29,16 +29,15 @@ func (w *world) madeAttempts(name string, count int, lease string) error {
 	cfg := n.cfg()
 	within := time.Duration(count)*(cfg.RenewInterval/2+cfg.RetryJitter) + cfg.LeaseDuration
 	l := w.name(lease)
-	w.attemptLease = l
 	return w.eventually(within, fmt.Sprintf("node %s did not make %d attempts", name, count), func() bool {
 		return len(n.attempts(l)) >= count
 	})
 }
 
-// gaps returns, for the node's answered attempts at the lease a step
-// counted, how long it waited after each answer before the next attempt.
-func (w *world) gaps(n *node) []time.Duration {
-	cs := n.attempts(w.attemptLease)
+// gaps returns, for the node's answered attempts at lease, how long it
+// waited after each answer before the next attempt.
+func (w *world) gaps(n *node, lease string) []time.Duration {
+	cs := n.attempts(w.name(lease))
 	var out []time.Duration
 	for i := 1; i < len(cs); i++ {
 		out = append(out, cs[i].start.Sub(cs[i-1].end))
@@ -46,7 +45,7 @@ func (w *world) gaps(n *node) []time.Duration {
 	return out
 }
 
-func (w *world) attemptSpacing(name string) error {
+func (w *world) attemptSpacing(name, lease string) error {
 	n, err := w.node(name)
 	if err != nil {
 		return err
@@ -56,7 +55,7 @@ func (w *world) attemptSpacing(name string) error {
 	if !w.env.fake {
 		hi += 100 * time.Millisecond
 	}
-	gs := w.gaps(n)
+	gs := w.gaps(n, lease)
 	if len(gs) == 0 {
 		return fmt.Errorf("node %s made fewer than two attempts", name)
 	}
@@ -79,11 +78,9 @@ func (w *world) attemptRefused(name, lease string) error {
 		return err
 	}
 	l := w.name(lease)
-	w.attemptLease = l
 	return w.eventually(n.cfg().LeaseDuration, "no attempt was refused", func() bool {
-		for i, c := range n.attempts(l) {
+		for _, c := range n.attempts(l) {
 			if !c.won && c.err == nil {
-				w.refusedAt = i
 				return true
 			}
 		}
@@ -107,44 +104,56 @@ func (w *world) watching(name, lease string) error {
 	})
 }
 
-// firstAfterStop returns the node's first attempt after the refused one
-// that preceded the stop, and that refused attempt.
-func (w *world) firstAfterStop(n *node) (first, prev call, err error) {
-	cs := n.attempts(w.attemptLease)
-	i := w.refusedAt + 1
-	if i >= len(cs) {
-		return call{}, call{}, fmt.Errorf("node %s made no attempt after the stop", n.name)
+// firstAfterStop returns node name's first attempt at lease after node
+// stopper stopped its election, the attempt before it, which was refused,
+// and the instant of the stop.
+func (w *world) firstAfterStop(name, lease, stopper string) (n *node, first, prev call, stop time.Time, err error) {
+	if n, err = w.node(name); err != nil {
+		return
 	}
-	if cs[i].start.Before(w.marks["stop"]) {
-		return call{}, call{}, fmt.Errorf("node %s attempted again before the stop", n.name)
+	s, err := w.node(stopper)
+	if err != nil {
+		return
 	}
-	if !cs[i].won {
-		return cs[i], cs[i-1], fmt.Errorf("node %s's first attempt after the stop did not win", n.name)
+	if stop = s.marks["stop"]; stop.IsZero() {
+		return n, first, prev, stop, fmt.Errorf("features: node %s stopped no election", stopper)
 	}
-	return cs[i], cs[i-1], nil
+	// The refused attempt is the last one refused by the stop: on the fake
+	// clock it may begin at the very instant of the stop.
+	cs := n.attempts(w.name(lease))
+	j := -1
+	for k, c := range cs {
+		if !c.start.After(stop) && !c.won && c.err == nil {
+			j = k
+		}
+	}
+	i := j + 1
+	switch {
+	case j < 0:
+		return n, first, prev, stop, fmt.Errorf("node %s had no attempt refused before the stop", name)
+	case i >= len(cs):
+		return n, first, prev, stop, fmt.Errorf("node %s made no attempt after the stop", name)
+	case cs[i].start.Before(stop):
+		return n, first, prev, stop, fmt.Errorf("node %s attempted again before the stop", name)
+	case !cs[i].won:
+		return n, cs[i], cs[i-1], stop, fmt.Errorf("node %s's first attempt after the stop did not win", name)
+	}
+	return n, cs[i], cs[i-1], stop, nil
 }
 
-func (w *world) wonAtOnce(name string) error {
-	n, err := w.node(name)
+func (w *world) wonAtOnce(name, lease, stopper string) error {
+	n, first, _, stop, err := w.firstAfterStop(name, lease, stopper)
 	if err != nil {
 		return err
 	}
-	first, _, err := w.firstAfterStop(n)
-	if err != nil {
-		return err
-	}
-	if after := first.start.Sub(w.marks["stop"]); after >= n.cfg().RenewInterval/2 {
+	if after := first.start.Sub(stop); after >= n.cfg().RenewInterval/2 {
 		return fmt.Errorf("node %s attempted %v after the stop: not before its regular attempt", name, after)
 	}
 	return nil
 }
 
-func (w *world) wonAtNextAttempt(name string) error {
-	n, err := w.node(name)
-	if err != nil {
-		return err
-	}
-	first, prev, err := w.firstAfterStop(n)
+func (w *world) wonAtNextAttempt(name, lease, stopper string) error {
+	n, first, prev, _, err := w.firstAfterStop(name, lease, stopper)
 	if err != nil {
 		return err
 	}
@@ -174,7 +183,6 @@ func (w *world) attemptAnswered(name, lease string) error {
 	if err != nil {
 		return err
 	}
-	w.heldNode = n
 	l := w.name(lease)
 	return w.eventually(n.cfg().LeaseDuration, "no attempt was answered by the backend", func() bool {
 		for _, c := range n.rec.filter(memory.OpAcquire, l) {
@@ -197,9 +205,9 @@ func (w *world) listenerNeverCalled(name, lease string) error {
 	return nil
 }
 
-// heldWin returns the winning acquire whose reply was held back.
-func (w *world) heldWin() (call, error) {
-	c, err := w.heldCall("acquire")
+// heldWin returns the winning acquire of node n whose reply was held back.
+func (n *node) heldWin() (call, error) {
+	c, err := n.heldCall("acquire")
 	if err != nil {
 		return call{}, err
 	}
@@ -217,7 +225,7 @@ func (w *world) releasedHeldWin(phrase, name string) error {
 	if err != nil {
 		return err
 	}
-	win, err := w.heldWin()
+	win, err := n.heldWin()
 	if err != nil {
 		return err
 	}
@@ -242,7 +250,7 @@ func (w *world) neverElectedWithHeld(name string) error {
 	if err != nil {
 		return err
 	}
-	win, err := w.heldWin()
+	win, err := n.heldWin()
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,18 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
-func (w *world) defaultsFilled() error {
-	w.config = simba.DefaultConfig()
+func (w *world) defaultsFilled(name string) error {
+	w.configs[name] = simba.DefaultConfig()
 	return nil
+}
+
+// config returns the config the scenario calls name.
+func (w *world) config(name string) (simba.Config, error) {
+	cfg, ok := w.configs[name]
+	if !ok {
+		return simba.Config{}, fmt.Errorf("features: no config %q in this scenario", name)
+	}
+	return cfg, nil
 }
 
 // applyConfig sets the fields a two-column table names. "none" sets an
@@ -118,25 +127,27 @@ func checkConfig(what string, cfg simba.Config, t *godog.Table) error {
 	return errors.Join(errs...)
 }
 
-func (w *world) configWith(t *godog.Table) error {
-	w.config = simba.Config{}
-	return applyConfig(&w.config, t)
+func (w *world) configWith(name string, t *godog.Table) error {
+	var cfg simba.Config
+	if err := applyConfig(&cfg, t); err != nil {
+		return err
+	}
+	w.configs[name] = cfg
+	return nil
 }
-
-func (w *world) configIs(t *godog.Table) error { return checkConfig("the config", w.config, t) }
 
 func (w *world) setTiming(t *godog.Table) error {
 	w.timing = simba.Config{}
 	return applyConfig(&w.timing, t)
 }
 
-// buildErrors validates w.config and builds a client with it, and returns
-// both outcomes, and how many backend calls the client made before it was
+// buildErrors validates cfg and builds a client with it, and returns both
+// outcomes, and how many backend calls the client made before it was
 // closed; a client built is closed at once.
-func (w *world) buildErrors() (calls int, validate, build error) {
-	validate = w.config.Validate()
+func buildErrors(cfg simba.Config) (calls int, validate, build error) {
+	validate = cfg.Validate()
 	rec, b := newRecorder(nopBackend{})
-	c, err := simba.New(b, simba.WithConfig(w.config), simba.WithLogger(quiet))
+	c, err := simba.New(b, simba.WithConfig(cfg), simba.WithLogger(quiet))
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -149,16 +160,24 @@ func (w *world) buildErrors() (calls int, validate, build error) {
 	return len(rec.snapshot()), validate, err
 }
 
-func (w *world) configAccepted() error {
-	_, v, b := w.buildErrors()
+func (w *world) configAccepted(name string) error {
+	cfg, err := w.config(name)
+	if err != nil {
+		return err
+	}
+	_, v, b := buildErrors(cfg)
 	if v != nil || b != nil {
-		return fmt.Errorf("config %+v: Validate: %w; New: %w", w.config, v, b)
+		return fmt.Errorf("config %+v: Validate: %w; New: %w", cfg, v, b)
 	}
 	return nil
 }
 
-func (w *world) configRefused(field string) error {
-	calls, v, b := w.buildErrors()
+func (w *world) configRefused(name, field string) error {
+	cfg, err := w.config(name)
+	if err != nil {
+		return err
+	}
+	calls, v, b := buildErrors(cfg)
 	if calls != 0 {
 		return fmt.Errorf("a client with a refused config made %d backend calls", calls)
 	}
@@ -169,7 +188,7 @@ func (w *world) configRefused(field string) error {
 		var ce *simba.ConfigError
 		switch {
 		case e.err == nil:
-			return fmt.Errorf("%s accepted config %+v", e.how, w.config)
+			return fmt.Errorf("%s accepted config %+v", e.how, cfg)
 		case !errors.Is(e.err, simba.ErrInvalidConfig) || !errors.As(e.err, &ce):
 			return fmt.Errorf("%s: %w is not a *simba.ConfigError", e.how, e.err)
 		case ce.Field != field:
@@ -179,10 +198,18 @@ func (w *world) configRefused(field string) error {
 	return nil
 }
 
-func (w *world) refusalNames(field, value string) error {
-	err := w.config.Validate()
-	if err == nil {
-		return fmt.Errorf("config %+v was accepted", w.config)
+// configRefusedNaming checks that config name is refused because of
+// field, and that the error names the field and its value.
+func (w *world) configRefusedNaming(name, field, value string) error {
+	if err := w.configRefused(name, field); err != nil {
+		return err
+	}
+	cfg, err := w.config(name)
+	if err != nil {
+		return err
+	}
+	if err = cfg.Validate(); err == nil {
+		return fmt.Errorf("config %+v was accepted", cfg)
 	}
 	msg := err.Error()
 	if !strings.Contains(msg, field) || !strings.Contains(msg, value) {
@@ -191,16 +218,26 @@ func (w *world) refusalNames(field, value string) error {
 	return nil
 }
 
-func (w *world) deriveVariant(t *godog.Table) error {
-	w.variant = w.config
-	return applyConfig(&w.variant, t)
+// deriveVariant makes config name a copy of config from, changed as the
+// table says.
+func (w *world) deriveVariant(name, from string, t *godog.Table) error {
+	cfg, err := w.config(from)
+	if err != nil {
+		return err
+	}
+	if err := applyConfig(&cfg, t); err != nil {
+		return err
+	}
+	w.configs[name] = cfg
+	return nil
 }
 
-func (w *world) configHas(which string, t *godog.Table) error {
-	if which == "variant" {
-		return checkConfig("the variant", w.variant, t)
+func (w *world) configHas(name string, t *godog.Table) error {
+	cfg, err := w.config(name)
+	if err != nil {
+		return err
 	}
-	return checkConfig("the original", w.config, t)
+	return checkConfig("config "+strconv.Quote(name), cfg, t)
 }
 
 func (w *world) clientUses(name string, t *godog.Table) error {

@@ -115,7 +115,6 @@ func (n *node) watch(lease string, t *simba.Term) {
 		n.watched = make(map[string]*simba.Term)
 	}
 	n.watched[lease] = t
-	n.lastWatched = t
 }
 
 func (w *world) isLeader(name, lease string) error {
@@ -222,12 +221,12 @@ func (w *world) stops(name, lease string) error {
 	ctx, cancel := n.stepCtx()
 	defer cancel()
 	l := w.name(lease)
-	w.marks["stop"] = time.Now()
+	n.marks["stop"] = time.Now()
 	if t := n.client.Election(l).Term(); t != nil {
-		w.marks["stop.deadline"] = w.marks["stop"].Add(t.Remaining())
+		n.marks["stop.deadline"] = n.marks["stop"].Add(t.Remaining())
 	}
 	err = n.client.Election(l).Stop(ctx)
-	w.marks["returned"] = time.Now()
+	n.marks["returned"] = time.Now()
 	return err
 }
 
@@ -245,7 +244,7 @@ func (w *world) beginsToStop(name, lease string) error {
 	}
 	bs := &backgroundStop{done: make(chan struct{})}
 	n.stop = bs
-	w.marks["stop"] = time.Now()
+	n.marks["stop"] = time.Now()
 	el := n.client.Election(w.name(lease))
 	n.goBackground(func() {
 		defer close(bs.done)
@@ -264,9 +263,9 @@ func (w *world) stepsDown(name, lease, phrase string) error {
 	}
 	ctx, cancel := n.stepCtx()
 	defer cancel()
-	w.marks["stepdown"] = time.Now()
+	n.marks["stepdown"] = time.Now()
 	err = n.client.Election(w.name(lease)).StepDown(ctx, d)
-	w.marks["returned"] = time.Now()
+	n.marks["returned"] = time.Now()
 	return err
 }
 
@@ -365,7 +364,7 @@ func (w *world) stopReturnedAfterAttempt(name, lease string) error {
 		return err
 	}
 	l := w.name(lease)
-	stop, returned := w.marks["stop"], w.marks["returned"]
+	stop, returned := n.marks["stop"], n.marks["returned"]
 	var won *call
 	for _, c := range n.rec.filter(memory.OpAcquire, l) {
 		if c.start.After(stop) {

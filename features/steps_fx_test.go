@@ -89,6 +89,8 @@ func (w *world) connectBare(name string) (*node, error) {
 		locks:     make(map[string][]*simba.LockTerm),
 		acqs:      make(map[string]*acquisition),
 		released:  make(map[*simba.LockTerm]bool),
+		marks:     make(map[string]time.Time),
+		holds:     make(map[string]*heldReply),
 	}
 	w.nodes[name] = n
 	return n, nil
@@ -315,14 +317,14 @@ func (w *world) fxStop(name string) error {
 	if !a.started {
 		return fmt.Errorf("features: node %s's fx app was never started", name)
 	}
-	w.marks["stop"] = time.Now()
+	n.marks["stop"] = time.Now()
 	for l := range n.works {
 		if t := n.client.Election(l).Term(); t != nil {
-			w.marks["stop.deadline"] = w.marks["stop"].Add(t.Remaining())
+			n.marks["stop.deadline"] = n.marks["stop"].Add(t.Remaining())
 		}
 	}
 	err = a.stop(n)
-	w.marks["returned"] = time.Now()
+	n.marks["returned"] = time.Now()
 	n.closed = true
 	return err
 }
@@ -422,6 +424,6 @@ func (w *world) closedAfterRelease(name, lease string) error {
 		{"release answered", rel.end},
 		{"session close sent", closed.start},
 		{"session close answered", closed.end},
-		{"the app's stop returned", w.marks["returned"]},
+		{"the app's stop returned", n.marks["returned"]},
 	})
 }

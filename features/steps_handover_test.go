@@ -70,7 +70,7 @@ func (w *world) handoverOrder(name, lease, reasonName string) error {
 	if cb.reason != want {
 		return fmt.Errorf("the listener was told %s, want %s", cb.reason, want)
 	}
-	returned := w.marks["returned"]
+	returned := n.marks["returned"]
 	steps := []struct {
 		what string
 		at   time.Time
@@ -185,9 +185,9 @@ func (w *world) noAttemptUntil(name, lease, phrase, after string) error {
 	if err != nil {
 		return err
 	}
-	from := w.marks["stepdown"]
-	if after == "that win" {
-		from = w.marks["win"]
+	from := n.marks["stepdown"]
+	if after == "its win on the backend" {
+		from = n.marks["win"]
 	}
 	if from.IsZero() {
 		return fmt.Errorf("features: no %s was noted", after)
@@ -208,7 +208,7 @@ func (w *world) wonNoSooner(name, lease, phrase string) error {
 	if err != nil {
 		return err
 	}
-	if got := at.Sub(w.marks["stepdown"]); got < d {
+	if got := at.Sub(n.marks["stepdown"]); got < d {
 		return fmt.Errorf("%v was won %v after the step-down, want no sooner than %v", t, got, d)
 	}
 	return nil
@@ -241,14 +241,21 @@ func (w *world) snapshotIdle(name, lease string) error {
 
 // Failover.
 
-func (w *world) failover(name, lease string) error {
+func (w *world) failover(name, lease, stalled string) error {
 	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	s, err := w.node(stalled)
 	if err != nil {
 		return err
 	}
 	cfg := n.cfg()
 	bound := cfg.LeaseDuration + cfg.RenewInterval/2 + cfg.RetryJitter
-	stall := w.marks["stall"]
+	stall := s.marks["stall"]
+	if stall.IsZero() {
+		return fmt.Errorf("features: the connection of node %s did not stall", stalled)
+	}
 	l := w.name(lease)
 	err = w.eventually(bound-time.Since(stall), "no take-over", func() bool {
 		_, ok := n.leading(l)
@@ -487,7 +494,7 @@ func (w *world) workHandoverOrder(name, lease string) error {
 		{"work exited", r.end},
 		{"release sent", rel.start},
 		{"release answered", rel.end},
-		{"call returned", w.marks["returned"]},
+		{"call returned", n.marks["returned"]},
 	})
 }
 
@@ -520,7 +527,7 @@ func (w *world) releasedAtDeadline(name, lease string) error {
 	if !ok {
 		return fmt.Errorf("node %s never released %v", name, t)
 	}
-	deadline := w.marks["stop.deadline"]
+	deadline := n.marks["stop.deadline"]
 	if deadline.IsZero() {
 		return fmt.Errorf("features: the term's deadline at the stop was not noted")
 	}
@@ -569,7 +576,7 @@ func (w *world) noRelease(name, lease string) error {
 		return err
 	}
 	if rel, ok := n.releaseOfTerm(t); ok {
-		return fmt.Errorf("node %s released %v %v after it ended", name, t, rel.start.Sub(w.marks["stall"]))
+		return fmt.Errorf("node %s released %v %v after it ended", name, t, rel.start.Sub(n.marks["stall"]))
 	}
 	return nil
 }

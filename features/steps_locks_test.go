@@ -232,7 +232,7 @@ func (w *world) attempt(name, lease, outcome string) error {
 		return err
 	}
 	c := n.tryAcquire(lease)
-	w.callRes = c
+	n.lastCall = c
 	if outcome == "succeeds" {
 		if c.err != nil {
 			return fmt.Errorf("node %s's attempt at %s failed: %w", name, lease, c.err)
@@ -298,11 +298,15 @@ func (w *world) madeExactly(name string, count int, lease string) error {
 	return nil
 }
 
-func (w *world) gaveUpAfterLease() error {
-	if w.callRes == nil {
-		return fmt.Errorf("features: no attempt was made")
+func (w *world) gaveUpAfterLease(name string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
 	}
-	return w.near("giving up", w.callRes.end.Sub(w.callRes.start), w.lease(w.timing))
+	if n.lastCall == nil {
+		return fmt.Errorf("features: node %s made no attempt", name)
+	}
+	return w.near("giving up", n.lastCall.end.Sub(n.lastCall.start), w.lease(n.timing))
 }
 
 func (w *world) callsLock(name, method, cell, ctxKind string) error {
@@ -344,15 +348,19 @@ func (w *world) callsLock(name, method, cell, ctxKind string) error {
 		}
 	}()
 	res.end = time.Now()
-	w.callRes = res
+	n.lastCall = res
 	return nil
 }
 
-func (w *world) callReturned(errName string) error {
-	c := w.callRes
+func (w *world) callReturned(name string, errName string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	c := n.lastCall
 	switch {
 	case c == nil:
-		return fmt.Errorf("features: no call was made")
+		return fmt.Errorf("features: node %s made no call", name)
 	case c.panicked != nil:
 		return fmt.Errorf("the call panicked: %v", c.panicked)
 	case c.lt != nil:
@@ -363,11 +371,15 @@ func (w *world) callReturned(errName string) error {
 
 // callWon checks that the last lock call returned a valid term, and keeps
 // it as the node's lock, released with the node.
-func (w *world) callWon() error {
-	c := w.callRes
+func (w *world) callWon(name string) error {
+	n, err := w.node(name)
+	if err != nil {
+		return err
+	}
+	c := n.lastCall
 	switch {
 	case c == nil:
-		return fmt.Errorf("features: no call was made")
+		return fmt.Errorf("features: node %s made no call", name)
 	case c.panicked != nil:
 		return fmt.Errorf("the call panicked: %v", c.panicked)
 	case c.err != nil:

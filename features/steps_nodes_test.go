@@ -15,14 +15,16 @@ import (
 // identityIs reads the identity a node is connected with.
 var identityIs = regexp.MustCompile(`^ with the identity "([^"]*)"$`)
 
+// withConfig reads the config a node is connected with.
+var withConfig = regexp.MustCompile(`^ with config "([^"]*)"$`)
+
 // connectedAs connects node name as the rest of the step says: "node A is
 // connected" and then nothing, or one of
 //
 //	and its session is live                 (waits until it is)
 //	, its connection stalled                (before the client starts)
 //	with the identity "ops-1"               (of its sessions)
-//	with that config / with the original    (the config of the scenario)
-//	with the variant                        (the variant derived from it)
+//	with config "c"                         (a config the scenario named)
 //	, with metrics                          (a collector fed by its events)
 //	with a callback executor that rejects the next callback
 //	, its event listener closing the client on the first Elected event
@@ -38,12 +40,6 @@ func (w *world) connectedAs(name, how string) error {
 		return n.waitLive()
 	case ", its connection stalled":
 		o.stalled = true
-	case " with that config", " with the original":
-		cfg := w.config
-		o.cfg = &cfg
-	case " with the variant":
-		cfg := w.variant
-		o.cfg = &cfg
 	case ", with metrics":
 		return w.connectedWithMetrics(name)
 	case " with a callback executor that rejects the next callback":
@@ -51,6 +47,14 @@ func (w *world) connectedAs(name, how string) error {
 	case ", its event listener closing the client on the first Elected event":
 		return w.connectedClosingOnElected(name)
 	default:
+		if m := withConfig.FindStringSubmatch(how); m != nil {
+			cfg, err := w.config(m[1])
+			if err != nil {
+				return err
+			}
+			o.cfg = &cfg
+			break
+		}
 		m := identityIs.FindStringSubmatch(how)
 		if m == nil {
 			return fmt.Errorf("features: cannot connect node %s%s: unknown way", name, how)
@@ -82,7 +86,6 @@ func (n *node) waitLive() error {
 // the client, with the ctx it was given, on the first Elected event.
 func (w *world) connectedClosingOnElected(name string) error {
 	done := make(chan struct{})
-	w.marks["closeFromEvent.pending"] = time.Time{}
 	_, err := w.connect(name, connectOptions{onEvent: func(ctx context.Context, n *node, e simba.Event) {
 		if e.Kind != simba.EventElected {
 			return
@@ -142,23 +145,13 @@ func (w *world) reconnectEach(list, last string, times int) error {
 	return nil
 }
 
-// timePasses lets time pass, noting the remaining time of every term
-// before, for steps that compare.
+// timePasses lets time pass.
 func (w *world) timePasses(phrase string) error {
 	d, err := w.dur(phrase, w.timing)
 	if err != nil {
 		return err
 	}
-	for _, n := range w.nodes {
-		for name := range n.listeners {
-			if t, err := n.term(name); err == nil {
-				w.remaining[t] = t.Remaining()
-			}
-		}
-	}
-	w.marks["pass.start"] = time.Now()
 	time.Sleep(d)
-	w.marks["pass.end"] = time.Now()
 	return nil
 }
 
@@ -168,7 +161,7 @@ func (w *world) connection(name, what string) error {
 		return err
 	}
 	if what == "stalls" {
-		w.marks["stall"] = time.Now()
+		n.marks["stall"] = time.Now()
 		n.link.Stall()
 	} else {
 		n.link.Heal()
@@ -198,19 +191,9 @@ func (w *world) failAfterKeepAlive(name string) error {
 	t := time.NewTimer(w.grace(2 * n.cfg().RenewInterval))
 	defer t.Stop()
 	select {
-	case at := <-armed:
-		w.marks["lastSuccess"] = at
+	case <-armed:
 	case <-t.C:
 		return fmt.Errorf("node %s made no successful keep-alive", name)
-	}
-	// The keep-alive that armed the fault is the last success; note when it
-	// was sent.
-	kas := n.rec.filter(memory.OpKeepAlive, "")
-	for i := len(kas) - 1; i >= 0; i-- {
-		if kas[i].err == nil && !kas[i].answered.IsZero() {
-			w.keepAlive = kas[i]
-			break
-		}
 	}
 	return nil
 }
@@ -236,7 +219,6 @@ func (w *world) expireSession(name string) error {
 	if err != nil {
 		return err
 	}
-	w.marks["expire"] = time.Now()
 	if err := w.expire(id); err != nil {
 		return fmt.Errorf("expire session %s of node %s: %w", id, name, err)
 	}
@@ -261,7 +243,7 @@ func (w *world) expire(id simba.SessionID) error {
 // its control, elsewhere by freeing the lease on the server and winning it
 // with a session opened directly.
 func (w *world) takeOver(lease string) error {
-	w.marks["takeover"] = time.Now()
+	w.takenAt[lease] = time.Now()
 	name := w.name(lease)
 	if w.mem != nil {
 		if w.mem.TakeOver(name) == 0 {
@@ -271,7 +253,7 @@ func (w *world) takeOver(lease string) error {
 		w.takers[lease] = id
 		return nil
 	}
-	r, err := w.openRaw(time.Minute)
+	r, err := w.openRaw("the session that took "+lease+" over", time.Minute)
 	if err != nil {
 		return err
 	}
@@ -331,58 +313,44 @@ func (w *world) holdReply(name, op, how string) error {
 	}
 	opName := map[string]string{"keep-alive": memory.OpKeepAlive, "acquire": memory.OpAcquire, "release": memory.OpRelease}[op]
 	n.rec.inject(opName, f)
-	w.heldNode = n
-	w.held = nil
-	if op == "keep-alive" {
-		w.marks["hold.keepalive"] = time.Now()
-		w.keepAliveGate = f.gate
-	} else {
-		w.marks["hold.acquire"] = time.Now()
-	}
+	n.holds[op] = &heldReply{op: opName, at: time.Now(), gate: f.gate}
 	return nil
 }
 
-// heldCall returns the call whose answer a fault of op held back: the first
-// call of op that started after the fault was set.
-func (w *world) heldCall(op string) (*call, error) {
-	n := w.heldNode
-	if n == nil {
-		return nil, fmt.Errorf("features: no reply was held back")
+// heldReply is a reply of a node that a step held back.
+type heldReply struct {
+	op   string        // the operation, as the recorder names it
+	at   time.Time     // when the step held it back
+	gate chan struct{} // closed to let it through; nil when held for a time
+}
+
+// heldCall returns the call of node n whose answer a fault of op held
+// back: the first call of op that started after the fault was set.
+func (n *node) heldCall(op string) (*call, error) {
+	h := n.holds[op]
+	if h == nil {
+		return nil, fmt.Errorf("features: no %s reply of node %s was held back", op, n.name)
 	}
-	key, opName := "hold.keepalive", memory.OpKeepAlive
-	if op == "acquire" {
-		key, opName = "hold.acquire", memory.OpAcquire
-	}
-	for _, c := range n.rec.filter(opName, "") {
-		if !c.start.Before(w.marks[key]) {
+	for _, c := range n.rec.filter(h.op, "") {
+		if !c.start.Before(h.at) {
 			return &c, nil
 		}
 	}
 	return nil, fmt.Errorf("node %s made no %s call after the reply was held back", n.name, op)
 }
 
-func (w *world) heldArrives(op string) error {
-	n := w.heldNode
-	if n == nil {
-		return fmt.Errorf("features: no reply was held back")
-	}
-	if op == "keep-alive" && w.keepAliveGate != nil {
-		openGate(w.keepAliveGate)
-	}
-	var c *call
-	err := w.eventually(2*n.cfg().LeaseDuration, "the held "+op+" reply did not arrive", func() bool {
-		got, err := w.heldCall(op)
-		if err != nil || got.end.IsZero() {
-			return false
-		}
-		c = got
-		return true
-	})
+func (w *world) heldArrives(name, op string) error {
+	n, err := w.node(name)
 	if err != nil {
 		return err
 	}
-	w.held = c
-	return nil
+	if h := n.holds[op]; h != nil && h.gate != nil {
+		openGate(h.gate)
+	}
+	return w.eventually(2*n.cfg().LeaseDuration, "the held "+op+" reply did not arrive", func() bool {
+		got, err := n.heldCall(op)
+		return err == nil && !got.end.IsZero()
+	})
 }
 
 func (w *world) forgeToken(name, lease string) error {

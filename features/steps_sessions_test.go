@@ -3,6 +3,7 @@ package features
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,13 +12,18 @@ import (
 	"github.com/simba-go/simba/core/memory"
 )
 
-func (w *world) keepAlivesMeanwhile(a, b string, want int) error {
-	from, to := w.marks["pass.start"], w.marks["pass.end"]
-	if from.IsZero() {
-		return fmt.Errorf("features: no time was let pass")
+// keepAlivesOver lets the time of phrase pass and counts the keep-alives
+// each node of list sent meanwhile.
+func (w *world) keepAlivesOver(list string, want int, phrase string) error {
+	d, err := w.dur(phrase, w.timing)
+	if err != nil {
+		return err
 	}
+	from := time.Now()
+	time.Sleep(d)
+	to := time.Now()
 	var counts []int
-	for _, name := range []string{a, b} {
+	for _, name := range nodeList(list) {
 		n, err := w.node(name)
 		if err != nil {
 			return err
@@ -37,8 +43,8 @@ func (w *world) keepAlivesMeanwhile(a, b string, want int) error {
 		}
 		counts = append(counts, got)
 	}
-	if d := counts[0] - counts[1]; d > 1 || d < -1 {
-		return fmt.Errorf("%s sent %d keep-alives and %s %d", a, counts[0], b, counts[1])
+	if d := slices.Max(counts) - slices.Min(counts); d > 1 {
+		return fmt.Errorf("%s sent %v keep-alives, more than one apart", list, counts)
 	}
 	return nil
 }
@@ -142,8 +148,12 @@ func (w *world) callCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), w.grace(w.lease(w.timing)))
 }
 
-// openRaw opens a session directly on the backend.
-func (w *world) openRaw(lease time.Duration) (*rawSession, error) {
+// openRaw opens a session directly on the backend, called name in the
+// scenario.
+func (w *world) openRaw(name string, lease time.Duration) (*rawSession, error) {
+	if _, ok := w.sessions[name]; ok {
+		return nil, fmt.Errorf("features: session %s is already open", name)
+	}
 	ctx, cancel := w.callCtx()
 	defer cancel()
 	nb, err := w.env.connect(ctx, w)
@@ -156,18 +166,20 @@ func (w *world) openRaw(lease time.Duration) (*rawSession, error) {
 		return nil, fmt.Errorf("open a session directly: %w", err)
 	}
 	r := &rawSession{nb: nb, id: g.ID, lease: lease, tokens: make(map[string][]uint64)}
-	w.raws = append(w.raws, r)
+	w.sessions[name] = r
 	return r, nil
 }
 
-func (w *world) raw() (*rawSession, error) {
-	if len(w.raws) == 0 {
-		return nil, fmt.Errorf("features: no session was opened directly on the backend")
+// raw returns the session opened directly on the backend called name.
+func (w *world) raw(name string) (*rawSession, error) {
+	r, ok := w.sessions[name]
+	if !ok {
+		return nil, fmt.Errorf("features: no session %s was opened directly on the backend", name)
 	}
-	return w.raws[0], nil
+	return r, nil
 }
 
-func (w *world) rawOpened(phrase string) error {
+func (w *world) rawOpened(name, phrase string) error {
 	lease := w.lease(w.timing)
 	if phrase != "" {
 		var err error
@@ -175,12 +187,12 @@ func (w *world) rawOpened(phrase string) error {
 			return err
 		}
 	}
-	_, err := w.openRaw(lease)
+	_, err := w.openRaw(name, lease)
 	return err
 }
 
-func (w *world) rawKeepAliveFails(errName string) error {
-	r, err := w.raw()
+func (w *world) rawKeepAliveFails(name, errName string) error {
+	r, err := w.raw(name)
 	if err != nil {
 		return err
 	}
@@ -190,8 +202,8 @@ func (w *world) rawKeepAliveFails(errName string) error {
 	return matches(err, errName)
 }
 
-func (w *world) rawAcquireFails(lease, errName string) error {
-	r, err := w.raw()
+func (w *world) rawAcquireFails(name, lease, errName string) error {
+	r, err := w.raw(name)
 	if err != nil {
 		return err
 	}
@@ -199,82 +211,14 @@ func (w *world) rawAcquireFails(lease, errName string) error {
 	defer cancel()
 	res, err := r.nb.backend.Acquire(ctx, r.id, w.name(lease))
 	if res.Won {
-		return fmt.Errorf("the expired session won %s", lease)
+		return fmt.Errorf("session %s won %s", name, lease)
 	}
 	return matches(err, errName)
 }
 
-// rawWin makes r win lease, which must be free.
-func (w *world) rawWin(r *rawSession, lease string) error {
-	ctx, cancel := w.callCtx()
-	defer cancel()
-	l := w.name(lease)
-	res, err := r.nb.backend.Acquire(ctx, r.id, l)
-	if err != nil {
-		return err
-	}
-	if !res.Won {
-		return fmt.Errorf("session %s did not win %s", r.id, lease)
-	}
-	r.tokens[l] = append(r.tokens[l], res.Token)
-	return nil
-}
-
-func (w *world) rawWinsReleases(lease string) error {
-	r, err := w.raw()
-	if err != nil {
-		return err
-	}
-	if err := w.rawWin(r, lease); err != nil {
-		return err
-	}
-	ctx, cancel := w.callCtx()
-	defer cancel()
-	l := w.name(lease)
-	return r.nb.backend.Release(ctx, r.id, l, r.tokens[l][0])
-}
-
-func (w *world) rawWinsAgain(lease string) error {
-	r, err := w.raw()
-	if err != nil {
-		return err
-	}
-	return w.rawWin(r, lease)
-}
-
-func (w *world) rawLateRelease(lease string) error {
-	r, err := w.raw()
-	if err != nil {
-		return err
-	}
-	l := w.name(lease)
-	if len(r.tokens[l]) < 2 || r.tokens[l][0] == r.tokens[l][1] {
-		return fmt.Errorf("features: want two terms with different tokens, have %v", r.tokens[l])
-	}
-	ctx, cancel := w.callCtx()
-	defer cancel()
-	return r.nb.backend.Release(ctx, r.id, l, r.tokens[l][0])
-}
-
-func (w *world) rawCannotWin(lease string) error {
-	other, err := w.openRaw(w.lease(w.timing))
-	if err != nil {
-		return err
-	}
-	ctx, cancel := w.callCtx()
-	defer cancel()
-	res, err := other.nb.backend.Acquire(ctx, other.id, w.name(lease))
-	if err != nil {
-		return err
-	}
-	if res.Won {
-		return fmt.Errorf("another session won %s with token %d: the late release freed it", lease, res.Token)
-	}
-	return nil
-}
-
-func (w *world) rawWinsAll(list string) error {
-	r, err := w.openRaw(w.lease(w.timing))
+// rawWins makes session name win each lease of list, which must be free.
+func (w *world) rawWins(name, list string) error {
+	r, err := w.raw(name)
 	if err != nil {
 		return err
 	}
@@ -283,9 +227,50 @@ func (w *world) rawWinsAll(list string) error {
 		return fmt.Errorf("features: no quoted lease names in %q", list)
 	}
 	for _, m := range names {
-		if err := w.rawWin(r, m[1]); err != nil {
+		ctx, cancel := w.callCtx()
+		l := w.name(m[1])
+		res, err := r.nb.backend.Acquire(ctx, r.id, l)
+		cancel()
+		if err != nil {
 			return err
 		}
+		if !res.Won {
+			return fmt.Errorf("session %s did not win %s", name, m[1])
+		}
+		r.tokens[l] = append(r.tokens[l], res.Token)
+	}
+	return nil
+}
+
+// rawReleases sends the release of session name's term i of lease (the
+// first is 1), even when it was released already.
+func (w *world) rawReleases(name string, i int, lease string) error {
+	r, err := w.raw(name)
+	if err != nil {
+		return err
+	}
+	l := w.name(lease)
+	if i < 1 || i > len(r.tokens[l]) {
+		return fmt.Errorf("features: session %s won %s %d times, it has no term %d", name, lease, len(r.tokens[l]), i)
+	}
+	ctx, cancel := w.callCtx()
+	defer cancel()
+	return r.nb.backend.Release(ctx, r.id, l, r.tokens[l][i-1])
+}
+
+func (w *world) rawCannotWin(name, lease string) error {
+	r, err := w.raw(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := w.callCtx()
+	defer cancel()
+	res, err := r.nb.backend.Acquire(ctx, r.id, w.name(lease))
+	if err != nil {
+		return err
+	}
+	if res.Won {
+		return fmt.Errorf("session %s won %s with token %d", name, lease, res.Token)
 	}
 	return nil
 }
@@ -317,40 +302,56 @@ func (w *world) firstSessionRefused(name string) error {
 
 // The local deadline.
 
-func (w *world) nextKeepAlive(name string) error {
-	n, err := w.node(name)
+// lastSuccessfulKeepAlive returns the node's last keep-alive that the
+// backend answered without error.
+func (n *node) lastSuccessfulKeepAlive() (call, error) {
+	kas := n.rec.filter(memory.OpKeepAlive, "")
+	for i := len(kas) - 1; i >= 0; i-- {
+		if kas[i].err == nil && !kas[i].answered.IsZero() {
+			return kas[i], nil
+		}
+	}
+	return call{}, fmt.Errorf("node %s made no successful keep-alive", n.name)
+}
+
+// nextKeepAlive waits for the node's next keep-alive to get its reply, and
+// checks the local deadline it sets: validity after it was sent, left after
+// its reply arrived.
+func (w *world) nextKeepAlive(name, validity, left string) error {
+	n, fromSent, err := w.nodeDur(name, validity)
+	if err != nil {
+		return err
+	}
+	fromReply, err := n.dur(left)
 	if err != nil {
 		return err
 	}
 	from := time.Now()
-	return w.eventually(2*n.cfg().RenewInterval, "no keep-alive got its reply", func() bool {
+	var ka call
+	err = w.eventually(2*n.cfg().RenewInterval, "no keep-alive got its reply", func() bool {
 		for _, c := range n.rec.filter(memory.OpKeepAlive, "") {
 			if !c.start.Before(from) && !c.end.IsZero() && c.err == nil {
-				w.keepAlive = c
+				ka = c
 				return true
 			}
 		}
 		return false
+	})
+	if err != nil {
+		return err
+	}
+	return settled(n, func() error {
+		deadline := n.localDeadline()
+		if err := w.near("the deadline", deadline.Sub(ka.start), fromSent); err != nil {
+			return err
+		}
+		return w.near("the deadline, from the reply,", deadline.Sub(ka.end), fromReply)
 	})
 }
 
 // localDeadline returns the node's session deadline as read now.
 func (n *node) localDeadline() time.Time {
 	return time.Now().Add(n.client.Snapshot().Session.Remaining)
-}
-
-func (w *world) deadlineAfterSent(name, phrase string) error {
-	n, err := w.node(name)
-	if err != nil {
-		return err
-	}
-	d, err := time.ParseDuration(phrase)
-	if err != nil {
-		return err
-	}
-	return settled(n, func() error {
-		return w.near("the deadline", n.localDeadline().Sub(w.keepAlive.start), d)
-	})
 }
 
 // settled runs check until it passes, for up to half a renew interval:
@@ -368,23 +369,9 @@ func settled(n *node, check func() error) error {
 	}
 }
 
-func (w *world) leftAtReply(name, phrase string) error {
-	n, err := w.node(name)
-	if err != nil {
-		return err
-	}
-	d, err := time.ParseDuration(phrase)
-	if err != nil {
-		return err
-	}
-	return settled(n, func() error {
-		return w.near("the deadline, from the reply,", n.localDeadline().Sub(w.keepAlive.end), d)
-	})
-}
-
-func (w *world) callsOfEveryKind(a, b, list string) error {
+func (w *world) callsOfEveryKind(nodes, list string) error {
 	seen := make(map[string]bool)
-	for _, name := range []string{a, b} {
+	for _, name := range nodeList(nodes) {
 		n, err := w.node(name)
 		if err != nil {
 			return err
@@ -442,7 +429,7 @@ func (w *world) keepAliveGivesUp(name string) error {
 	if err != nil {
 		return err
 	}
-	from := w.marks["stall"]
+	from := n.marks["stall"]
 	var failed call
 	err = w.eventually(3*n.cfg().RenewInterval, "no keep-alive failed", func() bool {
 		for _, c := range n.rec.filter(memory.OpKeepAlive, "") {
@@ -488,7 +475,7 @@ func (w *world) deadlinePasses(name string) error {
 		return fmt.Errorf("node %s has no session", name)
 	}
 	time.Sleep(s.Remaining + w.poll())
-	w.marks["deadline"] = time.Now()
+	n.marks["deadline"] = time.Now()
 	return nil
 }
 
@@ -500,7 +487,7 @@ func (w *world) backendStillHolds(name string) error {
 	if err != nil {
 		return err
 	}
-	held, err := w.heldCall("keep-alive")
+	held, err := n.heldCall("keep-alive")
 	if err != nil {
 		return err
 	}
@@ -549,12 +536,16 @@ func (w *world) retryTimes(name string, t *godog.Table) error {
 			want = append(want, d)
 		}
 	}
-	base := w.keepAlive.start
+	last, err := n.lastSuccessfulKeepAlive()
+	if err != nil {
+		return err
+	}
+	base := last.start
 	// Let the session end first: every retry falls before its deadline.
 	time.Sleep(time.Until(base.Add(n.cfg().LeaseDuration + n.cfg().RenewInterval)))
 	var got []time.Duration
 	for _, c := range n.rec.filter(memory.OpKeepAlive, "") {
-		if c.start.After(base) && c.session == w.keepAlive.session {
+		if c.start.After(base) && c.session == last.session {
 			got = append(got, c.start.Sub(base))
 		}
 	}

@@ -97,7 +97,11 @@ func (w *world) termEndedAfterSuccess(name, lease, reasonName, phrase string) er
 	if err != nil {
 		return err
 	}
-	return w.near("the revocation", at.Sub(w.keepAlive.start), d)
+	last, err := n.lastSuccessfulKeepAlive()
+	if err != nil {
+		return err
+	}
+	return w.near("the revocation", at.Sub(last.start), d)
 }
 
 // near checks that got is want, within the world's tolerance.
@@ -164,15 +168,16 @@ func (w *world) termStillValid(name, lease string) error {
 	return nil
 }
 
+// termLost lets the time of phrase pass, and checks that the term lost
+// exactly that much of its remaining time meanwhile.
 func (w *world) termLost(name, lease, phrase string) error {
 	_, t, d, err := w.termDur(name, lease, phrase)
 	if err != nil {
 		return err
 	}
-	before, ok := w.remaining[t]
-	if !ok {
-		return fmt.Errorf("features: the remaining time of %v was not noted before time passed", t)
-	}
+	before := t.Remaining()
+	time.Sleep(d)
+	w.settle()
 	if got := before - t.Remaining(); got != d {
 		return fmt.Errorf("%v lost %v of remaining time, want exactly %v", t, got, d)
 	}
@@ -297,12 +302,12 @@ func (w *world) ensureValidExact(name, lease string) error {
 	return matches(t.EnsureValid(r), "ErrTermExpired")
 }
 
-func (w *world) toldOnce(name, reasonName string) error {
+func (w *world) toldOnce(name, lease, reasonName string) error {
 	want, err := reasonNamed(reasonName)
 	if err != nil {
 		return err
 	}
-	n, t, err := w.watchedTerm(name)
+	n, t, err := w.term(name, lease)
 	if err != nil {
 		return err
 	}
@@ -344,22 +349,32 @@ func (n *node) toldExactlyOnce(t *simba.Term, reason simba.RevokeReason) error {
 	return nil
 }
 
-func (w *world) stillToldOnce(name string) error {
-	n, t, err := w.watchedTerm(name)
+func (w *world) stillToldOnce(name, lease string) error {
+	n, t, err := w.term(name, lease)
 	if err != nil {
 		return err
 	}
 	return n.toldExactlyOnce(t, t.Reason())
 }
 
-func (w *world) releasedWithTokens(name, a, b string) error {
+// releasedWithTokens checks that node name released each lease of list
+// with the token of its term, and only once the term had been revoked.
+func (w *world) releasedWithTokens(name, list string) error {
 	n, err := w.node(name)
 	if err != nil {
 		return err
 	}
-	w.checkedReleases = nil
-	for _, lease := range []string{a, b} {
+	leases := quoted.FindAllStringSubmatch(list, -1)
+	if len(leases) == 0 {
+		return fmt.Errorf("features: no quoted lease names in %q", list)
+	}
+	for _, m := range leases {
+		lease := m[1]
 		_, t, err := w.term(name, lease)
+		if err != nil {
+			return err
+		}
+		at, err := n.revokedAt(t)
 		if err != nil {
 			return err
 		}
@@ -368,34 +383,13 @@ func (w *world) releasedWithTokens(name, a, b string) error {
 			if c.token != t.Token() {
 				return fmt.Errorf("a release of %s carried token %d, not its term's %d", lease, c.token, t.Token())
 			}
+			if c.start.Before(at) {
+				return fmt.Errorf("the release of %v was sent %v before the term was revoked", t, at.Sub(c.start))
+			}
 			found = true
-			w.checkedReleases = append(w.checkedReleases, releaseOf{n: n, t: t, c: c})
 		}
 		if !found {
 			return fmt.Errorf("node %s sent no release of %s", name, lease)
-		}
-	}
-	return nil
-}
-
-// releaseOf is a release a step found, with its term.
-type releaseOf struct {
-	n *node
-	t *simba.Term
-	c call
-}
-
-func (w *world) releasesAfterRevoke() error {
-	if len(w.checkedReleases) == 0 {
-		return fmt.Errorf("features: no releases were found by an earlier step")
-	}
-	for _, r := range w.checkedReleases {
-		at, err := r.n.revokedAt(r.t)
-		if err != nil {
-			return err
-		}
-		if r.c.start.Before(at) {
-			return fmt.Errorf("the release of %v was sent %v before the term was revoked", r.t, at.Sub(r.c.start))
 		}
 	}
 	return nil
@@ -410,8 +404,12 @@ func (w *world) endedAtKeepAlive(name, lease string) error {
 	if err != nil {
 		return err
 	}
+	taken, ok := w.takenAt[lease]
+	if !ok {
+		return fmt.Errorf("features: %s was not taken over", lease)
+	}
 	for _, c := range n.rec.filter(memory.OpKeepAlive, "") {
-		if c.start.Before(w.marks["takeover"]) || c.end.IsZero() {
+		if c.start.Before(taken) || c.end.IsZero() {
 			continue
 		}
 		return w.near("the revocation after that keep-alive's reply", at.Sub(c.end), 0)
@@ -513,18 +511,6 @@ func (w *world) tokensConsistentNow() error {
 	}
 	if checked == 0 {
 		return fmt.Errorf("no term to check")
-	}
-	return nil
-}
-
-func (w *world) newTermNewSession(name string) error {
-	n, t, err := w.watchedTerm(name)
-	if err != nil {
-		return err
-	}
-	ids := n.sessionIDs()
-	if len(ids) < 2 || t.Session() == ids[0] {
-		return fmt.Errorf("%v belongs to session %s; sessions opened: %v", t, t.Session(), ids)
 	}
 	return nil
 }

@@ -51,12 +51,11 @@ Feature: Terms and fencing tokens
     Given node A is connected
     And A is leader of "report"
     And A's next keep-alive reply is held back until released
-    When 300ms pass
-    Then A's term of "report" has exactly 300ms less time remaining than before
+    Then A's term of "report" loses exactly 300ms of its time remaining, as that much time passes
     When A's local deadline passes
     Then A's term of "report" is not valid and has no time remaining
     But A's term of "report" has not been revoked yet
-    When the held keep-alive reply is released
+    When A's held keep-alive reply is released
     Then within one renew interval A's term of "report" ends with DEADLINE_PASSED
 
   @R-TERM-4
@@ -99,9 +98,9 @@ Feature: Terms and fencing tokens
     And A is leader of "report"
     When <action>
     Then within one lease duration A's term of "report" ends with <reason>
-    And A's listener was told <reason> exactly once for that term, and A published one Revoked event for it
+    And A's listener for "report" was told <reason> exactly once for its term, and A published one Revoked event for it
     When A closes
-    Then A's listener was still told exactly once about that term
+    Then A's listener for "report" was still told exactly once about its term
 
     Examples:
       | action                                            | reason       |
@@ -115,9 +114,9 @@ Feature: Terms and fencing tokens
     And A is leader of "report"
     When <fault>
     Then within one lease duration A's term of "report" ends with <reason>
-    And A's listener was told <reason> exactly once for that term, and A published one Revoked event for it
+    And A's listener for "report" was told <reason> exactly once for its term, and A published one Revoked event for it
     When A closes
-    Then A's listener was still told exactly once about that term
+    Then A's listener for "report" was still told exactly once about its term
 
     Examples:
       | fault                               | reason          |
@@ -132,16 +131,17 @@ Feature: Terms and fencing tokens
     And A holds the lock "invoice"
     When A stops the election "report"
     And A releases the lock "invoice"
-    Then A released "report" and "invoice", each with the token of its term
-    And each of those releases was sent after its term had been revoked
+    Then A released "report" and "invoice", each with the token of its term, once the term had been revoked
 
   @R-TERM-7
   Scenario: A late release cannot free a later term
-    Given a session opened directly on the backend
-    And that session wins "report", then releases it
-    And that session wins "report" again
-    When that session sends the release of its first term of "report" once more
-    Then another session opened directly on the backend cannot win "report"
+    Given session s is opened directly on the backend
+    And session s wins "report"
+    And session s releases its term 1 of "report"
+    And session s wins "report"
+    When session s releases its term 1 of "report"
+    Then session t is opened directly on the backend
+    And session t cannot win "report"
 
   @R-TERM-8
   Scenario: A keep-alive reply that no longer lists the lease revokes the term
@@ -149,4 +149,4 @@ Feature: Terms and fencing tokens
     And A is leader of "report"
     When another session takes "report" over
     Then within one lease duration A's term of "report" ends with TAKEN_OVER
-    And A's term of "report" ended when the first keep-alive sent after the take-over got its reply
+    And A's term of "report" ended when the first keep-alive sent after it was taken over got its reply

@@ -28,48 +28,39 @@ var defaultTiming = simba.Config{LeaseDuration: 2 * time.Second, RenewInterval: 
 // what the steps have observed. Steps run one at a time; on the memory
 // backend they run inside the scenario's synctest bubble.
 type world struct {
-	env    *backendEnv
-	id     string       // appended to lease names, to keep scenarios apart on shared servers
-	timing simba.Config // the timing of the nodes connected next
-	mem    *memory.Server
-	bub    *bubble
-	nodes  map[string]*node
-	cli    bool                  // a scenario about the simba command (@cli): in real time
-	procs  map[string]*simbaProc // its simba processes, by number
+	env      *backendEnv
+	id       string       // appended to lease names, to keep scenarios apart on shared servers
+	timing   simba.Config // the timing of the nodes connected next
+	mem      *memory.Server
+	bub      *bubble
+	nodes    map[string]*node
+	cli      bool                   // a scenario about the simba command (@cli): in real time
+	procs    map[string]*simbaProc  // its simba processes, by number
+	sessions map[string]*rawSession // sessions opened directly on the backend, by name
 
 	ctx    context.Context // ends with the scenario: background work stops then
 	cancel context.CancelFunc
 
-	// What steps hand to the steps after them.
-	config, variant simba.Config
-	callRes         *lockCall     // the last direct Acquire/TryAcquire call
-	raws            []*rawSession // sessions opened directly on the backend
-	marks           map[string]time.Time
-	remaining       map[*simba.Term]time.Duration
-	keepAlive       call // the keep-alive a step waited for
-	held            *call
-	heldNode        *node
-	keepAliveGate   chan struct{}
-	checkedReleases []releaseOf
-	attemptLease    string
-	refusedAt       int // index of the refused attempt among attemptLease's
-	rejectedToken   uint64
-	takers          map[string]simba.SessionID // by lease: the session that took it over
-	leaseCap        time.Duration              // the most the backend grants; 0: no cap
-	fences          []fenced                   // the fenced values of the scenario
-	subscriber      io.Closer                  // a subscription to the backend's release channel
+	// The scenario's own things, each named by the steps that use it.
+	configs    map[string]simba.Config    // by name
+	takers     map[string]simba.SessionID // by lease: the session that took it over
+	takenAt    map[string]time.Time       // by lease: when it was taken over
+	leaseCap   time.Duration              // the most the backend grants; 0: no cap
+	fences     []fenced                   // the fenced values of the scenario
+	subscriber io.Closer                  // a subscription to the backend's release channel
 }
 
 func newWorld(env *backendEnv) *world {
 	return &world{
-		env:       env,
-		id:        randomID(3),
-		timing:    defaultTiming,
-		nodes:     make(map[string]*node),
-		procs:     make(map[string]*simbaProc),
-		marks:     make(map[string]time.Time),
-		remaining: make(map[*simba.Term]time.Duration),
-		takers:    make(map[string]simba.SessionID),
+		env:      env,
+		id:       randomID(3),
+		timing:   defaultTiming,
+		nodes:    make(map[string]*node),
+		procs:    make(map[string]*simbaProc),
+		sessions: make(map[string]*rawSession),
+		configs:  make(map[string]simba.Config),
+		takers:   make(map[string]simba.SessionID),
+		takenAt:  make(map[string]time.Time),
 	}
 }
 
@@ -114,7 +105,7 @@ func (w *world) finish() error {
 			n.wg.Wait()
 			n.closeBackend()
 		}
-		for _, r := range w.raws {
+		for _, r := range w.sessions {
 			r.close()
 		}
 		if w.subscriber != nil {
@@ -148,29 +139,6 @@ func (w *world) run(f func() error) error {
 		return f()
 	}
 	return w.bub.run(f)
-}
-
-// inScenario adapts a step function so that it runs through w.run. The
-// result has the same type as fn, so godog passes it the same arguments.
-func (w *world) inScenario(fn any) any {
-	v := reflect.ValueOf(fn)
-	t := v.Type()
-	if t.Kind() != reflect.Func || t.NumOut() != 1 || t.Out(0) != errorType {
-		panic(fmt.Sprintf("features: step %T must return only an error", fn))
-	}
-	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
-		err := w.run(func() error {
-			w.settle()
-			out := v.Call(args)
-			err, _ := out[0].Interface().(error)
-			return err
-		})
-		res := reflect.New(errorType).Elem()
-		if err != nil {
-			res.Set(reflect.ValueOf(err))
-		}
-		return []reflect.Value{res}
-	}).Interface()
 }
 
 var errorType = reflect.TypeFor[error]()
@@ -449,18 +417,6 @@ func (w *world) termDur(name, lease, phrase string) (*node, *simba.Term, time.Du
 	}
 	d, err := n.dur(phrase)
 	return n, t, d, err
-}
-
-// watchedTerm returns node name and the term a step last watched on it.
-func (w *world) watchedTerm(name string) (*node, *simba.Term, error) {
-	n, err := w.node(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	if n.lastWatched == nil {
-		return nil, nil, fmt.Errorf("features: no term of node %s is watched", name)
-	}
-	return n, n.lastWatched, nil
 }
 
 // isClosed reports whether ch is closed.

@@ -50,7 +50,7 @@ func (r ratio) label() string {
 }
 
 // chartOps are the operations the chart compares, in order.
-var chartOps = []string{opAcquireRelease, opAcquireC64, opHandover}
+var chartOps = []string{opAcquireRelease, opAcquireC16, opAcquireC64, opHandover}
 
 // ratios reads the measurement lines and returns, for every backend and
 // chart operation in the order of the lines, Simba's ops_s over that of

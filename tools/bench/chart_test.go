@@ -21,6 +21,8 @@ bench backend=redis impl=redislock op=keepalive_L100 ops_s=100 p50_us=46 p99_us=
 bench backend=zk impl=zklock op=handover ops_s=400 p50_us=2300 p99_us=3000
 bench backend=zk impl=simba op=handover ops_s=500 p50_us=1900 p99_us=2500
 bench backend=mysql impl=getlock op=acquire_release ops_s=8000 p50_us=94 p99_us=509
+bench backend=postgres impl=simba op=acquire_release_c16 ops_s=2000 p50_us=7000 p99_us=9000
+bench backend=postgres impl=lean op=acquire_release_c16 ops_s=4000 p50_us=3500 p99_us=5000
 `
 
 func TestRatios(t *testing.T) {
@@ -31,6 +33,7 @@ func TestRatios(t *testing.T) {
 		{"redis", opAcquireRelease, "simba", "redislock", 0.5},
 		{"redis", opAcquireRelease, "simba_async", "redislock", 1.5},
 		{"zk", opHandover, "simba", "zklock", 1.25},
+		{"postgres", opAcquireC16, "simba", "lean", 0.5},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("ratios: %+v, want %+v (keep-alive lines and a backend without Simba's line left out)", got, want)

@@ -12,7 +12,7 @@ import (
 func memorySuite(ctx context.Context, s *settings, _ string, su *suite) error {
 	const backend = "memory"
 	srv := memory.New()
-	cases, err := s.implCases(backend, true, []impl{
+	cases, err := s.implCases(backend, 64, []impl{
 		{implSimba, func(ns []string) (opFunc, error) { return simbaLockOp(su, srv.Connect(), ns) }},
 		{implFloor, func(ns []string) (opFunc, error) { return backendFloorOp(ctx, srv.Connect(), ns) }},
 	})

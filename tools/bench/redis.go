@@ -68,7 +68,7 @@ func redisSuite(ctx context.Context, s *settings, rawURL string, su *suite) erro
 		return b, nil
 	}
 
-	cases, err := s.implCases(backend, true, []impl{
+	cases, err := s.implCases(backend, 64, []impl{
 		{implSimba, func(ns []string) (opFunc, error) {
 			b, err := newBackend(newClient(nil))
 			if err != nil {

@@ -15,7 +15,8 @@ import (
 // Operation names of the output lines.
 const (
 	opAcquireRelease = "acquire_release"
-	opAcquireC64     = "acquire_release_c64"
+	opAcquireC64     = "acquire_release_c64" // Redis and memory
+	opAcquireC16     = "acquire_release_c16" // SQL
 	opHandover       = "handover"
 	implSimba        = "simba"
 	implFloor        = "floor"
@@ -127,26 +128,29 @@ func spiImpl(ctx context.Context, open func() (simba.Backend, error)) impl {
 	}}
 }
 
-// lockCases returns the acquire+release case of impl with one worker and,
-// when c64 is set, the one with 64 workers each on a name of its own. mk
-// builds the operation for a set of names.
-func (s *settings) lockCases(backend, impl string, c64 bool, mk func(names []string) (opFunc, error)) ([]benchCase, error) {
+// opAcquireMany names the acquire+release operation of n goroutines at
+// once, each on a lock name of its own (n > 1).
+func opAcquireMany(n int) string { return fmt.Sprintf("%s_c%d", opAcquireRelease, n) }
+
+// lockCases returns the acquire+release case of im with one worker and,
+// when many > 1, the one with many workers each on a name of its own.
+func (s *settings) lockCases(backend string, many int, im impl) ([]benchCase, error) {
 	type shape struct {
 		op      string
 		workers int
 	}
 	shapes := []shape{{opAcquireRelease, 1}}
-	if c64 {
-		shapes = append(shapes, shape{opAcquireC64, 64})
+	if many > 1 {
+		shapes = append(shapes, shape{opAcquireMany(many), many})
 	}
 	var out []benchCase
 	for _, sh := range shapes {
-		f, err := mk(names(sh.op, sh.workers))
+		f, err := im.mk(names(sh.op, sh.workers))
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", impl, sh.op, err)
+			return nil, fmt.Errorf("%s %s: %w", im.name, sh.op, err)
 		}
 		out = append(out, &loop{
-			lid: lineID{backend, impl, sh.op}, workers: sh.workers,
+			lid: lineID{backend, im.name, sh.op}, workers: sh.workers,
 			dur: s.duration, warmup: s.warmup, op: f,
 		})
 	}
@@ -160,11 +164,12 @@ type impl struct {
 	mk   func(names []string) (opFunc, error)
 }
 
-// implCases returns the lock cases of every implementation, in order.
-func (s *settings) implCases(backend string, c64 bool, impls []impl) ([]benchCase, error) {
+// implCases returns the lock cases of every implementation, in order:
+// with one worker and, when many > 1, with many workers.
+func (s *settings) implCases(backend string, many int, impls []impl) ([]benchCase, error) {
 	var out []benchCase
 	for _, im := range impls {
-		cs, err := s.lockCases(backend, im.name, c64, im.mk)
+		cs, err := s.lockCases(backend, many, im)
 		if err != nil {
 			return nil, err
 		}

@@ -110,11 +110,15 @@ func asUint(v any) (uint64, bool) {
 // sqlDialect is what differs between the SQL suites.
 type sqlDialect struct {
 	backend string
-	// open connects a client of its own, counted by w when w is not nil,
-	// and returns Simba's backend on it; closeFn closes both.
-	open func(ctx context.Context, w *wire, cleanup bool) (b simba.Backend, closeFn func() error, err error)
+	// open connects a client of its own with room for conns connections
+	// at once, counted by w when w is not nil, and returns Simba's backend
+	// on it; closeFn closes both.
+	open func(ctx context.Context, w *wire, cleanup bool, conns int) (b simba.Backend, closeFn func() error, err error)
 	// peer is the lock users would otherwise write on this database.
 	peer impl
+	// lean is the leanest fenced pair of statements on this database
+	// (lean.go): what a fenced row lease cannot avoid.
+	lean impl
 	// floor returns an operation replaying f on a client of its own.
 	floor func(ctx context.Context, f sqlFloor) (opFunc, error)
 	// leaseRows counts the rows of the lease table.
@@ -124,30 +128,41 @@ type sqlDialect struct {
 // leaseTable is the lease table of the backends the bench opens.
 const leaseTable = "simbabench_lease"
 
-// sqlSuite compares Simba's lock with the dialect's peer and floor, then
-// measures the keep-alive statements of one node holding many leases
+// sqlWorkers is the number of goroutines of the SQL acquire_release_c16
+// lines.
+const sqlWorkers = 16
+
+// sqlSuite compares Simba's lock with the lean pair, the dialect's peer
+// and floor, with one goroutine and (all but the floor, which replays one
+// captured name) with sqlWorkers, then measures the keep-alive statements of one node holding many leases
 // (Simba only: the peers hold their locks on a connection and renew
 // nothing).
 func sqlSuite(ctx context.Context, s *settings, su *suite, d sqlDialect) error {
-	open := func(w *wire) (simba.Backend, error) {
-		b, closeFn, err := d.open(ctx, w, true)
+	open := func(w *wire, workers int) (simba.Backend, error) {
+		b, closeFn, err := d.open(ctx, w, true, workers+1) // and the keep-alive
 		if err == nil {
 			su.onClose(closeFn)
 		}
 		return b, err
 	}
-	cases, err := s.implCases(d.backend, false, []impl{
+	cases, err := s.implCases(d.backend, sqlWorkers, []impl{
 		{implSimba, func(ns []string) (opFunc, error) {
-			b, err := open(nil)
+			b, err := open(nil, len(ns))
 			if err != nil {
 				return nil, err
 			}
 			return simbaLockOp(su, b, ns)
 		}},
+		d.lean,
 		d.peer,
+	})
+	if err != nil {
+		return err
+	}
+	floor, err := s.implCases(d.backend, 1, []impl{
 		{implFloor, func(ns []string) (opFunc, error) {
 			w := &wire{}
-			b, err := open(w)
+			b, err := open(w, len(ns))
 			if err != nil {
 				return nil, err
 			}
@@ -161,9 +176,9 @@ func sqlSuite(ctx context.Context, s *settings, su *suite, d sqlDialect) error {
 	if err != nil {
 		return err
 	}
-	su.groups = append(su.groups, group{cases: cases, rounds: s.rounds})
+	su.groups = append(su.groups, group{cases: append(cases, floor...), rounds: s.rounds})
 
-	b, err := open(nil)
+	b, err := open(nil, 1)
 	if err != nil {
 		return err
 	}
@@ -182,7 +197,7 @@ func sqlSuite(ctx context.Context, s *settings, su *suite, d sqlDialect) error {
 			lid: lineID{d.backend, implSimba, opKeepAlive(n)}, s: s, leases: n,
 			open: func(ctx context.Context) (kaBackend, error) {
 				w := &wire{}
-				b, closeFn, err := d.open(ctx, w, false)
+				b, closeFn, err := d.open(ctx, w, false, 2)
 				return kaBackend{b: b, wire: w, close: closeFn}, err
 			},
 		})
@@ -199,8 +214,11 @@ func postgresSuite(ctx context.Context, s *settings, rawURL string, su *suite) e
 	if err != nil {
 		return fmt.Errorf("SIMBA_TEST_POSTGRES_URL: %w", err)
 	}
-	newPool := func(ctx context.Context, w *wire) (*pgxpool.Pool, error) {
+	// newPool opens a pool of its own, with room for conns connections
+	// (pgx's default, max(4, cores), when that is more).
+	newPool := func(ctx context.Context, w *wire, conns int) (*pgxpool.Pool, error) {
 		c := cfg.Copy()
+		c.MaxConns = max(c.MaxConns, int32(conns))
 		if w != nil {
 			c.ConnConfig.Tracer = pgTracer{w}
 		}
@@ -214,21 +232,26 @@ func postgresSuite(ctx context.Context, s *settings, rawURL string, su *suite) e
 		}
 		return p, nil
 	}
-	pool := func() (*pgxpool.Pool, error) {
-		p, err := newPool(ctx, nil)
+	pool := func(conns int) (*pgxpool.Pool, error) {
+		p, err := newPool(ctx, nil, conns)
 		if err == nil {
 			su.onClose(func() error { p.Close(); return nil })
 		}
 		return p, err
 	}
-	admin, err := pool()
+	admin, err := pool(1)
 	if err != nil {
 		return err
 	}
+	lean, err := newLeanTables(ctx, pgExec{admin}, pgLeanSchema)
+	if err != nil {
+		return fmt.Errorf("lean tables: %w", err)
+	}
+	su.onClose(func() error { return lean.drop(pgExec{admin}) })
 	return sqlSuite(ctx, s, su, sqlDialect{
 		backend: "postgres",
-		open: func(ctx context.Context, w *wire, cleanup bool) (simba.Backend, func() error, error) {
-			p, err := newPool(ctx, w)
+		open: func(ctx context.Context, w *wire, cleanup bool, conns int) (simba.Backend, func() error, error) {
+			p, err := newPool(ctx, w, conns)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -244,8 +267,15 @@ func postgresSuite(ctx context.Context, s *settings, rawURL string, su *suite) e
 			err := admin.QueryRow(ctx, "SELECT count(*) FROM "+leaseTable).Scan(&n)
 			return n, err
 		},
-		peer: impl{"advisory", func([]string) (opFunc, error) {
-			p, err := pool()
+		lean: impl{implLean, func(ns []string) (opFunc, error) {
+			p, err := pool(len(ns))
+			if err != nil {
+				return nil, err
+			}
+			return leanOp(pgLean{p, lean}, lean.sessions, ns)
+		}},
+		peer: impl{"advisory", func(ns []string) (opFunc, error) {
+			p, err := pool(len(ns))
 			if err != nil {
 				return nil, err
 			}
@@ -273,7 +303,7 @@ func postgresSuite(ctx context.Context, s *settings, rawURL string, su *suite) e
 			}, nil
 		}},
 		floor: func(ctx context.Context, f sqlFloor) (opFunc, error) {
-			p, err := pool()
+			p, err := pool(1)
 			if err != nil {
 				return nil, err
 			}
@@ -343,6 +373,7 @@ func mysqlSuite(ctx context.Context, s *settings, dsn string, su *suite) error {
 	newDB := func(ctx context.Context, w *wire, interpolate bool) (*sql.DB, error) {
 		c := cfg.Clone()
 		c.InterpolateParams = interpolate
+		c.ClientFoundRows = false // changed rows, which the lean pair reads
 		conn, err := mysql.NewConnector(c)
 		if err != nil {
 			return nil, err
@@ -370,9 +401,14 @@ func mysqlSuite(ctx context.Context, s *settings, dsn string, su *suite) error {
 	if err != nil {
 		return err
 	}
+	lean, err := newLeanTables(ctx, sqlExec{admin}, myLeanSchema)
+	if err != nil {
+		return fmt.Errorf("lean tables: %w", err)
+	}
+	su.onClose(func() error { return lean.drop(sqlExec{admin}) })
 	return sqlSuite(ctx, s, su, sqlDialect{
 		backend: "mysql",
-		open: func(ctx context.Context, w *wire, cleanup bool) (simba.Backend, func() error, error) {
+		open: func(ctx context.Context, w *wire, cleanup bool, _ int) (simba.Backend, func() error, error) {
 			db, err := newDB(ctx, w, false)
 			if err != nil {
 				return nil, nil, err
@@ -388,6 +424,18 @@ func mysqlSuite(ctx context.Context, s *settings, dsn string, su *suite) error {
 			err := admin.QueryRowContext(ctx, "SELECT count(*) FROM "+leaseTable).Scan(&n)
 			return n, err
 		},
+		lean: impl{implLean, func(ns []string) (opFunc, error) {
+			db, err := database(false)
+			if err != nil {
+				return nil, err
+			}
+			l, err := newMyLean(ctx, db, lean)
+			if err != nil {
+				return nil, err
+			}
+			su.onClose(l.close)
+			return leanOp(l, lean.sessions, ns)
+		}},
 		peer: impl{"getlock", func(ns []string) (opFunc, error) {
 			// Interpolated parameters: each statement is one round trip,
 			// the best database/sql does without holding prepared

@@ -77,7 +77,9 @@ func (h redisHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 
 // pgTracer counts (and records) every Query, QueryRow and Exec of a pgx
-// pool.
+// pool, and every statement of a batch (Simba's backend sends a statement
+// that may wait for a lock in a batch after the set_config of its
+// lock_timeout: two statements, one round trip).
 type pgTracer struct{ w *wire }
 
 func (t pgTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
@@ -86,6 +88,16 @@ func (t pgTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQ
 }
 
 func (t pgTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (t pgTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (t pgTracer) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	t.w.sent(d.SQL, d.Args)
+}
+
+func (t pgTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // countingConnector wraps a database/sql connector so that every prepare
 // and every execution of a statement is counted, and executions of
@@ -212,4 +224,5 @@ var (
 	_ driver.StmtQueryContext   = (*countingStmt)(nil)
 	_ redis.Hook                = redisHook{}
 	_ pgx.QueryTracer           = pgTracer{}
+	_ pgx.BatchTracer           = pgTracer{}
 )

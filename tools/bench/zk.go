@@ -58,7 +58,7 @@ func zkSuite(ctx context.Context, s *settings, connect string, su *suite) error 
 	acl := zk.WorldACL(zk.PermAll)
 	peers := chroot + zkPeers
 
-	cases, err := s.implCases(backend, false, []impl{
+	cases, err := s.implCases(backend, 1, []impl{
 		{implSimba, func(ns []string) (opFunc, error) {
 			b, err := newBackend()
 			if err != nil {
