@@ -3,10 +3,11 @@ package simbaredis
 import (
 	"context"
 	"fmt"
-	simba "github.com/simba-go/simba/core"
 	"sync"
 	"testing"
 	"time"
+
+	simba "github.com/simba-go/simba/core"
 )
 
 // TestCoalescedCalls runs many acquires and releases of one Backend at once,

@@ -439,44 +439,6 @@ func TestWatchKeepsOnlyWaitingCallers(t *testing.T) {
 	}
 }
 
-func TestClosedBackend(t *testing.T) {
-	b, _ := newTestBackend(t, Options{})
-	s := mustOpen(t, b, lease)
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatalf("second Close = %v", err)
-	}
-	if _, err := b.OpenSession(ctx(t), lease); !errors.Is(err, ErrClosed) {
-		t.Errorf("OpenSession after Close = %v, want ErrClosed", err)
-	}
-	if _, err := b.KeepAlive(ctx(t), s, simba.KeepAliveRequest{Lease: lease}); !errors.Is(err, ErrClosed) {
-		t.Errorf("KeepAlive after Close = %v, want ErrClosed", err)
-	}
-	if _, err := b.Acquire(ctx(t), s, "x"); !errors.Is(err, ErrClosed) {
-		t.Errorf("Acquire after Close = %v, want ErrClosed", err)
-	}
-	if _, err := b.WatchRelease(ctx(t), "x"); !errors.Is(err, ErrClosed) {
-		t.Errorf("WatchRelease after Close = %v, want ErrClosed", err)
-	}
-	if _, _, err := b.Holder(ctx(t), "x"); !errors.Is(err, ErrClosed) {
-		t.Errorf("Holder after Close = %v, want ErrClosed", err)
-	}
-}
-
-func TestUnknownSession(t *testing.T) {
-	b, _ := newTestBackend(t, Options{})
-	for _, id := range []simba.SessionID{"", "0000000000000001", "not a session"} {
-		if _, err := b.KeepAlive(ctx(t), id, simba.KeepAliveRequest{Lease: lease}); !errors.Is(err, simba.ErrSessionExpired) {
-			t.Errorf("KeepAlive(%q) = %v, want ErrSessionExpired", id, err)
-		}
-		if _, err := b.Acquire(ctx(t), id, "x"); !errors.Is(err, simba.ErrSessionExpired) {
-			t.Errorf("Acquire(%q) = %v, want ErrSessionExpired", id, err)
-		}
-	}
-}
-
 func TestAuthACL(t *testing.T) {
 	b, servers := newTestBackend(t, Options{Auth: testAuth})
 	s := mustOpen(t, b, lease)

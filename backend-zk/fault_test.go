@@ -233,22 +233,3 @@ func TestCappedSessionTimeout(t *testing.T) {
 		t.Fatalf("KeepAlive Remaining = %v, want the negotiated %v", r.Remaining, g.Remaining)
 	}
 }
-
-func TestContextHonoured(t *testing.T) {
-	b, _ := newTestBackend(t, Options{})
-	s := mustOpen(t, b, lease)
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := b.Acquire(done, s, "x"); !errors.Is(err, context.Canceled) {
-		t.Errorf("Acquire with a cancelled ctx = %v, want context.Canceled", err)
-	}
-	if _, err := b.KeepAlive(done, s, simba.KeepAliveRequest{Lease: lease}); !errors.Is(err, context.Canceled) {
-		t.Errorf("KeepAlive with a cancelled ctx = %v, want context.Canceled", err)
-	}
-	if _, err := b.OpenSession(done, lease); !errors.Is(err, context.Canceled) {
-		t.Errorf("OpenSession with a cancelled ctx = %v, want context.Canceled", err)
-	}
-	if _, _, err := b.Holder(done, "x"); !errors.Is(err, context.Canceled) {
-		t.Errorf("Holder with a cancelled ctx = %v, want context.Canceled", err)
-	}
-}

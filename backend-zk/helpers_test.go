@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 	"go.uber.org/goleak"
 )
 
@@ -26,14 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // test is skipped, or fails when CI is set.
 func testServers(t testing.TB, key string) []string {
 	t.Helper()
-	v := os.Getenv(key)
-	if v == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set (CI requires a real Zookeeper)", key)
-		}
-		t.Skipf("%s is not set; run tools/testenv/up zk", key)
-	}
-	return strings.Split(v, ",")
+	return strings.Split(backendtest.ServerEnv(t, key), ",")
 }
 
 // quiet is a logger for tests: debug records are dropped unless -v.

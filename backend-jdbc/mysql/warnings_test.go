@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/backendtest"
 )
@@ -43,7 +42,7 @@ func codes(ws []simba.Warning) string {
 // cluster needs the galera-4 library and three nodes: wsrep_on = ON is
 // faked over the real answer (which on MariaDB has wsrep_on = OFF).
 func TestSetupWarnings(t *testing.T) {
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	db := newDB(t, raw, 1)
@@ -82,7 +81,7 @@ func TestSetupWarnings(t *testing.T) {
 // reply drops the lease; at the server's default both report the
 // committed holder.
 func TestReadUncommittedHolderSeesRolledBackOwner(t *testing.T) {
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const prefix = "warnru_"
@@ -142,7 +141,7 @@ func TestReadUncommittedHolderSeesRolledBackOwner(t *testing.T) {
 // the warnings (READ UNCOMMITTED for real, Galera faked), and a client of the backend logs it and publishes it as an
 // EventBackendWarning once per session.
 func TestOpenSessionWarnsThroughTheEngine(t *testing.T) {
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	b, err := New(newDB(t, raw, 4), Options{TablePrefix: "warnengine_", Migrate: true, CleanupInterval: -1})

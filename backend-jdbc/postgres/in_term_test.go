@@ -19,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // inTermLease is the lease of the clients of the fenced-transaction tests:
@@ -39,7 +39,7 @@ type inTermFixture struct {
 
 func newInTermFixture(t *testing.T) *inTermFixture {
 	t.Helper()
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL")
 	id := fmt.Sprintf("it%08x_", rand.Uint32())
 	f := &inTermFixture{t: t, raw: raw, prefix: id, table: id + "ledger", pool: newPool(t, raw, 0)}
 	ctx := t.Context()

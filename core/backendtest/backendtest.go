@@ -16,6 +16,19 @@
 // which waited keeps a term won meanwhile. Every subtest uses lease and
 // group names with a random part, so it can run against a server that
 // keeps state from earlier runs, and closes the sessions it opened.
+//
+// The checks every backend needs beyond the SPI run behind optional hooks
+// of the [Harness], each skipped with the name of the hook it lacks:
+// ErrClosed (calls after Close, goroutines left), Expire (a holder and a
+// term whose session ended on the store, a stale writer), Stored (what a
+// sweep leaves), Fences (the fencing test kit, core/fencingtest), Silent
+// and Silenced (a server that accepts connections and never answers),
+// Secrets (passwords in errors and logs), KeepAliveCost (a keep-alive's
+// cost flat in the leases held). Without hooks, the suite also
+// checks unknown sessions, invalid names, cancelled contexts, concurrent
+// calls of one session and two engine clients contending for a lock.
+// The helpers of test servers (ServerEnv, TLSServer, OtherCA, Proxy,
+// SilentListener) serve the backends' own tests.
 package backendtest
 
 import (
@@ -23,6 +36,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
+	"log/slog"
 	"maps"
 	"slices"
 	"testing"
@@ -30,6 +45,7 @@ import (
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/fencingtest"
 )
 
 // DefaultLease is the session lease the suite asks for when
@@ -76,6 +92,82 @@ type Harness struct {
 	// holder. Without it every walk must list names in increasing order,
 	// each once.
 	ListUnordered bool
+
+	// The fields below are hooks of the checks that need more than the
+	// SPI; a check whose hook is nil is skipped, saying which hook it
+	// lacks.
+
+	// ErrClosed is the error every call of a backend from New must match
+	// once the backend was closed (it must be an io.Closer). Check
+	// ClosedBackend: Close twice, then every call fails with ErrClosed,
+	// and no goroutine the backend started is left.
+	ErrClosed error
+
+	// Expire ends session id on the store now, as a lapsed lease would,
+	// without a call of the SPI (on SQL: its expiry moved into the past;
+	// on Redis: its key deleted). The holder and fencing checks use it.
+	Expire func(t testing.TB, id simba.SessionID)
+
+	// Stored reports whether the store keeps state of lease name (a row,
+	// a key, a node). The sweep check uses it to see that a sweep removed
+	// the state of idle names, those whose owner's session expired
+	// included, and kept the state of held ones.
+	Stored func(t testing.TB, name string) bool
+
+	// Fences are the fenced resources of the backend (a row, a key...)
+	// that the fencing test kit (core/fencingtest) is run against, one
+	// subtest each. Check FencingKit, and with Expire, StaleWriterRejected.
+	Fences []Fence
+
+	// Silent returns a backend of the store under test whose server
+	// accepts connections and never answers (see [SilentListener]), or
+	// the error of opening it, under ctx. Check SilentServer: an open
+	// that fails does so soon after ctx ends, and the calls of a backend
+	// that opened do too.
+	Silent func(ctx context.Context, t testing.TB) (simba.Backend, error)
+
+	// Silenced returns a working backend of the store under test, and
+	// silence, which makes its server stop answering while keeping its
+	// connections open (see [Proxy]). Check ServerGoesSilent: calls
+	// return soon after their context ends, without ErrSessionExpired,
+	// and Close returns with calls in flight, which then end too.
+	Silenced func(t testing.TB) (b simba.Backend, silence func())
+
+	// Secrets lists ways to open the store under test that fail with a
+	// password: a URL that cannot be used, a server that cannot be
+	// reached, credentials the server refuses, the password written in
+	// each form the backend takes. Check SecretsInErrors runs each with
+	// each of [Passwords]: no part of the password may show in the error
+	// chain or in the log.
+	Secrets func(t testing.TB) []SecretCase
+
+	// KeepAliveCost returns a backend of the store under test and work,
+	// the server's own count of what it did for that backend so far (rows
+	// read on SQL, commands on Redis, requests on Zookeeper). Check
+	// KeepAliveCost: a keep-alive costs about as much with 2000 leases
+	// held as with one.
+	KeepAliveCost func(t testing.TB) (b simba.Backend, work func(t testing.TB) int64)
+}
+
+// Fence is a fenced resource kind of the backend under test.
+type Fence struct {
+	Name string
+	// New returns a fresh resource, as fencingtest.Run asks for.
+	New func(t testing.TB) fencingtest.Resource
+}
+
+// SecretCase is one way of opening that must fail without showing the
+// password.
+type SecretCase struct {
+	Name string
+	// Open opens with password pw, logging to log, under ctx; it must
+	// fail. What it opened by mistake is closed.
+	Open func(ctx context.Context, pw string, log *slog.Logger) (io.Closer, error)
+	// Want, when set, must hold for the error (that it matches the
+	// backend's sentinel, say).
+	Want func(err error) bool
+	// Within is the time Open is given; 5s when zero.
+	Within time.Duration
 }
 
 // Run runs every conformance check against the backend h describes, each
@@ -127,6 +219,18 @@ var checks = []struct {
 	{"HolderLister", "list", testListHolders},
 	{"SweepKeepsTokensIncreasing", "sweep", testSweep},
 	{"SweepKeepsTermWonWhileItWaited", "sweeprace", testSweepRace},
+	{"UnknownSessionsAreExpired", "unknown", testUnknownSessions},
+	{"InvalidNamesRefused", "badname", testInvalidNames},
+	{"CancelledContext", "cancel", testCancelledContext},
+	{"ConcurrentCallsOfOneSession", "conc", testConcurrentCalls},
+	{"EngineLocks", "engine", testEngineLocks},
+	{"ClosedBackend", "closed", testClosedBackend},
+	{"SilentServer", "silent", testSilentServer},
+	{"ServerGoesSilent", "gosilent", testServerGoesSilent},
+	{"SecretsInErrors", "secret", testSecretsInErrors},
+	{"FencingKit", "fence", testFencingKit},
+	{"StaleWriterRejected", "stalew", testStaleWriterRejected},
+	{"KeepAliveCost", "kacost", testKeepAliveCost},
 }
 
 // randomHex returns n random bytes in hex.
@@ -140,8 +244,12 @@ func randomHex(n int) string {
 type env struct {
 	t      *testing.T
 	h      Harness
-	prefix string // unique to this subtest run
+	prefix string          // unique to this subtest run
+	closed []simba.Backend // closed by the check: its sessions are not closed at the end
 }
+
+// closing records that the check closes b.
+func (e *env) closing(b simba.Backend) { e.closed = append(e.closed, b) }
 
 // name returns a lease or group name unique to this subtest run.
 func (e *env) name(s string) string { return e.prefix + s }
@@ -210,6 +318,11 @@ func (e *env) openFor(b simba.Backend, identity string, lease time.Duration) *se
 	checkRemaining(e.t, "OpenSession", lease, g.Remaining)
 	s := &session{e: e, b: b, id: g.ID, lease: lease, held: map[string]uint64{}, touched: map[string]bool{}}
 	e.t.Cleanup(func() {
+		for _, c := range e.closed {
+			if c == b {
+				return
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, 5*e.h.Lease))
 		defer cancel()
 		if err := b.CloseSession(ctx, g.ID); err != nil {

@@ -5,12 +5,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/simba-go/simba/core/backendtest"
+
 	simba "github.com/simba-go/simba/core"
 )
 
 // Bench runs the benchmarks of h against its test server.
 func Bench(b *testing.B, h Harness) {
-	raw := ServerEnv(b, h.EnvVar)
+	raw := backendtest.ServerEnv(b, h.EnvVar)
 	for _, bm := range []struct {
 		name string
 		fn   func(b *testing.B, f *fixture)
