@@ -103,11 +103,12 @@ func TestNewWarnsWithoutContextTimeouts(t *testing.T) {
 
 	ok := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true})
 	defer ok.Close()
-	b, err = New(ok, Options{})
+	b2, err := New(ok, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w := b.Warnings(); len(w) != 0 {
+	defer b2.Close()
+	if w := b2.Warnings(); len(w) != 0 {
 		t.Fatalf("Warnings() with ContextTimeoutEnabled = %+v, want none", w)
 	}
 }
