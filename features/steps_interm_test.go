@@ -50,8 +50,10 @@ func (w *world) inTermWrite(name, value, lease, outcome string) error {
 	switch {
 	case outcome == "commits" && err != nil:
 		return fmt.Errorf("the transaction writing %q with token %d failed: %w", value, t.Token(), err)
+	case outcome == "writes nothing" && err == nil:
+		return fmt.Errorf("the transaction writing %q with token %d committed, want an error matching ErrTermExpired", value, t.Token())
 	case outcome == "writes nothing" && !errors.Is(err, simba.ErrTermExpired):
-		return fmt.Errorf("the transaction writing %q with token %d returned %v, want an error matching ErrTermExpired", value, t.Token(), err)
+		return fmt.Errorf("the transaction writing %q with token %d returned %w, want an error matching ErrTermExpired", value, t.Token(), err)
 	}
 	return nil
 }
@@ -93,8 +95,9 @@ func (w *world) inTermHoldsRecord(name, lease, lease2 string) error {
 	}
 	var pgErr *pgconn.PgError
 	var myErr *mysql.MySQLError
-	if !(errors.As(werr, &pgErr) && pgErr.Code == "55P03") && !(errors.As(werr, &myErr) && myErr.Number == 1205) {
-		return fmt.Errorf("the write of the lease's record failed with %v, want a lock timeout (55P03, 1205)", werr)
+	lockTimeout := errors.As(werr, &pgErr) && pgErr.Code == "55P03" || errors.As(werr, &myErr) && myErr.Number == 1205
+	if !lockTimeout {
+		return fmt.Errorf("the write of the lease's record failed with %w, want a lock timeout (55P03, 1205)", werr)
 	}
 	return nil
 }

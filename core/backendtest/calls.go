@@ -20,8 +20,10 @@ import (
 // implements, for session s and lease name n, each returning its error.
 func calls(b simba.Backend, s simba.SessionID, n string) map[string]func(context.Context) error {
 	m := map[string]func(context.Context) error{
-		"OpenSession":  func(ctx context.Context) error { return second(b.OpenSession(ctx, time.Second)) },
-		"KeepAlive":    func(ctx context.Context) error { return second(b.KeepAlive(ctx, s, simba.KeepAliveRequest{Lease: time.Second})) },
+		"OpenSession": func(ctx context.Context) error { return second(b.OpenSession(ctx, time.Second)) },
+		"KeepAlive": func(ctx context.Context) error {
+			return second(b.KeepAlive(ctx, s, simba.KeepAliveRequest{Lease: time.Second}))
+		},
 		"Acquire":      func(ctx context.Context) error { return second(b.Acquire(ctx, s, n)) },
 		"Release":      func(ctx context.Context) error { return b.Release(ctx, s, n, 1) },
 		"JoinGroup":    func(ctx context.Context) error { return second(b.JoinGroup(ctx, s, n)) },

@@ -251,7 +251,9 @@ func testServerGoesSilent(e *env) {
 	ctx, cancel := context.WithTimeout(e.t.Context(), time.Minute)
 	defer cancel()
 	inFlight := []<-chan outcome[struct{}]{
-		async(func() (struct{}, error) { return struct{}{}, second(b.KeepAlive(ctx, s.id, simba.KeepAliveRequest{Lease: s.lease})) }),
+		async(func() (struct{}, error) {
+			return struct{}{}, second(b.KeepAlive(ctx, s.id, simba.KeepAliveRequest{Lease: s.lease}))
+		}),
 		async(func() (struct{}, error) { return struct{}{}, second(b.Acquire(ctx, s.id, e.name("other"))) }),
 	}
 	time.Sleep(100 * time.Millisecond) // they reach the wire
