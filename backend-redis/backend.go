@@ -2,13 +2,12 @@ package simbaredis
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"reflect"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,21 +34,18 @@ var (
 // their context is done, provided the client honours context deadlines
 // (Open makes sure of it; see New).
 type Backend struct {
-	client      redis.UniversalClient
-	ownsClient  bool
-	prefix      string
-	channel     string
-	replicas    int // Options.MinReplicas
-	log         *slog.Logger
-	onWarning   func(Warning)
-	notify      *notifier
-	batch       coalescer  // acquire and release calls sent together
-	owned       ownedViews // what each session owns, as far as this Backend knows
-	closed      atomic.Bool
-	policyMu    sync.Mutex // checkServer
-	policyKnown atomic.Bool
-	// replicasKnown: checkServer looked for replicas
-	replicasKnown atomic.Bool
+	client        redis.UniversalClient
+	ownsClient    bool
+	prefix        string
+	channel       string
+	log           *slog.Logger
+	onWarning     func(Warning)
+	notify        *notifier
+	batch         coalescer  // acquire and release calls sent together
+	checks        heldChecks // which held leases the next keep-alive of a session checks
+	closed        atomic.Bool
+	checkMu       sync.Mutex     // checkServer
+	serverChecked atomic.Bool    // checkServer read the server's set-up
 	driverLog     *driverLogSink // nil with Options.KeepDriverLogger
 
 	warnMu   sync.Mutex
@@ -77,9 +73,10 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 	return newBackend(client, opts, nil)
 }
 
-// newBackend is New; sink, when not nil, is the go-redis log sink Open
-// registered for client, which the Backend then owns.
-func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink) (*Backend, error) {
+// newBackend is New; secrets are the credentials of the URL and the
+// Options that Open made client from, which go-redis's log lines are
+// masked of, as well as the client's own password.
+func newBackend(client redis.UniversalClient, opts Options, secrets []string) (*Backend, error) {
 	if isNil(client) {
 		return nil, fmt.Errorf("%w: nil client", ErrInvalidOptions)
 	}
@@ -100,21 +97,18 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 	b := &Backend{
 		client:    client,
 		batch:     coalescer{client: client, replicas: o.MinReplicas, replicaTimeout: o.ReplicaTimeout},
-		replicas:  o.MinReplicas,
 		prefix:    o.KeyPrefix,
 		channel:   o.KeyPrefix + "released",
 		log:       o.Logger,
 		onWarning: o.OnWarning,
 	}
-	b.notify = newNotifier(client, b.channel, backendkit.NewSessionID(), b.log)
-	b.notify.pass = b.passRelease
-	b.notify.forget = b.leaveQueue
-	if sink == nil && !o.KeepDriverLogger {
-		sink = &driverLogSink{log: o.Logger, secrets: clientSecrets(client)}
-		driverLogs.add(sink)
+	b.notify = newNotifier(client, b.channel, backendkit.NewSessionID(), b.log, b.passRelease, b.leaveQueue)
+	password, ctxTimeouts, known := clientOptions(client)
+	if !o.KeepDriverLogger {
+		b.driverLog = &driverLogSink{log: o.Logger, secrets: append(secrets, password)}
+		driverLogs.add(b.driverLog)
 	}
-	b.driverLog = sink
-	if enabled, known := contextTimeouts(client); known && !enabled {
+	if known && !ctxTimeouts {
 		b.warn(Warning{Code: WarnContextTimeouts, Message: "the redis client was built without ContextTimeoutEnabled: " +
 			"calls against an unresponsive server last until its read timeout instead of the engine's deadline"})
 	}
@@ -180,19 +174,18 @@ func newBackend(client redis.UniversalClient, opts Options, sink *driverLogSink)
 // schemes redis, rediss, redis+sentinel, rediss+sentinel, redis+cluster
 // and rediss+cluster with simba.OpenBackend.
 func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
-	o, err := opts.withDefaults()
-	if err != nil {
+	if _, err := opts.withDefaults(); err != nil {
 		return nil, err
 	}
 	t, err := parseURL(rawURL)
+	secrets := append(t.secrets, opts.Password, opts.SentinelPassword)
 	if err != nil {
-		return nil, backendkit.MaskError(err, append(t.secrets, opts.Password, opts.SentinelPassword))
+		return nil, backendkit.MaskError(err, secrets)
 	}
-	where, secrets := t.where, t.secrets
 	if opts.MinReplicas == 0 && opts.ReplicaTimeout == 0 {
 		opts.MinReplicas, opts.ReplicaTimeout = t.own.MinReplicas, t.own.ReplicaTimeout
 		if _, err := opts.withDefaults(); err != nil {
-			return nil, invalidURL(fmt.Errorf("%w (from the redis URL %s)", err, where))
+			return nil, invalidURL(fmt.Errorf("%w (from the redis URL %s)", err, t.where))
 		}
 	}
 	if opts.KeyPrefix == "" && t.cluster != nil {
@@ -200,21 +193,21 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 	}
 	if (opts.SentinelUsername != "" || opts.SentinelPassword != "") && t.failover == nil {
 		return nil, backendkit.MaskError(fmt.Errorf("%w: Options.SentinelUsername or SentinelPassword with the URL %s, which names no sentinels",
-			ErrInvalidOptions, where), append(secrets, opts.Password, opts.SentinelPassword))
-	}
-	secrets = append(secrets, opts.Password, opts.SentinelPassword)
-	// go-redis logs failed dials while the PING below retries.
-	var sink *driverLogSink
-	if !o.KeepDriverLogger {
-		sink = &driverLogSink{log: o.Logger, secrets: secrets}
-		driverLogs.add(sink)
+			ErrInvalidOptions, t.where), secrets)
 	}
 	client := t.newClient(opts)
+	// Made before the PING: its log sink masks the failed dials that
+	// go-redis logs while the PING retries.
+	b, err := newBackend(client, opts, secrets)
+	if err != nil {
+		_ = client.Close()
+		return nil, err
+	}
+	b.ownsClient = true
 	dials := &dialRecorder{}
 	client.AddHook(dials)
 	if err := ping(ctx, client); err != nil {
-		_ = client.Close()
-		driverLogs.remove(sink)
+		_ = b.Close()
 		if last := dials.lastErr(); last != nil && ctx.Err() != nil {
 			// The driver retried until ctx ended; say why it could not
 			// connect rather than only that time ran out. The dial error
@@ -222,15 +215,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (*Backend, error) {
 			// errors.Is report DeadlineExceeded for a cancelled ctx.
 			err = fmt.Errorf("%w (last dial attempt: %v)", err, last) //nolint:errorlint // the cause is ctx's end; the dial error is detail
 		}
-		return nil, backendkit.MaskError(wrapErr("connect to "+where, err), secrets)
+		return nil, backendkit.MaskError(wrapErr("connect to "+t.where, err), secrets)
 	}
-	b, err := newBackend(client, opts, sink)
-	if err != nil {
-		_ = client.Close()
-		driverLogs.remove(sink)
-		return nil, err
-	}
-	b.ownsClient = true
 	return b, nil
 }
 
@@ -246,14 +232,13 @@ func ping(ctx context.Context, client redis.UniversalClient) error {
 	for {
 		start := time.Now()
 		err := client.Ping(ctx).Err()
-		var ne net.Error
 		_, bounded := ctx.Deadline()
 		switch {
 		case err == nil:
 			return nil
 		case ctx.Err() != nil && silent != nil:
 			return fmt.Errorf("%w (%s: %v)", err, silence(silent), silent) //nolint:errorlint // the cause is ctx's end
-		case ctx.Err() != nil || !bounded || !errors.As(err, &ne) || !ne.Timeout():
+		case ctx.Err() != nil || !bounded || !isTimeout(err):
 			return err
 		}
 		silent = err
@@ -281,122 +266,21 @@ func silence(err error) string {
 // pingRetryPause is the least time between two PINGs of Open.
 const pingRetryPause = 50 * time.Millisecond
 
-// parseURL turns rawURL into what Open connects to: client options, a
-// description of the server that is safe to print (the parsed URL with
-// its credentials masked), the credentials it holds, and the Options its
-// Simba parameters set.
-func parseURL(rawURL string) (target, error) {
-	var t target
-	if err := backendkit.CheckBlank(rawURL); err != nil {
-		return t, invalidURL(fmt.Errorf("%w: redis URL %w: want %s", ErrInvalidOptions, err, singleForm))
-	}
-	scheme, afterColon, found := strings.Cut(rawURL, ":")
-	switch lower := strings.ToLower(scheme); lower {
-	case "redis", "rediss", "unix":
-	case schemeSentinel, schemeSentinelTLS, schemeCluster, schemeClusterTLS:
-		if !strings.HasPrefix(afterColon, "//") {
-			return t, invalidURL(fmt.Errorf("%w: redis URL: no \"//\" after \"%s:\"", ErrInvalidOptions, lower))
-		}
-		return parseTopologyURL(rawURL, lower)
-	default:
-		if !found || !strings.HasPrefix(afterColon, "//") || !backendkit.ValidScheme(scheme) {
-			return t, invalidURL(fmt.Errorf("%w: redis URL has no scheme: want %s", ErrInvalidOptions, singleForm))
-		}
-		return t, invalidURL(fmt.Errorf("%w: redis URL scheme %q: want redis://, rediss://, redis+sentinel://, "+
-			"rediss+sentinel://, redis+cluster://, rediss+cluster:// or unix://", ErrInvalidOptions, strings.ToLower(scheme)))
-	}
-	u, err := parseRedisURL(rawURL)
-	if err != nil {
-		return t, err
-	}
-	t.where, t.secrets = backendkit.RedactURL(u), backendkit.URLSecrets(u)
-	if u.Scheme != "unix" {
-		if _, _, err := backendkit.SplitAddress(u.Host, false); err != nil {
-			return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
-		}
-	}
-	own, query, err := simbaParams(u.RawQuery)
-	if err != nil {
-		return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
-	}
-	rest := rawURL
-	if query != u.RawQuery {
-		c := *u
-		c.RawQuery, c.ForceQuery = query, false
-		rest = c.String()
-	}
-	copts, err := redis.ParseURL(rest)
-	if err != nil {
-		return t, invalidURL(fmt.Errorf("%w: redis URL %s: %w", ErrInvalidOptions, t.where, err))
-	}
-	t.single, t.own = copts, own
-	return t, nil
-}
-
-// singleForm is the form of a URL of one Redis server, for messages.
-const singleForm = "redis://[user:password@]host[:port][/db][?options]"
-
-// newClient makes the go-redis client of t, with the TLS settings and
-// credentials of opts in place of the URL's when set, and calls bounded
-// by their ctx.
-func (t target) newClient(opts Options) redis.UniversalClient {
-	switch {
-	case t.failover != nil:
-		o := t.failover
-		opts.override(&o.TLSConfig, &o.Username, &o.Password)
-		if opts.SentinelUsername != "" {
-			o.SentinelUsername = opts.SentinelUsername
-		}
-		if opts.SentinelPassword != "" {
-			o.SentinelPassword = opts.SentinelPassword
-		}
-		o.ContextTimeoutEnabled = true
-		return redis.NewFailoverClient(o)
-	case t.cluster != nil:
-		o := t.cluster
-		opts.override(&o.TLSConfig, &o.Username, &o.Password)
-		o.ContextTimeoutEnabled = true
-		return redis.NewClusterClient(o)
-	}
-	o := t.single
-	opts.override(&o.TLSConfig, &o.Username, &o.Password)
-	o.ContextTimeoutEnabled = true
-	return redis.NewClient(o)
-}
-
-// override puts the TLS settings and credentials of opts, where set, in
-// place of a client's options parsed from the URL.
-func (o Options) override(cfg **tls.Config, username, password *string) {
-	if o.TLSConfig != nil {
-		*cfg = o.TLSConfig
-	}
-	if o.Username != "" {
-		*username = o.Username
-	}
-	if o.Password != "" {
-		*password = o.Password
-	}
-}
-
 // dialRecorder is a go-redis hook that remembers the last failed dial.
-type dialRecorder struct {
-	mu   sync.Mutex
-	last error
-}
+type dialRecorder struct{ last atomic.Pointer[error] }
 
 func (d *dialRecorder) lastErr() error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.last
+	if last := d.last.Load(); last != nil {
+		return *last
+	}
+	return nil
 }
 
 func (d *dialRecorder) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := next(ctx, network, addr)
 		if err != nil {
-			d.mu.Lock()
-			d.last = err
-			d.mu.Unlock()
+			d.last.Store(&err)
 		}
 		return conn, err
 	}
@@ -408,34 +292,25 @@ func (d *dialRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	return next
 }
 
-// isNil reports whether client is nil, also as a typed nil pointer of a
-// go-redis client type.
+// isNil reports whether client is nil, also as a typed nil pointer.
 func isNil(client redis.UniversalClient) bool {
-	switch c := client.(type) {
-	case nil:
-		return true
-	case *redis.Client:
-		return c == nil
-	case *redis.ClusterClient:
-		return c == nil
-	case *redis.Ring:
-		return c == nil
-	}
-	return false
+	v := reflect.ValueOf(client)
+	return client == nil || v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// contextTimeouts reports whether client honours context deadlines, when
-// its type tells.
-func contextTimeouts(client redis.UniversalClient) (enabled, known bool) {
+// clientOptions reads what New needs of a go-redis client, when its type
+// tells (known): the password it authenticates with, and whether it
+// honours context deadlines (ContextTimeoutEnabled).
+func clientOptions(client redis.UniversalClient) (password string, ctxTimeouts, known bool) {
 	switch c := client.(type) {
 	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled, true
+		return c.Options().Password, c.Options().ContextTimeoutEnabled, true
 	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled, true
+		return c.Options().Password, c.Options().ContextTimeoutEnabled, true
 	case *redis.Ring:
-		return c.Options().ContextTimeoutEnabled, true
+		return c.Options().Password, c.Options().ContextTimeoutEnabled, true
 	}
-	return false, false
+	return "", false, false
 }
 
 // Close stops the release subscription, wakes every release watcher and,
@@ -505,79 +380,69 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 	if n <= 0 {
 		return simba.SessionGrant{}, fmt.Errorf("simbaredis: open session: server reported %dms remaining", n)
 	}
-	b.owned.opened(sid)
 	return simba.SessionGrant{ID: simba.SessionID(sid), Remaining: time.Duration(n) * time.Millisecond, Warnings: b.setupWarnings()}, nil
 }
 
-// KeepAlive renews s for lease from now (server time) and reports, from the
-// same atomic step, the remaining validity, every lease s owns (with its
-// token) and the live member count of every group s joined. It returns an
-// error matching simba.ErrSessionExpired when s has expired, was closed or
-// is not an id this package issued.
+// KeepAlive renews s for req.Lease from now (server time) and reports,
+// from the same atomic step, the remaining validity, which of the leases
+// it checks s no longer owns at the token req.Held gives (Lost), which of
+// req.Unsure s owns and at which token (Owned), and the live member count
+// of every group s joined. It returns an error matching
+// simba.ErrSessionExpired when s has expired, was closed or is not an id
+// this package issued.
 //
-// The cost does not grow with the number of leases s owns: the Backend
-// sends the digest of what its own Acquire and Release calls of s won and
-// released, and the server sends its list of the session's leases only
-// when its digest differs (after a reply was lost, for instance); see
-// ADR 0007. Reply.Leases is then the view the server confirmed, shared
-// between replies: callers must not modify it.
-//
-// Each keep-alive also checks a few of the session's leases at random (all
-// of them for a session that owns two or fewer): one whose hash no longer
-// names s with that token, because another program changed or deleted it,
-// is dropped from the session and from the reply. A lease or group key
-// that another program overwrote with another type is left out the same
-// way and recorded as a WarnWrongTypeKey warning, so that one damaged key
-// does not end the whole session.
-func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
+// The cost does not grow with the number of leases s holds: one script
+// reads the hash of every unsure lease and of every held one up to
+// simba.MinLeaseChecks, or of simba.MinLeaseChecks of them in turn when
+// more are held, so that each is checked within
+// len(req.Held)/simba.MinLeaseChecks keep-alives (ADR 0007). A held
+// lease whose hash no longer names s with that token, because another
+// program changed or deleted it, is reported lost. A lease or group key
+// that another program overwrote with another type is left out and
+// recorded as a WarnWrongTypeKey warning, so that one damaged key does not
+// end the whole session.
+func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
 	if known, err := b.check(s); !known {
 		return simba.KeepAliveReply{}, orExpired(err, "keep-alive", s)
 	}
-	ms, err := leaseMillis(lease)
+	ms, err := leaseMillis(req.Lease)
 	if err != nil {
 		return simba.KeepAliveReply{}, err
 	}
 	sid := string(s)
-	keys := []string{b.sessionKey(sid), b.joinedKey(sid)}
-	seen, view, mark := b.owned.sending(sid)
-	var res []any
-	var acked acks
-	if b.replicas > 0 {
-		var v any
-		v, acked, err = b.batch.waited(ctx, keepAliveScript, keys, ms, b.prefix, sid, seen)
-		res, err = sliceReply(v, err)
-	} else {
-		res, err = keepAliveScript.Run(ctx, b.client, keys, ms, b.prefix, sid, seen).Slice()
+	held := b.checks.pick(sid, req)
+	keys := make([]string, 0, 2+len(held)+len(req.Unsure))
+	keys = append(keys, b.sessionKey(sid), b.joinedKey(sid))
+	args := make([]any, 0, 4+len(held))
+	args = append(args, ms, b.prefix, sid, len(held))
+	for _, name := range held {
+		keys = append(keys, b.leaseKey(name))
+		args = append(args, strconv.FormatUint(req.Held[name], 10))
 	}
+	for _, name := range req.Unsure {
+		keys = append(keys, b.leaseKey(name))
+	}
+	res, acked, err := b.batch.waited(ctx, keepAliveScript, keys, args...)
 	if err != nil {
-		b.owned.answered(sid, mark, false, nil, 0)
 		return simba.KeepAliveReply{}, wrapErr("keep-alive", err)
 	}
-	ka, err := parseKeepAlive(res)
+	reply, bad, err := parseKeepAlive(res, held, req.Unsure)
 	if err != nil {
-		b.owned.answered(sid, mark, false, nil, 0)
 		return simba.KeepAliveReply{}, fmt.Errorf("simbaredis: keep-alive: %w", err)
 	}
-	if ka.reply.Remaining < 0 {
-		b.owned.forget(sid)
+	if reply.Remaining < 0 {
+		b.checks.forget(sid)
 		return simba.KeepAliveReply{}, expired("keep-alive", s)
 	}
-	b.owned.answered(sid, mark, true, ka.reply.Leases, ka.digest)
-	if ka.reply.Leases == nil {
-		if view == nil {
-			return simba.KeepAliveReply{}, fmt.Errorf("simbaredis: keep-alive: %w: no lease list for a session without a digest", errReply)
-		}
-		ka.reply.Leases = view
-	}
-	for _, key := range ka.bad {
+	for _, key := range bad {
 		b.warn(Warning{Code: WarnWrongTypeKey, Message: "key " + key + " does not hold the type Simba writes there; it is ignored"})
 	}
-	if err := b.replicated("keep-alive", acked); err != nil {
+	if err := b.batch.replicated("keep-alive", acked); err != nil {
 		// Renewed on the primary only: a failover may lose it, so the
 		// engine must not count on it.
 		return simba.KeepAliveReply{}, err
 	}
-	return ka.reply, nil
+	return reply, nil
 }
 
 // Acquire makes s the owner of name when the lease is free, owned by an
@@ -598,8 +463,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	}
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid)}
-	hi, lo, bb := nameCoefficients(name)
-	res, acked, err := b.batch.runWaited(ctx, acquireScript, keys, sid, b.prefix, name, hi, lo, bb)
+	res, acked, err := b.batch.run(ctx, true, acquireScript, keys, sid, b.prefix, name)
 	if err != nil {
 		return simba.AcquireResult{}, b.wrapScriptErr(ctx, fmt.Sprintf("acquire %q", name), err,
 			typedKey{keys[0], "hash"}, typedKey{keys[1], "hash"}, typedKey{b.prefix + "floor", "string"})
@@ -607,7 +471,6 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	switch res := res.(type) {
 	case int64:
 		if res < 0 {
-			b.owned.forget(sid)
 			return simba.AcquireResult{}, expired("acquire", s)
 		}
 		return simba.AcquireResult{}, nil
@@ -616,8 +479,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 		if err != nil || tok == 0 {
 			return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: token %q", name, errReply, res)
 		}
-		b.owned.record(sid, leaseChange{name: name, token: tok, won: true})
-		if err := b.replicated(fmt.Sprintf("acquire %q", name), acked); err != nil {
+		if err := b.batch.replicated(fmt.Sprintf("acquire %q", name), acked); err != nil {
 			b.giveBack(ctx, s, name, tok)
 			return simba.AcquireResult{}, err
 		}
@@ -628,22 +490,13 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 
 // giveBack releases a term Acquire won but cannot report, because too
 // few replicas acknowledged it. A release that fails leaves the lease to
-// the session's next keep-alive, which reports it, and the engine then
-// releases it as a lease it does not hold.
+// the engine: the failed Acquire makes the name unsure, the session's next
+// keep-alive reports it owned, and the engine releases it as a lease it
+// does not hold.
 func (b *Backend) giveBack(ctx context.Context, s simba.SessionID, name string, token uint64) {
 	if err := b.Release(ctx, s, name, token); err != nil {
 		b.log.Debug("simbaredis: giving back a term too few replicas acknowledged failed", "name", name, "token", token, "error", err)
 	}
-}
-
-// replicated returns nil when Options.MinReplicas is off or the WAIT of a
-// call saw enough replicas acknowledge it, and otherwise the error that
-// says why not, matching ErrNotReplicated.
-func (b *Backend) replicated(op string, a acks) error {
-	if b.replicas == 0 || (a.err == nil && a.n >= int64(b.replicas)) {
-		return nil
-	}
-	return &replicaError{op: op, acked: a.n, want: b.replicas, timeout: b.batch.replicaTimeout, err: a.err}
 }
 
 // Release frees name if s owns it with exactly token and publishes the
@@ -657,13 +510,8 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	sid := string(s)
 	keys := []string{b.leaseKey(name), b.sessionKey(sid), b.waitersKey(name)}
 	tok := strconv.FormatUint(token, 10)
-	res, err := b.batch.run(ctx, releaseScript, keys, sid, tok, b.channel, name, -leaseDigest(name, token))
-	if n, ok := res.(int64); err == nil && ok && n == 1 {
-		b.owned.record(sid, leaseChange{name: name, token: token})
-	}
-	if err != nil {
-		return b.wrapScriptErr(ctx, fmt.Sprintf("release %q", name), err,
-			typedKey{keys[0], "hash"}, typedKey{keys[1], "hash"})
+	if _, _, err := b.batch.run(ctx, false /* no WAIT: ADR 0021 */, releaseScript, keys, sid, tok, b.channel, name); err != nil {
+		return b.wrapScriptErr(ctx, fmt.Sprintf("release %q", name), err, typedKey{keys[0], "hash"})
 	}
 	return nil
 }
@@ -716,7 +564,7 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	}
 	sid := string(s)
 	keys := []string{b.sessionKey(sid), b.joinedKey(sid)}
-	b.owned.forget(sid)
+	b.checks.forget(sid)
 	rest, err := closeScript.Run(ctx, b.client, keys, sid, b.prefix, b.channel, closeBatch).StringSlice()
 	if err != nil {
 		return wrapErr("close session", err)
@@ -800,7 +648,7 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 		return nil, err
 	}
 	keys := []string{b.leaseKey(name), b.waitersKey(name)}
-	held, err := watchScript.Run(ctx, b.client, keys, b.prefix, b.notify.id).Int64()
+	held, err := watchScript.Run(ctx, b.client, keys, b.prefix, b.notify.id, name).Int64()
 	if err != nil {
 		return nil, wrapErr(fmt.Sprintf("watch %q", name), err)
 	}
@@ -815,6 +663,17 @@ func (b *Backend) joinedKey(sid string) string   { return b.prefix + "joined:" +
 func (b *Backend) leaseKey(name string) string   { return b.prefix + "lease:" + name }
 func (b *Backend) groupKey(group string) string  { return b.prefix + "group:" + group }
 func (b *Backend) waitersKey(name string) string { return b.prefix + "waiters:" + name }
+
+// keyNode returns the client to ask about the keys of the prefix as a
+// whole (SCAN, CONFIG, INFO): b.client, or on a Cluster the primary of the
+// prefix's hash slot, which holds every key of the Backend.
+func (b *Backend) keyNode(ctx context.Context) (redis.UniversalClient, error) {
+	if cc, ok := b.client.(*redis.ClusterClient); ok {
+		node, err := cc.MasterForKey(ctx, b.prefix+"floor")
+		return node, err
+	}
+	return b.client, nil
+}
 
 // passRelease hands a release of name announced to this Backend, which no
 // longer waits for it, on to the next node in the lease's queue.

@@ -49,36 +49,23 @@ type acks struct {
 
 // run runs script through the coalescer and returns its reply, or ctx's
 // error when ctx ends first (the script may still run on the server, like
-// a call whose reply was lost).
-func (q *coalescer) run(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
-	val, _, err := q.runCall(&scriptCall{ctx: ctx, script: script, keys: keys, args: args})
-	return val, err
-}
-
-// runWaited is run followed by WAIT in the same round trip when the
-// coalescer has replicas, and reports the WAIT's outcome too.
-func (q *coalescer) runWaited(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, acks, error) {
-	return q.runCall(&scriptCall{ctx: ctx, script: script, keys: keys, args: args, wait: q.replicas > 0})
-}
-
-// waited runs one call followed by WAIT at once, outside any batch (a
-// keep-alive, which the coalescer does not batch).
-func (q *coalescer) waited(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, acks, error) {
-	c := &scriptCall{ctx: ctx, script: script, keys: keys, args: args, wait: true, done: make(chan struct{})}
-	q.pipeline([]*scriptCall{c})
-	return c.val, c.acked, c.err
-}
-
-func (q *coalescer) runCall(c *scriptCall) (any, acks, error) {
-	ctx := c.ctx
-	c.done = make(chan struct{})
+// a call whose reply was lost). With wait, when the coalescer has
+// replicas, WAIT follows in the same round trip, and acks is its outcome.
+func (q *coalescer) run(ctx context.Context, wait bool, script *redis.Script, keys []string, args ...any) (any, acks, error) {
+	c := &scriptCall{ctx: ctx, script: script, keys: keys, args: args, wait: wait && q.replicas > 0, done: make(chan struct{})}
 	q.mu.Lock()
 	q.pending = append(q.pending, c)
 	lead := !q.busy
 	q.busy = true
 	q.mu.Unlock()
-	if lead {
-		q.sendOne()
+	// The leader sends the pending calls as one batch. Calls that arrived
+	// meanwhile are sent by a goroutine of its own, so that the leader's
+	// latency does not grow with the load.
+	if lead && q.sendBatch() {
+		go func() {
+			for q.sendBatch() {
+			}
+		}()
 	}
 	select {
 	case <-c.done:
@@ -88,16 +75,27 @@ func (q *coalescer) runCall(c *scriptCall) (any, acks, error) {
 	}
 }
 
-// sendOne sends the pending calls as one batch. Calls that arrived
-// meanwhile are sent by a goroutine of their own, so that the leader's
-// latency does not grow with the load.
-func (q *coalescer) sendOne() {
-	if q.sendBatch() {
-		go func() {
-			for q.sendBatch() {
-			}
-		}()
+// replicated returns nil when Options.MinReplicas is off or the WAIT of a
+// call saw enough replicas acknowledge it, and otherwise the error that
+// says why not, matching ErrNotReplicated.
+func (q *coalescer) replicated(op string, a acks) error {
+	if q.replicas == 0 || (a.err == nil && a.n >= int64(q.replicas)) {
+		return nil
 	}
+	return &replicaError{op: op, acked: a.n, want: q.replicas, timeout: q.replicaTimeout, err: a.err}
+}
+
+// waited runs one call at once, outside any batch (a keep-alive, which
+// the coalescer does not batch), followed by WAIT in the same round trip
+// when the coalescer has replicas.
+func (q *coalescer) waited(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, acks, error) {
+	if q.replicas == 0 {
+		val, err := script.Run(ctx, q.client, keys, args...).Result()
+		return val, acks{}, err
+	}
+	c := &scriptCall{ctx: ctx, script: script, keys: keys, args: args, wait: true, done: make(chan struct{})}
+	q.pipeline([]*scriptCall{c})
+	return c.val, c.acked, c.err
 }
 
 // sendBatch sends what is pending and reports whether more arrived.

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	simba "github.com/simba-go/simba/core"
 )
 
 // TestCoalescedCalls runs many acquires and releases of one Backend at once,
@@ -52,9 +54,13 @@ func TestCoalescedCalls(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	reply, err := b.KeepAlive(ctx, g.ID, 10*time.Second)
-	if err != nil || len(reply.Leases) != 0 {
-		t.Fatalf("after every release the session owns %v (%v)", reply.Leases, err)
+	names := make([]string, 64)
+	for i := range names {
+		names[i] = fmt.Sprintf("c%d", i)
+	}
+	reply, err := b.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: 10 * time.Second, Unsure: names})
+	if err != nil || len(reply.Owned) != 0 {
+		t.Fatalf("after every release the session owns %v (%v)", reply.Owned, err)
 	}
 	// A cancelled caller gets its ctx's error without failing the others.
 	cctx, cancel := context.WithCancel(ctx)

@@ -58,11 +58,11 @@ func NewFence(client redis.Scripter, resource string) (*Fence, error) {
 	return &Fence{client: client, tokenKey: tag + ":token", valueKey: tag + ":value"}, nil
 }
 
-// fenceWrite stores ARGV[2] in KEYS[2] and ARGV[1] in KEYS[1] unless
+// fenceWriteScript stores ARGV[2] in KEYS[2] and ARGV[1] in KEYS[1] unless
 // ARGV[1] is a lower token than KEYS[1] holds. Tokens are canonical
 // decimal strings (no sign, no leading zero), so a longer one is larger
 // and equal lengths compare digit by digit.
-const fenceWrite = `
+var fenceWriteScript = redis.NewScript(`
 local cur = redis.call('GET', KEYS[1])
 if cur then
   if cur ~= '0' and not string.match(cur, '^[1-9]%d*$') then
@@ -83,16 +83,12 @@ end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], ARGV[2])
 return 1
-`
+`)
 
-// fenceRead returns the token and the value, read together. GET, unlike
-// MGET, fails on a key of another type instead of reading it as missing.
-const fenceRead = `return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}`
-
-var (
-	fenceWriteScript = redis.NewScript(fenceWrite)
-	fenceReadScript  = redis.NewScript(fenceRead)
-)
+// fenceReadScript returns the token and the value, read together. GET,
+// unlike MGET, fails on a key of another type instead of reading it as
+// missing.
+var fenceReadScript = redis.NewScript(`return {redis.call('GET', KEYS[1]), redis.call('GET', KEYS[2])}`)
 
 // Write stores value and records token if token is at least the highest
 // token the fence has accepted, in one atomic step, and reports whether it

@@ -102,21 +102,6 @@ func (r *fenceResource) Reopen(context.Context) (fencingtest.Resource, error) {
 
 func (r *fenceResource) Close() error { return r.c.Close() }
 
-// TestFencePassesKit runs the fencing test kit on the real server (R-FEN-2).
-func TestFencePassesKit(t *testing.T) {
-	url := serverURL(t)
-	raw := rawClient(t, url)
-	fencingtest.Run(t, func(t testing.TB) fencingtest.Resource {
-		name := fenceName()
-		t.Cleanup(func() { raw.Del(context.Background(), "{"+name+"}:token", "{"+name+"}:value") })
-		r, err := openFenceResource(url, name)
-		if err != nil {
-			t.Fatalf("open fence: %v", err)
-		}
-		return r
-	})
-}
-
 func TestFenceKeys(t *testing.T) {
 	url := serverURL(t)
 	f, raw, name := newTestFence(t, url)

@@ -67,16 +67,12 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 	if err != nil {
 		return simba.HolderPage{}, err
 	}
-	node := b.client
-	switch c := b.client.(type) {
-	case *redis.ClusterClient:
-		n, err := c.MasterForKey(ctx, b.prefix+"floor")
-		if err != nil {
-			return simba.HolderPage{}, wrapErr("list holders", err)
-		}
-		node = n
-	case *redis.Ring:
+	if _, ring := b.client.(*redis.Ring); ring {
 		return simba.HolderPage{}, fmt.Errorf("simbaredis: list holders: the keys of a Ring client cannot be walked: %w", simba.ErrNotSupported)
+	}
+	node, err := b.keyNode(ctx)
+	if err != nil {
+		return simba.HolderPage{}, wrapErr("list holders", err)
 	}
 	lease := b.prefix + "lease:"
 	pattern := globEscape(lease+q.Prefix) + "*"
@@ -101,19 +97,13 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 	if err != nil {
 		return simba.HolderPage{}, err
 	}
-	var p simba.HolderPage
-	var carry []simba.HeldLease
-	if len(held) > q.Limit {
-		held, carry = held[:q.Limit], held[q.Limit:]
-	}
-	p.Leases = held
-	if scanning || len(carry) > 0 {
-		var next strings.Builder
-		next.WriteString(strconv.FormatUint(cur, 10))
+	p := simba.HolderPage{Leases: held[:min(len(held), q.Limit)]}
+	if carry := held[len(p.Leases):]; scanning || len(carry) > 0 {
+		next := []string{strconv.FormatUint(cur, 10)}
 		for _, l := range carry {
-			next.WriteString("," + l.Name)
+			next = append(next, l.Name)
 		}
-		p.Next = next.String()
+		p.Next = strings.Join(next, ",")
 	}
 	return p, nil
 }

@@ -46,16 +46,16 @@ type notifier struct {
 	// last waiter of name is gone. Both run on goroutines of their own,
 	// which close waits for.
 	pass, forget func(ctx context.Context, name string)
-	tasks        sync.WaitGroup
-	tasksCtx     context.Context
-	stopTasks    context.CancelFunc
+	// tasks are the subscription goroutine and those of pass and forget,
+	// which run under ctx; close cancels it and waits for them.
+	tasks  sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu            sync.Mutex
 	waiters       map[string]map[*waiter]struct{}
 	started       bool
 	closed        bool
-	cancel        context.CancelFunc
-	done          chan struct{}
 	ps            *redis.PubSub // the current subscription, closed by close
 	live          bool          // the current subscription is confirmed
 	ready         chan struct{} // closed once live or closed
@@ -69,18 +69,20 @@ type waiter struct {
 	stop func() bool // deregisters the context.AfterFunc that drops it
 }
 
-func newNotifier(client redis.UniversalClient, channel, id string, log *slog.Logger) *notifier {
+func newNotifier(client redis.UniversalClient, channel, id string, log *slog.Logger, pass, forget func(context.Context, string)) *notifier {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &notifier{
-		client:    client,
-		channel:   channel,
-		id:        id,
-		log:       log,
-		health:    defaultHealthInterval,
-		waiters:   make(map[string]map[*waiter]struct{}),
-		ready:     make(chan struct{}),
-		tasksCtx:  ctx,
-		stopTasks: cancel,
+		client:  client,
+		channel: channel,
+		id:      id,
+		log:     log,
+		pass:    pass,
+		forget:  forget,
+		health:  defaultHealthInterval,
+		waiters: make(map[string]map[*waiter]struct{}),
+		ready:   make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
 	}
 }
 
@@ -93,13 +95,11 @@ func (n *notifier) spawn(f func(ctx context.Context, name string), name string) 
 	if f == nil || n.closed {
 		return
 	}
-	n.tasks.Add(1)
-	go func() {
-		defer n.tasks.Done()
-		ctx, cancel := context.WithTimeout(n.tasksCtx, taskTimeout)
+	n.tasks.Go(func() {
+		ctx, cancel := context.WithTimeout(n.ctx, taskTimeout)
 		defer cancel()
 		f(ctx, name)
-	}()
+	})
 }
 
 // watch registers a waiter for name that lives until it is woken or ctx
@@ -144,15 +144,14 @@ func (n *notifier) watch(ctx context.Context, name string) (<-chan struct{}, err
 func (n *notifier) drop(w *waiter) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if set := n.waiters[w.name]; set != nil {
-		if _, ok := set[w]; !ok {
-			return
-		}
-		delete(set, w)
-		if len(set) == 0 {
-			delete(n.waiters, w.name)
-			n.spawn(n.forget, w.name)
-		}
+	set := n.waiters[w.name]
+	if _, ok := set[w]; !ok {
+		return
+	}
+	delete(set, w)
+	if len(set) == 0 {
+		delete(n.waiters, w.name)
+		n.spawn(n.forget, w.name)
 	}
 }
 
@@ -192,9 +191,7 @@ func (n *notifier) message(channel, name string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	switch {
-	case channel != n.own():
-		n.wakeLocked(name)
-	case len(n.waiters[name]) > 0:
+	case channel != n.own() || len(n.waiters[name]) > 0:
 		n.wakeLocked(name)
 	default:
 		n.spawn(n.pass, name)
@@ -231,11 +228,8 @@ func (n *notifier) lost() {
 
 // start launches the subscription goroutine. n.mu must be held.
 func (n *notifier) start() {
-	ctx, cancel := context.WithCancel(context.Background())
 	n.started = true
-	n.cancel = cancel
-	n.done = make(chan struct{})
-	go n.run(ctx)
+	n.tasks.Go(func() { n.run(n.ctx) })
 }
 
 // close stops the subscription, waits for its goroutine and wakes every
@@ -247,11 +241,8 @@ func (n *notifier) close() {
 		return
 	}
 	n.closed = true
-	n.stopTasks()
-	started, ps := n.started, n.ps
-	if started {
-		n.cancel()
-	}
+	n.cancel()
+	ps := n.ps
 	n.wakeAllLocked()
 	if !n.live {
 		close(n.ready) // watches waiting for a subscription return ErrClosed
@@ -259,9 +250,6 @@ func (n *notifier) close() {
 	n.mu.Unlock()
 	if ps != nil {
 		_ = ps.Close() // interrupts a blocked receive
-	}
-	if started {
-		<-n.done
 	}
 	n.tasks.Wait()
 }
@@ -280,7 +268,6 @@ func (n *notifier) setPS(ps *redis.PubSub) bool {
 
 // run keeps a subscription to the release channel until ctx ends.
 func (n *notifier) run(ctx context.Context) {
-	defer close(n.done)
 	delay := minResubscribe
 	for {
 		ps := n.client.Subscribe(ctx, n.channel, n.own())

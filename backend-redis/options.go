@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // DefaultKeyPrefix is the key prefix used when Options.KeyPrefix is empty.
@@ -165,7 +167,7 @@ func hasHashTag(p string) bool {
 func (o Options) String() string {
 	return fmt.Sprintf("simbaredis.Options{KeyPrefix:%q Logger:%t KeepDriverLogger:%t OnWarning:%t MinReplicas:%d ReplicaTimeout:%v TLSConfig:%t Username:%q Password:%s SentinelUsername:%q SentinelPassword:%s}",
 		o.KeyPrefix, o.Logger != nil, o.KeepDriverLogger, o.OnWarning != nil, o.MinReplicas, o.ReplicaTimeout,
-		o.TLSConfig != nil, o.Username, redactedField(o.Password), o.SentinelUsername, redactedField(o.SentinelPassword))
+		o.TLSConfig != nil, o.Username, backendkit.Redacted(o.Password), o.SentinelUsername, backendkit.Redacted(o.SentinelPassword))
 }
 
 // GoString is String, so that %#v does not print the password either.
@@ -180,17 +182,8 @@ func (o Options) LogValue() slog.Value {
 		slog.Duration("replica_timeout", o.ReplicaTimeout),
 		slog.Bool("tls", o.TLSConfig != nil),
 		slog.String("username", o.Username),
-		slog.String("password", redactedField(o.Password)),
+		slog.String("password", backendkit.Redacted(o.Password)),
 		slog.String("sentinel_username", o.SentinelUsername),
-		slog.String("sentinel_password", redactedField(o.SentinelPassword)),
+		slog.String("sentinel_password", backendkit.Redacted(o.SentinelPassword)),
 	)
-}
-
-// redactedField stands for a password in a description: "redacted", or
-// `""` when there is none.
-func redactedField(p string) string {
-	if p == "" {
-		return `""`
-	}
-	return "redacted"
 }

@@ -83,7 +83,7 @@ func TestReleaseWakesTheFirstWaiter(t *testing.T) {
 // A subscription confirmed after the notifier was closed (the confirmation
 // was in flight when close ran) must not close the ready channel again.
 func TestSubscribedAfterCloseIsIgnored(t *testing.T) {
-	n := newNotifier(nil, "released", "node", slog.New(slog.DiscardHandler))
+	n := newNotifier(nil, "released", "node", slog.New(slog.DiscardHandler), nil, nil)
 	n.close()
 	n.subscribed() // panicked with "close of closed channel"
 	select {

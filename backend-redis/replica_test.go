@@ -60,16 +60,18 @@ func TestMinReplicasAcknowledged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	held := make(map[string]uint64)
 	for i := range 20 {
 		name := fmt.Sprint("n", i)
 		won := mustWin(t, b, g.ID, name)
+		held[name] = won.Token
 		tok, err := onReplica.HGet(ctx, b.KeyPrefix()+"lease:"+name, "token").Result()
 		if err != nil || tok != strconv.FormatUint(won.Token, 10) {
 			t.Fatalf("the replica's token of %s = %q, %v right after Acquire; want %d", name, tok, err, won.Token)
 		}
 	}
-	if reply, err := b.KeepAlive(ctx, g.ID, 10*time.Second); err != nil || len(reply.Leases) != 20 {
-		t.Fatalf("KeepAlive = %+v, %v; want 20 leases", reply, err)
+	if reply, err := b.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: 10 * time.Second, Held: held}); err != nil || len(reply.Lost) != 0 {
+		t.Fatalf("KeepAlive = %+v, %v; want nothing lost", reply, err)
 	}
 }
 
@@ -110,7 +112,7 @@ func TestMinReplicasMissing(t *testing.T) {
 	if r, err := b.Acquire(ctx, g.ID, "n"); err != nil || r.Won {
 		t.Fatalf("Acquire of a lease another session holds = %+v, %v; want lost, no error", r, err)
 	}
-	if _, err := b.KeepAlive(ctx, g.ID, 10*time.Second); !errors.Is(err, ErrNotReplicated) ||
+	if _, err := b.KeepAlive(ctx, g.ID, renewal(10*time.Second)); !errors.Is(err, ErrNotReplicated) ||
 		!strings.Contains(err.Error(), "the session was renewed on the primary only") {
 		t.Fatalf("KeepAlive without a replica = %v, want ErrNotReplicated", err)
 	}
@@ -129,7 +131,7 @@ func TestMinReplicasMissing(t *testing.T) {
 	if won.Token <= theirs.Token {
 		t.Fatalf("token %d after the replica came, not above %d", won.Token, theirs.Token)
 	}
-	if reply, err := patient.KeepAlive(ctx, g3.ID, 10*time.Second); err != nil || reply.Leases["n"] != won.Token {
+	if reply, err := patient.KeepAlive(ctx, g3.ID, simba.KeepAliveRequest{Lease: 10 * time.Second, Unsure: []string{"n"}}); err != nil || reply.Owned["n"] != won.Token {
 		t.Fatalf("KeepAlive with the replica = %+v, %v; want n at %d", reply, err, won.Token)
 	}
 }
@@ -342,7 +344,7 @@ func TestReplicaWaitCost(t *testing.T) {
 			v.pairRounds = append(v.pairRounds, median(round))
 			for range keepAlives {
 				start := time.Now()
-				if _, err := v.b.KeepAlive(ctx, v.g, time.Minute); err != nil {
+				if _, err := v.b.KeepAlive(ctx, v.g, renewal(time.Minute)); err != nil {
 					t.Fatalf("%s: KeepAlive: %v", v.name, err)
 				}
 				v.ka = append(v.ka, time.Since(start))

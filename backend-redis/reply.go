@@ -14,72 +14,64 @@ import (
 // server is not Redis-compatible.
 var errReply = errors.New("unexpected script reply")
 
-// keepAliveResult is a decoded reply of keepAliveScript.
-type keepAliveResult struct {
-	// reply has a negative Remaining when the session is gone, and nil
-	// Leases when the server found the caller's digest right.
-	reply  simba.KeepAliveReply
-	bad    []string // keys skipped because they hold the wrong type
-	digest int64    // the session's digest
-}
-
-// parseKeepAlive decodes the reply of keepAliveScript.
-func parseKeepAlive(res []any) (r keepAliveResult, err error) {
-	if len(res) == 0 {
-		return r, fmt.Errorf("%w: empty", errReply)
+// parseKeepAlive decodes the reply of keepAliveScript, which checked the
+// names of held and then those of unsure, into the reply to the engine
+// and the keys it skipped because they hold the wrong type. A negative
+// Remaining means that the session is gone.
+func parseKeepAlive(v any, held, unsure []string) (r simba.KeepAliveReply, bad []string, err error) {
+	res, ok := v.([]any)
+	if !ok || len(res) == 0 {
+		return r, nil, fmt.Errorf("%w: %v, want an array", errReply, v)
 	}
-	ms, err := replyInt(res[0])
-	if err != nil {
-		return r, err
+	ms, ok := res[0].(int64)
+	if !ok {
+		return r, nil, fmt.Errorf("%w: remaining %v, want an integer", errReply, res[0])
 	}
 	if ms < 0 {
-		r.reply.Remaining = -1
-		return r, nil
+		r.Remaining = -1
+		return r, nil, nil
 	}
 	if len(res) != 5 {
-		return r, fmt.Errorf("%w: %d elements, want 5", errReply, len(res))
+		return r, nil, fmt.Errorf("%w: %d elements, want 5", errReply, len(res))
 	}
-	r.reply.Remaining = time.Duration(ms) * time.Millisecond
-	if r.digest, err = replyInt(res[4]); err != nil {
-		return r, err
-	}
-	if same, ok := res[1].(int64); !ok || same != 0 {
-		leases, err := replyPairs(res[1])
-		if err != nil {
-			return r, err
-		}
-		r.reply.Leases = make(map[string]uint64, len(leases)/2)
-		for i := 0; i < len(leases); i += 2 {
-			tok, err := strconv.ParseUint(leases[i+1], 10, 64)
-			if err != nil || tok == 0 {
-				return r, fmt.Errorf("%w: lease %q has token %q", errReply, leases[i], leases[i+1])
-			}
-			r.reply.Leases[leases[i]] = tok
+	r.Remaining = time.Duration(ms) * time.Millisecond
+	var parts [4][]string // lost, owned, groups, bad
+	for i := range parts {
+		if parts[i], err = replyStrings(res[i+1]); err != nil {
+			return r, nil, err
 		}
 	}
-	groups, err := replyPairs(res[2])
-	if err != nil {
-		return r, err
+	lost, owned, groups := parts[0], parts[1], parts[2]
+	if len(owned)%2 != 0 || len(groups)%2 != 0 {
+		return r, nil, fmt.Errorf("%w: owned leases or groups not in pairs", errReply)
 	}
-	r.reply.Groups = make(map[string]int, len(groups)/2)
+	for _, i := range lost {
+		n, err := strconv.Atoi(i)
+		if err != nil || n < 1 || n > len(held) {
+			return r, nil, fmt.Errorf("%w: lost lease %q of %d", errReply, i, len(held))
+		}
+		r.Lost = append(r.Lost, held[n-1])
+	}
+	for i := 0; i < len(owned); i += 2 {
+		n, err := strconv.Atoi(owned[i])
+		tok, terr := strconv.ParseUint(owned[i+1], 10, 64)
+		if err != nil || n <= len(held) || n > len(held)+len(unsure) || terr != nil || tok == 0 {
+			return r, nil, fmt.Errorf("%w: owned lease %q has token %q", errReply, owned[i], owned[i+1])
+		}
+		if r.Owned == nil {
+			r.Owned = make(map[string]uint64, len(owned)/2)
+		}
+		r.Owned[unsure[n-len(held)-1]] = tok
+	}
+	r.Groups = make(map[string]int, len(groups)/2)
 	for i := 0; i < len(groups); i += 2 {
 		n, err := strconv.Atoi(groups[i+1])
 		if err != nil || n < 0 {
-			return r, fmt.Errorf("%w: group %q has %q members", errReply, groups[i], groups[i+1])
+			return r, nil, fmt.Errorf("%w: group %q has %q members", errReply, groups[i], groups[i+1])
 		}
-		r.reply.Groups[groups[i]] = n
+		r.Groups[groups[i]] = n
 	}
-	r.bad, err = replyStrings(res[3])
-	return r, err
-}
-
-// replyPairs decodes a flat array of an even number of elements as strings.
-func replyPairs(v any) ([]string, error) {
-	s, err := replyStrings(v)
-	if err == nil && len(s)%2 != 0 {
-		err = fmt.Errorf("%w: odd number of elements", errReply)
-	}
-	return s, err
+	return r, parts[3], nil
 }
 
 // replyStrings decodes an array whose elements are strings or integers.
@@ -100,33 +92,6 @@ func replyStrings(v any) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// sliceReply is the array reply val of a script, as redis.Cmd.Slice
-// reads it.
-func sliceReply(val any, err error) ([]any, error) {
-	if err != nil {
-		return nil, err
-	}
-	arr, ok := val.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T, want an array", errReply, val)
-	}
-	return arr, nil
-}
-
-func replyInt(v any) (int64, error) {
-	switch v := v.(type) {
-	case int64:
-		return v, nil
-	case string:
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%w: %q is not an integer", errReply, v)
-		}
-		return n, nil
-	}
-	return 0, fmt.Errorf("%w: %T, want an integer", errReply, v)
 }
 
 // parseHolder decodes the reply of holderScript: 0 when nobody holds the

@@ -8,8 +8,8 @@ import "github.com/redis/go-redis/v9"
 //
 // Keys (P is the key prefix, sid a session id):
 //
-//	P session:<sid>  hash, PX = the session lease: {opened, identity, digest,
-//	                 +<name> -> token for every lease the session owns}
+//	P session:<sid>  hash, PX = the session lease: {opened, identity,
+//	                 +<name> for the leases it owned while nodes waited}
 //	P joined:<sid>   set of group names, expires with the session
 //	P lease:<name>   hash {session, token, since, w}, never expires; w is
 //	                 set while nodes wait for the lease (and counts them in)
@@ -22,12 +22,14 @@ import "github.com/redis/go-redis/v9"
 //	P released:<id>  pub/sub channel of one Backend, payload = the name of a
 //	                 released lease it is first in line for
 //
-// The session hash names its leases in fields that start with '+', a
-// character no lease name holds, so they never meet opened or identity.
-// Its digest field is the sum of leaseDigest over those fields (see
-// ADR 0007): a keep-alive compares it with the client's own view and sends
-// the list only when they differ, so that a keep-alive costs the same at
-// one lease and at 100,000.
+// Nothing but the lease hash records who owns a lease: the engine sends
+// the leases it holds with each keep-alive, which checks a few of them
+// (ADR 0007), so acquire and release write one key each. The session hash
+// names, in fields that start with '+' (a character no lease name holds,
+// so they never meet opened or identity), the leases it owned while nodes
+// waited for them: those are the releases CloseSession announces. A field
+// may outlive the term it was written for; it only ever causes one more
+// announcement.
 //
 // Scripts that need keys they can only compute while running (the leases of
 // a session, the session that owns a lease) build them from the prefix
@@ -73,29 +75,6 @@ local function now()
 end
 `
 
-// luaDigest: digest is the share of a lease (name, token as its decimal
-// string) in the session's digest, the same as leaseDigest in Go: the
-// coefficients of the name come from its SHA-1 (see leaseShare), which
-// only the keep-alive computes here, when it drops or corrects a lease;
-// acquire and release get them, or the share itself, from the client.
-const luaDigest = `
-local function digest(name, tok)
-  local h = redis.sha1hex(name)
-  local lo = tonumber(string.sub(h, 6, 10), 16)
-  return share(tonumber(string.sub(h, 1, 5), 16), lo - lo % 2 + 1, tonumber(string.sub(h, 11, 20), 16), tok)
-end
-`
-
-// luaShare: share is (A * (tok mod 10^6) + b) mod 2^40, centred on zero,
-// where A = hi * 2^20 + lo: every step stays an integer below 2^53, so
-// Lua's doubles compute it exactly, the same as leaseShare in Go.
-const luaShare = `
-local function share(hi, lo, b, tok)
-  local n = tonumber(string.sub(tok, -6))
-  return ((hi * n) % 1048576 * 1048576 + lo * n + b) % 1099511627776 - 549755813888
-end
-`
-
 // luaMember (needs luaTry and luaInt): member renews sid's membership of
 // group key m until exp, drops members whose session expiry has passed,
 // keeps the key alive as long as its longest member and returns the member
@@ -128,60 +107,37 @@ redis.call('PEXPIRE', s, ARGV[1])
 return redis.call('PTTL', s)
 `)
 
-// keepAliveScript renews a session and reports what it owns: the list of
-// its leases only when the caller's digest of them differs from the
-// session's.
-// KEYS: session, joined. ARGV: lease ms, prefix, sid, the caller's digest
-// ("" for none).
-// Reply: {-1} when the session is gone, else {remaining ms, 0 when the
-// digests agree or else {name, token, ...}, {group, members, ...}, {key of
-// the wrong type, ...}, the session's digest}.
+// keepAliveScript renews a session, checks the leases the caller names
+// against their hashes and counts the members of its groups.
+// KEYS: session, joined, then the lease hashes of n held names, then those
+// of the unsure names. ARGV: lease ms, prefix, sid, n, then the token of
+// each held name.
+// Reply: {-1} when the session is gone, else {remaining ms, {index of each
+// held name the session does not own at its token}, {index, token of each
+// unsure name it owns, ...}, {group, members, ...}, {key of the wrong
+// type, ...}}, indexes counted from 1 in the order of KEYS after the first
+// two.
 //
-// Before the comparison it checks a few leases the session owns, picked at
-// random (every lease of a session that owns two or fewer): one whose hash
-// no longer names the session with that token, because another program
-// changed or removed it, is dropped from the session, which changes the
-// digest and so reaches the caller. The work does not grow with the number
-// of leases. A lease or group key of the wrong type is skipped and
-// reported rather than failing the whole renewal, so one damaged key
-// cannot expire the session.
-var keepAliveScript = redis.NewScript(luaTry + luaInt + luaNow + luaShare + luaDigest + luaMember + `
+// The work grows with the names sent and the groups joined, not with the
+// leases the session owns. A lease or group key of the wrong type is
+// skipped and reported rather than failing the whole renewal, so one
+// damaged key cannot expire the session: a held lease whose key is
+// damaged counts as lost.
+var keepAliveScript = redis.NewScript(luaTry + luaInt + luaNow + luaMember + `
 local s, j = KEYS[1], KEYS[2]
-local ms, p, sid, seen = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local head = must('hash', 'HMGET', s, 'opened', 'digest')
-if not head[1] then return {-1} end
-local d, dropped = head[2] or '0', false
+local ms, p, sid, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+if not must('hash', 'HGET', s, 'opened') then return {-1} end
 redis.call('PEXPIRE', s, ms)
-local bad = {}
-local picked = redis.call('HRANDFIELD', s, 5, 'WITHVALUES')
-for i = 1, #picked, 2 do
-  local f, tok = picked[i], picked[i + 1]
-  if string.byte(f) == 43 then
-    local name = string.sub(f, 2)
-    local l = p .. 'lease:' .. name
-    local cur = try('HMGET', l, 'session', 'token')
-    if cur == nil then bad[#bad + 1] = l end
-    if cur == nil or cur[1] ~= sid or not cur[2] then
-      redis.call('HDEL', s, f)
-      redis.call('HINCRBY', s, 'digest', int(-digest(name, tok)))
-      dropped = true
-    elseif cur[2] ~= tok then
-      redis.call('HSET', s, f, cur[2])
-      redis.call('HINCRBY', s, 'digest', int(digest(name, cur[2]) - digest(name, tok)))
-      dropped = true
-    end
-  end
-end
-if dropped then d = redis.call('HGET', s, 'digest') end
-local leases = 0
-if d ~= seen then
-  leases = {}
-  local all = redis.call('HGETALL', s)
-  for i = 1, #all, 2 do
-    if string.byte(all[i]) == 43 then
-      leases[#leases + 1] = string.sub(all[i], 2)
-      leases[#leases + 1] = all[i + 1]
-    end
+local bad, lost, owned = {}, {}, {}
+for i = 3, #KEYS do
+  local cur = try('HMGET', KEYS[i], 'session', 'token')
+  if cur == nil then bad[#bad + 1] = KEYS[i] end
+  local mine = cur ~= nil and cur[1] == sid and cur[2]
+  if i - 2 <= n then
+    if not mine or cur[2] ~= ARGV[i + 2] then lost[#lost + 1] = i - 2 end
+  elseif mine then
+    owned[#owned + 1] = i - 2
+    owned[#owned + 1] = cur[2]
   end
 end
 local groups = {}
@@ -191,46 +147,44 @@ if #joined > 0 then
   local exp = t + tonumber(ms)
   for _, g in ipairs(joined) do
     local m = p .. 'group:' .. g
-    local n = member(m, sid, t, exp)
-    if n == nil then
+    local c = member(m, sid, t, exp)
+    if c == nil then
       bad[#bad + 1] = m
     else
       groups[#groups + 1] = g
-      groups[#groups + 1] = n
+      groups[#groups + 1] = c
     end
   end
   redis.call('PEXPIRE', j, ms)
 end
-return {redis.call('PTTL', s), leases, groups, bad, d}
+return {redis.call('PTTL', s), lost, owned, groups, bad}
 `)
 
 // acquireScript starts a new term when the lease is free, owned by an
-// expired session, or owned by the caller, records when it began (since,
-// server time in ms) and adds the lease to the session hash and its
-// digest. The new token is the lease's token + 1, or for a name without a
-// lease hash (never used, or removed by sweepScript) the floor + 1, the
-// floor being the highest token ever removed; or the server's TIME in
-// microseconds when that is greater, so that a Redis that lost the lease
-// hash and the floor (a failover to a replica without them) still hands
-// out a token above the earlier ones (ADR 0020). Tokens below 9 * 10^15
-// (TIME reaches it in the year 2255) are computed as Lua numbers, exact
-// below 2^53; a counter above that goes on by HINCRBY, TIME far below. It
-// reads the session hash (its digest with it) and the lease hash, and
-// writes each once. Every piece of Lua counts here (ADR 0015): the
-// commands are plain redis.call, so a key of the wrong type aborts the
-// script with WRONGTYPE before anything is written (the caller then names
-// the key); the name's digest coefficients come from the client, so the
-// script hashes nothing; since is cut from TIME's reply as a string.
-// KEYS: lease, session. ARGV: sid, prefix, name, and the name's digest
-// coefficients hi, lo, b (see leaseShare).
+// expired session, or owned by the caller, and records when it began
+// (since, server time in ms). The new token is the lease's token + 1, or
+// for a name without a lease hash (never used, or removed by sweepScript)
+// the floor + 1, the floor being the highest token ever removed; or the
+// server's TIME in microseconds when that is greater, so that a Redis that
+// lost the lease hash and the floor (a failover to a replica without them)
+// still hands out a token above the earlier ones (ADR 0020). Tokens below
+// 9 * 10^15 (TIME reaches it in the year 2255) are computed as Lua
+// numbers, exact below 2^53; a counter above that goes on by HINCRBY, TIME
+// far below. It reads the session hash and the lease hash and writes the
+// lease hash only, and the session hash too when nodes wait for the lease
+// (field w), so that closing the session announces it. Every piece of Lua
+// counts here (ADR 0015): the commands are plain redis.call, so a key of
+// the wrong type aborts the script with WRONGTYPE before anything is
+// written (the caller then names the key); since is cut from TIME's reply
+// as a string.
+// KEYS: lease, session. ARGV: sid, prefix, name.
 // Reply: -1 session gone, 0 held by another live session, else the token
 // as a string (a Lua number would round tokens above 2^53).
-var acquireScript = redis.NewScript(luaShare + `
+var acquireScript = redis.NewScript(`
 local l, s = KEYS[1], KEYS[2]
 local sid = ARGV[1]
-local own = redis.call('HMGET', s, 'opened', 'digest')
-if not own[1] then return -1 end
-local cur = redis.call('HMGET', l, 'session', 'token')
+if redis.call('HEXISTS', s, 'opened') == 0 then return -1 end
+local cur = redis.call('HMGET', l, 'session', 'token', 'w')
 if cur[1] and cur[1] ~= sid and redis.call('EXISTS', ARGV[2] .. 'session:' .. cur[1]) == 1 then
   return 0
 end
@@ -247,16 +201,7 @@ else
   token = redis.call('HGET', l, 'token')
   redis.call('HSET', l, 'session', sid, 'since', since)
 end
-local hi, lo, b = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local d = share(hi, lo, b, token)
-if cur[1] == sid and cur[2] then d = d - share(hi, lo, b, cur[2]) end
-local sum = tonumber(own[2] or '0')
-if math.abs(sum) < 4503599627370496 then
-  redis.call('HSET', s, '+' .. ARGV[3], token, 'digest', string.format('%d', sum + d))
-else
-  redis.call('HSET', s, '+' .. ARGV[3], token)
-  redis.call('HINCRBY', s, 'digest', string.format('%d', d))
-end
+if cur[3] then redis.call('HSET', s, '+' .. ARGV[3], 1) end
 return token
 `)
 
@@ -287,25 +232,21 @@ local function handOn(l, q, ch, name)
 end
 `
 
-// releaseScript frees a lease if the caller owns it with the given token
-// and takes it out of the session hash and its digest (by the share the
-// client computed: the script hashes nothing). When nodes wait for the
-// lease (field w, set by watchScript) it announces the release to the
-// first of them; a lock nobody waits for costs no PUBLISH. As in
-// acquireScript, a key of the wrong type aborts the script with WRONGTYPE
-// before anything is written.
-// KEYS: lease, session, waiter queue. ARGV: sid, token, channel, name, the
-// lease's share of the digest negated (-leaseDigest).
+// releaseScript frees a lease if the caller owns it with the given token.
+// When nodes wait for the lease (field w, set by watchScript) it announces
+// the release to the first of them and takes the lease out of the session
+// hash; a lock nobody waits for costs no PUBLISH and touches only its own
+// hash. As in acquireScript, a key of the wrong type aborts the script
+// with WRONGTYPE before anything is written.
+// KEYS: lease, session, waiter queue. ARGV: sid, token, channel, name.
 // Reply: 1 released, 0 not owned with that token.
 var releaseScript = redis.NewScript(luaHandOn + `
-local l, s = KEYS[1], KEYS[2]
+local l = KEYS[1]
 local cur = redis.call('HMGET', l, 'session', 'token', 'w')
 if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
-if redis.call('HDEL', s, '+' .. ARGV[4]) == 1 then
-  redis.call('HINCRBY', s, 'digest', ARGV[5])
-end
 redis.call('HDEL', l, 'session')
 if cur[3] then
+  redis.pcall('HDEL', KEYS[2], '+' .. ARGV[4])
   local n = redis.pcall('ZCARD', KEYS[3])
   if type(n) == 'number' then handOn(l, KEYS[3], ARGV[3], ARGV[4]) end
 end
@@ -316,17 +257,18 @@ return 1
 // (sorted set P waiters:<name>, member the node's id, scored in order of
 // arrival by the lease's counter w), unless the lease is free now (no
 // owner, or an owner whose session is gone), which it reports instead. A
-// node already queued keeps its place. A lease key of the wrong type
-// counts as free: the caller's next acquire reports it.
-// KEYS: lease, waiter queue. ARGV: prefix, node id.
+// node already queued keeps its place. The owner's session hash gets the
+// lease's field, so that closing the session announces it. A lease key of
+// the wrong type counts as free: the caller's next acquire reports it.
+// KEYS: lease, waiter queue. ARGV: prefix, node id, name.
 // Reply: 1 queued, 0 free now.
 var watchScript = redis.NewScript(luaTry + `
 local cur = try('HGET', KEYS[1], 'session')
-if cur == nil or not cur or redis.call('EXISTS', ARGV[1] .. 'session:' .. cur) == 0 then
-  return 0
-end
+local s = cur and ARGV[1] .. 'session:' .. cur
+if not s or redis.call('EXISTS', s) == 0 then return 0 end
 if try('ZSCORE', KEYS[2], ARGV[2]) == nil then return 0 end
 redis.call('ZADD', KEYS[2], 'NX', redis.call('HINCRBY', KEYS[1], 'w', 1), ARGV[2])
+redis.pcall('HSET', s, '+' .. ARGV[3], 1)
 return 1
 `)
 
@@ -381,10 +323,11 @@ end
 
 // closeScript ends a session: it leaves its groups and deletes its keys,
 // which frees every lease it owns at once (a lease whose owner's session
-// is gone is free), and clears and announces the first closeBatch of its
-// leases. It returns the names of the others, which the caller clears with
-// freeScript in batches, so that closing a session with 100,000 leases
-// does not block Redis for long. Damaged lease or group keys are skipped.
+// is gone is free), and clears and announces the first closeBatch of the
+// leases its hash names (those nodes waited for). It returns the names of
+// the others, which the caller clears with freeScript in batches, so that
+// closing a session with 100,000 of them does not block Redis for long.
+// Damaged lease or group keys are skipped.
 // KEYS: session, joined. ARGV: sid, prefix, channel, batch size.
 // Reply: the names of the leases left to clear.
 var closeScript = redis.NewScript(luaTry + luaFree + `

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -19,16 +18,6 @@ import (
 // urlHint tells how to write a password that a URL would misread.
 const urlHint = backendkit.PercentEncodeHint + " or pass them in Options.Username and Options.Password"
 
-// parseRedisURL is backendkit.ParseURL for Open, with its errors matching
-// ErrInvalidOptions and simba.ErrInvalidURL.
-func parseRedisURL(rawURL string) (*url.URL, error) {
-	u, err := backendkit.ParseURL(rawURL)
-	if err != nil {
-		return nil, invalidURL(fmt.Errorf("%w: redis URL: %w; %s", ErrInvalidOptions, err, urlHint))
-	}
-	return u, nil
-}
-
 // urlError is a URL Open cannot use. It reads as err and matches err's
 // sentinels and simba.ErrInvalidURL, which simba.OpenBackend's callers
 // test for.
@@ -38,21 +27,6 @@ func (e *urlError) Error() string   { return e.err.Error() }
 func (e *urlError) Unwrap() []error { return []error{e.err, simba.ErrInvalidURL} }
 
 func invalidURL(err error) error { return &urlError{err} }
-
-// clientSecrets returns the passwords a go-redis client was configured
-// with, when its type tells.
-func clientSecrets(client redis.UniversalClient) []string {
-	var out []string
-	switch c := client.(type) {
-	case *redis.Client:
-		out = append(out, c.Options().Password)
-	case *redis.ClusterClient:
-		out = append(out, c.Options().Password)
-	case *redis.Ring:
-		out = append(out, c.Options().Password)
-	}
-	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
-}
 
 // driverLogs receives go-redis's own log lines, which go-redis sends to one
 // logger for the whole process (redis.SetLogger), and hands them, with
@@ -82,7 +56,8 @@ type driverLogSink struct {
 }
 
 // add registers a sink, installing the router as go-redis's logger the
-// first time. remove unregisters it.
+// first time. remove unregisters it; a nil sink, or one not registered,
+// changes nothing.
 func (r *driverLogRouter) add(s *driverLogSink) {
 	r.install.Do(func() { redis.SetLogger(r) })
 	r.mu.Lock()
@@ -91,9 +66,6 @@ func (r *driverLogRouter) add(s *driverLogSink) {
 }
 
 func (r *driverLogRouter) remove(s *driverLogSink) {
-	if s == nil {
-		return
-	}
 	r.mu.Lock()
 	if _, ok := r.sinks[s]; ok {
 		delete(r.sinks, s)
@@ -129,10 +101,7 @@ func (r *driverLogRouter) Printf(ctx context.Context, format string, v ...any) {
 		r.fallback.Print(msg)
 		return
 	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	for _, l := range loggers {
+	for _, l := range loggers { // slog reads a nil ctx as context.Background()
 		l.Log(ctx, slog.LevelDebug, "simbaredis: go-redis: "+msg)
 	}
 }

@@ -12,117 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unicode"
+
+	"github.com/simba-go/simba/core/backendtest"
 )
-
-// secretPasswords hold each character that has a meaning in a URL, alone
-// and together, and passwords whose start reads as a port number, so that
-// a URL holding them unencoded is misread rather than refused by url.Parse.
-var secretPasswords = []string{
-	"Qz9#Jx8Wv7",
-	"Qz9/Jx8Wv7",
-	"Qz9?Jx8Wv7",
-	"Qz9@Jx8Wv7",
-	"Qz9%Jx8Wv7",
-	"Qz9%41Jx8Wv7",
-	"Qz9:Jx8Wv7",
-	"6380/Qz9Jx8",
-	"6380#Qz9Jx8",
-	"6380?Qz9Jx8",
-	"Ab1#Cd2/Ef3?Gh4@Ij5%Kl6:Mn7",
-}
-
-// leakedPart returns the longest part of secret (3 bytes or more, with a
-// letter in it) that text contains, or "" when there is none.
-func leakedPart(text, secret string) string {
-	for n := len(secret); n >= 3; n-- {
-		for i := 0; i+n <= len(secret); i++ {
-			part := secret[i : i+n]
-			if !strings.ContainsFunc(part, unicode.IsLetter) {
-				continue
-			}
-			if strings.Contains(text, part) {
-				return part
-			}
-		}
-	}
-	return ""
-}
-
-// TestOpenErrorsHidePasswordsWithReservedCharacters: whatever the password
-// holds and however it is given (raw or percent-encoded in the URL, or in
-// Options.Password), no error of Open shows any part of it: not for a URL
-// that cannot be used, a server that cannot be reached, or a password the
-// server refuses.
-func TestOpenErrorsHidePasswordsWithReservedCharacters(t *testing.T) {
-	plain := startServer(t, "--requirepass", "the-right-one")
-	secure := startTLSServer(t, "--requirepass", "the-right-one")
-	host := func(s *privateServer) string { return fmt.Sprintf("127.0.0.1:%d", s.port) }
-	paths := []struct {
-		name   string
-		host   map[string]string // by scheme
-		path   string
-		isErr  error // what the error must match when the URL was usable
-		within time.Duration
-	}{
-		{name: "invalid URL", host: map[string]string{"redis": "127.0.0.1:6379", "rediss": "127.0.0.1:6379"},
-			path: "/0/extra", isErr: ErrInvalidOptions, within: time.Second},
-		// go-redis retries the dial until ctx ends.
-		{name: "unreachable", host: map[string]string{"redis": "127.0.0.1:1", "rediss": "127.0.0.1:1"},
-			path: "/0", within: 100 * time.Millisecond},
-		{name: "wrong password", host: map[string]string{"redis": host(plain), "rediss": host(secure)},
-			path: "/0", isErr: ErrAuth, within: 5 * time.Second},
-	}
-	forms := []struct {
-		name string
-		url  func(scheme, pw, rest string) string
-		pass bool // the password is in Options.Password
-	}{
-		{name: "raw in URL", url: func(scheme, pw, rest string) string { return scheme + "://simba:" + pw + "@" + rest }},
-		{name: "encoded in URL", url: func(scheme, pw, rest string) string {
-			return scheme + "://" + url.UserPassword("simba", pw).String() + "@" + rest
-		}},
-		{name: "in Options", url: func(scheme, _, rest string) string { return scheme + "://simba@" + rest }, pass: true},
-	}
-	for _, scheme := range []string{"redis", "rediss"} {
-		for _, p := range paths {
-			for _, f := range forms {
-				t.Run(scheme+"/"+p.name+"/"+f.name, func(t *testing.T) {
-					t.Parallel()
-					for _, pw := range secretPasswords {
-						opts := Options{Logger: quiet}
-						if f.pass {
-							opts.Password = pw
-						}
-						if scheme == "rediss" {
-							opts.TLSConfig = secure.tls
-						}
-						raw := f.url(scheme, pw, p.host[scheme]+p.path+"?max_retries=-1")
-						ctx, cancel := context.WithTimeout(context.Background(), p.within)
-						b, err := Open(ctx, raw, opts)
-						cancel()
-						if err == nil {
-							_ = b.Close()
-							t.Errorf("password %q: Open succeeded", pw)
-							continue
-						}
-						if part := leakedPart(err.Error(), pw); part != "" {
-							t.Errorf("the error shows %q of the password %q: %v", part, pw, err)
-						}
-						if f.name == "raw in URL" {
-							// Refused as a URL or, for ':' and '@', the
-							// path's own error: nothing else to check.
-							continue
-						}
-						if p.isErr != nil && !errors.Is(err, p.isErr) {
-							t.Errorf("password %q: %v, want %v", pw, err, p.isErr)
-						}
-					}
-				})
-			}
-		}
-	}
-}
 
 // TestOpenAcceptsPasswordsWithReservedCharacters: the ways Open's errors
 // point to, a percent-encoded URL or Options.Password, do log in.
@@ -231,7 +123,7 @@ func TestGoRedisLogsAreMasked(t *testing.T) {
 	b := openBackend(t, serverURL(t), Options{Logger: slog.New(got), Password: pw})
 	// As go-redis would call the logger it was given (redis.SetLogger).
 	driverLogs.Printf(context.Background(), "redis: re-authentication failed: bad password %s (%s)", pw, url.QueryEscape(pw))
-	if part := leakedPart(got.all(), pw); part != "" {
+	if part := backendtest.LeakedPart(got.all(), pw); part != "" {
 		t.Fatalf("a go-redis line shows %q of the password:\n%s", part, got.all())
 	}
 	if !strings.Contains(got.all(), "DEBUG simbaredis: go-redis: re-authentication failed: bad password xxxxx (xxxxx)") {

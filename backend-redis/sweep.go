@@ -3,6 +3,7 @@ package simbaredis
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,22 +38,16 @@ func (b *Backend) Sweep(ctx context.Context, idle time.Duration) (int, error) {
 	if idle < time.Second {
 		return 0, fmt.Errorf("%w: sweep idle time %v: must be at least 1s: %w", ErrInvalidOptions, idle, simba.ErrInvalidArgument)
 	}
-	floor := b.prefix + "floor"
-	node := b.client
-	switch c := b.client.(type) {
-	case *redis.ClusterClient:
-		// Every key shares the prefix's hash tag: one node holds them all.
-		n, err := c.MasterForKey(ctx, floor)
-		if err != nil {
-			return 0, wrapErr("sweep", err)
-		}
-		node = n
-	case *redis.Ring:
+	if _, ring := b.client.(*redis.Ring); ring {
 		return 0, fmt.Errorf("%w: Sweep cannot walk the keys of a Ring client", ErrInvalidOptions)
+	}
+	node, err := b.keyNode(ctx)
+	if err != nil {
+		return 0, wrapErr("sweep", err)
 	}
 	removed := 0
 	iter := node.Scan(ctx, 0, globEscape(b.prefix)+"lease:*", sweepBatch).Iterator()
-	batch := []string{floor}
+	batch := []string{b.prefix + "floor"}
 	flush := func() error {
 		if len(batch) == 1 {
 			return nil
@@ -76,14 +71,4 @@ func (b *Backend) Sweep(ctx context.Context, idle time.Duration) (int, error) {
 }
 
 // globEscape quotes the characters SCAN's MATCH pattern treats specially.
-func globEscape(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '*', '?', '[', ']', '\\':
-			out = append(out, '\\')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}
+var globEscape = strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`, `]`, `\]`).Replace

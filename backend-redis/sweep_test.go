@@ -118,9 +118,9 @@ func TestSweepWideFloor(t *testing.T) {
 	}
 }
 
-// TestCloseManyLeases: closing a session with more leases than one script
-// clears frees them all, tidies every lease hash and wakes the watchers of
-// a lease nodes wait for.
+// TestCloseManyLeases: closing a session with more leases nodes wait for
+// than one script clears frees them all, tidies their lease hashes and
+// wakes their watchers.
 func TestCloseManyLeases(t *testing.T) {
 	url := serverURL(t)
 	raw := rawClient(t, url)
@@ -135,7 +135,13 @@ func TestCloseManyLeases(t *testing.T) {
 	for i := range n {
 		mustWin(t, b, g.ID, fmt.Sprint("c.", i))
 	}
+	// Nodes wait for every lease, so that the session hash names them all.
 	watch := watchSubscribed(ctx, t, other, fmt.Sprint("c.", n-1))
+	for i := range n - 1 {
+		if _, err := other.WatchRelease(ctx, fmt.Sprint("c.", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := b.CloseSession(ctx, g.ID); err != nil {
 		t.Fatal(err)
 	}

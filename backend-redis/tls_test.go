@@ -2,15 +2,10 @@ package simbaredis
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net/url"
 	"os"
 	"strings"
@@ -18,7 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/backendtest"
 )
 
@@ -62,36 +56,6 @@ func tlsCredentials(t testing.TB, rawURL string) (bare, user, password string) {
 	return u.String(), user, password
 }
 
-// otherCA returns a pool with a CA of its own, which signed nothing the
-// server shows.
-func otherCA(t testing.TB) *x509.CertPool {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "Another CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return pool
-}
-
 // tlsRawClient is rawClient over TLS with roots.
 func tlsRawClient(t testing.TB, rawURL string, roots *x509.CertPool) *redis.Client {
 	t.Helper()
@@ -123,18 +87,21 @@ func openTLS(t testing.TB, rawURL string, opts Options) *Backend {
 
 // TestTLSConformance runs the conformance suite over TLS, as the ACL user
 // of the TLS test server: a rediss:// URL with the user and password, and
-// Options.TLSConfig with the test CA.
+// Options.TLSConfig with the test CA; passwords in errors are checked on
+// rediss:// URLs.
 func TestTLSConformance(t *testing.T) {
 	rawURL, roots := tlsServer(t)
 	prefix := testPrefix()
-	t.Cleanup(func() { deleteKeys(t, tlsRawClient(t, rawURL, roots), prefix) })
-	backendtest.Run(t, backendtest.Harness{
-		New: func(t testing.TB) simba.Backend {
-			return openTLS(t, rawURL, Options{KeyPrefix: prefix, TLSConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}})
-		},
-		Lease:         2 * time.Second,
-		ListUnordered: true,
-	})
+	raw := tlsRawClient(t, rawURL, roots)
+	t.Cleanup(func() { deleteKeys(t, raw, prefix) })
+	conf := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	h := harness(raw, prefix, func(t testing.TB) *Backend { return openTLS(t, rawURL, Options{KeyPrefix: prefix, TLSConfig: conf}) })
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Secrets = secretCases("rediss", u.Host, conf)
+	backendtest.Run(t, h)
 }
 
 // TestTLSForms opens the TLS test server in each form the README gives:
@@ -173,6 +140,7 @@ func TestTLSForms(t *testing.T) {
 // wrong password each fail Open with one line that names the problem and
 // shows no password.
 func TestTLSOpenFailures(t *testing.T) {
+	otherRoots, _ := backendtest.OtherCA(t)
 	rawURL, roots := tlsServer(t)
 	bare, user, password := tlsCredentials(t, rawURL)
 	wrongURL := strings.Replace(rawURL, ":"+password+"@", ":"+backendtest.Secret+"@", 1)
@@ -184,7 +152,7 @@ func TestTLSOpenFailures(t *testing.T) {
 		is   error
 	}{
 		{"system roots", rawURL, Options{}, []string{"certificate signed by unknown authority"}, nil},
-		{"wrong CA", rawURL, Options{TLSConfig: &tls.Config{RootCAs: otherCA(t)}}, []string{"certificate signed by unknown authority"}, nil},
+		{"wrong CA", rawURL, Options{TLSConfig: &tls.Config{RootCAs: otherRoots}}, []string{"certificate signed by unknown authority"}, nil},
 		{"wrong host name", rawURL, Options{TLSConfig: &tls.Config{RootCAs: roots, ServerName: "wrong.example"}},
 			[]string{"certificate is valid for", "not wrong.example"}, nil},
 		{"wrong password in the URL", wrongURL, Options{TLSConfig: &tls.Config{RootCAs: roots}}, []string{"WRONGPASS"}, ErrAuth},
@@ -204,29 +172,10 @@ func TestTLSOpenFailures(t *testing.T) {
 				}
 				return b, nil
 			}, password, backendtest.Secret)
-			oneClearLine(t, got, c.want...)
+			backendtest.OneClearLine(t, got, c.want...)
 			if c.is != nil && !errors.Is(got, c.is) {
 				t.Errorf("Open: %v, want an error matching %v", got, c.is)
 			}
 		})
-	}
-}
-
-// oneClearLine fails t unless err's message is one line holding each of
-// want, in any case.
-func oneClearLine(t testing.TB, err error, want ...string) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	msg := err.Error()
-	t.Logf("Open: %s", msg)
-	if strings.ContainsAny(msg, "\r\n") {
-		t.Errorf("the message is more than one line:\n%s", msg)
-	}
-	for _, w := range want {
-		if !strings.Contains(strings.ToLower(msg), strings.ToLower(w)) {
-			t.Errorf("the message does not say %q: %s", w, msg)
-		}
 	}
 }

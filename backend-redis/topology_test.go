@@ -89,7 +89,7 @@ func TestSentinelURL(t *testing.T) {
 	if tok, err := rawClient(t, p.url()).HGet(ctx, DefaultKeyPrefix+"lease:n", "token").Uint64(); err != nil || tok != r.Token {
 		t.Fatalf("the primary's token = %d, %v; want %d", tok, err, r.Token)
 	}
-	if _, err := b.KeepAlive(ctx, g.ID, 10*time.Second); err != nil {
+	if _, err := b.KeepAlive(ctx, g.ID, renewal(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -194,7 +194,7 @@ func TestClusterURLWaitsOnTheKeysNode(t *testing.T) {
 			t.Fatalf("acquire %d = %+v, %v; want won, its WAIT on the keys' primary", i, r, err)
 		}
 	}
-	if _, err := b.KeepAlive(ctx, g.ID, 10*time.Second); err != nil {
+	if _, err := b.KeepAlive(ctx, g.ID, renewal(10*time.Second)); err != nil {
 		t.Fatalf("KeepAlive: %v", err)
 	}
 	// Two replicas are more than the keys' primary has.

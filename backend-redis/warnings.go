@@ -64,13 +64,7 @@ func (b *Backend) Warnings() []Warning {
 func (b *Backend) setupWarnings() []Warning {
 	b.warnMu.Lock()
 	defer b.warnMu.Unlock()
-	var out []Warning
-	for _, w := range b.warnings {
-		if setupWarning(w) {
-			out = append(out, w)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(b.warnings), func(w Warning) bool { return !setupWarning(w) })
 }
 
 // setupWarning reports whether w is about the set-up of the server or the
@@ -105,46 +99,35 @@ func (b *Backend) warn(w Warning) {
 // Options.MinReplicas is 0, whether it has replicas
 // (WarnReplicasWithoutWait), in one round trip. A server that refuses a
 // command (CONFIG or INFO: managed Redis, a restricted ACL user) counts
-// as checked for it; a network failure leaves the check for the next
+// as checked for it; a network failure leaves the checks for the next
 // OpenSession. On a Cluster it asks the primary of the prefix's slot, the
 // one that holds Simba's keys; through Sentinel, the primary the
 // sentinels name.
 func (b *Backend) checkServer(ctx context.Context) {
-	if b.policyKnown.Load() && b.replicasKnown.Load() {
+	if b.serverChecked.Load() {
 		return
 	}
-	b.policyMu.Lock()
-	defer b.policyMu.Unlock()
-	policyKnown, replicasKnown := b.policyKnown.Load(), b.replicasKnown.Load() || b.replicas > 0
-	if policyKnown && replicasKnown {
+	b.checkMu.Lock()
+	defer b.checkMu.Unlock()
+	if b.serverChecked.Load() {
 		return
 	}
-	var node redis.Cmdable = b.client
-	if cc, ok := b.client.(*redis.ClusterClient); ok {
-		n, err := cc.MasterForKey(ctx, b.prefix+"floor")
-		if err != nil {
-			return
-		}
-		node = n
+	node, err := b.keyNode(ctx)
+	if err != nil {
+		return
 	}
 	pipe := node.Pipeline()
-	var policy *redis.MapStringStringCmd
+	policy := pipe.ConfigGet(ctx, "maxmemory-policy")
 	var info *redis.StringCmd
-	if !policyKnown {
-		policy = pipe.ConfigGet(ctx, "maxmemory-policy")
-	}
-	if !replicasKnown {
+	if b.batch.replicas == 0 {
 		info = pipe.Info(ctx, "replication")
 	}
 	_, _ = pipe.Exec(ctx) // each reply is read below
-	if policy != nil {
-		b.policyKnown.Store(b.checkEvictionPolicy(policy))
+	checked := b.checkEvictionPolicy(policy)
+	if info != nil && !b.checkReplicas(info) {
+		checked = false
 	}
-	if info != nil {
-		b.replicasKnown.Store(b.checkReplicas(info))
-	} else {
-		b.replicasKnown.Store(true)
-	}
+	b.serverChecked.Store(checked)
 }
 
 // checkEvictionPolicy warns when the maxmemory-policy the server
@@ -152,12 +135,7 @@ func (b *Backend) checkServer(ctx context.Context) {
 func (b *Backend) checkEvictionPolicy(cmd *redis.MapStringStringCmd) bool {
 	cfg, err := cmd.Result()
 	if err != nil {
-		var rerr redis.Error
-		if errors.As(err, &rerr) {
-			b.log.Debug("simbaredis: cannot read maxmemory-policy; eviction risk not checked", "error", serverMessage(err))
-			return true
-		}
-		return false
+		return b.refused(err, "cannot read maxmemory-policy; eviction risk not checked")
 	}
 	if policy := cfg["maxmemory-policy"]; evicts(policy) {
 		b.warn(Warning{Code: WarnEvictionPolicy, Message: "maxmemory-policy is " + policy +
@@ -172,12 +150,7 @@ func (b *Backend) checkEvictionPolicy(cmd *redis.MapStringStringCmd) bool {
 func (b *Backend) checkReplicas(cmd *redis.StringCmd) bool {
 	info, err := cmd.Result()
 	if err != nil {
-		var rerr redis.Error
-		if errors.As(err, &rerr) {
-			b.log.Debug("simbaredis: cannot read INFO replication; replicas not looked for", "error", serverMessage(err))
-			return true
-		}
-		return false
+		return b.refused(err, "cannot read INFO replication; replicas not looked for")
 	}
 	if n := connectedReplicas(info); n > 0 {
 		b.warn(Warning{Code: WarnReplicasWithoutWait, Message: fmt.Sprintf("the Redis primary has %d connected replica(s) and"+
@@ -186,6 +159,18 @@ func (b *Backend) checkReplicas(cmd *redis.StringCmd) bool {
 			" set MinReplicas (min_replicas=1 in the URL) to wait for replicas", n)})
 	}
 	return true
+}
+
+// refused reports whether err, the failure of a set-up command, is the
+// server's refusal, which settles its check (logged as unchecked, what),
+// rather than a network failure, which leaves it for later.
+func (b *Backend) refused(err error, what string) bool {
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		b.log.Debug("simbaredis: "+what, "error", serverMessage(err))
+		return true
+	}
+	return false
 }
 
 // connectedReplicas reads connected_slaves from the text of INFO

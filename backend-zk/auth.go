@@ -45,19 +45,15 @@ func (b *Backend) checkAuth(ctx context.Context) error {
 		defer cancel()
 		_ = b.CloseSession(ctx, g.ID)
 	}()
-	type nodeACL struct {
-		node string
-		acl  []zk.ACL
-	}
-	got, err := call(ctx, b, "open: read the ACL of the root", func() (nodeACL, error) {
-		for p := b.opts.Root; ; p = path.Dir(p) {
-			acl, _, err := s.conn.GetACL(p)
-			if !errors.Is(err, zk.ErrNoNode) || p == "/" {
-				return nodeACL{p, acl}, err
+	var node string // read only once call returned the ACL: the goroutine is done with it
+	acl, err := call(ctx, b, "open: read the ACL of the root", func() ([]zk.ACL, error) {
+		for node = b.opts.Root; ; node = path.Dir(node) {
+			acl, _, err := s.conn.GetACL(node)
+			if !errors.Is(err, zk.ErrNoNode) || node == "/" {
+				return acl, err
 			}
 		}
 	})
-	node, acl := got.node, got.acl
 	if errors.Is(err, zk.ErrNoAuth) {
 		return nil // unreadable: nothing to judge by
 	}

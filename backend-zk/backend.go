@@ -1,10 +1,13 @@
 package simbazk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,11 +42,10 @@ type Backend struct {
 	watches  map[string]*releaseWatch
 	// The queue nodes of the backend (see watchQueued): their prefix, the
 	// node each queue dir holds for a watch of the backend that waits, and
-	// the dirs that may hold one no watch uses, swept by one goroutine.
+	// the dirs that may hold one no watch uses, each swept by a goroutine.
 	queuePrefix string
 	queued      map[string]string
 	sweeps      map[string]struct{}
-	sweeping    bool
 	wg          sync.WaitGroup // every goroutine the backend started
 
 	// pause, when set (by tests only, before the first call), runs between
@@ -130,25 +132,19 @@ func Open(ctx context.Context, connect string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	if chroot != "" {
-		root := opts.Root
-		if root == "" {
-			root = DefaultRoot
-		}
-		opts.Root = chroot + root
+		opts.Root = chroot + cmp.Or(opts.Root, DefaultRoot)
 	}
 	b, err := New(servers, opts)
 	if err != nil {
 		return nil, err
 	}
-	if err := b.probeAny(ctx); err != nil {
+	err = b.probeAny(ctx)
+	if err == nil && b.opts.Auth != "" {
+		err = b.checkAuth(ctx)
+	}
+	if err != nil {
 		_ = b.Close()
 		return nil, err
-	}
-	if b.opts.Auth != "" {
-		if err := b.checkAuth(ctx); err != nil {
-			_ = b.Close()
-			return nil, err
-		}
 	}
 	return b, nil
 }
@@ -174,10 +170,7 @@ func (b *Backend) Close() error {
 	}
 	b.closed = true
 	close(b.closing)
-	all := make([]*session, 0, len(b.conns))
-	for s := range b.conns {
-		all = append(all, s)
-	}
+	all := slices.Collect(maps.Keys(b.conns))
 	w := b.watcher
 	b.mu.Unlock()
 
@@ -251,6 +244,20 @@ func (b *Backend) session(id simba.SessionID) (*session, error) {
 		return nil, fmt.Errorf("simbazk: session %s: %w", id, simba.ErrSessionExpired)
 	}
 	return s, nil
+}
+
+// onSession runs f through call on the live session id, once name, the
+// lease or group name op acts on, is valid: a *simba.NameError otherwise.
+func onSession[T any](ctx context.Context, b *Backend, id simba.SessionID, op, name string, f func(s *session) (T, error)) (T, error) {
+	var zero T
+	if err := simba.ValidateName(name); err != nil {
+		return zero, err
+	}
+	s, err := b.session(id)
+	if err != nil {
+		return zero, err
+	}
+	return call(ctx, b, op+" "+name, func() (T, error) { return f(s) })
 }
 
 // between runs the test hook pause, if any.

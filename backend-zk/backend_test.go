@@ -25,8 +25,8 @@ func TestAcquireReleaseTokens(t *testing.T) {
 	if r := mustAcquire(t, b, c, "job"); r.Won || r.Token != 0 {
 		t.Fatalf("Acquire by another session = %+v, want not won, token 0", r)
 	}
-	if got := mustKeepAlive(t, b, a).Leases; len(got) != 1 || got["job"] != r1.Token {
-		t.Fatalf("KeepAlive leases = %v, want job:%d", got, r1.Token)
+	if got := owned(t, b, a, "job"); len(got) != 1 || got["job"] != r1.Token {
+		t.Fatalf("KeepAlive owned = %v, want job:%d", got, r1.Token)
 	}
 
 	// The owner acquiring again starts a new term with a greater token.
@@ -45,14 +45,14 @@ func TestAcquireReleaseTokens(t *testing.T) {
 	if err := b.Release(ctx(t), c, "job", r2.Token); err != nil {
 		t.Fatalf("Release(other session): %v", err)
 	}
-	if got := mustKeepAlive(t, b, a).Leases; got["job"] != r2.Token {
-		t.Fatalf("KeepAlive leases = %v, want job:%d", got, r2.Token)
+	if got := owned(t, b, a, "job"); got["job"] != r2.Token {
+		t.Fatalf("KeepAlive owned = %v, want job:%d", got, r2.Token)
 	}
 	if err := b.Release(ctx(t), a, "job", r2.Token); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	if got := mustKeepAlive(t, b, a).Leases; len(got) != 0 {
-		t.Fatalf("KeepAlive leases after release = %v, want none", got)
+	if got := owned(t, b, a, "job"); len(got) != 0 {
+		t.Fatalf("KeepAlive owned after release = %v, want none", got)
 	}
 	r3 := mustAcquire(t, b, c, "job")
 	if !r3.Won || r3.Token <= r2.Token {
@@ -63,8 +63,9 @@ func TestAcquireReleaseTokens(t *testing.T) {
 func TestRoundTrips(t *testing.T) {
 	b, _ := newTestBackend(t, Options{})
 	s := mustOpen(t, b, 5*time.Second)
-	mustAcquire(t, b, s, "warm") // creates the parents
-	mustKeepAlive(t, b, s)       // verifies "warm" once
+	warm := mustAcquire(t, b, s, "warm").Token // creates the parents
+	// Watches "warm".
+	mustKeepAlive(t, b, s, simba.KeepAliveRequest{Held: map[string]uint64{"warm": warm}, Generation: 1})
 
 	count := func(what string, want int64, f func()) {
 		t.Helper()
@@ -76,16 +77,28 @@ func TestRoundTrips(t *testing.T) {
 	}
 	var tok uint64
 	count("Acquire", 1, func() { tok = mustAcquire(t, b, s, "rt").Token })
-	count("KeepAlive after a win", 2, func() { mustKeepAlive(t, b, s) }) // renewal + a read of the new lease
-	count("KeepAlive, nothing changed", 1, func() { mustKeepAlive(t, b, s) })
+	held := simba.KeepAliveRequest{Held: map[string]uint64{"warm": warm, "rt": tok}, Generation: 2}
+	count("KeepAlive after a win", 2, func() { mustKeepAlive(t, b, s, held) }) // renewal + a read of the new lease
+	count("KeepAlive, nothing changed", 1, func() { mustKeepAlive(t, b, s, held) })
 	count("Release", 1, func() {
 		if err := b.Release(ctx(t), s, "rt", tok); err != nil {
 			t.Fatal(err)
 		}
 	})
-	count("Release of a term no longer held", 0, func() {
+	count("Release of a term no longer held", 1, func() { // an exists
 		if err := b.Release(ctx(t), s, "rt", tok); err != nil {
 			t.Fatal(err)
+		}
+	})
+	again := mustAcquire(t, b, s, "rt").Token
+	count("Release of a term before the current one", 0, func() {
+		if err := b.Release(ctx(t), s, "rt", tok); err != nil {
+			t.Fatal(err)
+		}
+	})
+	count("KeepAlive of an unsure name just won", 2, func() {
+		if got := mustKeepAlive(t, b, s, simba.KeepAliveRequest{Unsure: []string{"rt"}}).Owned; got["rt"] != again {
+			t.Errorf("KeepAlive owns %v, want rt:%d", got, again)
 		}
 	})
 }
@@ -126,8 +139,8 @@ func TestNamesNeedingCare(t *testing.T) {
 		if !r.Won {
 			t.Fatalf("Acquire(%q) not won", name)
 		}
-		if got := mustKeepAlive(t, b, s).Leases[name]; got != r.Token {
-			t.Fatalf("KeepAlive lists %q with token %d, want %d", name, got, r.Token)
+		if got := owned(t, b, s, name)[name]; got != r.Token {
+			t.Fatalf("KeepAlive owns %q with token %d, want %d", name, got, r.Token)
 		}
 		if err := b.Release(ctx(t), s, name, r.Token); err != nil {
 			t.Fatalf("Release(%q): %v", name, err)
@@ -211,16 +224,16 @@ func TestKeepAliveCostFlat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		acquireMany(t, b, ss, n)
-		if got := len(mustKeepAlive(t, b, s).Leases); got != n { // reads each new lease once
-			t.Fatalf("keep-alive lists %d leases, want %d", got, n)
+		req := simba.KeepAliveRequest{Held: acquireMany(t, b, ss, n), Generation: 1}
+		if lost := mustKeepAlive(t, b, s, req).Lost; len(lost) != 0 { // reads each new lease once
+			t.Fatalf("keep-alive lost %v, want none", lost)
 		}
 		const rounds = 5
 		before := requests(t, b, s)
 		for range rounds {
 			churn()
-			if got := len(mustKeepAlive(t, b, s).Leases); got != n {
-				t.Fatalf("keep-alive lists %d leases, want %d", got, n)
+			if lost := mustKeepAlive(t, b, s, req).Lost; len(lost) != 0 {
+				t.Fatalf("keep-alive lost %v, want none", lost)
 			}
 		}
 		if per := float64(requests(t, b, s)-before) / rounds; per != 1 {
@@ -237,16 +250,16 @@ func TestLeaseDeletedByHand(t *testing.T) {
 	s := mustOpen(t, b, lease)
 	r := mustAcquire(t, b, s, "gone")
 	keep := mustAcquire(t, b, s, "kept")
-	mustKeepAlive(t, b, s) // reads both once and watches them
+	req := simba.KeepAliveRequest{Held: map[string]uint64{"gone": r.Token, "kept": keep.Token}, Generation: 1}
+	mustKeepAlive(t, b, s, req) // reads both once and watches them
 
 	a := dialAdmin(t, servers)
 	defer a.close()
 	if err := a.conn.Delete(b.Root()+"/leases/gone", -1); err != nil {
 		t.Fatalf("delete by hand: %v", err)
 	}
-	got := mustKeepAlive(t, b, s).Leases
-	if _, ok := got["gone"]; ok || got["kept"] != keep.Token {
-		t.Fatalf("KeepAlive leases = %v, want only kept:%d (gone:%d was deleted)", got, keep.Token, r.Token)
+	if got := mustKeepAlive(t, b, s, req).Lost; len(got) != 1 || got[0] != "gone" {
+		t.Fatalf("KeepAlive lost %v, want only gone (deleted by hand)", got)
 	}
 
 	// Deleted and taken by another session: still not listed.
@@ -257,8 +270,9 @@ func TestLeaseDeletedByHand(t *testing.T) {
 	if rc := mustAcquire(t, b, c, "kept"); !rc.Won || rc.Token <= keep.Token {
 		t.Fatalf("Acquire by other session = %+v, want won with a token > %d", rc, keep.Token)
 	}
-	if got := mustKeepAlive(t, b, s).Leases; len(got) != 0 {
-		t.Fatalf("KeepAlive leases = %v, want none", got)
+	req = simba.KeepAliveRequest{Held: map[string]uint64{"kept": keep.Token}, Generation: 2}
+	if got := mustKeepAlive(t, b, s, req).Lost; len(got) != 1 || got[0] != "kept" {
+		t.Fatalf("KeepAlive lost %v, want kept (deleted by hand and taken)", got)
 	}
 }
 
@@ -278,7 +292,7 @@ func TestCloseSessionFreesAtOnce(t *testing.T) {
 	if n, err := b.JoinGroup(ctx(t), c, "g"); err != nil || n != 1 {
 		t.Fatalf("JoinGroup after the other member closed = %d, %v; want 1", n, err)
 	}
-	if _, err := b.KeepAlive(ctx(t), a, lease); !errors.Is(err, simba.ErrSessionExpired) {
+	if _, err := b.KeepAlive(ctx(t), a, simba.KeepAliveRequest{Lease: lease}); !errors.Is(err, simba.ErrSessionExpired) {
 		t.Fatalf("KeepAlive of a closed session = %v, want ErrSessionExpired", err)
 	}
 	if err := b.CloseSession(ctx(t), a); err != nil {
@@ -425,44 +439,6 @@ func TestWatchKeepsOnlyWaitingCallers(t *testing.T) {
 	}
 }
 
-func TestClosedBackend(t *testing.T) {
-	b, _ := newTestBackend(t, Options{})
-	s := mustOpen(t, b, lease)
-	if err := b.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Close(); err != nil {
-		t.Fatalf("second Close = %v", err)
-	}
-	if _, err := b.OpenSession(ctx(t), lease); !errors.Is(err, ErrClosed) {
-		t.Errorf("OpenSession after Close = %v, want ErrClosed", err)
-	}
-	if _, err := b.KeepAlive(ctx(t), s, lease); !errors.Is(err, ErrClosed) {
-		t.Errorf("KeepAlive after Close = %v, want ErrClosed", err)
-	}
-	if _, err := b.Acquire(ctx(t), s, "x"); !errors.Is(err, ErrClosed) {
-		t.Errorf("Acquire after Close = %v, want ErrClosed", err)
-	}
-	if _, err := b.WatchRelease(ctx(t), "x"); !errors.Is(err, ErrClosed) {
-		t.Errorf("WatchRelease after Close = %v, want ErrClosed", err)
-	}
-	if _, _, err := b.Holder(ctx(t), "x"); !errors.Is(err, ErrClosed) {
-		t.Errorf("Holder after Close = %v, want ErrClosed", err)
-	}
-}
-
-func TestUnknownSession(t *testing.T) {
-	b, _ := newTestBackend(t, Options{})
-	for _, id := range []simba.SessionID{"", "0000000000000001", "not a session"} {
-		if _, err := b.KeepAlive(ctx(t), id, lease); !errors.Is(err, simba.ErrSessionExpired) {
-			t.Errorf("KeepAlive(%q) = %v, want ErrSessionExpired", id, err)
-		}
-		if _, err := b.Acquire(ctx(t), id, "x"); !errors.Is(err, simba.ErrSessionExpired) {
-			t.Errorf("Acquire(%q) = %v, want ErrSessionExpired", id, err)
-		}
-	}
-}
-
 func TestAuthACL(t *testing.T) {
 	b, servers := newTestBackend(t, Options{Auth: testAuth})
 	s := mustOpen(t, b, lease)
@@ -542,6 +518,13 @@ func TestOptionsNeverShowPassword(t *testing.T) {
 	}
 	if !strings.Contains(o.String(), "simba:redacted") {
 		t.Errorf("String() = %q, want the user and a redacted password", o.String())
+	}
+	// An identity without its ':' (refused by New) may be all password.
+	bad := Options{Auth: "hunter2"}
+	for _, s := range []string{bad.String(), bad.LogValue().String()} {
+		if strings.Contains(s, "hunter2") {
+			t.Errorf("%q shows an Auth without ':'", s)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package simbazk
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,13 +14,14 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
-// BenchmarkKeepAlive measures one keep-alive of a session that owns n
-// leases, when no watch of its lease nodes fired since the last one
-// ("unchanged": the renewal request alone) and when all did ("changed":
-// every owned lease is read back, pipelined). requests/op counts what
-// reaches the server.
+// BenchmarkKeepAlive measures one keep-alive of a session that holds n
+// leases: when nothing changed since the last one ("unchanged": the
+// renewal request alone), when one lease was won since ("one-won": it is
+// read once, with a watch) and after a reconnect ("reconnected": every
+// held lease is read again, pipelined). requests/op counts what the
+// keep-alive sends the server.
 func BenchmarkKeepAlive(b *testing.B) {
-	for _, n := range []int{1, 100, 10000} {
+	for _, n := range []int{1, 100, 2000} {
 		b.Run(fmt.Sprintf("L%d", n), func(b *testing.B) {
 			be, _ := newTestBackend(b, Options{})
 			id := mustOpen(b, be, 30*time.Second)
@@ -27,49 +29,66 @@ func BenchmarkKeepAlive(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			acquireMany(b, be, s, n)
-			if got := len(mustKeepAlive(b, be, id).Leases); got != n {
-				b.Fatalf("keep-alive lists %d leases, want %d", got, n)
+			req := simba.KeepAliveRequest{Held: acquireMany(b, be, s, n), Generation: 1}
+			if lost := mustKeepAlive(b, be, id, req).Lost; len(lost) != 0 {
+				b.Fatalf("keep-alive lost %v", lost)
 			}
-			for _, changed := range []bool{false, true} {
-				mode := "unchanged"
-				if changed {
-					mode = "changed"
-				}
+			for _, mode := range []string{"unchanged", "one-won", "reconnected"} {
 				b.Run(mode, func(b *testing.B) {
-					before := s.requests.Load()
+					var reqs int64
 					for b.Loop() {
-						if changed {
-							s.mu.Lock()
-							for name := range s.leases {
-								s.suspects[name] = struct{}{}
+						b.StopTimer()
+						won := req
+						switch mode {
+						case "one-won":
+							won.Held = maps.Clone(req.Held)
+							won.Held["extra"] = mustAcquire(b, be, id, "extra").Token
+							req.Generation += 2
+							won.Generation = req.Generation - 1
+						case "reconnected":
+							s.distrustWatches()
+						}
+						before := s.requests.Load()
+						b.StartTimer()
+						if lost := mustKeepAlive(b, be, id, won).Lost; len(lost) != 0 {
+							b.Fatalf("keep-alive lost %v", lost)
+						}
+						b.StopTimer()
+						reqs += s.requests.Load() - before
+						if tok := won.Held["extra"]; tok != 0 {
+							if err := be.Release(ctx(b), id, "extra", tok); err != nil {
+								b.Fatal(err)
 							}
-							s.mu.Unlock()
 						}
-						if got := len(mustKeepAlive(b, be, id).Leases); got != n {
-							b.Fatalf("keep-alive lists %d leases, want %d", got, n)
-						}
+						b.StartTimer()
 					}
-					b.ReportMetric(float64(s.requests.Load()-before)/float64(b.N), "requests/op")
+					b.ReportMetric(float64(reqs)/float64(b.N), "requests/op")
 				})
 			}
 		})
 	}
 }
 
-// acquireMany makes session s win n leases, 32 requests in flight.
-func acquireMany(b testing.TB, be *Backend, s *session, n int) {
+// acquireMany makes session s win n leases, 32 requests in flight, and
+// returns them (name -> token).
+func acquireMany(b testing.TB, be *Backend, s *session, n int) map[string]uint64 {
 	b.Helper()
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	held := make(map[string]uint64, n)
 	for range 32 {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				r, err := be.Acquire(ctx(b), s.id(), fmt.Sprintf("lease-%d", i))
+				name := fmt.Sprintf("lease-%d", i)
+				r, err := be.Acquire(ctx(b), s.id(), name)
 				if err != nil || !r.Won {
-					b.Errorf("Acquire lease-%d: %+v, %v", i, r, err)
+					b.Errorf("Acquire %s: %+v, %v", name, r, err)
 					return
 				}
+				mu.Lock()
+				held[name] = r.Token
+				mu.Unlock()
 			}
 		})
 	}
@@ -77,6 +96,7 @@ func acquireMany(b testing.TB, be *Backend, s *session, n int) {
 	if b.Failed() {
 		b.FailNow()
 	}
+	return held
 }
 
 // BenchmarkAcquireRelease measures an uncontended acquire and release of

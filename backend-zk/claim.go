@@ -3,6 +3,8 @@ package simbazk
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -74,10 +76,7 @@ func (s *session) takeClaim(name string) *claim {
 // claims; sessions of other backends do so for their own.
 func (b *Backend) claimFor(name string) (send func()) {
 	b.mu.Lock()
-	all := make([]*session, 0, len(b.sessions))
-	for _, s := range b.sessions {
-		all = append(all, s)
-	}
+	all := slices.Collect(maps.Values(b.sessions))
 	b.mu.Unlock()
 	var best *session
 	var bestAt time.Time
@@ -101,8 +100,8 @@ func (b *Backend) claimFor(name string) (send func()) {
 // answer for the next Acquire and gives the lock back; nil when it does
 // not claim.
 func (s *session) claim(name string) (send func()) {
-	unlock, ok := s.tryLockName(name)
-	if !ok {
+	unlock, err := s.lockName(context.Background(), name, false)
+	if err != nil {
 		return nil
 	}
 	s.mu.Lock()
@@ -145,7 +144,7 @@ func (s *session) holdClaim(name string, c *claim) {
 func (s *session) dropClaim(name string, c *claim) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.responseTimeout())
 	defer cancel()
-	unlock, err := s.lockName(ctx, name)
+	unlock, err := s.lockName(ctx, name, true)
 	if err != nil {
 		s.retryDrop(name, c)
 		return

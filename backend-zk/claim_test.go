@@ -44,7 +44,7 @@ func (w waiter) settled(t *testing.T, name string) *session {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := s.lockName(ctx(t), name)
+	unlock, err := s.lockName(ctx(t), name, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +80,8 @@ func TestReleaseStagesTheWaitersCreate(t *testing.T) {
 	if !r.Won || r.Token != uint64(czxid) || r.Token <= held.Token {
 		t.Fatalf("Acquire = %+v, want won with the staged node's czxid %d (> %d)", r, czxid, held.Token)
 	}
-	if got := mustKeepAlive(t, w.b, w.id).Leases; got[name] != r.Token {
-		t.Fatalf("KeepAlive leases = %v, want %s:%d", got, name, r.Token)
+	if got := owned(t, w.b, w.id, name); got[name] != r.Token {
+		t.Fatalf("KeepAlive owns %v, want %s:%d", got, name, r.Token)
 	}
 	if again := mustAcquire(t, w.b, w.id, name); !again.Won || again.Token <= r.Token {
 		t.Fatalf("Acquire of a held lease = %+v, want a new term above %d", again, r.Token)
@@ -212,7 +212,7 @@ func TestClaimGivenBackAfterConnectionLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := s.lockName(ctx(t), name) // the claim was answered
+	unlock, err := s.lockName(ctx(t), name, true) // the claim was answered
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestClaimGivenBackAfterConnectionLoss(t *testing.T) {
 	p.Restore()
 	deadline := time.Now().Add(8 * time.Second)
 	for {
-		if _, err := wb.KeepAlive(ctx(t), w, 10*time.Second); err == nil {
+		if _, err := wb.KeepAlive(ctx(t), w, simba.KeepAliveRequest{Lease: 10 * time.Second}); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("the waiter's session did not come back: %v", err)
@@ -276,13 +276,14 @@ func TestWaitingBounded(t *testing.T) {
 // session keeps claiming on later releases instead of dropping out of
 // the waiters a session timeout after its last regular loss.
 func TestStagedLossKeepsWaiting(t *testing.T) {
-	s := &session{waiting: make(map[string]time.Time), claims: make(map[string]*claim), names: make(map[string]*nameLock)}
+	s := &session{b: &Backend{leasesDir: "/simba/leases"}, waiting: make(map[string]time.Time), claims: make(map[string]*claim),
+		names: make(map[string]*nameLock), nodes: make(map[string]node), fired: make(map[string]struct{})}
 	s.timeout.Store(int64(time.Second))
 	long := time.Now().Add(-time.Hour)
 	s.waiting["n"] = long
 	s.claims["n"] = &claim{timer: time.AfterFunc(time.Hour, func() {})}
-	if r, ok, err := s.acquireStaged("n"); !ok || err != nil || r.Won {
-		t.Fatalf("acquireStaged = %+v, %v, %v; want a staged loss", r, ok, err)
+	if r, err := s.acquire(ctx(t), "n"); err != nil || r.Won {
+		t.Fatalf("acquire = %+v, %v; want a staged loss", r, err)
 	}
 	if at := s.waiting["n"]; !at.After(long) {
 		t.Errorf("the staged loss left the session's last loss at %v", at)

@@ -46,25 +46,31 @@ func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }
 
-func TestDialTLSThroughDialer(t *testing.T) {
-	cert, pool := selfSigned(t)
-	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
-	if err != nil {
-		t.Fatal(err)
-	}
+// answerWith makes ln write reply on each connection it accepts, then
+// close it, until the test ends.
+func answerWith(t *testing.T, ln net.Listener, reply string) {
 	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer ln.Close()
+	t.Cleanup(wg.Wait)
+	t.Cleanup(func() { _ = ln.Close() })
 	wg.Go(func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			_, _ = c.Write([]byte("ok"))
+			_, _ = c.Write([]byte(reply))
 			_ = c.Close()
 		}
 	})
+}
+
+func TestDialTLSThroughDialer(t *testing.T) {
+	cert, pool := selfSigned(t)
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerWith(t, ln, "ok")
 
 	var dialed atomic.Int32
 	dialer := func(ctx context.Context, network, address string) (net.Conn, error) {

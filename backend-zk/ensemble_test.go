@@ -66,13 +66,13 @@ func (p *proxy) open() int {
 	return len(p.conns) / 2 // each is a client and an upstream connection
 }
 
-// keepAliveWithin retries KeepAlive of s until it succeeds or d passed
-// since start, and returns its last reply and error.
-func keepAliveWithin(b *Backend, s simba.SessionID, start time.Time, d time.Duration) (simba.KeepAliveReply, error) {
+// keepAliveWithin retries KeepAlive of s, holding x at token, until it
+// succeeds or d passed since start, and returns its last reply and error.
+func keepAliveWithin(b *Backend, s simba.SessionID, token uint64, start time.Time, d time.Duration) (simba.KeepAliveReply, error) {
 	c, cancel := context.WithDeadline(context.Background(), start.Add(d))
 	defer cancel()
 	for {
-		reply, err := b.KeepAlive(c, s, 0)
+		reply, err := b.KeepAlive(c, s, simba.KeepAliveRequest{Held: map[string]uint64{"x": token}, Generation: 1})
 		if err == nil || c.Err() != nil || errors.Is(err, simba.ErrSessionExpired) {
 			return reply, err
 		}
@@ -109,13 +109,13 @@ func TestReconnectAfterEveryServerRefused(t *testing.T) {
 	// Back within the session timeout, with room to spare: a keep-alive
 	// must be answered before 2/3 of it (when the engine's own deadline
 	// is near) has passed since the cut.
-	reply, err := keepAliveWithin(b, g.ID, start, ensembleLease*2/3)
+	reply, err := keepAliveWithin(b, g.ID, r.Token, start, ensembleLease*2/3)
 	if err != nil {
 		t.Fatalf("KeepAlive %v after a %v outage of every server: %v", time.Since(start).Round(time.Millisecond), outage, err)
 	}
 	t.Logf("keep-alive answered %v after the cut", time.Since(start).Round(time.Millisecond))
-	if reply.Leases["x"] != r.Token {
-		t.Fatalf("KeepAlive leases = %v, want x:%d", reply.Leases, r.Token)
+	if len(reply.Lost) != 0 {
+		t.Fatalf("KeepAlive lost %v, want none", reply.Lost)
 	}
 	if got := mustAcquire(t, direct, other, "x"); got.Won {
 		t.Fatal("lease taken over after an outage shorter than the session timeout")
@@ -143,13 +143,13 @@ func TestSessionMovesToAnotherMember(t *testing.T) {
 	}
 	start := time.Now()
 	on.Cut()
-	reply, err := keepAliveWithin(b, s, start, ensembleLease/3)
+	reply, err := keepAliveWithin(b, s, r.Token, start, ensembleLease/3)
 	if err != nil {
 		t.Fatalf("KeepAlive %v after its member was cut: %v", time.Since(start).Round(time.Millisecond), err)
 	}
 	t.Logf("keep-alive answered %v after the cut", time.Since(start).Round(time.Millisecond))
-	if reply.Leases["x"] != r.Token {
-		t.Fatalf("KeepAlive leases = %v, want x:%d", reply.Leases, r.Token)
+	if len(reply.Lost) != 0 {
+		t.Fatalf("KeepAlive lost %v, want none", reply.Lost)
 	}
 	if got := mustAcquire(t, direct, other, "x"); got.Won {
 		t.Fatal("lease taken over after the session moved")
@@ -229,12 +229,12 @@ func queueLen(t *testing.T, a *admin, dir string) int {
 // the session's watches are then set again on its new connection as if it
 // had seen those changes already (what the Zookeeper client sends when the
 // answer to a request queued during the outage reaches it before it builds
-// that request). The next keep-alive must not list the lease.
+// that request). The next keep-alive must report the lease lost.
 func TestLeaseCheckAcrossReconnect(t *testing.T) {
 	b, direct, p := newProxiedBackend(t)
 	s := mustOpen(t, b, 10*time.Second)
-	mustAcquire(t, b, s, "x")
-	mustKeepAlive(t, b, s) // the lease is under an exists-watch from here on
+	tok := mustAcquire(t, b, s, "x").Token
+	mustKeepAlive(t, b, s, simba.KeepAliveRequest{Held: map[string]uint64{"x": tok}, Generation: 1}) // the lease is under an exists-watch from here on
 	a := dialAdmin(t, testServers(t, "SIMBA_TEST_ZK_SERVERS"))
 	defer a.close()
 
@@ -249,11 +249,11 @@ func TestLeaseCheckAcrossReconnect(t *testing.T) {
 	}
 	p.Restore()
 	time.Sleep(300 * time.Millisecond) // reconnected, watches set again
-	reply, err := keepAliveWithin(b, s, time.Now(), 5*time.Second)
+	reply, err := keepAliveWithin(b, s, tok, time.Now(), 5*time.Second)
 	if err != nil {
 		t.Fatalf("KeepAlive after the reconnect: %v", err)
 	}
-	if _, ok := reply.Leases["x"]; ok {
-		t.Fatalf("KeepAlive after the reconnect lists x, whose node was deleted meanwhile: %v", reply.Leases)
+	if len(reply.Lost) != 1 || reply.Lost[0] != "x" {
+		t.Fatalf("KeepAlive after the reconnect lost %v, want x, whose node was deleted meanwhile", reply.Lost)
 	}
 }

@@ -77,8 +77,8 @@ func TestKeepAliveKeepsSession(t *testing.T) {
 	a, c := mustOpen(t, b, lease), mustOpen(t, b, 30*time.Second)
 	r := mustAcquire(t, b, a, "x")
 	for end := time.Now().Add(3 * lease); time.Now().Before(end); time.Sleep(lease / 3) {
-		if got := mustKeepAlive(t, b, a).Leases["x"]; got != r.Token {
-			t.Fatalf("KeepAlive leases[x] = %d, want %d", got, r.Token)
+		if got := owned(t, b, a, "x")["x"]; got != r.Token {
+			t.Fatalf("KeepAlive owns x at %d, want %d", got, r.Token)
 		}
 	}
 	if r := mustAcquire(t, b, c, "x"); r.Won {
@@ -94,7 +94,7 @@ func wantExpiredForever(t *testing.T, b *Backend, s simba.SessionID) {
 		if i > 0 {
 			time.Sleep(lease / 2)
 		}
-		if _, err := b.KeepAlive(ctx(t), s, lease); !errors.Is(err, simba.ErrSessionExpired) {
+		if _, err := b.KeepAlive(ctx(t), s, simba.KeepAliveRequest{Lease: lease}); !errors.Is(err, simba.ErrSessionExpired) {
 			t.Fatalf("KeepAlive of the expired session = %v, want ErrSessionExpired", err)
 		}
 		if _, err := b.Acquire(ctx(t), s, "other"); !errors.Is(err, simba.ErrSessionExpired) {
@@ -119,10 +119,9 @@ func TestShortConnectionLoss(t *testing.T) {
 	// The session reconnects with the same id and keeps its lease.
 	c, cancel := context.WithTimeout(context.Background(), lease/2)
 	defer cancel()
-	var reply simba.KeepAliveReply
 	var err error
 	for {
-		if reply, err = b.KeepAlive(c, s, lease); err == nil || c.Err() != nil {
+		if _, err = b.KeepAlive(c, s, simba.KeepAliveRequest{Lease: lease}); err == nil || c.Err() != nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -130,8 +129,8 @@ func TestShortConnectionLoss(t *testing.T) {
 	if err != nil {
 		t.Fatalf("KeepAlive after a %v cut: %v", lease/4, err)
 	}
-	if reply.Leases["x"] != r.Token {
-		t.Fatalf("KeepAlive leases = %v, want x:%d", reply.Leases, r.Token)
+	if got := owned(t, b, s, "x")["x"]; got != r.Token {
+		t.Fatalf("KeepAlive owns x at %d, want %d", got, r.Token)
 	}
 	if r := mustAcquire(t, direct, other, "x"); r.Won {
 		t.Fatal("lease taken over after a short connection loss")
@@ -151,14 +150,14 @@ func TestBlackHoledConnection(t *testing.T) {
 	p.BlackHole()
 	start := time.Now()
 	c, cancel := context.WithTimeout(context.Background(), lease)
-	_, err := b.KeepAlive(c, s, lease)
+	_, err := b.KeepAlive(c, s, simba.KeepAliveRequest{Lease: lease})
 	cancel()
 	if err == nil || errors.Is(err, simba.ErrSessionExpired) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("KeepAlive over a black hole = %v, want the connection dropped before the ctx deadline", err)
 	}
 	t.Logf("silent connection dropped after %v: %v", time.Since(start).Round(time.Millisecond), err)
-	if got := mustKeepAlive(t, b, s).Leases["x"]; got != r.Token {
-		t.Fatalf("KeepAlive on the new connection lists x:%d, want %d", got, r.Token)
+	if got := owned(t, b, s, "x")["x"]; got != r.Token {
+		t.Fatalf("KeepAlive on the new connection owns x at %d, want %d", got, r.Token)
 	}
 }
 
@@ -172,7 +171,7 @@ func TestLongConnectionLoss(t *testing.T) {
 	// While cut, keep-alives fail but are not "expired": the client
 	// cannot know yet.
 	c, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	_, err := b.KeepAlive(c, s, lease)
+	_, err := b.KeepAlive(c, s, simba.KeepAliveRequest{Lease: lease})
 	cancel()
 	if err == nil || errors.Is(err, simba.ErrSessionExpired) {
 		t.Fatalf("KeepAlive while cut = %v, want a transient error", err)
@@ -190,7 +189,7 @@ func TestLongConnectionLoss(t *testing.T) {
 	deadline = time.Now().Add(4 * lease)
 	for {
 		c, cancel := context.WithTimeout(context.Background(), lease/2)
-		_, err := b.KeepAlive(c, s, lease)
+		_, err := b.KeepAlive(c, s, simba.KeepAliveRequest{Lease: lease})
 		cancel()
 		if errors.Is(err, simba.ErrSessionExpired) {
 			break
@@ -226,30 +225,11 @@ func TestCappedSessionTimeout(t *testing.T) {
 	if g.Remaining <= 0 || g.Remaining > 4*time.Second {
 		t.Fatalf("OpenSession(10s) on a server capped at 4s granted %v, want (0, 4s]", g.Remaining)
 	}
-	r, err := b.KeepAlive(ctx(t), g.ID, 10*time.Second)
+	r, err := b.KeepAlive(ctx(t), g.ID, simba.KeepAliveRequest{Lease: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Remaining != g.Remaining {
 		t.Fatalf("KeepAlive Remaining = %v, want the negotiated %v", r.Remaining, g.Remaining)
-	}
-}
-
-func TestContextHonoured(t *testing.T) {
-	b, _ := newTestBackend(t, Options{})
-	s := mustOpen(t, b, lease)
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := b.Acquire(done, s, "x"); !errors.Is(err, context.Canceled) {
-		t.Errorf("Acquire with a cancelled ctx = %v, want context.Canceled", err)
-	}
-	if _, err := b.KeepAlive(done, s, lease); !errors.Is(err, context.Canceled) {
-		t.Errorf("KeepAlive with a cancelled ctx = %v, want context.Canceled", err)
-	}
-	if _, err := b.OpenSession(done, lease); !errors.Is(err, context.Canceled) {
-		t.Errorf("OpenSession with a cancelled ctx = %v, want context.Canceled", err)
-	}
-	if _, _, err := b.Holder(done, "x"); !errors.Is(err, context.Canceled) {
-		t.Errorf("Holder with a cancelled ctx = %v, want context.Canceled", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 	"go.uber.org/goleak"
 )
 
@@ -26,14 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // test is skipped, or fails when CI is set.
 func testServers(t testing.TB, key string) []string {
 	t.Helper()
-	v := os.Getenv(key)
-	if v == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set (CI requires a real Zookeeper)", key)
-		}
-		t.Skipf("%s is not set; run tools/testenv/up zk", key)
-	}
-	return strings.Split(v, ",")
+	return strings.Split(backendtest.ServerEnv(t, key), ",")
 }
 
 // quiet is a logger for tests: debug records are dropped unless -v.
@@ -155,13 +149,31 @@ func mustAcquire(t testing.TB, b *Backend, s simba.SessionID, name string) simba
 	return r
 }
 
-func mustKeepAlive(t testing.TB, b *Backend, s simba.SessionID) simba.KeepAliveReply {
+// mustKeepAlive renews s with req, or with an empty request.
+func mustKeepAlive(t testing.TB, b *Backend, s simba.SessionID, req ...simba.KeepAliveRequest) simba.KeepAliveReply {
 	t.Helper()
-	r, err := b.KeepAlive(ctx(t), s, 0)
+	var r simba.KeepAliveReply
+	var err error
+	if len(req) > 0 {
+		r, err = b.KeepAlive(ctx(t), s, req[0])
+	} else {
+		r, err = b.KeepAlive(ctx(t), s, simba.KeepAliveRequest{})
+	}
 	if err != nil {
 		t.Fatalf("KeepAlive(%s): %v", s, err)
 	}
 	return r
+}
+
+// owned returns which of names session s owns, and at which token: the
+// Owned of a keep-alive that sends them as unsure.
+func owned(t testing.TB, b *Backend, s simba.SessionID, names ...string) map[string]uint64 {
+	t.Helper()
+	o := mustKeepAlive(t, b, s, simba.KeepAliveRequest{Unsure: names}).Owned
+	if o == nil {
+		o = map[string]uint64{}
+	}
+	return o
 }
 
 // requests is how many requests (pings excluded) session s has sent.

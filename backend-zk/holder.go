@@ -2,7 +2,6 @@ package simbazk
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -39,45 +38,13 @@ func (b *Backend) Holder(ctx context.Context, name string) (simba.Holder, bool, 
 	if err := simba.ValidateName(name); err != nil {
 		return simba.Holder{}, false, err
 	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return simba.Holder{}, false, ErrClosed
-	}
-	wc, err := b.watchConnLocked()
-	b.mu.Unlock()
-	if err != nil {
-		return simba.Holder{}, false, err
-	}
-	op := "holder " + name
-	path := b.leasePath(name)
-	type node struct {
-		data []byte
-		st   *zk.Stat // nil when the node does not exist
-	}
-	n, err := call(ctx, b, op, func() (node, error) {
-		<-wc.auth
-		if wc.err != nil {
-			b.dropWatcher(wc)
-			return node{}, fmt.Errorf("simbazk: %s: %w", op, wc.err)
-		}
-		var (
-			data []byte
-			st   *zk.Stat
-		)
-		err := wc.do(func() (err error) { data, st, err = wc.conn.Get(path); return err })
-		switch {
-		case errors.Is(err, zk.ErrNoNode):
-			return node{}, nil
-		case err != nil:
-			return node{}, fmt.Errorf("simbazk: %s: %w", op, err)
-		}
-		return node{data: data, st: st}, nil
+	held, err := onReadConn(ctx, b, "holder "+name, func(wc *watchConn) ([]simba.HeldLease, error) {
+		return b.readLeases(ctx, wc, []string{name})
 	})
-	if err != nil || n.st == nil {
+	if err != nil || len(held) == 0 {
 		return simba.Holder{}, false, err
 	}
-	return holderOf(n.data, n.st), true, nil
+	return held[0].Holder, true, nil
 }
 
 // holderOf is the holder a lease node shows: its ephemeral owner, czxid,

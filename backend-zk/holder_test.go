@@ -147,7 +147,7 @@ func TestHolderAfterExpiry(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if _, err := b.KeepAlive(ctx(t), s, lease); !errors.Is(err, simba.ErrSessionExpired) {
+	if _, err := b.KeepAlive(ctx(t), s, simba.KeepAliveRequest{Lease: lease}); !errors.Is(err, simba.ErrSessionExpired) {
 		t.Fatalf("KeepAlive after the node went = %v, want ErrSessionExpired", err)
 	}
 }

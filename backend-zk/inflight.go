@@ -24,7 +24,7 @@ type inflight struct {
 	mu      sync.Mutex
 	n       int
 	closing bool
-	idle    chan struct{} // closed once closing and n is 0
+	idle    chan struct{} // made by quiesce, closed once closing and n is 0
 }
 
 // do runs f unless the connection is closing, and reports whether it ran.
@@ -50,21 +50,6 @@ func (g *inflight) leave() {
 	}
 }
 
-// close refuses new calls and returns a channel closed once none is in
-// flight.
-func (g *inflight) close() <-chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.closing {
-		g.closing = true
-		g.idle = make(chan struct{})
-		if g.n == 0 {
-			close(g.idle)
-		}
-	}
-	return g.idle
-}
-
 // quiesce waits until no guarded call is in flight on a connection about
 // to close, so that none can read a response its receiver still writes.
 // A call normally ends with the server's answer, within grace; past it the
@@ -73,20 +58,25 @@ func (g *inflight) close() <-chan struct{} {
 // closed by dropLink: the receiver stops at once, and the library fails
 // every request it sent and, once the reconnect fails, every one it had
 // not sent yet, which ends the calls. bound caps the whole wait anyway;
-// it is reached only when the library does neither.
+// it is reached only when the library does neither. It refuses new calls
+// first; call it once.
 func (g *inflight) quiesce(grace, bound time.Duration, dropLink func()) {
-	idle := g.close()
-	t := time.NewTimer(grace)
-	defer t.Stop()
+	g.mu.Lock()
+	g.closing = true // new calls are refused
+	g.idle = make(chan struct{})
+	if g.n == 0 {
+		close(g.idle)
+	}
+	idle := g.idle
+	g.mu.Unlock()
 	select {
 	case <-idle:
 		return
-	case <-t.C:
+	case <-time.After(grace):
 	}
 	dropLink()
-	t.Reset(bound - grace)
 	select {
 	case <-idle:
-	case <-t.C:
+	case <-time.After(bound - grace):
 	}
 }

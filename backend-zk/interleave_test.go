@@ -217,8 +217,8 @@ func TestReleaseStoppedBeforeDeleteWhileReacquire(t *testing.T) {
 		t.Fatalf("re-acquire = %+v, want won with a token above %d", again, first.Token)
 	}
 	a.wantOwned(b, s, zid(t, b, s), name, again.Token, "after a release of the previous term ran beside the re-acquire")
-	if got := mustKeepAlive(t, b, s).Leases; len(got) != 1 || got[name] != again.Token {
-		t.Fatalf("KeepAlive leases = %v, want %s:%d", got, name, again.Token)
+	if got := owned(t, b, s, name); len(got) != 1 || got[name] != again.Token {
+		t.Fatalf("KeepAlive owns = %v, want %s:%d", got, name, again.Token)
 	}
 }
 
@@ -264,8 +264,8 @@ func TestReacquireStoppedBeforeMultiWhileReleaseAndContender(t *testing.T) {
 			t.Fatalf("both sessions won: the re-acquire with token %d, the second session with %d", again.Token, contender.Token)
 		}
 		a.wantOwned(o, c, zid(t, o, c), name, contender.Token, "the second session won after the release")
-		if got := mustKeepAlive(t, o, c).Leases; got[name] != contender.Token {
-			t.Fatalf("second session's KeepAlive leases = %v, want %s:%d", got, name, contender.Token)
+		if got := owned(t, o, c, name); got[name] != contender.Token {
+			t.Fatalf("second session's KeepAlive owns = %v, want %s:%d", got, name, contender.Token)
 		}
 		return
 	}
@@ -274,8 +274,8 @@ func TestReacquireStoppedBeforeMultiWhileReleaseAndContender(t *testing.T) {
 		t.Fatalf("re-acquire = %+v while the second session lost, want won with a token above %d", again, first.Token)
 	}
 	a.wantOwned(b, s, zid(t, b, s), name, again.Token, "the re-acquire won before the release of the previous term")
-	if got := mustKeepAlive(t, b, s).Leases; len(got) != 1 || got[name] != again.Token {
-		t.Fatalf("KeepAlive leases = %v, want %s:%d", got, name, again.Token)
+	if got := owned(t, b, s, name); len(got) != 1 || got[name] != again.Token {
+		t.Fatalf("KeepAlive owns = %v, want %s:%d", got, name, again.Token)
 	}
 }
 
@@ -358,8 +358,8 @@ func TestReleaseReacquireStress(t *testing.T) {
 		last = max(last, tok)
 	}
 	t.Logf("%d rounds", n)
-	if got := mustKeepAlive(t, b, s).Leases; got[name] != tok {
-		t.Fatalf("KeepAlive leases = %v, want %s:%d", got, name, tok)
+	if got := owned(t, b, s, name); got[name] != tok {
+		t.Fatalf("KeepAlive owns = %v, want %s:%d", got, name, tok)
 	}
 }
 

@@ -32,54 +32,20 @@ const acquireTries = 4
 // It returns a *simba.NameError for an invalid name, and
 // simba.ErrSessionExpired once the session expired.
 func (b *Backend) Acquire(ctx context.Context, id simba.SessionID, name string) (simba.AcquireResult, error) {
-	if err := simba.ValidateName(name); err != nil {
-		return simba.AcquireResult{}, err
-	}
-	s, err := b.session(id)
-	if err != nil {
-		return simba.AcquireResult{}, err
-	}
-	if r, ok, err := s.acquireStaged(name); ok {
-		return r, err
-	}
-	return call(ctx, b, "acquire "+name, func() (simba.AcquireResult, error) { return s.acquire(ctx, name) })
-}
-
-// acquireStaged answers an Acquire of name from a staged claim (see
-// claim.go) on the caller's goroutine, when the claim was answered and no
-// call of the session on the name is in flight; ok is false otherwise.
-func (s *session) acquireStaged(name string) (_ simba.AcquireResult, ok bool, _ error) {
-	s.mu.Lock()
-	staged := s.claims[name] != nil
-	s.mu.Unlock()
-	if !staged {
-		return simba.AcquireResult{}, false, nil
-	}
-	unlock, locked := s.tryLockName(name)
-	if !locked {
-		return simba.AcquireResult{}, false, nil
-	}
-	defer unlock()
-	c := s.takeClaim(name)
-	if c == nil {
-		return simba.AcquireResult{}, false, nil
-	}
-	if c.stat == nil {
-		s.noteLost(name) // lost again: still a waiter for the next release
-		return simba.AcquireResult{}, true, nil
-	}
-	r, err := s.won("acquire "+name, name, s.b.leasePath(name), c.stat)
-	return r, true, err
+	return onSession(ctx, b, id, "acquire", name, func(s *session) (simba.AcquireResult, error) { return s.acquire(ctx, name) })
 }
 
 func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult, error) {
 	path := s.b.leasePath(name)
 	op := "acquire " + name
-	unlock, err := s.lockName(ctx, name)
+	unlock, err := s.lockName(ctx, name, true)
 	if err != nil {
 		return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: %w", op, err)
 	}
 	defer unlock()
+	s.mu.Lock()
+	s.note(name, nil) // the node may change from here on
+	s.mu.Unlock()
 	if c := s.takeClaim(name); c != nil {
 		if c.stat != nil {
 			return s.won(op, name, path, c.stat)
@@ -165,9 +131,7 @@ func (s *session) won(op, name, path string, st *zk.Stat) (simba.AcquireResult, 
 		return simba.AcquireResult{}, s.failed(context.Background(), op, zk.ErrSessionExpired)
 	}
 	s.mu.Lock()
-	s.leases[name] = st.Czxid
-	s.unwatched[name] = struct{}{}
-	s.gen++
+	s.note(name, &node{czxid: st.Czxid})
 	delete(s.waiting, name)
 	s.mu.Unlock()
 	return simba.AcquireResult{Won: true, Token: uint64(st.Czxid)}, nil
@@ -179,12 +143,13 @@ const leaseVersion = 1
 
 // Release deletes Root/leases/{name} if session id owns it with exactly
 // token (its czxid) and is a no-op otherwise, so a late release never frees
-// a later term. The session knows the token of the node it created for the
-// name (the one its keep-alive reports): a release of another token sends
-// nothing, and a release of that token is one request, a delete of the
-// node at the version its acquire left it. Should the version differ (the
-// data changed by hand), the node's stat is read and the delete is sent
-// only when the owner and czxid match: two more requests.
+// a later term. When the session knows the node as its own (it created it,
+// or a keep-alive read it so, and no watch fired since: see node), a
+// release of another token sends nothing, and a release of that token is
+// one request, a delete of the node at the version its acquire left it.
+// Otherwise, or should the version differ (the data changed by hand), the
+// node's stat is read and the delete is sent only when the owner and czxid
+// match: two requests.
 //
 // Zookeeper cannot delete a node on the condition of its czxid, and the
 // version cannot tell one node of the name from the next (each is at
@@ -200,24 +165,19 @@ const leaseVersion = 1
 // this session's next keep-alive noticed it, lets a release delete a node
 // it does not own (see docs/adr/0014-zookeeper-one-request-release-and-staged-claims.md).
 func (b *Backend) Release(ctx context.Context, id simba.SessionID, name string, token uint64) error {
-	if err := simba.ValidateName(name); err != nil {
-		return err
-	}
-	s, err := b.session(id)
-	if err != nil {
-		return err
-	}
-	if token == 0 || token > math.MaxInt64 {
-		return nil // no node ever had that czxid
-	}
-	_, err = call(ctx, b, "release "+name, func() (struct{}, error) { return struct{}{}, s.release(ctx, name, int64(token)) })
+	_, err := onSession(ctx, b, id, "release", name, func(s *session) (struct{}, error) {
+		if token == 0 || token > math.MaxInt64 {
+			return struct{}{}, nil // no node ever had that czxid
+		}
+		return struct{}{}, s.release(ctx, name, int64(token))
+	})
 	return err
 }
 
 func (s *session) release(ctx context.Context, name string, token int64) error {
 	path := s.b.leasePath(name)
 	op := "release " + name
-	unlock, err := s.lockName(ctx, name)
+	unlock, err := s.lockName(ctx, name, true)
 	if err != nil {
 		return fmt.Errorf("simbazk: %s: %w", op, err)
 	}
@@ -226,25 +186,23 @@ func (s *session) release(ctx context.Context, name string, token int64) error {
 		return fmt.Errorf("simbazk: %s: %w", op, err)
 	}
 	s.mu.Lock()
-	mine := s.leases[name] == token
-	s.mu.Unlock()
-	if !mine {
-		return nil // a term this session no longer holds: its node is gone or another's
+	n, known := s.nodes[name]
+	if known && n.czxid != token {
+		s.mu.Unlock()
+		return nil // the node is the session's, at a later term
 	}
+	s.note(name, nil) // whatever the outcome
+	s.mu.Unlock()
 	s.b.between(op)
-	err = s.conn.Delete(path, leaseVersion)
-	if errors.Is(err, zk.ErrBadVersion) {
+	if known {
+		err = s.conn.Delete(path, leaseVersion)
+	}
+	if !known || errors.Is(err, zk.ErrBadVersion) {
 		err = s.releaseChecked(path, token)
 	}
 	if err != nil && !errors.Is(err, zk.ErrNoNode) && !errors.Is(err, zk.ErrBadVersion) {
 		return s.failed(ctx, op, err)
 	}
-	s.mu.Lock()
-	if s.leases[name] == token {
-		delete(s.leases, name)
-		s.gen++
-	}
-	s.mu.Unlock()
 	return nil
 }
 
@@ -268,78 +226,53 @@ type nameLock struct {
 
 // lockName takes the lock of lease name for the calling goroutine, which
 // must be the one sending the requests, and returns the function that gives
-// it back. Waiting ends with ctx, with ctx's error. The session's map keeps
-// a lock only while a call holds or waits for it.
-func (s *session) lockName(ctx context.Context, name string) (unlock func(), err error) {
-	l := s.useName(name)
-	select {
-	case l.held <- struct{}{}:
-		return s.unlockName(name, l), nil
-	case <-ctx.Done():
-		s.dropName(name, l)
-		return nil, ctx.Err()
-	}
-}
-
-// tryLockName is lockName without waiting: ok is false when a call holds
-// the lock of name.
-func (s *session) tryLockName(name string) (unlock func(), ok bool) {
-	l := s.useName(name)
-	select {
-	case l.held <- struct{}{}:
-		return s.unlockName(name, l), true
-	default:
-		s.dropName(name, l)
-		return nil, false
-	}
-}
-
-// useName returns the lock of name, made if no call uses it, counting one
-// more use of it; dropName ends that use.
-func (s *session) useName(name string) *nameLock {
+// it back. Waiting ends with ctx, with ctx's error; without wait it does
+// not wait, and fails with errNameBusy when a call holds the lock. The
+// session's map keeps a lock only while a call holds or waits for it.
+func (s *session) lockName(ctx context.Context, name string, wait bool) (unlock func(), err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	l := s.names[name]
 	if l == nil {
 		l = &nameLock{held: make(chan struct{}, 1)}
 		s.names[name] = l
 	}
 	l.refs++
-	return l
-}
-
-// unlockName returns the function that gives back the lock l of name,
-// taken by the caller, and ends its use.
-func (s *session) unlockName(name string, l *nameLock) func() {
-	return func() {
-		<-l.held
-		s.dropName(name, l)
+	s.mu.Unlock()
+	drop := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if l.refs--; l.refs == 0 && s.names[name] == l {
+			delete(s.names, name)
+		}
+	}
+	unlock = func() { <-l.held; drop() }
+	select {
+	case l.held <- struct{}{}:
+		return unlock, nil
+	default:
+	}
+	if !wait {
+		drop()
+		return nil, errNameBusy
+	}
+	select {
+	case l.held <- struct{}{}:
+		return unlock, nil
+	case <-ctx.Done():
+		drop()
+		return nil, ctx.Err()
 	}
 }
 
-// dropName ends one call's use of the lock l of name, forgetting the lock
-// when no call uses it any more.
-func (s *session) dropName(name string, l *nameLock) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l.refs--
-	if l.refs == 0 && s.names[name] == l {
-		delete(s.names, name)
-	}
-}
+// errNameBusy is what lockName answers without waiting when a call holds
+// the lock.
+var errNameBusy = errors.New("simbazk: a call of the session holds the name")
 
 // JoinGroup creates the ephemeral member node Root/groups/{group}/{id} and
 // returns the number of children of Root/groups/{group}: two round trips.
 // The group name follows the rules of lease names.
 func (b *Backend) JoinGroup(ctx context.Context, id simba.SessionID, group string) (int, error) {
-	if err := simba.ValidateName(group); err != nil {
-		return 0, err
-	}
-	s, err := b.session(id)
-	if err != nil {
-		return 0, err
-	}
-	return call(ctx, b, "join group "+group, func() (int, error) { return s.join(ctx, group) })
+	return onSession(ctx, b, id, "join group", group, func(s *session) (int, error) { return s.join(ctx, group) })
 }
 
 func (s *session) join(ctx context.Context, group string) (int, error) {
@@ -358,27 +291,26 @@ func (s *session) join(ctx context.Context, group string) (int, error) {
 	s.mu.Lock()
 	s.groups[group] = struct{}{}
 	s.mu.Unlock()
-	ok, st, err := s.conn.Exists(dir)
+	_, st, err := s.conn.Exists(dir)
 	if err != nil {
 		return 0, s.failed(ctx, op, err)
 	}
-	if !ok {
-		return 0, nil
+	return members(st), nil
+}
+
+// members is the member count of a group whose node has stat st (nil when
+// the node does not exist).
+func members(st *zk.Stat) int {
+	if st == nil {
+		return 0
 	}
-	return int(st.NumChildren), nil
+	return int(st.NumChildren)
 }
 
 // LeaveGroup deletes the member node of session id in group; leaving a
 // group the session is not in is a no-op.
 func (b *Backend) LeaveGroup(ctx context.Context, id simba.SessionID, group string) error {
-	if err := simba.ValidateName(group); err != nil {
-		return err
-	}
-	s, err := b.session(id)
-	if err != nil {
-		return err
-	}
-	_, err = call(ctx, b, "leave group "+group, func() (struct{}, error) {
+	_, err := onSession(ctx, b, id, "leave group", group, func(s *session) (struct{}, error) {
 		s.mu.Lock()
 		delete(s.groups, group)
 		s.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/go-zookeeper/zk"
 	simba "github.com/simba-go/simba/core"
@@ -36,30 +35,14 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 	if q.Cursor != "" && simba.ValidateName(q.Cursor) != nil {
 		return simba.HolderPage{}, fmt.Errorf("simbazk: list cursor %.40q is not a lease name: %w", q.Cursor, simba.ErrInvalidArgument)
 	}
-	b.mu.Lock()
-	if b.closed {
-		b.mu.Unlock()
-		return simba.HolderPage{}, ErrClosed
-	}
-	wc, err := b.watchConnLocked()
-	b.mu.Unlock()
-	if err != nil {
-		return simba.HolderPage{}, err
-	}
-	const op = "list holders"
-	return call(ctx, b, op, func() (simba.HolderPage, error) {
-		<-wc.auth
-		if wc.err != nil {
-			b.dropWatcher(wc)
-			return simba.HolderPage{}, fmt.Errorf("simbazk: %s: %w", op, wc.err)
-		}
+	return onReadConn(ctx, b, "list holders", func(wc *watchConn) (simba.HolderPage, error) {
 		var children []string
 		err := wc.do(func() (err error) { children, _, err = wc.conn.Children(b.leasesDir); return err })
 		switch {
 		case errors.Is(err, zk.ErrNoNode):
 			return simba.HolderPage{}, nil // no lease taken yet
 		case err != nil:
-			return simba.HolderPage{}, fmt.Errorf("simbazk: %s: %w", op, err)
+			return simba.HolderPage{}, err
 		}
 		names := slices.DeleteFunc(children, func(c string) bool {
 			return c <= q.Cursor || !strings.HasPrefix(c, q.Prefix) || simba.ValidateName(c) != nil
@@ -70,12 +53,8 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 			names = names[:q.Limit]
 			p.Next = names[len(names)-1]
 		}
-		held, err := b.readLeases(ctx, wc, names)
-		if err != nil {
-			return simba.HolderPage{}, fmt.Errorf("simbazk: %s: %w", op, err)
-		}
-		p.Leases = held
-		return p, nil
+		p.Leases, err = b.readLeases(ctx, wc, names)
+		return p, err
 	})
 }
 
@@ -84,34 +63,20 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 // stops at the first failure, or once ctx is done.
 func (b *Backend) readLeases(ctx context.Context, wc *watchConn, names []string) ([]simba.HeldLease, error) {
 	found := make([]*simba.HeldLease, len(names))
-	errs := make([]error, len(names))
-	sem := make(chan struct{}, listReads)
-	var wg sync.WaitGroup
-	for i, name := range names {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			errs[i] = ctx.Err()
+	err := inParallel(ctx, len(names), listReads, func(i int) error {
+		var data []byte
+		var st *zk.Stat
+		err := wc.do(func() (err error) { data, st, err = wc.conn.Get(b.leasePath(names[i])); return err })
+		switch {
+		case errors.Is(err, zk.ErrNoNode): // released since the listing
+		case err != nil:
+			return fmt.Errorf("read %s: %w", names[i], err)
+		default:
+			found[i] = &simba.HeldLease{Name: names[i], Holder: holderOf(data, st)}
 		}
-		if errs[i] != nil {
-			break
-		}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			var data []byte
-			var st *zk.Stat
-			err := wc.do(func() (err error) { data, st, err = wc.conn.Get(b.leasePath(name)); return err })
-			switch {
-			case errors.Is(err, zk.ErrNoNode): // released since the listing
-			case err != nil:
-				errs[i] = fmt.Errorf("read %s: %w", name, err)
-			default:
-				found[i] = &simba.HeldLease{Name: name, Holder: holderOf(data, st)}
-			}
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
 	held := make([]simba.HeldLease, 0, len(names))

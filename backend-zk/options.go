@@ -1,6 +1,7 @@
 package simbazk
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -110,22 +111,21 @@ func (o Options) LogValue() slog.Value {
 	)
 }
 
-// redact keeps the user of a "user:password" identity.
+// redact keeps the user of a "user:password" identity; an identity
+// without its ':' may be all password, and is printed as
+// backendkit.Redacted prints one.
 func redact(auth string) string {
-	if auth == "" {
-		return `""`
+	if user, _, ok := strings.Cut(auth, ":"); ok {
+		return user + ":" + backendkit.Redacted(auth)
 	}
-	user, _, _ := strings.Cut(auth, ":")
-	return user + ":redacted"
+	return backendkit.Redacted(auth)
 }
 
 // resolve fills the defaults in a copy of o and validates it.
 func (o Options) resolve() (Options, error) {
-	if o.Root == "" {
-		o.Root = DefaultRoot
-	}
-	if err := validateRoot(o.Root); err != nil {
-		return o, err
+	o.Root = cmp.Or(o.Root, DefaultRoot)
+	if problem := rootProblem(o.Root); problem != "" {
+		return o, &OptionsError{Field: "Root", Reason: problem}
 	}
 	if o.Auth != "" {
 		user, pass, ok := strings.Cut(o.Auth, ":")
@@ -136,9 +136,7 @@ func (o Options) resolve() (Options, error) {
 	if o.DialTimeout < 0 {
 		return o, &OptionsError{Field: "DialTimeout", Reason: fmt.Sprintf("%v is negative", o.DialTimeout)}
 	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = DefaultDialTimeout
-	}
+	o.DialTimeout = cmp.Or(o.DialTimeout, DefaultDialTimeout)
 	if o.ACL == nil {
 		if o.Auth != "" {
 			o.ACL = append(zk.AuthACL(zk.PermAll), zk.WorldACL(zk.PermRead)...)
@@ -149,17 +147,14 @@ func (o Options) resolve() (Options, error) {
 	if len(o.ACL) == 0 {
 		return o, &OptionsError{Field: "ACL", Reason: "empty: no identity could use the nodes (leave it nil for the default)"}
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	o.Logger = cmp.Or(o.Logger, slog.Default())
 	return o, nil
 }
 
-// validateRoot checks that root is an absolute Zookeeper path Simba may own.
-func validateRoot(root string) error {
-	bad := func(reason string) error {
-		return &OptionsError{Field: "Root", Reason: fmt.Sprintf("%q: %s", root, reason)}
-	}
+// rootProblem says why root is not an absolute Zookeeper path Simba may
+// own, quoting it; "" when it is one.
+func rootProblem(root string) string {
+	bad := func(reason string) string { return fmt.Sprintf("%q: %s", root, reason) }
 	switch {
 	case !strings.HasPrefix(root, "/"):
 		return bad("must start with /")
@@ -183,7 +178,7 @@ func validateRoot(root string) error {
 			}
 		}
 	}
-	return nil
+	return ""
 }
 
 // ParseConnectString splits a Zookeeper connect string,
@@ -193,24 +188,28 @@ func validateRoot(root string) error {
 // [ParseURL] splits) are refused with an *OptionsError that names the
 // problem and quotes no URL.
 func ParseConnectString(s string) (servers []string, chroot string, err error) {
+	servers, chroot, problem := splitConnect(s)
+	if problem != "" {
+		return nil, "", &OptionsError{Field: "connect string", Reason: problem}
+	}
+	return servers, chroot, nil
+}
+
+// splitConnect is ParseConnectString, with its problem in words.
+func splitConnect(s string) (servers []string, chroot, problem string) {
 	if err := backendkit.CheckBlank(s); err != nil {
-		return nil, "", &OptionsError{Field: "connect string", Reason: err.Error() + ": want HOST:PORT[,HOST:PORT...][/CHROOT]"}
+		return nil, "", err.Error() + ": want HOST:PORT[,HOST:PORT...][/CHROOT]"
 	}
 	if strings.Contains(s, "://") {
-		return nil, "", &OptionsError{Field: "connect string", Reason: "a URL, not HOST:PORT[,HOST:PORT...][/CHROOT]: " +
-			"give a zk:// URL to ParseURL or simba.OpenBackend"}
+		return nil, "", "a URL, not HOST:PORT[,HOST:PORT...][/CHROOT]: give a zk:// URL to ParseURL or simba.OpenBackend"
 	}
 	hosts := s
 	if i := strings.IndexByte(s, '/'); i >= 0 {
 		hosts, chroot = s[:i], s[i:]
 		if chroot == "/" {
 			chroot = ""
-		} else if err := validateRoot(chroot); err != nil {
-			var oerr *OptionsError
-			if !errors.As(err, &oerr) {
-				return nil, "", err
-			}
-			return nil, "", &OptionsError{Field: "connect string", Reason: "chroot " + oerr.Reason}
+		} else if problem := rootProblem(chroot); problem != "" {
+			return nil, "", "chroot " + problem
 		}
 	}
 	for _, h := range strings.Split(hosts, ",") {
@@ -219,12 +218,12 @@ func ParseConnectString(s string) (servers []string, chroot string, err error) {
 		}
 	}
 	if len(servers) == 0 {
-		return nil, "", &OptionsError{Field: "connect string", Reason: fmt.Sprintf("%q names no server", s)}
+		return nil, "", fmt.Sprintf("%q names no server", s)
 	}
 	for _, h := range servers {
 		if _, _, err := backendkit.SplitAddress(h, true); err != nil {
-			return nil, "", &OptionsError{Field: "connect string", Reason: fmt.Sprintf("server %q: %v", h, err)}
+			return nil, "", fmt.Sprintf("server %q: %v", h, err)
 		}
 	}
-	return servers, chroot, nil
+	return servers, chroot, ""
 }

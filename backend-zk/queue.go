@@ -56,57 +56,40 @@ const (
 	sweepMost  = time.Second
 )
 
-// sweepLater schedules a sweep of the queue dir, on the backend's sweeper
-// goroutine (started if none runs).
+// sweepLater schedules a sweep of the queue dir, on a goroutine of its
+// own, unless one is scheduled already.
 func (b *Backend) sweepLater(dir string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	if _, ok := b.sweeps[dir]; ok || b.closed {
 		return
 	}
 	b.sweeps[dir] = struct{}{}
-	if !b.sweeping {
-		b.sweeping = true
-		b.wg.Go(b.sweep)
-	}
+	b.wg.Go(func() { b.sweep(dir) })
 }
 
-// sweep sweeps every dir scheduled, after a pause, until every sweep
-// succeeded or the backend closes.
-func (b *Backend) sweep() {
-	wait := sweepFirst
-	for {
-		t := time.NewTimer(wait)
+// sweep sweeps dir after a pause, again after a longer one while it
+// fails, until a sweep succeeded or the backend closes.
+func (b *Backend) sweep(dir string) {
+	defer func() {
+		b.mu.Lock()
+		delete(b.sweeps, dir)
+		b.mu.Unlock()
+	}()
+	for wait := sweepFirst; ; wait = min(2*wait, sweepMost) {
 		select {
-		case <-t.C:
+		case <-time.After(wait):
 		case <-b.closing:
-			t.Stop()
 			return
 		}
 		b.mu.Lock()
-		dirs := make([]string, 0, len(b.sweeps))
-		for dir := range b.sweeps {
-			dirs = append(dirs, dir)
-		}
 		wc := b.watcher
 		b.mu.Unlock()
-		for _, dir := range dirs {
-			// Without a read connection its session, and every node it
-			// had, is gone.
-			if wc == nil || b.sweepDir(wc, dir) == nil {
-				b.mu.Lock()
-				delete(b.sweeps, dir)
-				b.mu.Unlock()
-			}
-		}
-		b.mu.Lock()
-		if len(b.sweeps) == 0 {
-			b.sweeping = false
-			b.mu.Unlock()
+		// Without a read connection its session, and every node it had,
+		// is gone.
+		if wc == nil || b.sweepDir(wc, dir) == nil {
 			return
 		}
-		b.mu.Unlock()
-		wait = min(2*wait, sweepMost)
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,17 +46,40 @@ type session struct {
 	next   chan struct{} // closed at the next connect response
 
 	mu         sync.Mutex
-	leases     map[string]int64     // lease name -> czxid of the node this session created
 	names      map[string]*nameLock // lease name -> its lock, while a call holds or waits for it
 	groups     map[string]struct{}
 	waiting    map[string]time.Time // lease name -> when an Acquire of it last lost to another session
 	claims     map[string]*claim    // lease name -> a create sent on a release, for the next Acquire
 	waitingMax int                  // size of waiting above which stale entries are dropped
-	unwatched  map[string]struct{}  // leases won since the last keep-alive: not yet under an exists-watch
-	suspects   map[string]struct{}  // lease names whose exists-watch fired since the last keep-alive
-	gen        uint64               // changes of leases
-	snap       map[string]uint64    // the leases as last reported, read-only; valid while snapGen == gen
-	snapGen    uint64
+	nodes      map[string]node      // lease name -> what the session knows of its node without asking (see node)
+	fired      map[string]struct{}  // names whose entry in nodes changed since the last keep-alive began its reads
+	reads      uint64               // keep-alives that began their reads (and reconnects): only the last one records
+	settled    bool                 // every name of the Held of Generation settledGen is watched at its token
+	settledGen uint64
+}
+
+// node is a lease node the session knows as its own, at czxid, because
+// it created it or read it so under an exists-watch (watched), and no call
+// of the session on the name began since: a release of that czxid is then
+// one delete, and a keep-alive need not read a watched node whose watch
+// did not fire. An event on the name's path, a release or an acquire of
+// the name forgets it, a reconnect unwatches it. It is a cache: without
+// it a release reads the node first, and a keep-alive reads it.
+type node struct {
+	czxid   int64
+	watched bool
+}
+
+// note records what a call of the session, or an event, tells of the node
+// of name: n, or nothing known when n is nil. Call with s.mu held.
+func (s *session) note(name string, n *node) {
+	if n != nil {
+		s.nodes[name] = *n
+	} else {
+		delete(s.nodes, name)
+	}
+	s.fired[name] = struct{}{}
+	s.settled = false
 }
 
 // id is the session's SessionID: its Zookeeper session id in hex.
@@ -79,19 +104,13 @@ func (s *session) dial(network, address string, _ time.Duration) (net.Conn, erro
 	if s.expired.Load() {
 		return nil, errNoRevival
 	}
-	c, err := s.b.dialRaw(context.Background(), network, address)
+	c, err := s.b.dialLink(&s.links, s, &s.watching, network, address)
 	if err != nil {
 		s.dialMu.Lock()
 		s.dialErr = err
 		s.dialMu.Unlock()
-		return nil, err
 	}
-	if !s.links.add(c) {
-		return nil, errLinksClosed
-	}
-	sc := &sessionConn{Conn: c, s: s, gate: newSetWatchesGate()}
-	sc.handshake.Store(true)
-	return sc, nil
+	return c, err
 }
 
 // connected is called with the connect response of each connection.
@@ -117,8 +136,8 @@ func (s *session) connected(id int64, timeout time.Duration) {
 	}
 }
 
-// distrustWatches makes the next keep-alive read every lease again, with a
-// new exists-watch, after the session reconnected. The Zookeeper client
+// distrustWatches makes the next keep-alive read every held lease again,
+// with a new exists-watch, after the session reconnected. The Zookeeper client
 // sets its watches again on the new connection with the last zxid it saw,
 // which it reads without synchronisation: when the answer to a request
 // queued during the outage reached it first, the zxid is that later one,
@@ -128,9 +147,12 @@ func (s *session) connected(id int64, timeout time.Duration) {
 func (s *session) distrustWatches() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for name := range s.leases {
-		s.unwatched[name] = struct{}{}
+	for name, n := range s.nodes {
+		n.watched = false
+		s.nodes[name] = n
 	}
+	s.reads++ // the reads in flight may have set their watch before the reconnect
+	s.settled = false
 }
 
 // expire marks the session expired for good and closes its connection.
@@ -229,18 +251,17 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: lease %v must be positive", lease)
 	}
 	s := &session{
-		b:         b,
-		ready:     make(chan struct{}),
-		dead:      make(chan struct{}),
-		done:      make(chan struct{}),
-		next:      make(chan struct{}),
-		leases:    make(map[string]int64),
-		names:     make(map[string]*nameLock),
-		groups:    make(map[string]struct{}),
-		waiting:   make(map[string]time.Time),
-		claims:    make(map[string]*claim),
-		unwatched: make(map[string]struct{}),
-		suspects:  make(map[string]struct{}),
+		b:       b,
+		ready:   make(chan struct{}),
+		dead:    make(chan struct{}),
+		done:    make(chan struct{}),
+		next:    make(chan struct{}),
+		names:   make(map[string]*nameLock),
+		groups:  make(map[string]struct{}),
+		waiting: make(map[string]time.Time),
+		claims:  make(map[string]*claim),
+		nodes:   make(map[string]node),
+		fired:   make(map[string]struct{}),
 	}
 	if identity != "" {
 		s.identity = []byte(identity)
@@ -320,59 +341,48 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 }
 
 // KeepAlive renews session id with one request (the server renews a
-// session on any request) and reports, in the same call, the leases it
-// owns and the member count of each group it joined. Remaining is the
-// negotiated session timeout, counted by the server from the request; the
-// lease argument is ignored, a Zookeeper session timeout being fixed when
-// the session opens.
+// session on any request) and reports, in the same call, which leases of
+// req.Held it lost, which of req.Unsure it owns, and the member count of
+// each group it joined. Remaining is the negotiated session timeout,
+// counted by the server from the request; req.Lease is ignored, a
+// Zookeeper session timeout being fixed when the session opens.
 //
-// The leases reported are the ones this session acquired, checked against
-// the server without reading each one at every renewal: the first
-// keep-alive after a lease was won reads its node with an exists-watch,
-// and afterwards only a node whose watch fired (deleted or changed by
-// someone else, or replaced by the session's own new term) is read again.
-// Leases whose node is gone or no longer this session's at their token are
-// left out. A renewal of a session whose leases did not change is one
-// request whatever their number, and returns the same Leases map as the
-// previous reply.
+// Every held lease is checked, without reading each one at every renewal:
+// a lease node is read with an exists-watch by the first keep-alive that
+// finds it in Held, and afterwards only when its watch fired (deleted or
+// changed by someone else, or replaced by the session's own new term). A
+// lease whose node is gone or not this session's at the Held token is
+// Lost. An unsure name is read, unless its node is under the session's
+// watch, and is Owned when the node is this session's (its ephemeral
+// owner), at its czxid. A renewal while Held and its Generation stay the
+// same and no watch fired is one request, whatever their number.
 //
 // It returns simba.ErrSessionExpired once the server reported the session
 // expired; such a session is never revived.
-func (b *Backend) KeepAlive(ctx context.Context, id simba.SessionID, _ time.Duration) (simba.KeepAliveReply, error) {
+func (b *Backend) KeepAlive(ctx context.Context, id simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
 	s, err := b.session(id)
 	if err != nil {
 		return simba.KeepAliveReply{}, err
 	}
 	s.renewed.Store(time.Now().UnixNano())
-	return call(ctx, b, "keep-alive", func() (simba.KeepAliveReply, error) { return s.keepAlive(ctx) })
+	return call(ctx, b, "keep-alive", func() (simba.KeepAliveReply, error) { return s.keepAlive(ctx, req) })
 }
 
-// event records the lease names whose exists-watch fired; the Zookeeper
-// client calls it on its receiving goroutine for every event.
+// event forgets the node of a lease name whose exists-watch fired; the
+// Zookeeper client calls it on its receiving goroutine for every event.
 func (s *session) event(ev zk.Event) {
 	prefix := s.b.leasesDir + "/"
 	if ev.Type == zk.EventSession || len(ev.Path) <= len(prefix) || ev.Path[:len(prefix)] != prefix {
 		return
 	}
 	s.mu.Lock()
-	s.suspects[ev.Path[len(prefix):]] = struct{}{}
+	s.note(ev.Path[len(prefix):], nil)
 	s.mu.Unlock()
 }
 
-func (s *session) keepAlive(ctx context.Context) (simba.KeepAliveReply, error) {
+func (s *session) keepAlive(ctx context.Context, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
 	s.mu.Lock()
-	if s.snap == nil || s.snapGen != s.gen {
-		s.snap = make(map[string]uint64, len(s.leases))
-		for name, tok := range s.leases {
-			s.snap[name] = uint64(tok)
-		}
-		s.snapGen = s.gen
-	}
-	leases := s.snap
-	groups := make([]string, 0, len(s.groups))
-	for g := range s.groups {
-		groups = append(groups, g)
-	}
+	groups := slices.Collect(maps.Keys(s.groups))
 	s.mu.Unlock()
 
 	// One wave: Root/leases (the renewal itself) and every group's node.
@@ -385,77 +395,74 @@ func (s *session) keepAlive(ctx context.Context) (simba.KeepAliveReply, error) {
 	if err != nil {
 		return simba.KeepAliveReply{}, s.failed(ctx, "keep-alive", err)
 	}
+	reply := simba.KeepAliveReply{Remaining: time.Duration(s.timeout.Load()), Groups: make(map[string]int, len(groups)), Owned: map[string]uint64{}}
+	for i, g := range groups {
+		reply.Groups[g] = members(stats[1+i])
+	}
 
 	// Zookeeper delivers a watch event before the answer to any request
 	// sent after the change: once the renewal is answered, every watch
-	// fired by a change made before the keep-alive was sent is recorded.
+	// fired by a change made before the keep-alive was sent has forgotten
+	// its node. The names to read: those of Held not watched at their
+	// token, unless they all were at this Generation and no node was
+	// forgotten since, and those of Unsure not watched.
 	s.mu.Lock()
-	check := make(map[string]int64, len(s.unwatched)+len(s.suspects))
-	for _, set := range []map[string]struct{}{s.unwatched, s.suspects} {
-		for name := range set {
-			if tok, ok := s.leases[name]; ok {
-				check[name] = tok
+	var names []string
+	if !s.settled || s.settledGen != req.Generation {
+		for name, tok := range req.Held {
+			if n := s.nodes[name]; !n.watched || uint64(n.czxid) != tok {
+				names = append(names, name)
 			}
 		}
 	}
-	clear(s.unwatched)
-	clear(s.suspects)
-	s.mu.Unlock()
-	reply := simba.KeepAliveReply{
-		Remaining: time.Duration(s.timeout.Load()),
-		Leases:    leases,
-		Groups:    make(map[string]int, len(groups)),
-	}
-	for i, g := range groups {
-		if st := stats[1+i]; st != nil {
-			reply.Groups[g] = int(st.NumChildren)
-		} else {
-			reply.Groups[g] = 0
-		}
-	}
-
-	// The leases to check: read with a watch, so that the next change of
-	// their node is heard without asking.
-	gone := map[string]int64{}
-	if len(check) > 0 {
-		names := make([]string, 0, len(check))
-		lpaths := make([]string, 0, len(check))
-		for name := range check {
+	held := len(names)
+	for _, name := range req.Unsure {
+		if n, ok := s.nodes[name]; ok && n.watched {
+			reply.Owned[name] = uint64(n.czxid)
+		} else if s.claims[name] == nil { // a staged claim is not the engine's yet
 			names = append(names, name)
-			lpaths = append(lpaths, s.b.leasePath(name))
-		}
-		lstats, err := s.existsAll(ctx, lpaths, true)
-		if err != nil {
-			s.mu.Lock()
-			for name := range check {
-				s.suspects[name] = struct{}{}
-			}
-			s.mu.Unlock()
-			return simba.KeepAliveReply{}, s.failed(ctx, "keep-alive", err)
-		}
-		zid := s.zid.Load()
-		for i, name := range names {
-			if st := lstats[i]; st == nil || st.EphemeralOwner != zid || st.Czxid != check[name] {
-				gone[name] = check[name]
-			}
 		}
 	}
-	if len(gone) > 0 {
-		reply.Leases = make(map[string]uint64, len(leases))
-		for name, tok := range leases {
-			if _, lost := gone[name]; !lost {
-				reply.Leases[name] = tok
-			}
-		}
-		s.mu.Lock()
-		for name, tok := range gone {
-			if s.leases[name] == tok {
-				delete(s.leases, name)
-				s.gen++
-			}
-		}
-		s.mu.Unlock()
+	clear(s.fired)
+	s.reads++
+	reads := s.reads
+	s.mu.Unlock()
+
+	lpaths := make([]string, len(names))
+	for i, name := range names {
+		lpaths[i] = s.b.leasePath(name)
 	}
+	lstats, err := s.existsAll(ctx, lpaths, true)
+	if err != nil {
+		return simba.KeepAliveReply{}, s.failed(ctx, "keep-alive", err)
+	}
+	s.mu.Lock()
+	// A read is recorded unless a call, an event or a later keep-alive
+	// changed what is known of its node since the reads began.
+	settled := s.reads == reads
+	zid := s.zid.Load()
+	for i, name := range names {
+		st := lstats[i]
+		mine := st != nil && st.EphemeralOwner == zid
+		if _, changed := s.fired[name]; changed || s.reads != reads {
+			settled = false
+		} else if mine {
+			s.nodes[name] = node{czxid: st.Czxid, watched: true}
+		} else {
+			delete(s.nodes, name)
+		}
+		switch {
+		case i < held && (!mine || uint64(st.Czxid) != req.Held[name]):
+			reply.Lost = append(reply.Lost, name)
+			settled = false
+		case i >= held && mine:
+			reply.Owned[name] = uint64(st.Czxid)
+		}
+	}
+	if settled && len(s.fired) == 0 {
+		s.settled, s.settledGen = true, req.Generation
+	}
+	s.mu.Unlock()
 	if s.expired.Load() {
 		return simba.KeepAliveReply{}, s.failed(ctx, "keep-alive", zk.ErrSessionExpired)
 	}
@@ -470,32 +477,36 @@ const pipeline = 64
 // is set; a missing node gives a nil stat.
 func (s *session) existsAll(ctx context.Context, paths []string, watch bool) ([]*zk.Stat, error) {
 	stats := make([]*zk.Stat, len(paths))
-	errs := make([]error, min(len(paths), pipeline))
+	err := inParallel(ctx, len(paths), pipeline, func(i int) error {
+		var ok bool
+		var st *zk.Stat
+		var err error
+		if watch {
+			s.watching.Store(true)
+			ok, st, _, err = s.conn.ExistsW(paths[i])
+		} else {
+			ok, st, err = s.conn.Exists(paths[i])
+		}
+		if ok {
+			stats[i] = st
+		}
+		return err
+	})
+	return stats, err
+}
+
+// inParallel runs f(0) to f(n-1), at most width at a time, and returns the
+// first error, or ctx's once it is done: after either it starts no more.
+func inParallel(ctx context.Context, n, width int, f func(i int) error) error {
+	errs := make([]error, min(n, width))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range errs {
 		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(paths) || ctx.Err() != nil {
+			for i := int(next.Add(1) - 1); i < n && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+				if errs[w] = f(i); errs[w] != nil {
+					next.Store(int64(n)) // stop the others
 					return
-				}
-				var ok bool
-				var st *zk.Stat
-				var err error
-				if watch {
-					s.watching.Store(true)
-					ok, st, _, err = s.conn.ExistsW(paths[i])
-				} else {
-					ok, st, err = s.conn.Exists(paths[i])
-				}
-				if err != nil {
-					errs[w] = err
-					next.Store(int64(len(paths))) // stop the others
-					return
-				}
-				if ok {
-					stats[i] = st
 				}
 			}
 		})
@@ -503,13 +514,10 @@ func (s *session) existsAll(ctx context.Context, paths []string, watch bool) ([]
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return stats, nil
+	return ctx.Err()
 }
 
 // CloseSession ends session id at once: the server deletes its lease and

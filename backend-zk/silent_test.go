@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -61,6 +60,30 @@ func TestOpenSilentServer(t *testing.T) {
 		t.Errorf("Open of a closed port = %v, want a *net.OpError naming %s", err, refused)
 	}
 	t.Log(err)
+}
+
+// TestOpenNotZookeeper: a server that answers in another protocol fails
+// Open at once, by an error that says it is not Zookeeper, and Open moves
+// past it to a server that is.
+func TestOpenNotZookeeper(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	answerWith(t, ln, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+	var b *Backend
+	within(t, time.Second, "Open of a server that is not Zookeeper", func() {
+		_, err = Open(context.Background(), ln.Addr().String(), Options{Logger: quiet()})
+	})
+	if err == nil || !strings.Contains(err.Error(), "not a Zookeeper server") || !strings.Contains(err.Error(), ln.Addr().String()) {
+		t.Errorf("Open of an HTTP server = %v, want an error naming it and saying it is not Zookeeper", err)
+	}
+	servers := testServers(t, "SIMBA_TEST_ZK_SERVERS")
+	b, err = Open(ctx(t), ln.Addr().String()+","+strings.Join(servers, ","), Options{Logger: quiet()})
+	if err != nil {
+		t.Fatalf("Open past a server that is not Zookeeper: %v", err)
+	}
+	_ = b.Close()
 }
 
 func TestOpenMovesPastSilentServers(t *testing.T) {
@@ -125,71 +148,6 @@ func TestOpenSessionSilentServer(t *testing.T) {
 	})
 	if err := <-opened; !errors.Is(err, ErrClosed) {
 		t.Errorf("OpenSession during Close = %v, want ErrClosed", err)
-	}
-}
-
-// TestServerGoesSilent black-holes the connections of a backend: calls fail
-// within their context, and Close returns within a few seconds while calls,
-// a session and the watch connection hang on them.
-func TestServerGoesSilent(t *testing.T) {
-	b, _, p := newProxiedBackend(t)
-	s := mustOpen(t, b, 15*time.Second)
-	held := mustAcquire(t, b, s, "held")
-	if !held.Won {
-		t.Fatal("held not won")
-	}
-	wctx, cancel := context.WithCancel(ctx(t))
-	defer cancel()
-	watch, err := b.WatchRelease(wctx, "held")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.BlackHole()
-
-	for op, call := range map[string]func(context.Context) error{
-		"KeepAlive":  func(c context.Context) error { _, err := b.KeepAlive(c, s, 0); return err },
-		"Acquire":    func(c context.Context) error { _, err := b.Acquire(c, s, "other"); return err },
-		"Release":    func(c context.Context) error { return b.Release(c, s, "held", held.Token) },
-		"JoinGroup":  func(c context.Context) error { _, err := b.JoinGroup(c, s, "g"); return err },
-		"LeaveGroup": func(c context.Context) error { return b.LeaveGroup(c, s, "g") },
-		"Holder":     func(c context.Context) error { _, _, err := b.Holder(c, "held"); return err },
-	} {
-		var err error
-		within(t, time.Second, op+" on a silent server with a 300ms context", func() {
-			c, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			defer cancel()
-			err = call(c)
-		})
-		if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, simba.ErrSessionExpired) {
-			t.Errorf("%s on a silent server = %v, want a transient error matching context.DeadlineExceeded", op, err)
-		}
-	}
-
-	results := make(chan error, 2)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() { _, err := b.KeepAlive(context.Background(), s, 0); results <- err })
-	wg.Go(func() { _, err := b.Acquire(context.Background(), s, "other"); results <- err })
-	time.Sleep(50 * time.Millisecond) // let them reach the wire
-	within(t, 2500*time.Millisecond, "Close with a session, a watch and calls on a silent server", func() {
-		if err := b.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	select {
-	case <-watch:
-	default:
-		t.Error("Close did not fire the pending watch")
-	}
-	for range 2 {
-		select {
-		case err := <-results:
-			if err == nil {
-				t.Error("a call in flight on a silent server succeeded")
-			}
-		case <-time.After(time.Second):
-			t.Fatal("a call in flight still hangs 1s after Close")
-		}
 	}
 }
 

@@ -2,17 +2,11 @@ package simbazk
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -30,21 +24,8 @@ import (
 func tlsServers(t testing.TB) (servers []string, auth string, roots *x509.CertPool) {
 	t.Helper()
 	servers = testServers(t, "SIMBA_TEST_ZK_TLS_SERVERS")
-	auth, ca := os.Getenv("SIMBA_TEST_ZK_TLS_AUTH"), os.Getenv("SIMBA_TEST_TLS_CA")
-	if auth == "" || ca == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("SIMBA_TEST_ZK_TLS_AUTH or SIMBA_TEST_TLS_CA is not set (CI requires a real Zookeeper)")
-		}
-		t.Skip("SIMBA_TEST_ZK_TLS_AUTH or SIMBA_TEST_TLS_CA is not set; run tools/testenv/up zk")
-	}
-	pem, err := os.ReadFile(ca)
-	if err != nil {
-		t.Fatalf("SIMBA_TEST_TLS_CA: %v", err)
-	}
-	roots = x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pem) {
-		t.Fatalf("SIMBA_TEST_TLS_CA: no certificate in %s", ca)
-	}
+	auth = backendtest.ServerEnv(t, "SIMBA_TEST_ZK_TLS_AUTH")
+	_, _, roots = backendtest.TLSServer(t, "SIMBA_TEST_ZK_TLS_AUTH")
 	if _, pass, ok := strings.Cut(auth, ":"); !ok || pass == "" {
 		t.Fatal("SIMBA_TEST_ZK_TLS_AUTH is not user:password")
 	}
@@ -161,40 +142,11 @@ func TestTLSForms(t *testing.T) {
 	}
 }
 
-// otherCA returns a pool with a CA of its own, which signed nothing the
-// server shows.
-func otherCA(t testing.TB) *x509.CertPool {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "Another CA"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return pool
-}
-
 // TestTLSOpenFailures checks that a wrong CA, a wrong host name, a wrong
 // password and no TLS each fail Open with one line that names the problem
 // and shows no password.
 func TestTLSOpenFailures(t *testing.T) {
+	otherRoots, _ := backendtest.OtherCA(t)
 	servers, auth, roots := tlsServers(t)
 	root := tlsRoot(t, servers, auth, roots)
 	user, password, _ := strings.Cut(auth, ":")
@@ -206,7 +158,7 @@ func TestTLSOpenFailures(t *testing.T) {
 		is   error
 	}{
 		{"system roots", Options{Auth: auth, TLS: &tls.Config{}}, []string{"certificate signed by unknown authority"}, nil},
-		{"wrong CA", Options{Auth: auth, TLS: &tls.Config{RootCAs: otherCA(t)}}, []string{"certificate signed by unknown authority"}, nil},
+		{"wrong CA", Options{Auth: auth, TLS: &tls.Config{RootCAs: otherRoots}}, []string{"certificate signed by unknown authority"}, nil},
 		{"wrong host name", Options{Auth: auth, TLS: &tls.Config{RootCAs: roots, ServerName: "wrong.example"}},
 			[]string{"certificate is valid for", "not wrong.example"}, nil},
 		{"wrong password", Options{Auth: user + ":" + backendtest.Secret, TLS: &tls.Config{RootCAs: roots}},

@@ -2,7 +2,6 @@ package simbazk
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	simba "github.com/simba-go/simba/core"
@@ -59,12 +58,8 @@ func ParseURL(rawURL string) (connect, auth string, err error) {
 	if connect == "" {
 		return "", "", &OptionsError{Field: "URL", Reason: "names no server: want " + form}
 	}
-	if _, _, err := ParseConnectString(connect); err != nil {
-		var oe *OptionsError
-		if errors.As(err, &oe) {
-			return "", "", &OptionsError{Field: "URL", Reason: oe.Reason}
-		}
-		return "", "", err
+	if _, _, problem := splitConnect(connect); problem != "" {
+		return "", "", &OptionsError{Field: "URL", Reason: problem}
 	}
 	return connect, auth, nil
 }

@@ -163,16 +163,7 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 	}
 
 	set := make(chan error, 1)
-	if !b.spawn(func() {
-		<-wc.auth
-		if wc.err != nil {
-			set <- wc.err
-			b.fire(name, w)
-			b.dropWatcher(wc)
-			return
-		}
-		b.watchQueued(wc, name, w, set)
-	}) {
+	if !b.spawn(func() { b.watchQueued(wc, name, w, set) }) {
 		b.fire(name, w)
 		return nil, ErrClosed
 	}
@@ -214,14 +205,7 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 	w.hosts = newHostList(func() time.Duration { return watchReconnectPause })
 	conn, events, err := zk.Connect(b.servers, watchTimeout, zk.WithHostProvider(w.hosts),
 		zk.WithDialer(func(network, address string, _ time.Duration) (net.Conn, error) {
-			c, err := b.dialRaw(context.Background(), network, address)
-			if err != nil {
-				return nil, err
-			}
-			if !w.links.add(c) {
-				return nil, errLinksClosed
-			}
-			return &boundedConn{Conn: c, watching: &w.watching, gate: newSetWatchesGate()}, nil
+			return b.dialLink(&w.links, nil, &w.watching, network, address)
 		}),
 		zk.WithLogger(zkLogger{b.log}))
 	if err != nil {
@@ -250,6 +234,42 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 	return w, nil
 }
 
+// onReadConn runs f through call on the read connection, dialed on first
+// use, once it is set up; its error is prefixed with op.
+func onReadConn[T any](ctx context.Context, b *Backend, op string, f func(wc *watchConn) (T, error)) (T, error) {
+	var zero T
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return zero, ErrClosed
+	}
+	wc, err := b.watchConnLocked()
+	b.mu.Unlock()
+	if err != nil {
+		return zero, err
+	}
+	return call(ctx, b, op, func() (T, error) {
+		v, err := zero, wc.ready(b)
+		if err == nil {
+			v, err = f(wc)
+		}
+		if err != nil {
+			return zero, fmt.Errorf("simbazk: %s: %w", op, err)
+		}
+		return v, nil
+	})
+}
+
+// ready waits until the connection is set up and returns the set-up's
+// error, after which the backend's next call dials a new one.
+func (w *watchConn) ready(b *Backend) error {
+	<-w.auth
+	if w.err != nil {
+		b.dropWatcher(w)
+	}
+	return w.err
+}
+
 // dropWatcher closes a watch connection that could not be used, so that
 // the next WatchRelease or Holder dials a new one.
 func (b *Backend) dropWatcher(wc *watchConn) {
@@ -262,8 +282,9 @@ func (b *Backend) dropWatcher(wc *watchConn) {
 	b.wg.Go(wc.close)
 }
 
-// watchQueued runs the release watch w of name on conn: when the lease is
-// free it fires at once; otherwise the backend queues for the name, an
+// watchQueued runs the release watch w of name on conn, once conn is set
+// up (see watchConn.ready): when the lease is free it fires at once;
+// otherwise the backend queues for the name, an
 // ephemeral sequential node of the read connection's session under
 // Root/waiters/{name} (a container node, which the server removes once
 // empty; the node's name carries the backend's prefix, see queue.go, so
@@ -284,7 +305,10 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 	defer signal(nil)
 	path := b.leasePath(name)
 	var exists bool
-	err := wc.do(func() (err error) { exists, _, err = wc.conn.Exists(path); return err })
+	err := wc.ready(b)
+	if err == nil {
+		err = wc.do(func() (err error) { exists, _, err = wc.conn.Exists(path); return err })
+	}
 	if err != nil || !exists {
 		b.fire(name, w) // a free lease is seen at once
 		signal(err)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +32,12 @@ import (
 //     request (100s for a 15s lease): the wait is cut to one response
 //     timeout, after which the library tries the next server.
 //
+// The connections of the read connection (watchConn) are sessionConns of
+// no session: only the last of those four applies to them, with the
+// response timeout the library uses for watchTimeout; its pings and read
+// deadlines pass, since that connection's session must stay alive on its
+// own. Every sessionConn also holds the setWatchesGate of its connection.
+//
 // The library has no way to interrupt a connection it reads from: Close
 // asks the server to end the session and waits up to a second for the
 // answer, and a connection whose server never answers would keep its
@@ -46,12 +51,17 @@ const (
 	// protocol version, timeout (ms), session id.
 	connectHeader = 4 + 4 + 4 + 8
 	replyHeader   = 4 + 4 // length, xid
+	// watchConnTimeout is the response timeout of the read connection:
+	// what the library uses for a session timeout of watchTimeout.
+	watchConnTimeout = watchTimeout * 2 / 3
 )
 
-// sessionConn is one connection of a session; see the comment above.
+// sessionConn is one connection of a session, or of the read connection
+// when s is nil; see the comment above.
 type sessionConn struct {
 	net.Conn
-	s *session
+	s        *session
+	watching *atomic.Bool // the library may hold watches on the connection (see setWatchesGate)
 
 	// Write side: the library writes every packet with one Write call.
 	wroteConnect bool
@@ -74,7 +84,7 @@ func (c *sessionConn) Write(p []byte) (int, error) {
 		return c.Conn.Write(p)
 	}
 	c.gate.wrote(p)
-	if len(p) >= replyHeader {
+	if c.s != nil && len(p) >= replyHeader {
 		if int32(binary.BigEndian.Uint32(p[4:8])) == pingXid {
 			return len(p), nil
 		}
@@ -82,7 +92,7 @@ func (c *sessionConn) Write(p []byte) (int, error) {
 		c.mu.Lock()
 		c.outstanding++
 		if c.outstanding == 1 {
-			_ = c.Conn.SetReadDeadline(time.Now().Add(c.s.responseTimeout()))
+			_ = c.Conn.SetReadDeadline(time.Now().Add(c.responseTimeout()))
 		}
 		c.mu.Unlock()
 	}
@@ -90,15 +100,23 @@ func (c *sessionConn) Write(p []byte) (int, error) {
 }
 
 func (c *sessionConn) Read(p []byte) (int, error) {
-	if !c.handshake.Load() {
-		c.gate.firstRead(c.s.watching.Load())
+	if !c.handshake.Load() && c.left == 0 { // past the whole connect response
+		c.gate.firstRead(c.watching.Load())
 	}
 	n, err := c.Conn.Read(p)
 	c.scan(p[:n])
-	if err != nil {
+	if err != nil && c.s != nil {
 		c.s.lost()
 	}
 	return n, err
+}
+
+// responseTimeout is how long an answer may take.
+func (c *sessionConn) responseTimeout() time.Duration {
+	if c.s == nil {
+		return watchConnTimeout
+	}
+	return c.s.responseTimeout()
 }
 
 // scan follows the frames in b, the next bytes of the stream.
@@ -122,14 +140,15 @@ func (c *sessionConn) scan(b []byte) {
 		}
 		c.headN = 0
 		c.left = max(0, int(binary.BigEndian.Uint32(c.head[0:4]))-(need-4))
-		if c.handshake.Load() {
+		switch {
+		case c.s == nil:
+			c.handshake.Store(false)
+		case c.handshake.Load():
 			timeout := time.Duration(int32(binary.BigEndian.Uint32(c.head[8:12]))) * time.Millisecond
 			id := int64(binary.BigEndian.Uint64(c.head[12:20]))
 			c.handshake.Store(false)
 			c.s.connected(id, timeout)
-			continue
-		}
-		if int32(binary.BigEndian.Uint32(c.head[4:8])) >= 0 { // a reply, not an event
+		case int32(binary.BigEndian.Uint32(c.head[4:8])) >= 0: // a reply, not an event
 			c.answered()
 		}
 	}
@@ -146,22 +165,27 @@ func (c *sessionConn) answered() {
 	if c.outstanding == 0 {
 		_ = c.Conn.SetReadDeadline(time.Time{})
 	} else {
-		_ = c.Conn.SetReadDeadline(time.Now().Add(c.s.responseTimeout()))
+		_ = c.Conn.SetReadDeadline(time.Now().Add(c.responseTimeout()))
 	}
 }
 
-// SetReadDeadline is honoured while connecting only, cut to one response
-// timeout from now; afterwards the deadline follows the pending requests
-// (see answered).
+// SetReadDeadline is cut to one response timeout from now while
+// connecting; afterwards a session's deadline follows its pending
+// requests (see answered), and the read connection's passes.
 func (c *sessionConn) SetReadDeadline(t time.Time) error {
-	if c.handshake.Load() {
-		return c.Conn.SetReadDeadline(earliest(t, time.Now().Add(c.s.responseTimeout())))
+	switch {
+	case c.handshake.Load():
+		if limit := time.Now().Add(c.responseTimeout()); t.IsZero() || limit.Before(t) {
+			t = limit
+		}
+	case c.s != nil:
+		return nil
 	}
-	return nil
+	return c.Conn.SetReadDeadline(t)
 }
 
-// SetDeadline sets the write deadline, and the read deadline while
-// connecting.
+// SetDeadline sets the write deadline, and the read deadline as
+// SetReadDeadline does.
 func (c *sessionConn) SetDeadline(t time.Time) error {
 	if err := c.SetWriteDeadline(t); err != nil {
 		return err
@@ -169,83 +193,20 @@ func (c *sessionConn) SetDeadline(t time.Time) error {
 	return c.SetReadDeadline(t)
 }
 
-// earliest returns the earlier of deadline t (zero for none) and limit.
-func earliest(t, limit time.Time) time.Time {
-	if t.IsZero() || limit.Before(t) {
-		return limit
+// dialLink opens a connection for the library, as dialRaw does, kept in
+// l, as a sessionConn of s (nil for the read connection) whose library
+// may hold watches once watching is set.
+func (b *Backend) dialLink(l *links, s *session, watching *atomic.Bool, network, address string) (net.Conn, error) {
+	c, err := b.dialRaw(context.Background(), network, address)
+	if err != nil {
+		return nil, err
 	}
-	return t
-}
-
-// watchConnTimeout is the response timeout of the watch connection: what
-// the library uses for a session timeout of watchTimeout.
-const watchConnTimeout = watchTimeout * 2 / 3
-
-// boundedConn is a connection of the watch connection: the library's wait
-// for the connect response (ten response timeouts) is cut to one. The
-// library clears the deadline once the response started to arrive; later
-// deadlines (one response timeout per read) pass unchanged.
-type boundedConn struct {
-	net.Conn
-	connected atomic.Bool
-	watching  *atomic.Bool // the watch connection has set a watch
-
-	// The connect response, followed on the read side (one goroutine at a
-	// time) so that the gate knows the first read after it.
-	head  [4]byte
-	headN int
-	left  int // bytes of the connect response still to come, once its length is known
-	done  bool
-	wrote bool // the connect request went out
-	gate  setWatchesGate
-}
-
-func (c *boundedConn) Write(p []byte) (int, error) {
-	if c.wrote {
-		c.gate.wrote(p)
+	if !l.add(c) {
+		return nil, errLinksClosed
 	}
-	c.wrote = true
-	return c.Conn.Write(p)
-}
-
-func (c *boundedConn) Read(p []byte) (int, error) {
-	if c.done {
-		c.gate.firstRead(c.watching.Load())
-		return c.Conn.Read(p)
-	}
-	n, err := c.Conn.Read(p)
-	b := p[:n]
-	if c.headN < len(c.head) {
-		k := copy(c.head[c.headN:], b)
-		c.headN += k
-		b = b[k:]
-		if c.headN == len(c.head) {
-			c.left = int(binary.BigEndian.Uint32(c.head[:]))
-		}
-	}
-	if c.headN == len(c.head) {
-		c.left -= len(b)
-		c.done = c.left <= 0
-	}
-	return n, err
-}
-
-func (c *boundedConn) SetReadDeadline(t time.Time) error {
-	switch {
-	case c.connected.Load():
-	case t.IsZero():
-		c.connected.Store(true)
-	default:
-		t = earliest(t, time.Now().Add(watchConnTimeout))
-	}
-	return c.Conn.SetReadDeadline(t)
-}
-
-func (c *boundedConn) SetDeadline(t time.Time) error {
-	if err := c.SetWriteDeadline(t); err != nil {
-		return err
-	}
-	return c.SetReadDeadline(t)
+	sc := &sessionConn{Conn: c, s: s, watching: watching, gate: newSetWatchesGate()}
+	sc.handshake.Store(true)
+	return sc, nil
 }
 
 // errLinksClosed is what a dial answers once its connection was closed.
@@ -288,24 +249,20 @@ func (l *links) close() {
 func (b *Backend) dialRaw(ctx context.Context, network, address string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.DialTimeout)
 	defer cancel()
-	var conn net.Conn
-	var err error
-	if b.opts.Dialer != nil {
-		conn, err = b.opts.Dialer(ctx, network, address)
-	} else {
-		var d net.Dialer
-		conn, err = d.DialContext(ctx, network, address)
+	dial := b.opts.Dialer
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
 	}
+	conn, err := dial(ctx, network, address)
 	if err != nil || b.opts.TLS == nil {
 		return conn, err
 	}
 	cfg := b.opts.TLS
 	if cfg.ServerName == "" {
 		cfg = cfg.Clone()
-		if host, _, splitErr := net.SplitHostPort(address); splitErr == nil {
+		cfg.ServerName = address
+		if host, _, err := net.SplitHostPort(address); err == nil {
 			cfg.ServerName = host
-		} else {
-			cfg.ServerName = address
 		}
 	}
 	tc := tls.Client(conn, cfg)
@@ -324,11 +281,11 @@ const (
 	// raises it to its minimum (two ticks, 4s by default), which is how
 	// long the probe's session outlives it should the close get lost.
 	probeTimeout = time.Millisecond
-	// opCloseSession is the type of the close-session request.
-	opCloseSession = -11
 	// maxProbeFrame bounds the frames the probe reads: a connect response
 	// is 36 bytes, a close reply 16.
 	maxProbeFrame = 1 << 10
+	// probePause is the least time between two rounds of probeAny.
+	probePause = 50 * time.Millisecond
 )
 
 // probe checks that the Zookeeper server at address answers: it connects
@@ -336,7 +293,8 @@ const (
 // request, and closes the session the server created at once, all within
 // DialTimeout and ctx. Only a server that stops answering between its
 // connect response and the close leaves a session behind, owning no node,
-// until the server's minimum session timeout.
+// until the server's minimum session timeout. When ctx ends it, the error
+// is ctx's.
 func (b *Backend) probe(ctx context.Context, address string) error {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.DialTimeout)
 	defer cancel()
@@ -350,53 +308,49 @@ func (b *Backend) probe(ctx context.Context, address string) error {
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	_, err = handshake(conn)
-	if b.opts.TLS == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) && ctx.Err() == nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case b.opts.TLS == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
 		// A secureClientPort closes a connection that does not start
 		// with a TLS handshake.
-		err = fmt.Errorf("%w: the server closed the connection before its connect response (a TLS port needs Options.TLS)", err)
+		return fmt.Errorf("%w: the server closed the connection before its connect response (a TLS port needs Options.TLS)", err)
 	}
-	return probeErr(ctx, err)
+	return err
 }
 
 // handshake opens a session on conn and closes it. closed reports whether
 // the server confirmed the close; the probe succeeds either way.
 func handshake(conn net.Conn) (closed bool, err error) {
-	// Connect request: protocol version, last zxid seen, timeout (ms),
-	// session id (0: a new session), password (16 zero bytes).
+	// Connect request: length, protocol version, last zxid seen, timeout
+	// (ms), session id (0: a new session), password (16 zero bytes).
 	req := make([]byte, 4+4+8+4+8+4+16)
 	binary.BigEndian.PutUint32(req[0:], uint32(len(req)-4))
 	binary.BigEndian.PutUint32(req[16:], uint32(probeTimeout/time.Millisecond))
 	binary.BigEndian.PutUint32(req[28:], 16)
-	if _, err := conn.Write(req); err != nil {
+	resp, err := exchange(conn, req)
+	switch {
+	case err != nil:
 		return false, err
-	}
-	resp, err := readFrame(conn)
-	if err != nil {
-		return false, err
-	}
-	if len(resp) < 16 {
+	case len(resp) < 16:
 		return false, fmt.Errorf("short connect response (%d bytes)", len(resp))
-	}
-	if binary.BigEndian.Uint64(resp[8:16]) == 0 {
+	case binary.BigEndian.Uint64(resp[8:16]) == 0:
 		return false, errors.New("the server refused a new session")
 	}
-	// Close-session request: length, xid, type; the reply: xid, zxid, error.
-	closeReq := make([]byte, 4+4+4)
-	binary.BigEndian.PutUint32(closeReq[0:], 8)
-	binary.BigEndian.PutUint32(closeReq[4:], 1)
-	op := int32(opCloseSession)
-	binary.BigEndian.PutUint32(closeReq[8:], uint32(op))
-	if _, err := conn.Write(closeReq); err != nil {
-		return false, nil
-	}
-	reply, err := readFrame(conn)
+	// Close-session request: length 8, xid 1, type -11 (close session).
+	// Its reply: xid, zxid, error (0 when closed).
+	reply, err := exchange(conn, []byte{0, 0, 0, 8, 0, 0, 0, 1, 0xff, 0xff, 0xff, 0xf5})
 	return err == nil && len(reply) >= 16 && binary.BigEndian.Uint32(reply[0:4]) == 1 && binary.BigEndian.Uint32(reply[12:16]) == 0, nil
 }
 
-// readFrame reads one length-prefixed frame of the protocol.
-func readFrame(r io.Reader) ([]byte, error) {
+// exchange writes req on conn and reads the length-prefixed frame that
+// answers it.
+func exchange(conn net.Conn, req []byte) ([]byte, error) {
+	if _, err := conn.Write(req); err != nil {
+		return nil, err
+	}
 	var head [4]byte
-	if _, err := io.ReadFull(r, head[:]); err != nil {
+	if _, err := io.ReadFull(conn, head[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(head[:])
@@ -404,19 +358,8 @@ func readFrame(r io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("frame of %d bytes, not a Zookeeper server", n)
 	}
 	buf := make([]byte, n)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
-}
-
-// probeErr is err, the failure of a read or write of the probe, or ctx's
-// error when ctx ended it.
-func probeErr(ctx context.Context, err error) error {
-	if err != nil && ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
+	_, err := io.ReadFull(conn, buf)
+	return buf, err
 }
 
 // probeAny probes the servers in order until one answers. It fails when
@@ -424,12 +367,10 @@ func probeErr(ctx context.Context, err error) error {
 // at most DialTimeout per server.
 func (b *Backend) probeAny(ctx context.Context) error {
 	_, bounded := ctx.Deadline()
-	var errs []string
+	var msgs []string // of the last round that probed a server
 	var last error
 	for {
-		start := time.Now()
-		var round []string
-		silent := false
+		start, silent, round := time.Now(), false, []string(nil)
 		for _, server := range b.servers {
 			err := b.probe(ctx, server)
 			if err == nil {
@@ -438,18 +379,18 @@ func (b *Backend) probeAny(ctx context.Context) error {
 			if ctx.Err() != nil {
 				break
 			}
-			if isTimeout(err) {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
 				// The server's DialTimeout, not the caller's deadline: say
 				// so without letting errors.Is report the caller's ctx as
 				// ended.
 				err = fmt.Errorf("no answer within %v (DialTimeout)", b.opts.DialTimeout)
 				silent = true
 			}
-			round = append(round, server+": "+err.Error())
-			last = err
+			round, last = append(round, server+": "+err.Error()), err
 		}
 		if len(round) > 0 {
-			errs = round
+			msgs = round
 		}
 		// A server that did not answer within DialTimeout may be slow
 		// rather than down: while ctx allows, the servers are asked again,
@@ -457,31 +398,19 @@ func (b *Backend) probeAny(ctx context.Context) error {
 		if ctx.Err() != nil || !bounded || !silent {
 			break
 		}
-		if time.Since(start) < probePause {
-			select {
-			case <-ctx.Done():
-			case <-time.After(probePause):
-			}
+		select {
+		case <-ctx.Done():
+		case <-time.After(probePause - time.Since(start)):
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		detail := ""
-		if len(errs) > 0 {
-			detail = " (" + strings.Join(errs, "; ") + ")"
+		if len(msgs) > 0 {
+			detail = " (" + strings.Join(msgs, "; ") + ")"
 		}
 		return fmt.Errorf("simbazk: open: no Zookeeper server of %v answered%s: %w", b.servers, detail, err)
 	}
-	return &probeError{servers: b.servers, msgs: errs, last: last}
-}
-
-// probePause is the least time between two rounds of probeAny.
-const probePause = 50 * time.Millisecond
-
-// isTimeout reports whether err is a deadline that passed.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
-		(errors.As(err, &ne) && ne.Timeout())
+	return &probeError{servers: b.servers, msgs: msgs, last: last}
 }
 
 // probeError is Open's error when no server answered its probe. The last

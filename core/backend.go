@@ -41,21 +41,59 @@ type Warning struct {
 
 func (w Warning) String() string { return w.Code + ": " + w.Message }
 
+// KeepAliveRequest is what the engine sends with [Backend.KeepAlive]: the
+// lease to renew for, and what it holds on the session, so that a backend
+// needs no record of its own of what each session owns
+// (docs/adr/0033-the-engine-owns-the-lease-state.md).
+type KeepAliveRequest struct {
+	// Lease is the validity to renew the session for, from now (backend
+	// time).
+	Lease time.Duration
+	// Held maps every lease name the engine holds a term of on the session
+	// to that term's token. The map is read-only: the engine never changes
+	// a map it sent, and sends the same map again while Generation stays
+	// the same.
+	Held map[string]uint64
+	// Generation changes whenever Held does, so that a backend may keep
+	// what it derives from Held (a digest, a set of watches) from one call
+	// to the next.
+	Generation uint64
+	// Unsure lists the names for which a call of the session ended without
+	// its outcome (an error, a context that ended): it may have won or
+	// released the lease, or may still do so. The reply reports in Owned
+	// which of them the session owns, and at which token.
+	Unsure []string
+}
+
 // KeepAliveReply is a backend's answer to [Backend.KeepAlive]. A backend
-// may return the same Leases and Groups maps in several replies (a reply
-// that says nothing changed); the engine only reads them, and so must
-// every other caller.
+// may return the same Lost, Owned and Groups in several replies; the
+// engine only reads them, and so must every other caller.
 type KeepAliveReply struct {
 	// Remaining is the session's validity after the renewal, measured by
 	// the backend.
 	Remaining time.Duration
-	// Leases maps every lease name this session owns to the token of the
-	// term that owns it.
-	Leases map[string]uint64
+	// Lost lists the names of the request's Held that the session does not
+	// own at the token Held gives: freed or taken by something other than
+	// the session's own calls (a row changed by hand, an evicted key, a
+	// replica promoted without the latest writes). A backend checks every
+	// name of Held at each keep-alive, or, to keep the keep-alive's cost
+	// flat in the number of leases held, at least MinLeaseChecks of them,
+	// varying which: a loss is then reported within
+	// len(Held)/MinLeaseChecks keep-alives.
+	Lost []string
+	// Owned maps each name of the request's Unsure that the session owns
+	// to the token of its term. A backend may report other leases of the
+	// session too (one that reads its whole list anyway); the engine frees
+	// every lease reported here that it does not hold.
+	Owned map[string]uint64
 	// Groups maps every group this session joined to the number of live
 	// sessions that are members of it (this one included).
 	Groups map[string]int
 }
+
+// MinLeaseChecks is the least number of the held leases that a keep-alive
+// checks, when the engine holds that many (see KeepAliveReply.Lost).
+const MinLeaseChecks = 5
 
 // AcquireResult is a backend's answer to [Backend.Acquire].
 type AcquireResult struct {
@@ -88,12 +126,12 @@ type Backend interface {
 	// is kept alive. The identifier must never have been used before.
 	OpenSession(ctx context.Context, lease time.Duration) (SessionGrant, error)
 
-	// KeepAlive renews session s for lease from now (backend time) and
-	// reports the remaining validity, the leases s owns and the member
-	// counts of the groups s joined, in one step. It returns
-	// ErrSessionExpired when s has expired or was closed; it never revives
-	// such a session.
-	KeepAlive(ctx context.Context, s SessionID, lease time.Duration) (KeepAliveReply, error)
+	// KeepAlive renews session s for req.Lease from now (backend time) and
+	// reports, in one step, the remaining validity, which of the held
+	// leases s lost, which of the unsure ones it owns, and the member
+	// counts of the groups s joined. It returns ErrSessionExpired when s
+	// has expired or was closed; it never revives such a session.
+	KeepAlive(ctx context.Context, s SessionID, req KeepAliveRequest) (KeepAliveReply, error)
 
 	// Acquire makes s the owner of the lease name when the lease is free
 	// (never owned, released, or owned by an expired session) or already
@@ -204,4 +242,64 @@ type HolderPage struct {
 type HeldLease struct {
 	Name   string `json:"name"`
 	Holder Holder `json:"holder"`
+}
+
+// HolderReader is implemented by backends that can tell who holds a lease
+// now (every backend of this repository). The engine discovers it with a
+// type assertion; Client.Holder fails with ErrNotSupported without it.
+type HolderReader interface {
+	// Holder returns the holder of the lease name. ok is false when no live
+	// session holds it: never taken, released, or its owner's session
+	// ended. It returns a *NameError for an invalid name.
+	Holder(ctx context.Context, name string) (h Holder, ok bool, err error)
+}
+
+// IdentityOpener is implemented by backends that store an identity with
+// each session, so that a Holder names the client behind a session. The
+// engine opens its sessions with it when the backend implements it.
+type IdentityOpener interface {
+	// OpenSessionAs is OpenSession for a session that carries identity.
+	OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (SessionGrant, error)
+}
+
+// LeaseLimiter is implemented by a backend that refuses session leases
+// above a bound: every OpenSession and KeepAlive of a longer lease fails,
+// so a client configured with one would never open a session. New checks
+// the Config's LeaseDuration against it and fails with a *ConfigError.
+//
+// A backend whose store shortens a lease it finds too long (a Zookeeper
+// server's maxSessionTimeout) does not implement it: the engine follows the
+// shorter grant (R-DL-5).
+type LeaseLimiter interface {
+	// MaxLeaseDuration returns the longest lease the backend accepts; zero
+	// or less means no bound.
+	MaxLeaseDuration() time.Duration
+}
+
+// Sweeper is implemented by backends that can remove the state they keep
+// for lease names nobody uses any more, so that a lock per entity (an
+// invoice, an order) does not leave a record per name for ever
+// (docs/adr/0012-bounded-lease-state.md). The engine never calls it; an
+// operator's job does, through Client.Sweep or the backend itself.
+//
+// Sweep removes the record of every name that no live session holds,
+// nobody waits for, and whose last term began at least idle ago, and
+// returns how many it removed. Tokens stay strictly increasing per name
+// (R-TERM-2): in the step that removes records, the backend raises a floor
+// to the highest token removed, and a name without a record starts its
+// next term above that floor, so its tokens jump rather than count on. A
+// backend may refuse an idle below its own minimum with an error matching
+// ErrInvalidArgument. When ctx ends, what was removed stays removed.
+type Sweeper interface {
+	Sweep(ctx context.Context, idle time.Duration) (removed int, err error)
+}
+
+// OpenedBackend is a [Backend] that owns what it opened (connections,
+// goroutines): Close releases it. Close of the backends of this project
+// returns within a few seconds whatever the server does; sessions left
+// open expire on the server, or are ended by Close when the server ties
+// them to the connection (Zookeeper).
+type OpenedBackend interface {
+	Backend
+	Close() error
 }

@@ -274,11 +274,11 @@ type timedBackend struct {
 	at    []time.Duration
 }
 
-func (b *timedBackend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
+func (b *timedBackend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
 	b.mu.Lock()
 	b.at = append(b.at, time.Since(b.start))
 	b.mu.Unlock()
-	return b.Backend.KeepAlive(ctx, s, lease)
+	return b.Backend.KeepAlive(ctx, s, req)
 }
 
 func (b *timedBackend) times() []time.Duration {

@@ -13,3 +13,14 @@ func (c Config) Resolved() Config {
 	r, _ := c.resolve()
 	return r
 }
+
+// SessionMapSizes reports how many names the live session's records of
+// released tokens and of unsure calls hold, or -1s without a session.
+func (c *Client) SessionMapSizes() (released, unsure int) {
+	c.lock()
+	defer c.unlock()
+	if c.sess == nil {
+		return -1, -1
+	}
+	return len(c.sess.released), len(c.sess.unsure)
+}

@@ -170,11 +170,7 @@ func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) e
 		e.forget()
 	}
 	if sess != nil && !sess.ended && !c.closed {
-		c.goBackground(func(ctx context.Context) {
-			ctx, cancel := context.WithTimeout(ctx, sess.renewPeriod())
-			defer cancel()
-			_ = c.b.LeaveGroup(ctx, sess.id, g.name)
-		})
+		c.leave(sess, g.name)
 	}
 	c.unlock()
 	return result
@@ -201,16 +197,34 @@ func (c *Client) join(s *session, gs *groupState) {
 	})
 }
 
-// groupCounts applies the member counts of a keep-alive reply. Call with
-// the lock held.
-func (c *Client) groupCounts(counts map[string]int) {
+// leave ends the membership of s in group in the background. A leave that
+// fails is sent again after the next keep-alive that still counts s a
+// member (groupCounts). Call with the lock held.
+func (c *Client) leave(s *session, group string) {
+	c.goBackground(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, s.renewPeriod())
+		defer cancel()
+		_ = c.b.LeaveGroup(ctx, s.id, group)
+	})
+}
+
+// groupCounts applies the member counts of a keep-alive reply of s: it
+// joins the groups the client runs that the reply misses, and leaves the
+// ones it lists that the client no longer runs (a leave that failed, a
+// join that landed after its group stopped). Call with the lock held.
+func (c *Client) groupCounts(s *session, counts map[string]int) {
 	for name, gs := range c.groups {
 		m, ok := counts[name]
 		if !ok {
-			c.join(c.sess, gs)
+			c.join(s, gs)
 			continue
 		}
 		c.setMembers(gs, m)
+	}
+	for name := range counts {
+		if _, runs := c.groups[name]; !runs && !c.closed {
+			c.leave(s, name)
+		}
 	}
 }
 

@@ -251,7 +251,7 @@ func TestGroupRunWaitsForUnkeptWins(t *testing.T) {
 				case <-stopKA:
 					return
 				case <-time.After(time.Second):
-					_, _ = other.KeepAlive(ctx, g.ID, 3*time.Second)
+					_, _ = other.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: 3 * time.Second})
 				}
 			}
 		}()

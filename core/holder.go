@@ -25,24 +25,6 @@ type Holder struct {
 	Since time.Time `json:"since,omitzero"`
 }
 
-// HolderReader is implemented by backends that can tell who holds a lease
-// now (every backend of this repository). The engine discovers it with a
-// type assertion; Client.Holder fails with ErrNotSupported without it.
-type HolderReader interface {
-	// Holder returns the holder of the lease name. ok is false when no live
-	// session holds it: never taken, released, or its owner's session
-	// ended. It returns a *NameError for an invalid name.
-	Holder(ctx context.Context, name string) (h Holder, ok bool, err error)
-}
-
-// IdentityOpener is implemented by backends that store an identity with
-// each session, so that a Holder names the client behind a session. The
-// engine opens its sessions with it when the backend implements it.
-type IdentityOpener interface {
-	// OpenSessionAs is OpenSession for a session that carries identity.
-	OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (SessionGrant, error)
-}
-
 // ErrNotSupported is returned by calls that need a capability the backend
 // does not implement.
 var ErrNotSupported = errors.New("simba: not supported by the backend")

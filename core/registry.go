@@ -11,16 +11,6 @@ import (
 	"github.com/simba-go/simba/core/backendkit"
 )
 
-// OpenedBackend is a [Backend] that owns what it opened (connections,
-// goroutines): Close releases it. Close of the backends of this project
-// returns within a few seconds whatever the server does; sessions left
-// open expire on the server, or are ended by Close when the server ties
-// them to the connection (Zookeeper).
-type OpenedBackend interface {
-	Backend
-	Close() error
-}
-
 // BackendOpener opens a backend from a URL of a scheme it registered. It
 // gets the URL exactly as given to [OpenBackend], with the scheme in any
 // case. It must return within ctx (or fail), never return a nil backend

@@ -6,24 +6,6 @@ import (
 	"time"
 )
 
-// Sweeper is implemented by backends that can remove the state they keep
-// for lease names nobody uses any more, so that a lock per entity (an
-// invoice, an order) does not leave a record per name for ever
-// (docs/adr/0012-bounded-lease-state.md). The engine never calls it; an
-// operator's job does, through Client.Sweep or the backend itself.
-//
-// Sweep removes the record of every name that no live session holds,
-// nobody waits for, and whose last term began at least idle ago, and
-// returns how many it removed. Tokens stay strictly increasing per name
-// (R-TERM-2): in the step that removes records, the backend raises a floor
-// to the highest token removed, and a name without a record starts its
-// next term above that floor, so its tokens jump rather than count on. A
-// backend may refuse an idle below its own minimum with an error matching
-// ErrInvalidArgument. When ctx ends, what was removed stays removed.
-type Sweeper interface {
-	Sweep(ctx context.Context, idle time.Duration) (removed int, err error)
-}
-
 // Sweep asks the backend to remove the state of the lease names nobody
 // has held or waited for in idle (see Sweeper), bounded by ctx. It fails
 // with ErrNotSupported when the backend is not a Sweeper, and with

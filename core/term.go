@@ -3,7 +3,6 @@ package simba
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,70 +33,6 @@ func (r RevokeReason) String() string {
 
 // MarshalText makes reasons read as their names in JSON and logs.
 func (r RevokeReason) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
-
-// sessionClock is the local deadline of one session incarnation, on the
-// monotonic clock: nanoseconds since base. Terms read it on every call to
-// Valid and Remaining, so validity needs no watchdog (R-TERM-3).
-//
-// Once the deadline has passed it is sealed: a reader that finds it passed
-// marks it so, and a renewal can extend only a deadline that is neither
-// sealed nor passed, in one compare-and-swap. So a term that read invalid
-// never reads valid again, whatever a late renewal does (R-DL-3, R-TERM-4).
-type sessionClock struct {
-	base     time.Time
-	deadline atomic.Int64
-}
-
-// sealed is the deadline of a clock whose deadline has passed.
-const sealed = math.MinInt64
-
-func newSessionClock() *sessionClock { return &sessionClock{base: time.Now()} }
-
-// remaining returns the time left before the deadline, or a value <= 0,
-// sealing the clock when the deadline has passed.
-// A passed deadline is reported only once it is sealed, so that no
-// renewal can move it after a reader saw it passed.
-func (s *sessionClock) remaining() time.Duration {
-	for {
-		d := s.deadline.Load()
-		if d == sealed {
-			return 0
-		}
-		if r := time.Duration(d) - time.Since(s.base); r > 0 {
-			return r
-		}
-		if s.deadline.CompareAndSwap(d, sealed) {
-			return 0
-		}
-	}
-}
-
-// start sets the first deadline of a new session.
-func (s *sessionClock) start(t time.Time) { s.deadline.Store(int64(t.Sub(s.base))) }
-
-// extend moves the deadline to t unless it has passed; it reports false,
-// and seals the clock, when it has.
-func (s *sessionClock) extend(t time.Time) bool {
-	for {
-		d := s.deadline.Load()
-		if d == sealed || time.Duration(d) <= time.Since(s.base) {
-			s.deadline.CompareAndSwap(d, sealed)
-			return false
-		}
-		if s.deadline.CompareAndSwap(d, int64(t.Sub(s.base))) {
-			return true
-		}
-	}
-}
-
-// deadlineTime returns the deadline; for a sealed clock, a time in the past.
-func (s *sessionClock) deadlineTime() time.Time {
-	d := s.deadline.Load()
-	if d == sealed {
-		return s.base
-	}
-	return s.base.Add(time.Duration(d))
-}
 
 // Term is one period during which this node owns a lease. Winning the same
 // name twice gives two terms (R-TERM-1). A Term is safe for concurrent use

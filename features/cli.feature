@@ -116,6 +116,7 @@ Feature: The simba command
   Scenario: simba leader stops the command when its term ends, and runs it again in its next term, with a higher token
     Given simba 1 runs `leader "report" -- sh -c 'echo "SIMBA_TOKEN=$SIMBA_TOKEN"; exec sleep 60'`
     And within one lease duration simba 1's stderr has `simba leader: leading report with token <token>: starting sh`
+    And within one lease duration simba 1's output has `SIMBA_TOKEN=<token>`
     When simba 1 gets SIGSTOP
     And one lease duration passes
     And simba 1 gets SIGCONT

@@ -50,3 +50,31 @@ Feature: Fencing tokens
   @R-FEN-2 @postgres @mysql
   Scenario: The fencing kit passes the SQL recipe
     Then the fencing kit passes the recipe kept in a SQL table
+
+  @R-FTX-1 @postgres @mysql
+  Scenario: A writer cut off until its term ended writes nothing in a transaction of that term
+    Given nodes A and B are connected
+    And A is leader of "ledger"
+    And B starts the election "ledger"
+    And A writes "a1" in a transaction of its term of "ledger", which commits
+    When A's connection stalls, as if A had crashed
+    Then B is leader of "ledger" within one lease duration plus one candidate attempt of A's stall
+    And B writes "b1" in a transaction of its term of "ledger", which commits
+    And A writes "a2" in a transaction of its term of "ledger", which writes nothing
+    And the transactions in a term wrote "a1" and "b1"
+
+  @R-FTX-1 @postgres @mysql
+  Scenario: A valid term whose record names another token writes nothing in a transaction
+    Given node A is connected
+    And A is leader of "ledger"
+    When the backend's record of "ledger" is changed by hand to another token
+    Then A writes "a1" in a transaction of its term of "ledger", which writes nothing
+    And A's term of "ledger" is still valid
+    And the transactions in a term wrote nothing
+
+  @R-FTX-2 @postgres @mysql
+  Scenario: A write of the lease's record waits for a transaction in the holder's term
+    Given node A is connected
+    And A is leader of "ledger"
+    Then A keeps a transaction of its term of "ledger" open while a write of the backend's record of "ledger" waits for it, then commits
+    And the transactions in a term wrote "held open"

@@ -326,12 +326,13 @@ func (r *recorder) Holder(ctx context.Context, name string) (simba.Holder, bool,
 	return h, held, r.finish(c, err)
 }
 
-func (r *recorder) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
+func (r *recorder) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
 	c, f := r.begin(ctx, memory.OpKeepAlive, s, "", 0)
 	if err := r.reach(ctx, c, f); err != nil {
 		return simba.KeepAliveReply{}, err
 	}
-	reply, err := r.inner.KeepAlive(ctx, s, r.capped(lease))
+	req.Lease = r.capped(req.Lease)
+	reply, err := r.inner.KeepAlive(ctx, s, req)
 	reply.Remaining = r.capped(reply.Remaining)
 	r.answered(c, err)
 	if err == nil {

@@ -259,7 +259,7 @@ func (nopBackend) OpenSession(ctx context.Context, _ time.Duration) (simba.Sessi
 	return simba.SessionGrant{}, errNop
 }
 
-func (nopBackend) KeepAlive(context.Context, simba.SessionID, time.Duration) (simba.KeepAliveReply, error) {
+func (nopBackend) KeepAlive(context.Context, simba.SessionID, simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
 	return simba.KeepAliveReply{}, errNop
 }
 

@@ -198,7 +198,7 @@ func (w *world) rawKeepAliveFails(name, errName string) error {
 	}
 	ctx, cancel := w.callCtx()
 	defer cancel()
-	_, err = r.nb.backend.KeepAlive(ctx, r.id, r.lease)
+	_, err = r.nb.backend.KeepAlive(ctx, r.id, simba.KeepAliveRequest{Lease: r.lease})
 	return matches(err, errName)
 }
 
@@ -286,7 +286,7 @@ func (w *world) firstSessionRefused(name string) error {
 	}
 	ctx, cancel := w.callCtx()
 	defer cancel()
-	_, kerr := n.rec.inner.KeepAlive(ctx, ids[0], n.cfg().LeaseDuration)
+	_, kerr := n.rec.inner.KeepAlive(ctx, ids[0], simba.KeepAliveRequest{Lease: n.cfg().LeaseDuration})
 	if err := matches(kerr, "ErrSessionExpired"); err != nil {
 		return fmt.Errorf("keep-alive: %w", err)
 	}

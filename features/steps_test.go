@@ -75,6 +75,8 @@ func (w *world) registerSteps(step func(string, any)) {
 		say(`hands its term of "([^"]*)" to another goroutine, which releases it without error`, w.handsOff),
 		say(`releases its term of "([^"]*)" without waiting: the term has ended when the call returns, and the backend's answer is no error`, w.releasesAsync),
 		say(`writes "([^"]*)" to each fenced value with its term of "([^"]*)", which is (accepted|refused)`, w.fencedWrite),
+		say(`writes "([^"]*)" in a transaction of its term of "([^"]*)", which (commits|writes nothing)`, w.inTermWrite),
+		say(`keeps a transaction of its term of "([^"]*)" open while a write of the backend's record of "([^"]*)" waits for it, then commits`, w.inTermHoldsRecord),
 
 		say(`sees that ([A-Z]) holds "([^"]*)", with its identity, its session and the token of its term`, w.seesHolder),
 		say(`sees that nobody holds "([^"]*)"`, w.seesNobody),
@@ -202,6 +204,7 @@ func (w *world) registerSteps(step func(string, any)) {
 		say(`backend keeps ([A-Z])'s session as one record that expires at most one lease duration from the server's clock`, w.sessionRecord),
 		say(`backend's record of "([^"]*)" names ([A-Z])'s session and token(, and never expires)?`, w.leaseRecord),
 		say(`backend still keeps the record of "([^"]*)", naming no session, with ([A-Z])'s token`, w.releasedRecord),
+		say(`backend's record of "([^"]*)" is changed by hand to another token`, w.recordRetokened),
 	})
 	step(`^a subscriber listens on the backend's release channel$`, w.subscribeReleases)
 	step(`^the subscriber heard the release of "([^"]*)", addressed to the node that waits for it$`, w.heardRelease)
@@ -251,6 +254,7 @@ func (w *world) registerSteps(step func(string, any)) {
 	// Fencing: steps_fencing_test.go
 	step(`^the fenced values kept (.+)$`, w.fencedValues)
 	step(`^each fenced value holds "([^"]*)" with ([A-Z])'s token of "([^"]*)"$`, w.fencedHolds)
+	step(`^the transactions in a term wrote (nothing|".+")$`, w.transactionsWrote)
 	step(`^the fencing kit (.+)$`, phrases{
 		say(`passes the recipe kept (in process|in Redis|in a SQL table)`, w.kitPasses),
 		say(`fails a resource that ignores tokens, naming exactly the checks (.+)`, w.kitFailsIgnorer),

@@ -1,3 +1,5 @@
+// Code generated from internal/sqlcore/templates/backend.go.tmpl by go generate; DO NOT EDIT.
+
 package simbamysql
 
 import (
@@ -125,6 +127,20 @@ func (o Options) core() sqlcore.Options {
 	return sqlcore.Options{TablePrefix: o.TablePrefix, Migrate: o.Migrate, CleanupInterval: o.CleanupInterval, Logger: o.Logger}
 }
 
+func (o Options) printed() sqlcore.Printed {
+	return sqlcore.Printed{Type: "simbamysql.Options", TablePrefix: o.TablePrefix, Migrate: o.Migrate,
+		CleanupInterval: o.CleanupInterval, TLS: o.TLS != nil, Password: o.Password, Logger: o.Logger != nil}
+}
+
+// String describes o with Password shown as "redacted" when set.
+func (o Options) String() string { return o.printed().String() }
+
+// GoString is String, so that %#v does not print the password either.
+func (o Options) GoString() string { return o.printed().String() }
+
+// LogValue makes slog print o with Password redacted.
+func (o Options) LogValue() slog.Value { return o.printed().LogValue() }
+
 // Backend is a simba.Backend on a MySQL 8 or MariaDB 10.11+ database, with
 // InnoDB tables. It is safe for concurrent use.
 //
@@ -144,6 +160,7 @@ var (
 	_ simba.IdentityOpener = (*Backend)(nil)
 	_ simba.Sweeper        = (*Backend)(nil)
 	_ simba.HolderLister   = (*Backend)(nil)
+	_ simba.LeaseLimiter   = (*Backend)(nil)
 )
 
 // New returns a backend on the database reached through db, a *sql.DB of
@@ -237,14 +254,7 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 // an error matching simba.ErrInvalidArgument before any statement. Two
 // round trips, as OpenSession.
 func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
-	g, err := b.e.OpenSessionAs(ctx, lease, identity)
-	if err != nil {
-		return g, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, setupCheckTimeout)
-	defer cancel()
-	g.Warnings = append(g.Warnings, setupWarnings(ctx, b.db)...)
-	return g, nil
+	return b.e.OpenSessionAs(ctx, lease, identity)
 }
 
 // ListHolders returns a page of the leases held now whose names start
@@ -272,16 +282,16 @@ func (b *Backend) Holder(ctx context.Context, name string) (h simba.Holder, ok b
 	return b.e.Holder(ctx, name)
 }
 
-// KeepAlive moves the session's expiry to lease from now (database time)
-// and reports the remaining validity, the leases the session owns and the
-// live member count of each group it joined. A session that has expired or
-// was closed is never renewed: the answer is simba.ErrSessionExpired, also
+// KeepAlive moves the session's expiry to req.Lease from now (database
+// time) and reports the remaining validity, which leases of req the
+// session lost or owns, and the live member count of each group it joined.
+// A session that has expired or was closed is never renewed: the answer is simba.ErrSessionExpired, also
 // when the keep-alive had to wait for a lock on the session row until after
 // it expired (it locks the row, then renews it in a later statement whose
 // clock starts once the lock is held). Five round trips: a transaction
 // (begin, lock, renew, commit), then a read.
-func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
-	return b.e.KeepAlive(ctx, s, lease)
+func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
+	return b.e.KeepAlive(ctx, s, req)
 }
 
 // Acquire makes s the owner of name when the lease is free (no row, no
@@ -352,3 +362,8 @@ func (b *Backend) LeaveGroup(ctx context.Context, s simba.SessionID, group strin
 func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	return b.e.CloseSession(ctx, s)
 }
+
+// MaxLeaseDuration returns MaxLease, the longest session lease the backend
+// accepts: simba.New refuses a client whose LeaseDuration exceeds it with a
+// *simba.ConfigError, since every OpenSession of that lease would fail.
+func (b *Backend) MaxLeaseDuration() time.Duration { return MaxLease }

@@ -1,3 +1,5 @@
+// Code generated from internal/sqlcore/templates/fence.go.tmpl by go generate; DO NOT EDIT.
+
 package simbamysql
 
 import (

@@ -63,57 +63,9 @@ func InTerm(ctx context.Context, db *sql.DB, term *simba.Term, fn func(ctx conte
 // backend's own or the caller's; opts.TablePrefix must be the backend's.
 // Every isolation level works: a locking read reads the latest committed
 // row whatever the level.
-func InTermTx(ctx context.Context, db *sql.DB, term *simba.Term, opts TermTx, fn func(ctx context.Context, tx *sql.Tx) error) (err error) {
-	left, err := sqlcore.TermStart(pkg.Name, db == nil, fn == nil, term)
-	if err != nil {
-		return err
-	}
-	check, err := sqlcore.TermStatement(false, opts.TablePrefix)
-	if err != nil {
-		return fmt.Errorf("%s: InTerm: %w", pkg.Name, err)
-	}
-	ctx, stop := sqlcore.TermContext(ctx, term)
-	defer stop()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: %w", pkg.Name, err))
-	}
-	defer conn.Close()
-	bounded, err := boundTransactions(ctx, conn, left)
-	if err != nil {
-		return sqlcore.TermError(pkg.Name, term, err)
-	}
-	if bounded {
-		defer unbound(conn)
-	}
-	tx, err := conn.BeginTx(ctx, opts.TxOptions)
-	if err != nil {
-		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: begin: %w", pkg.Name, err))
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	var one int
-	err = tx.QueryRowContext(ctx, check, term.Name(), string(term.Session()), int64(term.Token())).Scan(&one)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return sqlcore.TermEnded(pkg.Name, term, nil)
-	case err != nil:
-		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: check the lease: %w", pkg.Name, err))
-	}
-	if err = fn(ctx, tx); err != nil {
-		return sqlcore.TermError(pkg.Name, term, err)
-	}
-	if !term.Valid() {
-		err = sqlcore.TermEnded(pkg.Name, term, nil)
-		return err
-	}
-	if err = tx.Commit(); err != nil {
-		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: commit: %w", pkg.Name, err))
-	}
-	return nil
+func InTermTx(ctx context.Context, db *sql.DB, term *simba.Term, opts TermTx, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	bounds := sqlcore.TermBounds{Conn: boundTransactions, After: unbound}
+	return sqlcore.InTermSQL(ctx, pkg.Name, false, db, term, opts.TablePrefix, opts.TxOptions, bounds, fn)
 }
 
 // boundTransactions sets MariaDB's idle_transaction_timeout and

@@ -18,8 +18,8 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // inTermLease is the lease of the clients of the fenced-transaction tests:
@@ -38,7 +38,7 @@ type inTermFixture struct {
 
 func newInTermFixture(t *testing.T) *inTermFixture {
 	t.Helper()
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
 	id := fmt.Sprintf("it%08x_", rand.Uint32())
 	f := &inTermFixture{t: t, raw: raw, prefix: id, table: id + "ledger", pool: newDB(t, raw, 0)}
 	ctx := t.Context()

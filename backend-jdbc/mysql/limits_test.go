@@ -3,7 +3,6 @@ package simbamysql
 import (
 	"testing"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	"github.com/simba-go/simba/core/backendtest"
 )
 
@@ -11,7 +10,7 @@ import (
 // would refuse at every OpenSession is refused by simba.New, with a
 // *simba.ConfigError, rather than created with no session ever open.
 func TestLeaseAboveMaximumIsAConfigError(t *testing.T) {
-	b, err := New(newDB(t, sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL"), 1), Options{})
+	b, err := New(newDB(t, backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL"), 1), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

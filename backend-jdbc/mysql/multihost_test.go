@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/backendtest"
 )
@@ -33,7 +32,7 @@ func refusedAddr(t *testing.T) string {
 // after its address, and the user and password of its DSN.
 func sharedURL(t *testing.T, before, after []string) string {
 	t.Helper()
-	cfg := parseDSN(t, sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL"))
+	cfg := parseDSN(t, backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL"))
 	user := cfg.User
 	if cfg.Passwd != "" {
 		user += ":" + cfg.Passwd
@@ -95,7 +94,7 @@ func fakeReadOnly(t *testing.T, ro ...string) {
 // read-only replica is skipped, and a promoted one found, in
 // tools/chaos/internal/topology.)
 func TestMultiHostURLSkipsReadOnlyHost(t *testing.T) {
-	cfg := parseDSN(t, sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL"))
+	cfg := parseDSN(t, backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL"))
 	_, port, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +241,7 @@ func TestMultiHostURLRefusesHostileInput(t *testing.T) {
 // tools/chaos/internal/topology), the connections made until then are
 // not used again, and the next goes to the host that is writable now.
 func TestMultiHostURLLeavesADemotedHost(t *testing.T) {
-	cfg := parseDSN(t, sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL"))
+	cfg := parseDSN(t, backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL"))
 	_, port, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
 		t.Fatal(err)

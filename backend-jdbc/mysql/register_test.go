@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 func TestRegisteredSchemes(t *testing.T) {
@@ -97,7 +97,7 @@ func mysqlURL(t *testing.T, dsn string) string {
 // program importing the package for its side effect does, from the
 // mysql:// form of the test server's DSN.
 func TestOpenBackend(t *testing.T) {
-	dsn := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
+	dsn := backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
 	raw := mysqlURL(t, dsn)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/backendtest"
 )
@@ -24,7 +23,7 @@ import (
 // unusable, the server unreachable or the credentials refused.
 func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
 	const s = backendtest.Secret
-	realHost := parseDSN(t, sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")).Addr
+	realHost := parseDSN(t, backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")).Addr
 	const user = "simba_no_such_user"
 	forms := []struct {
 		name string

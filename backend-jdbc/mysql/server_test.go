@@ -14,6 +14,7 @@ import (
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 func TestMain(m *testing.M) {
@@ -348,7 +349,7 @@ func (c fence) Close() error { return c.db.Close() }
 // migration made redundant, between the check of information_schema and
 // the EXECUTE, fails with ER_DUP_FIELDNAME, which is what the step wanted.
 func TestMigrateIgnoresDuplicateColumn(t *testing.T) {
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
 	db := newDB(t, raw, 0)
 	table := "t_dupcol_" + fmt.Sprint(time.Now().UnixNano())
 	if _, err := db.ExecContext(t.Context(), "CREATE TABLE "+table+" (id INT, identity VARCHAR(256) NOT NULL DEFAULT '')"); err != nil {

@@ -80,35 +80,6 @@ VALUES (?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(6), ?)`
 	myRenew = `UPDATE {session} FORCE INDEX (PRIMARY) SET expires_at = UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND
 WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 
-	// Read after myRenew: kinds as on PostgreSQL (0 remaining µs, 1 lease,
-	// 2 group count, 4 the number of leases listed, 5 a lease of the
-	// caller's view, among up to five (name, token) pairs, NULL when
-	// unused, whose row no longer names the session with that token). No
-	// kind-0 row means the session is not live. The leases are listed only
-	// when the third parameter is 1: otherwise the condition is a constant
-	// false and no lease row is read. All of it is one snapshot.
-	myKeepAliveRead = `SELECT 0, CAST(NULL AS CHAR(128) CHARACTER SET ascii),
-    TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)
-FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)
-UNION ALL
-SELECT 1, l.name, l.token FROM {lease} l WHERE ? = 1 AND l.session_id = ?
-UNION ALL
-SELECT 4, NULL, COUNT(*) FROM {lease} l WHERE ? = 1 AND l.session_id = ?
-UNION ALL
-SELECT 5, c.name, c.token FROM (
-SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin AS name, CAST(? AS SIGNED) AS token
-UNION ALL SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin, CAST(? AS SIGNED)
-UNION ALL SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin, CAST(? AS SIGNED)
-UNION ALL SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin, CAST(? AS SIGNED)
-UNION ALL SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin, CAST(? AS SIGNED)
-) c WHERE c.name IS NOT NULL AND EXISTS (SELECT 1 FROM {session} WHERE id = ?) AND NOT EXISTS (
-    SELECT 1 FROM {lease} l WHERE l.name = c.name AND l.session_id = ? AND l.token = c.token)
-UNION ALL
-SELECT 2, g.group_name, (
-    SELECT COUNT(*) FROM {member} m JOIN {session} o ON o.id = m.session_id
-    WHERE m.group_name = g.group_name AND o.expires_at > UTC_TIMESTAMP(6)
-) FROM {member} g WHERE g.session_id = ?`
-
 	// Take over an existing row in one statement: the current owner must
 	// be absent, expired or the caller itself. The lease row is locked
 	// exclusively first, then the owner's session row in share mode, so a
@@ -248,6 +219,30 @@ UNION ALL
 WHERE s.expires_at < UTC_TIMESTAMP(6) AND s.id IN (%s)`
 )
 
+// myKeepAliveRead returns the read that follows myRenew, with n name
+// placeholders. Kinds as on PostgreSQL: 0 remaining µs, 1 a lease name
+// (NULL when unused: no row) and the session's token of it, 0 when its
+// row does not name the session, one row per name, each looked up by its
+// primary key alone (the session is compared in the select list, as on
+// PostgreSQL), 2 group count. No kind-0 row means the session is not live.
+// All of it is one snapshot.
+func myKeepAliveRead(n int) string {
+	return `SELECT 0, CAST(NULL AS CHAR(128) CHARACTER SET ascii),
+    TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)
+FROM {session} WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)
+UNION ALL
+SELECT 1, c.name, COALESCE((SELECT IF(l.session_id = ?, l.token, 0) FROM {lease} l WHERE l.name = c.name), 0) FROM (
+SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin AS name` +
+		strings.Repeat(`
+UNION ALL SELECT CAST(? AS CHAR(128) CHARACTER SET ascii) COLLATE ascii_bin`, n-1) + `
+) c WHERE c.name IS NOT NULL
+UNION ALL
+SELECT 2, g.group_name, (
+    SELECT COUNT(*) FROM {member} m JOIN {session} o ON o.id = m.session_id
+    WHERE m.group_name = g.group_name AND o.expires_at > UTC_TIMESTAMP(6)
+) FROM {member} g WHERE g.session_id = ?`
+}
+
 // myStmt names the prepared statements of dialect.
 type myStmt int
 
@@ -274,7 +269,7 @@ var myStatements = [stCount]string{
 	stOpen:          myOpenSession,
 	stLockSession:   myLockSession,
 	stRenew:         myRenew,
-	stKeepAliveRead: myKeepAliveRead,
+	stKeepAliveRead: myKeepAliveRead(simba.MinLeaseChecks),
 	stTakeOver:      myTakeOver,
 	stAcquireState:  myAcquireState,
 	stInsertLease:   myInsertLease,
@@ -453,12 +448,7 @@ func (s *dialect) Prepare(ctx context.Context) error {
 	s.stmts, s.boundStmts = stmts, map[boundKey]*sql.Stmt{}
 	s.mariadb = strings.Contains(version, "MariaDB")
 	s.mu.Unlock()
-	for _, p := range old {
-		p.Close()
-	}
-	for _, p := range oldBound {
-		p.Close()
-	}
+	closeStmts(old, oldBound)
 	return nil
 }
 
@@ -469,10 +459,15 @@ func (s *dialect) Close() {
 	old, oldBound := s.stmts, s.boundStmts
 	s.boundStmts, s.closed = map[boundKey]*sql.Stmt{}, true
 	s.mu.Unlock()
-	for _, p := range old {
+	closeStmts(old, oldBound)
+}
+
+// closeStmts closes statements that no call takes any more.
+func closeStmts(stmts []*sql.Stmt, bound map[boundKey]*sql.Stmt) {
+	for _, p := range stmts {
 		p.Close()
 	}
-	for _, p := range oldBound {
+	for _, p := range bound {
 		p.Close()
 	}
 }
@@ -490,7 +485,7 @@ func (s *dialect) OpenSession(ctx context.Context, id string, lease time.Duratio
 // it, and an unchanged value counts as zero): the read says whether the
 // session is live, and an expired session can no longer be renewed in
 // between.
-func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, list bool, check []sqlcore.Check) (simba.KeepAliveReply, []sqlcore.Check, bool, error) {
+func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration, names []string) (simba.KeepAliveReply, map[string]uint64, bool, error) {
 	err := s.renew(ctx, id, lease)
 	for i := 1; i < deadlockRetries && deadlock(err) && ctx.Err() == nil; i++ {
 		err = s.renew(ctx, id, lease) // rolled back: nothing was renewed
@@ -498,24 +493,29 @@ func (s *dialect) KeepAlive(ctx context.Context, id string, lease time.Duration,
 	if err != nil {
 		return simba.KeepAliveReply{}, nil, false, err
 	}
-	listing := 0
-	if list {
-		listing = 1
-	}
-	args := []any{id, listing, id, listing, id}
-	for i := range sqlcore.CheckedLeases {
-		if i < len(check) {
-			args = append(args, check[i].Name, int64(check[i].Token))
+	slots := max(len(names), simba.MinLeaseChecks)
+	args := make([]any, 0, slots+3)
+	args = append(args, id, id)
+	for i := range slots {
+		if i < len(names) {
+			args = append(args, names[i])
 		} else {
-			args = append(args, nil, nil)
+			args = append(args, nil)
 		}
 	}
-	args = append(args, id, id, id)
-	rows, err := s.query(ctx, stKeepAliveRead, args...) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
+	args = append(args, id)
+	var rows *sql.Rows
+	if slots == simba.MinLeaseChecks {
+		rows, err = s.query(ctx, stKeepAliveRead, args...) //nolint:rowserrcheck // ReadKeepAlive checks rows.Err and closes rows
+	} else {
+		// More unsure names than the prepared statement holds: rare (a
+		// call ended without its outcome), and prepared for this call only.
+		rows, err = s.db.QueryContext(ctx, s.t.Expand(myKeepAliveRead(slots)), args...) //nolint:rowserrcheck // as above
+	}
 	if err != nil {
 		return simba.KeepAliveReply{}, nil, false, err
 	}
-	return sqlcore.ReadKeepAlive(sqlcore.SQLRows{Rows: rows})
+	return sqlcore.ReadKeepAlive(sqlcore.SQLRows{Rows: rows}, len(names))
 }
 
 // renew locks the session row, then renews it if it is still live.
@@ -661,45 +661,15 @@ func (s *dialect) CloseSession(ctx context.Context, id string) error {
 }
 
 func (s *dialect) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
-	var id, identity string
-	var token, since int64
-	switch err := s.scanRow(ctx, stHolder, []any{&id, &identity, &token, &since}, name); {
-	case errors.Is(err, sql.ErrNoRows):
-		return simba.Holder{}, false, nil
-	case err != nil:
-		return simba.Holder{}, false, err
-	}
-	return simba.Holder{Session: simba.SessionID(id), Identity: identity, Token: uint64(token), Since: time.UnixMicro(since).UTC()}, true, nil
+	return sqlcore.ScanHolder(func(dest ...any) error { return s.scanRow(ctx, stHolder, dest, name) }, sql.ErrNoRows)
 }
 
 func (s *dialect) ListHolders(ctx context.Context, from, after, below string, scan, limit int) ([]simba.HeldLease, string, int, error) {
-	rows, err := s.query(ctx, stListHolders, from, after, below, scan, limit)
+	rows, err := s.query(ctx, stListHolders, from, after, below, scan, limit) //nolint:rowserrcheck // ReadHolders checks rows.Err and closes rows
 	if err != nil {
 		return nil, "", 0, err
 	}
-	defer rows.Close()
-	var held []simba.HeldLease
-	var last string
-	var scanned int64
-	for rows.Next() {
-		var name, id, identity sql.NullString
-		var token int64
-		var since sql.NullInt64
-		if err := rows.Scan(&name, &id, &identity, &token, &since); err != nil {
-			return nil, "", 0, err
-		}
-		if !id.Valid { // the last row: what b read
-			scanned, last = token, name.String
-			continue
-		}
-		held = append(held, simba.HeldLease{Name: name.String, Holder: simba.Holder{
-			Session: simba.SessionID(id.String), Identity: identity.String, Token: uint64(token), Since: time.UnixMicro(since.Int64).UTC(),
-		}})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", 0, err
-	}
-	return held, last, int(scanned), nil
+	return sqlcore.ReadHolders(sqlcore.SQLRows{Rows: rows})
 }
 
 func (s *dialect) Cleanup(ctx context.Context, limit int) (int, error) {
@@ -829,22 +799,14 @@ func (s *dialect) sweep(ctx context.Context, idle time.Duration, after string, l
 	return last, removed, nil
 }
 
-// UndefinedTable recognises ER_NO_SUCH_TABLE (1146).
-func (s *dialect) UndefinedTable(err error) (string, bool) {
+// Undefined recognises ER_NO_SUCH_TABLE (1146) and ER_BAD_FIELD_ERROR
+// (1054).
+func (s *dialect) Undefined(err error) (string, bool, bool) {
 	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) && myErr.Number == 1146 {
-		return myErr.Message, true
+	if !errors.As(err, &myErr) || myErr.Number != 1146 && myErr.Number != 1054 {
+		return "", false, false
 	}
-	return "", false
-}
-
-// UndefinedColumn recognises ER_BAD_FIELD_ERROR (1054).
-func (s *dialect) UndefinedColumn(err error) (string, bool) {
-	var myErr *mysql.MySQLError
-	if errors.As(err, &myErr) && myErr.Number == 1054 {
-		return myErr.Message, true
-	}
-	return "", false
+	return myErr.Message, myErr.Number == 1146, true
 }
 
 // migrations are the schema's steps, each idempotent; a released step is

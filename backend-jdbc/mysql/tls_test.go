@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"io"
 	"net/url"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ const tlsEnv = "SIMBA_TEST_MYSQL_TLS_URL"
 // and the CA; "custom" is registered with that CA.
 func tlsServer(t testing.TB) (dsn, password string, roots *x509.CertPool) {
 	t.Helper()
-	dsn, _, roots = sqltest.TLSServer(t, tlsEnv)
+	dsn, _, roots = backendtest.TLSServer(t, tlsEnv)
 	if err := mysql.RegisterTLSConfig("custom", &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}); err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +36,7 @@ func tlsServer(t testing.TB) (dsn, password string, roots *x509.CertPool) {
 	return dsn, cfg.Passwd, roots
 }
 
-// TestTLSServer runs the conformance suite, the engine's locks and the
-// refusal of wrong credentials over TLS, as the password user of
+// TestTLSServer runs the conformance suite over TLS, as the password user of
 // SIMBA_TEST_MYSQL_TLS_URL, on a server that requires secure transport:
 // the tests' own clients take the DSN (tls=custom), Open the mysql:// URL
 // made of it.
@@ -137,7 +137,7 @@ func TestTLSForms(t *testing.T) {
 // and shows no password.
 func TestTLSOpenFailures(t *testing.T) {
 	dsn, password, roots := tlsServer(t)
-	otherRoots, _ := sqltest.OtherCA(t)
+	otherRoots, _ := backendtest.OtherCA(t)
 	if err := mysql.RegisterTLSConfig("other-ca", &tls.Config{RootCAs: otherRoots}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,12 +149,12 @@ func TestTLSOpenFailures(t *testing.T) {
 	wrongPassword := dsnWith(t, dsn, func(c *mysql.Config) { c.Passwd = backendtest.Secret })
 	unknownCA := []string{"tls", "certificate signed by unknown authority"}
 	denied := []string{"access denied", "simba"}
-	fails := func(name, src string, opts Options, want ...string) sqltest.TLSFailure {
+	fails := func(name, src string, opts Options, want ...string) backendtest.TLSFailure {
 		// Without Migrate, an Open that got through would still fail, on
 		// the missing tables, and create nothing.
 		opts.TablePrefix = "tls_probe_"
-		return sqltest.TLSFailure{Name: name, Want: want,
-			Open: func(ctx context.Context) (sqltest.Backend, error) {
+		return backendtest.TLSFailure{Name: name, Want: want,
+			Open: func(ctx context.Context) (io.Closer, error) {
 				b, err := Open(ctx, src, opts)
 				if err != nil {
 					return nil, err
@@ -162,7 +162,7 @@ func TestTLSOpenFailures(t *testing.T) {
 				return b, nil
 			}}
 	}
-	sqltest.RunTLSFailures(t, []sqltest.TLSFailure{
+	backendtest.RunTLSFailures(t, []backendtest.TLSFailure{
 		fails("wrong CA in the DSN", tlsParam("other-ca"), Options{}, unknownCA...),
 		fails("wrong CA in the URL", h.URL(t, tlsParam("other-ca"), ""), Options{}, unknownCA...),
 		fails("system roots", tlsParam("true"), Options{}, unknownCA...),

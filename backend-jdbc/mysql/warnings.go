@@ -48,6 +48,14 @@ var serverVariables = func(ctx context.Context, db *sql.DB) (map[string]string, 
 	return vars, rows.Err()
 }
 
+// Warnings reads the server's variables within setupCheckTimeout
+// (Dialect.Warnings).
+func (s *dialect) Warnings(ctx context.Context) []simba.Warning {
+	ctx, cancel := context.WithTimeout(ctx, setupCheckTimeout)
+	defer cancel()
+	return setupWarnings(ctx, s.db)
+}
+
 // setupWarnings reads the server's variables and returns what they break.
 // A server it cannot ask gets no warning: the session was opened, and the
 // next one asks again.

@@ -3,11 +3,11 @@ package simbamysql
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/backendtest"
 )
@@ -42,7 +42,7 @@ func codes(ws []simba.Warning) string {
 // cluster needs the galera-4 library and three nodes: wsrep_on = ON is
 // faked over the real answer (which on MariaDB has wsrep_on = OFF).
 func TestSetupWarnings(t *testing.T) {
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	db := newDB(t, raw, 1)
@@ -81,7 +81,7 @@ func TestSetupWarnings(t *testing.T) {
 // reply drops the lease; at the server's default both report the
 // committed holder.
 func TestReadUncommittedHolderSeesRolledBackOwner(t *testing.T) {
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	const prefix = "warnru_"
@@ -104,9 +104,11 @@ func TestReadUncommittedHolderSeesRolledBackOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := "ru-" + strings.ToLower(string(owner.ID)[:8])
-	if r, err := committed.Acquire(ctx, owner.ID, name); err != nil || !r.Won {
-		t.Fatalf("acquire: %v, %v", r, err)
+	won, err := committed.Acquire(ctx, owner.ID, name)
+	if err != nil || !won.Won {
+		t.Fatalf("acquire: %v, %v", won, err)
 	}
+	held := simba.KeepAliveRequest{Lease: time.Minute, Held: map[string]uint64{name: won.Token}, Generation: 1}
 	tx, err := newDB(t, raw, 1).BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -121,17 +123,17 @@ func TestReadUncommittedHolderSeesRolledBackOwner(t *testing.T) {
 	if h, ok, err := committed.Holder(ctx, name); err != nil || !ok || h.Session != owner.ID {
 		t.Errorf("REPEATABLE READ: Holder = %+v, %v, %v; want the committed owner %s", h, ok, err, owner.ID)
 	}
-	// The owner's keep-alive, read dirty, no longer lists its lease: the
+	// The owner's keep-alive, read dirty, reports its lease lost: the
 	// engine would end the term as TAKEN_OVER.
-	if r, err := dirty.KeepAlive(ctx, owner.ID, time.Minute); err != nil {
+	if r, err := dirty.KeepAlive(ctx, owner.ID, held); err != nil {
 		t.Fatal(err)
-	} else if _, listed := r.Leases[name]; listed {
-		t.Errorf("READ UNCOMMITTED: the keep-alive still lists %s: %v", name, r.Leases)
+	} else if !slices.Equal(r.Lost, []string{name}) {
+		t.Errorf("READ UNCOMMITTED: the keep-alive lost %v, want %s", r.Lost, name)
 	}
-	if r, err := committed.KeepAlive(ctx, owner.ID, time.Minute); err != nil {
+	if r, err := committed.KeepAlive(ctx, owner.ID, held); err != nil {
 		t.Fatal(err)
-	} else if _, listed := r.Leases[name]; !listed {
-		t.Errorf("REPEATABLE READ: the keep-alive no longer lists %s: %v", name, r.Leases)
+	} else if len(r.Lost) != 0 {
+		t.Errorf("REPEATABLE READ: the keep-alive lost %v, want nothing", r.Lost)
 	}
 }
 
@@ -139,7 +141,7 @@ func TestReadUncommittedHolderSeesRolledBackOwner(t *testing.T) {
 // the warnings (READ UNCOMMITTED for real, Galera faked), and a client of the backend logs it and publishes it as an
 // EventBackendWarning once per session.
 func TestOpenSessionWarnsThroughTheEngine(t *testing.T) {
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	b, err := New(newDB(t, raw, 4), Options{TablePrefix: "warnengine_", Migrate: true, CleanupInterval: -1})

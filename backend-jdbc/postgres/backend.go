@@ -1,3 +1,5 @@
+// Code generated from internal/sqlcore/templates/backend.go.tmpl by go generate; DO NOT EDIT.
+
 package simbapg
 
 import (
@@ -127,6 +129,20 @@ func (o Options) core() sqlcore.Options {
 	return sqlcore.Options{TablePrefix: o.TablePrefix, Migrate: o.Migrate, CleanupInterval: o.CleanupInterval, Logger: o.Logger}
 }
 
+func (o Options) printed() sqlcore.Printed {
+	return sqlcore.Printed{Type: "simbapg.Options", TablePrefix: o.TablePrefix, Migrate: o.Migrate,
+		CleanupInterval: o.CleanupInterval, TLS: o.TLS != nil, Password: o.Password, Logger: o.Logger != nil}
+}
+
+// String describes o with Password shown as "redacted" when set.
+func (o Options) String() string { return o.printed().String() }
+
+// GoString is String, so that %#v does not print the password either.
+func (o Options) GoString() string { return o.printed().String() }
+
+// LogValue makes slog print o with Password redacted.
+func (o Options) LogValue() slog.Value { return o.printed().LogValue() }
+
 // Backend is a simba.Backend on a PostgreSQL 14+ database. It is safe for
 // concurrent use.
 //
@@ -146,6 +162,7 @@ var (
 	_ simba.IdentityOpener = (*Backend)(nil)
 	_ simba.Sweeper        = (*Backend)(nil)
 	_ simba.HolderLister   = (*Backend)(nil)
+	_ simba.LeaseLimiter   = (*Backend)(nil)
 )
 
 // New returns a backend on the database reached through pool. The caller
@@ -236,16 +253,7 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 // an error matching simba.ErrInvalidArgument before any statement. Two
 // round trips, as OpenSession.
 func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
-	g, err := b.e.OpenSessionAs(ctx, lease, identity)
-	if err != nil {
-		return g, err
-	}
-	if setup, err := readSetup(ctx, b.pool); err == nil {
-		for _, w := range setup.warnings() {
-			g.Warnings = append(g.Warnings, simba.Warning{Code: w.code, Message: w.message})
-		}
-	}
-	return g, nil
+	return b.e.OpenSessionAs(ctx, lease, identity)
 }
 
 // ListHolders returns a page of the leases held now whose names start
@@ -272,15 +280,15 @@ func (b *Backend) Holder(ctx context.Context, name string) (h simba.Holder, ok b
 	return b.e.Holder(ctx, name)
 }
 
-// KeepAlive moves the session's expiry to lease from now (database time)
-// and reports the remaining validity, the leases the session owns and the
-// live member count of each group it joined. A session that has expired or
-// was closed is never renewed: the answer is simba.ErrSessionExpired, also
+// KeepAlive moves the session's expiry to req.Lease from now (database
+// time) and reports the remaining validity, which leases of req the
+// session lost or owns, and the live member count of each group it joined.
+// A session that has expired or was closed is never renewed: the answer is simba.ErrSessionExpired, also
 // when the keep-alive had to wait for a lock on the session row until after
 // it expired (its expiry is compared with clock_timestamp() once the row is
 // locked). One round trip.
-func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
-	return b.e.KeepAlive(ctx, s, lease)
+func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
+	return b.e.KeepAlive(ctx, s, req)
 }
 
 // Acquire makes s the owner of name when the lease is free (no row, no
@@ -349,3 +357,8 @@ func (b *Backend) LeaveGroup(ctx context.Context, s simba.SessionID, group strin
 func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	return b.e.CloseSession(ctx, s)
 }
+
+// MaxLeaseDuration returns MaxLease, the longest session lease the backend
+// accepts: simba.New refuses a client whose LeaseDuration exceeds it with a
+// *simba.ConfigError, since every OpenSession of that lease would fail.
+func (b *Backend) MaxLeaseDuration() time.Duration { return MaxLease }

@@ -173,12 +173,13 @@ func TestFailoverFindsNewPrimary(t *testing.T) {
 	if err != nil || !got.Won {
 		t.Fatalf("Acquire = %+v, %v", got, err)
 	}
+	req := simba.KeepAliveRequest{Lease: lease, Held: map[string]uint64{"held": got.Token}, Generation: 1}
 	for round := range 2 {
 		// Fill the pool, so that every connection it holds goes to the
 		// old primary.
 		errs := make(chan error, conns)
 		for range conns {
-			go func() { _, err := b.KeepAlive(ctx, g.ID, lease); errs <- err }()
+			go func() { _, err := b.KeepAlive(ctx, g.ID, req); errs <- err }()
 		}
 		for range conns {
 			if err := <-errs; err != nil {
@@ -191,11 +192,11 @@ func TestFailoverFindsNewPrimary(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			r, err := b.KeepAlive(cctx, g.ID, lease)
+			r, err := b.KeepAlive(cctx, g.ID, req)
 			cancel()
 			if err == nil {
-				if r.Leases["held"] != got.Token {
-					t.Fatalf("round %d: after the promotion the session holds %v, want held at %d", round, r.Leases, got.Token)
+				if len(r.Lost) != 0 {
+					t.Fatalf("round %d: after the promotion the session lost %v, want held at %d", round, r.Lost, got.Token)
 				}
 				break
 			}
@@ -218,7 +219,7 @@ func TestFailoverFindsNewPrimary(t *testing.T) {
 			// replica: connections must skip it.
 			p.rejoin()
 			for range 2 * conns {
-				if _, err := b.KeepAlive(ctx, g.ID, lease); err != nil {
+				if _, err := b.KeepAlive(ctx, g.ID, req); err != nil {
 					t.Fatalf("with the old primary back as a replica: %v", err)
 				}
 			}
@@ -254,6 +255,7 @@ func TestFailoverPastHungHost(t *testing.T) {
 	if err != nil || !got.Won {
 		t.Fatalf("Acquire = %+v, %v", got, err)
 	}
+	req := simba.KeepAliveRequest{Lease: lease, Held: map[string]uint64{"held": got.Token}, Generation: 1}
 	p.caughtUp()
 	p.freezeAndPromote()
 	start := time.Now()
@@ -262,11 +264,11 @@ func TestFailoverPastHungHost(t *testing.T) {
 	for time.Since(start) < within {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		var r simba.KeepAliveReply
-		r, last = b.KeepAlive(cctx, g.ID, lease)
+		r, last = b.KeepAlive(cctx, g.ID, req)
 		cancel()
 		if last == nil {
-			if r.Leases["held"] != got.Token {
-				t.Fatalf("after the promotion the session holds %v, want held at %d", r.Leases, got.Token)
+			if len(r.Lost) != 0 {
+				t.Fatalf("after the promotion the session lost %v, want held at %d", r.Lost, got.Token)
 			}
 			t.Logf("the new primary answered %v after the promotion", time.Since(start).Round(time.Millisecond))
 			return

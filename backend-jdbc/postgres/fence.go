@@ -1,11 +1,9 @@
+// Code generated from internal/sqlcore/templates/fence.go.tmpl by go generate; DO NOT EDIT.
+
 package simbapg
 
 import (
 	"context"
-	"errors"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 )
@@ -75,13 +73,6 @@ func NewFence(t FenceTable) (*Fence, error) {
 // package's *Fence behind one interface of its own.
 type SQLHandle = sqlcore.SQLHandle
 
-// PgxHandle is what a Fence needs from a pgx handle: *pgxpool.Pool,
-// *pgx.Conn and pgx.Tx all have it.
-type PgxHandle interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
 // Init creates the row of key with token 0 unless it exists, so that
 // fenced writes to key can start. It sets only the key and token columns:
 // when other columns of the table need a value, insert the row yourself.
@@ -90,14 +81,6 @@ func (f *Fence) Init(ctx context.Context, db SQLHandle, key any) error {
 		return f.f.NilHandle()
 	}
 	return f.f.Init(ctx, sqlcore.SQLRunner{DB: db}, key)
-}
-
-// InitPgx is Init on a pgx handle.
-func (f *Fence) InitPgx(ctx context.Context, db PgxHandle, key any) error {
-	if db == nil {
-		return f.f.NilHandle()
-	}
-	return f.f.Init(ctx, pgxRunner{db}, key)
 }
 
 // Write sets the fence's columns to values and the token column to token
@@ -117,31 +100,4 @@ func (f *Fence) Write(ctx context.Context, db SQLHandle, key any, token uint64, 
 		return false, f.f.NilHandle()
 	}
 	return f.f.Write(ctx, sqlcore.SQLRunner{DB: db}, key, token, values)
-}
-
-// WritePgx is Write on a pgx handle.
-func (f *Fence) WritePgx(ctx context.Context, db PgxHandle, key any, token uint64, values ...any) (accepted bool, err error) {
-	if db == nil {
-		return false, f.f.NilHandle()
-	}
-	return f.f.Write(ctx, pgxRunner{db}, key, token, values)
-}
-
-type pgxRunner struct{ db PgxHandle }
-
-func (p pgxRunner) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	tag, err := p.db.Exec(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	return tag.RowsAffected(), nil
-}
-
-func (p pgxRunner) Token(ctx context.Context, q string, args ...any) (int64, bool, error) {
-	var v int64
-	err := p.db.QueryRow(ctx, q, args...).Scan(&v)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, false, nil
-	}
-	return v, err == nil, err
 }

@@ -2,15 +2,20 @@ package simbapg
 
 import (
 	"context"
-	"errors"
+	"database/sql"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 	simba "github.com/simba-go/simba/core"
 )
+
+// boundStatement sets, for the transaction only, how long one statement
+// may run and the transaction may stay idle: $1 milliseconds.
+const boundStatement = `SELECT set_config('statement_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $1, true)`
 
 // TxBeginner begins the transactions of InTerm: *pgxpool.Pool, *pgx.Conn
 // or a pgx.Tx (then InTerm runs in a savepoint of it, and the outer
@@ -85,7 +90,7 @@ func InTermTx(ctx context.Context, db TxBeginner, term *simba.Term, opts TermTx,
 	}()
 	bound := strconv.FormatInt(max(left.Milliseconds(), 1), 10)
 	batch := &pgx.Batch{}
-	batch.Queue(`SELECT set_config('statement_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $1, true)`, bound)
+	batch.Queue(boundStatement, bound)
 	batch.Queue(check, term.Name(), string(term.Session()), int64(term.Token()))
 	br := tx.SendBatch(ctx, batch)
 	_, err = br.Exec()
@@ -96,21 +101,29 @@ func InTermTx(ctx context.Context, db TxBeginner, term *simba.Term, opts TermTx,
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return sqlcore.TermEnded(pkg.Name, term, nil)
-	case err != nil:
-		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: check the lease: %w", pkg.Name, err))
-	}
-	if err = fn(ctx, tx); err != nil {
-		return sqlcore.TermError(pkg.Name, term, err)
-	}
-	if !term.Valid() {
-		err = sqlcore.TermEnded(pkg.Name, term, nil)
-		return err
-	}
-	if err = tx.Commit(ctx); err != nil {
-		return sqlcore.TermError(pkg.Name, term, fmt.Errorf("%s: InTerm: commit: %w", pkg.Name, err))
-	}
-	return nil
+	return sqlcore.TermCommit(pkg.Name, term, err, pgx.ErrNoRows, func() error { return fn(ctx, tx) },
+		func() error { return tx.Commit(ctx) })
+}
+
+// TermSQLTx sets up the transactions of InTermSQL.
+type TermSQLTx struct {
+	// TablePrefix is the Options.TablePrefix of the backend whose lease the
+	// term holds; "" is DefaultTablePrefix.
+	TablePrefix string
+	// TxOptions are the transaction's isolation level and access mode; nil
+	// is the server's default.
+	TxOptions *sql.TxOptions
+}
+
+// InTermSQL is InTermTx for database/sql: db is a *sql.DB of the pgx
+// stdlib driver ("pgx"), and fn gets a *sql.Tx. The check, the bounds and
+// the errors are InTermTx's; the bounds take a round trip of their own.
+func InTermSQL(ctx context.Context, db *sql.DB, term *simba.Term, opts TermSQLTx, fn func(ctx context.Context, tx *sql.Tx) error) error {
+	bounds := sqlcore.TermBounds{Tx: func(ctx context.Context, tx *sql.Tx, left time.Duration) error {
+		if _, err := tx.ExecContext(ctx, boundStatement, strconv.FormatInt(max(left.Milliseconds(), 1), 10)); err != nil {
+			return fmt.Errorf("%s: InTerm: bound the transaction: %w", pkg.Name, err)
+		}
+		return nil
+	}}
+	return sqlcore.InTermSQL(ctx, pkg.Name, true, db, term, opts.TablePrefix, opts.TxOptions, bounds, fn)
 }

@@ -3,6 +3,7 @@ package simbapg
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -18,8 +19,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // inTermLease is the lease of the clients of the fenced-transaction tests:
@@ -38,7 +39,7 @@ type inTermFixture struct {
 
 func newInTermFixture(t *testing.T) *inTermFixture {
 	t.Helper()
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL")
 	id := fmt.Sprintf("it%08x_", rand.Uint32())
 	f := &inTermFixture{t: t, raw: raw, prefix: id, table: id + "ledger", pool: newPool(t, raw, 0)}
 	ctx := t.Context()
@@ -470,4 +471,49 @@ func runInTermHolder(spec string) int {
 	})
 	fmt.Printf("result: %v; term expired: %t\n", err, errors.Is(err, simba.ErrTermExpired))
 	return 0
+}
+
+// InTermSQL is InTermTx over database/sql (the pgx stdlib driver): the
+// same bounds, check and commit.
+func TestInTermSQL(t *testing.T) {
+	f := newInTermFixture(t)
+	db, err := sql.Open("pgx", f.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := f.client()
+	lt, err := c.Lock("sql").Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := TermSQLTx{TablePrefix: f.prefix}
+	err = InTermSQL(t.Context(), db, lt.Term, opts, func(ctx context.Context, tx *sql.Tx) error {
+		var bound string
+		if err := tx.QueryRowContext(ctx, "SHOW idle_in_transaction_session_timeout").Scan(&bound); err != nil {
+			return err
+		}
+		if bound == "0" {
+			return fmt.Errorf("idle_in_transaction_session_timeout is %s in the transaction, want the term's remaining time", bound)
+		}
+		_, err := tx.ExecContext(ctx, "INSERT INTO "+f.table+" (writer, token) VALUES ('sql', $1)", int64(lt.Token()))
+		return err
+	})
+	if err != nil {
+		t.Fatalf("InTermSQL of a held term: %v", err)
+	}
+	if _, err := f.pool.Exec(t.Context(), "UPDATE "+f.prefix+"lease SET token = token + 1 WHERE name = 'sql'"); err != nil {
+		t.Fatal(err)
+	}
+	err = InTermSQL(t.Context(), db, lt.Term, opts, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO "+f.table+" (writer, token) VALUES ('stale', $1)", int64(lt.Token()))
+		return err
+	})
+	if !errors.Is(err, simba.ErrTermExpired) {
+		t.Fatalf("InTermSQL after the lease row changed = %v, want an error matching simba.ErrTermExpired", err)
+	}
+	if err := InTermSQL(t.Context(), nil, lt.Term, opts, nil); !errors.Is(err, simba.ErrInvalidArgument) {
+		t.Fatalf("InTermSQL with a nil handle = %v, want an error matching simba.ErrInvalidArgument", err)
+	}
+	f.wantRows("sql")
 }

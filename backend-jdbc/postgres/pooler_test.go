@@ -159,8 +159,7 @@ func TestThroughTransactionPooler(t *testing.T) {
 	h.Server = func(testing.TB, string) string { return pooled + "&default_query_exec_mode=exec" }
 	h.Only = func(name string) bool {
 		switch name {
-		case "Conformance", "EngineLocks", "LeaseLifecycle", "ConcurrentCallsOfOneSession",
-			"TakeOverWaitsForRenewalInFlight", "SweepRacesAcquire", "CancelledContext":
+		case "Conformance", "TakeOverWaitsForRenewalInFlight", "SweepRacesAcquire":
 			return true
 		}
 		return false

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 func TestRegisteredSchemes(t *testing.T) {
@@ -74,7 +74,7 @@ func TestOnlyURLErrorsAreInvalidURLs(t *testing.T) {
 // schemes, the way a program importing the package for its side effect
 // does.
 func TestOpenBackend(t *testing.T) {
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The registry's opener does not migrate: create the tables of the
@@ -114,7 +114,7 @@ func TestOpenBackend(t *testing.T) {
 // Open reads the scheme in any case: pgx recognises only a lower-case one
 // and would otherwise connect to its defaults instead of the URL's host.
 func TestOpenUpperCaseScheme(t *testing.T) {
-	raw := sqltest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL")
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL")
 	_, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		t.Fatalf("SIMBA_TEST_POSTGRES_URL is not a URL")

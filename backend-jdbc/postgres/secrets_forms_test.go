@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/backendtest"
 )
@@ -23,7 +22,7 @@ import (
 // server unreachable, the credentials refused or the tables missing.
 func TestOpenHidesCredentialsInEveryForm(t *testing.T) {
 	const s = backendtest.Secret
-	u := parseURL(t, sqltest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL"))
+	u := parseURL(t, backendtest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL"))
 	realHost, realUser := u.Host, u.User.Username()
 	forms := []struct {
 		name     string
@@ -99,7 +98,7 @@ func TestOptionsPrintWithoutPassword(t *testing.T) {
 // one that is (x_auth=1) is not searched for in the driver's message: the
 // server's address reads as it is.
 func TestOpenKeepsTextThatIsNoCredential(t *testing.T) {
-	u := parseURL(t, sqltest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL"))
+	u := parseURL(t, backendtest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL"))
 	for _, host := range []string{u.Host, "127.0.0.1:1"} {
 		for _, param := range []string{"x_auth=1", "require_auth=md5", "x_token=5432"} {
 			raw := "postgres://simba_no_such_user@" + host + "/postgres?sslmode=disable&connect_timeout=2&" + param

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"io"
 	"net/url"
 	"testing"
 	"time"
@@ -17,8 +18,7 @@ import (
 
 const tlsEnv = "SIMBA_TEST_POSTGRES_TLS_URL"
 
-// TestTLSServer runs the conformance suite, the engine's locks and the
-// refusal of wrong credentials over TLS, as the scram-sha-256 user of
+// TestTLSServer runs the conformance suite over TLS, as the scram-sha-256 user of
 // SIMBA_TEST_POSTGRES_TLS_URL (sslmode=verify-full with sslrootcert).
 func TestTLSServer(t *testing.T) {
 	h := harness()
@@ -31,7 +31,7 @@ func TestTLSServer(t *testing.T) {
 // password, the CA's file and pool.
 func tlsURL(t testing.TB) (u *url.URL, password, caFile string, roots *x509.CertPool) {
 	t.Helper()
-	raw, caFile, roots := sqltest.TLSServer(t, tlsEnv)
+	raw, caFile, roots := backendtest.TLSServer(t, tlsEnv)
 	u = parseURL(t, raw)
 	password, ok := u.User.Password()
 	if !ok || password == "" {
@@ -126,14 +126,14 @@ func TestTLSForms(t *testing.T) {
 // and shows no password.
 func TestTLSOpenFailures(t *testing.T) {
 	u, password, caFile, roots := tlsURL(t)
-	otherRoots, otherFile := sqltest.OtherCA(t)
+	otherRoots, otherFile := backendtest.OtherCA(t)
 	verify := []string{"sslmode", "verify-full", "sslrootcert", caFile}
 	unknownCA := []string{"tls", "certificate signed by unknown authority"}
-	fails := func(name, rawURL string, opts Options, want ...string) sqltest.TLSFailure {
-		return sqltest.TLSFailure{Name: name, Want: want,
-			Open: func(ctx context.Context) (sqltest.Backend, error) { return openTLS(ctx, rawURL, opts) }}
+	fails := func(name, rawURL string, opts Options, want ...string) backendtest.TLSFailure {
+		return backendtest.TLSFailure{Name: name, Want: want,
+			Open: func(ctx context.Context) (io.Closer, error) { return openTLS(ctx, rawURL, opts) }}
 	}
-	sqltest.RunTLSFailures(t, []sqltest.TLSFailure{
+	backendtest.RunTLSFailures(t, []backendtest.TLSFailure{
 		fails("wrong CA in the URL", withQuery(u, "sslmode", "verify-full", "sslrootcert", otherFile), Options{Password: password}, unknownCA...),
 		fails("system roots", withQuery(u, "sslmode", "verify-full"), Options{Password: password}, unknownCA...),
 		fails("wrong CA in Options.TLS", withQuery(u), Options{Password: password, TLS: &tls.Config{RootCAs: otherRoots}}, unknownCA...),

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	simba "github.com/simba-go/simba/core"
 )
 
 // The codes of the warnings OpenSession returns for a server setup under
@@ -39,10 +41,6 @@ type serverSetup struct {
 	standbys     int64  // WAL senders to physical standbys
 }
 
-// setupWarning is one warning about the server's setup: one of the Warn
-// codes and a message for people.
-type setupWarning struct{ code, message string }
-
 // readSetup runs setupQuery on pool.
 func readSetup(ctx context.Context, pool *pgxpool.Pool) (serverSetup, error) {
 	var s serverSetup
@@ -50,12 +48,22 @@ func readSetup(ctx context.Context, pool *pgxpool.Pool) (serverSetup, error) {
 	return s, err
 }
 
+// Warnings reads the server's setup (Dialect.Warnings); a failed read
+// gives none.
+func (s *dialect) Warnings(ctx context.Context) []simba.Warning {
+	setup, err := readSetup(ctx, s.pool)
+	if err != nil {
+		return nil
+	}
+	return setup.warnings()
+}
+
 // warnings returns what s breaks.
-func (s serverSetup) warnings() []setupWarning {
-	var out []setupWarning
+func (s serverSetup) warnings() []simba.Warning {
+	var out []simba.Warning
 	commit := strings.ToLower(strings.TrimSpace(s.syncCommit))
 	if commit == "off" {
-		out = append(out, setupWarning{WarnCommitNotDurable, "synchronous_commit is off for the backend's connections: " +
+		out = append(out, simba.Warning{Code: WarnCommitNotDurable, Message: "synchronous_commit is off for the backend's connections: " +
 			"the server acknowledges a commit before writing its WAL, and a crash of the server loses the last " +
 			"ones (up to three times wal_writer_delay), tokens included: a token already handed out can be " +
 			"handed out again; set synchronous_commit = on for the role or database the backend uses"})
@@ -65,7 +73,7 @@ func (s serverSetup) warnings() []setupWarning {
 		if strings.TrimSpace(s.syncStandbys) != "" {
 			why = "synchronous_commit is " + commit
 		}
-		out = append(out, setupWarning{WarnAsyncReplication, fmt.Sprintf("the server streams its WAL to %d "+
+		out = append(out, simba.Warning{Code: WarnAsyncReplication, Message: fmt.Sprintf("the server streams its WAL to %d "+
 			"standby(s) and no commit waits for one (%s): a standby promoted after the primary is lost may "+
 			"lack the last commits, and a token already handed out can be handed out again; set "+
 			"synchronous_standby_names and synchronous_commit = on (see the README, Replicas and failover)",

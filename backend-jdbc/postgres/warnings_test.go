@@ -33,9 +33,9 @@ func TestSetupWarnings(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
 			for _, w := range c.s.warnings() {
-				got = append(got, w.code)
-				if w.message == "" {
-					t.Errorf("%s: empty message", w.code)
+				got = append(got, w.Code)
+				if w.Message == "" {
+					t.Errorf("%s: empty message", w.Code)
 				}
 			}
 			if !slices.Equal(got, c.want) {

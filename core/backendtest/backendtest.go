@@ -16,6 +16,19 @@
 // which waited keeps a term won meanwhile. Every subtest uses lease and
 // group names with a random part, so it can run against a server that
 // keeps state from earlier runs, and closes the sessions it opened.
+//
+// The checks every backend needs beyond the SPI run behind optional hooks
+// of the [Harness], each skipped with the name of the hook it lacks:
+// ErrClosed (calls after Close, goroutines left), Expire (a holder and a
+// term whose session ended on the store, a stale writer), Stored (what a
+// sweep leaves), Fences (the fencing test kit, core/fencingtest), Silent
+// and Silenced (a server that accepts connections and never answers),
+// Secrets (passwords in errors and logs), KeepAliveCost (a keep-alive's
+// cost flat in the leases held). Without hooks, the suite also
+// checks unknown sessions, invalid names, cancelled contexts, concurrent
+// calls of one session and two engine clients contending for a lock.
+// The helpers of test servers (ServerEnv, TLSServer, OtherCA, Proxy,
+// SilentListener) serve the backends' own tests.
 package backendtest
 
 import (
@@ -23,11 +36,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/fencingtest"
 )
 
 // DefaultLease is the session lease the suite asks for when
@@ -74,6 +92,82 @@ type Harness struct {
 	// holder. Without it every walk must list names in increasing order,
 	// each once.
 	ListUnordered bool
+
+	// The fields below are hooks of the checks that need more than the
+	// SPI; a check whose hook is nil is skipped, saying which hook it
+	// lacks.
+
+	// ErrClosed is the error every call of a backend from New must match
+	// once the backend was closed (it must be an io.Closer). Check
+	// ClosedBackend: Close twice, then every call fails with ErrClosed,
+	// and no goroutine the backend started is left.
+	ErrClosed error
+
+	// Expire ends session id on the store now, as a lapsed lease would,
+	// without a call of the SPI (on SQL: its expiry moved into the past;
+	// on Redis: its key deleted). The holder and fencing checks use it.
+	Expire func(t testing.TB, id simba.SessionID)
+
+	// Stored reports whether the store keeps state of lease name (a row,
+	// a key, a node). The sweep check uses it to see that a sweep removed
+	// the state of idle names, those whose owner's session expired
+	// included, and kept the state of held ones.
+	Stored func(t testing.TB, name string) bool
+
+	// Fences are the fenced resources of the backend (a row, a key...)
+	// that the fencing test kit (core/fencingtest) is run against, one
+	// subtest each. Check FencingKit, and with Expire, StaleWriterRejected.
+	Fences []Fence
+
+	// Silent returns a backend of the store under test whose server
+	// accepts connections and never answers (see [SilentListener]), or
+	// the error of opening it, under ctx. Check SilentServer: an open
+	// that fails does so soon after ctx ends, and the calls of a backend
+	// that opened do too.
+	Silent func(ctx context.Context, t testing.TB) (simba.Backend, error)
+
+	// Silenced returns a working backend of the store under test, and
+	// silence, which makes its server stop answering while keeping its
+	// connections open (see [Proxy]). Check ServerGoesSilent: calls
+	// return soon after their context ends, without ErrSessionExpired,
+	// and Close returns with calls in flight, which then end too.
+	Silenced func(t testing.TB) (b simba.Backend, silence func())
+
+	// Secrets lists ways to open the store under test that fail with a
+	// password: a URL that cannot be used, a server that cannot be
+	// reached, credentials the server refuses, the password written in
+	// each form the backend takes. Check SecretsInErrors runs each with
+	// each of [Passwords]: no part of the password may show in the error
+	// chain or in the log.
+	Secrets func(t testing.TB) []SecretCase
+
+	// KeepAliveCost returns a backend of the store under test and work,
+	// the server's own count of what it did for that backend so far (rows
+	// read on SQL, commands on Redis, requests on Zookeeper). Check
+	// KeepAliveCost: a keep-alive costs about as much with 2000 leases
+	// held as with one.
+	KeepAliveCost func(t testing.TB) (b simba.Backend, work func(t testing.TB) int64)
+}
+
+// Fence is a fenced resource kind of the backend under test.
+type Fence struct {
+	Name string
+	// New returns a fresh resource, as fencingtest.Run asks for.
+	New func(t testing.TB) fencingtest.Resource
+}
+
+// SecretCase is one way of opening that must fail without showing the
+// password.
+type SecretCase struct {
+	Name string
+	// Open opens with password pw, logging to log, under ctx; it must
+	// fail. What it opened by mistake is closed.
+	Open func(ctx context.Context, pw string, log *slog.Logger) (io.Closer, error)
+	// Want, when set, must hold for the error (that it matches the
+	// backend's sentinel, say).
+	Want func(err error) bool
+	// Within is the time Open is given; 5s when zero.
+	Within time.Duration
 }
 
 // Run runs every conformance check against the backend h describes, each
@@ -125,6 +219,18 @@ var checks = []struct {
 	{"HolderLister", "list", testListHolders},
 	{"SweepKeepsTokensIncreasing", "sweep", testSweep},
 	{"SweepKeepsTermWonWhileItWaited", "sweeprace", testSweepRace},
+	{"UnknownSessionsAreExpired", "unknown", testUnknownSessions},
+	{"InvalidNamesRefused", "badname", testInvalidNames},
+	{"CancelledContext", "cancel", testCancelledContext},
+	{"ConcurrentCallsOfOneSession", "conc", testConcurrentCalls},
+	{"EngineLocks", "engine", testEngineLocks},
+	{"ClosedBackend", "closed", testClosedBackend},
+	{"SilentServer", "silent", testSilentServer},
+	{"ServerGoesSilent", "gosilent", testServerGoesSilent},
+	{"SecretsInErrors", "secret", testSecretsInErrors},
+	{"FencingKit", "fence", testFencingKit},
+	{"StaleWriterRejected", "stalew", testStaleWriterRejected},
+	{"KeepAliveCost", "kacost", testKeepAliveCost},
 }
 
 // randomHex returns n random bytes in hex.
@@ -138,8 +244,12 @@ func randomHex(n int) string {
 type env struct {
 	t      *testing.T
 	h      Harness
-	prefix string // unique to this subtest run
+	prefix string          // unique to this subtest run
+	closed []simba.Backend // closed by the check: its sessions are not closed at the end
 }
+
+// closing records that the check closes b.
+func (e *env) closing(b simba.Backend) { e.closed = append(e.closed, b) }
 
 // name returns a lease or group name unique to this subtest run.
 func (e *env) name(s string) string { return e.prefix + s }
@@ -159,6 +269,14 @@ type session struct {
 	b     simba.Backend
 	id    simba.SessionID
 	lease time.Duration // asked for at open and at every keep-alive
+	// held is what the engine would send as held: the terms won by win
+	// and not yet released by release, with gen its generation; touched
+	// holds every name the session called Acquire or Release on, which
+	// each keep-alive sends as unsure, so that its reply tells what the
+	// session owns of them.
+	held    map[string]uint64
+	gen     uint64
+	touched map[string]bool
 }
 
 // open opens a session on b with Harness.Lease, checks the grant and
@@ -198,8 +316,13 @@ func (e *env) openFor(b simba.Backend, identity string, lease time.Duration) *se
 		e.t.Fatalf("OpenSession(%v) granted an empty session id", lease)
 	}
 	checkRemaining(e.t, "OpenSession", lease, g.Remaining)
-	s := &session{e: e, b: b, id: g.ID, lease: lease}
+	s := &session{e: e, b: b, id: g.ID, lease: lease, held: map[string]uint64{}, touched: map[string]bool{}}
 	e.t.Cleanup(func() {
+		for _, c := range e.closed {
+			if c == b {
+				return
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, 5*e.h.Lease))
 		defer cancel()
 		if err := b.CloseSession(ctx, g.ID); err != nil {
@@ -218,11 +341,23 @@ func checkRemaining(t testing.TB, op string, lease, d time.Duration) {
 	}
 }
 
+// keepAlive renews the session with what it holds and every name it
+// touched as unsure, and fails unless the renewal succeeds.
 func (s *session) keepAlive() simba.KeepAliveReply {
+	s.e.t.Helper()
+	unsure := make([]string, 0, len(s.touched))
+	for name := range s.touched {
+		unsure = append(unsure, name)
+	}
+	slices.Sort(unsure)
+	return s.keepAliveWith(simba.KeepAliveRequest{Lease: s.lease, Held: maps.Clone(s.held), Generation: s.gen, Unsure: unsure})
+}
+
+func (s *session) keepAliveWith(req simba.KeepAliveRequest) simba.KeepAliveReply {
 	s.e.t.Helper()
 	ctx, cancel := s.e.ctx()
 	defer cancel()
-	r, err := s.b.KeepAlive(ctx, s.id, s.lease)
+	r, err := s.b.KeepAlive(ctx, s.id, req)
 	if err != nil {
 		s.e.t.Fatalf("KeepAlive(%s) of a live session: %v", s.id, err)
 	}
@@ -234,6 +369,7 @@ func (s *session) acquire(name string) simba.AcquireResult {
 	s.e.t.Helper()
 	ctx, cancel := s.e.ctx()
 	defer cancel()
+	s.touched[name] = true
 	r, err := s.b.Acquire(ctx, s.id, name)
 	if err != nil {
 		s.e.t.Fatalf("Acquire(%s, %q): %v", s.id, name, err)
@@ -251,6 +387,8 @@ func (s *session) win(name string) uint64 {
 	if r.Token == 0 {
 		s.e.t.Fatalf("Acquire(%s, %q) won with token 0, want a token > 0", s.id, name)
 	}
+	s.held[name] = r.Token
+	s.gen++
 	return r.Token
 }
 
@@ -282,8 +420,13 @@ func (s *session) release(name string, token uint64) {
 	s.e.t.Helper()
 	ctx, cancel := s.e.ctx()
 	defer cancel()
+	s.touched[name] = true
 	if err := s.b.Release(ctx, s.id, name, token); err != nil {
 		s.e.t.Fatalf("Release(%s, %q, %d): %v", s.id, name, token, err)
+	}
+	if s.held[name] == token {
+		delete(s.held, name)
+		s.gen++
 	}
 }
 
@@ -330,7 +473,7 @@ func (s *session) wantExpired(name, why string) {
 	s.e.t.Helper()
 	ctx, cancel := s.e.ctx()
 	defer cancel()
-	if r, err := s.b.KeepAlive(ctx, s.id, s.e.h.Lease); !errors.Is(err, simba.ErrSessionExpired) {
+	if r, err := s.b.KeepAlive(ctx, s.id, simba.KeepAliveRequest{Lease: s.e.h.Lease, Held: s.held}); !errors.Is(err, simba.ErrSessionExpired) {
 		s.e.t.Fatalf("KeepAlive(%s) %s = (%+v, %v), want an error wrapping simba.ErrSessionExpired", s.id, why, r, err)
 	}
 	if r, err := s.b.Acquire(ctx, s.id, name); !errors.Is(err, simba.ErrSessionExpired) {
@@ -338,11 +481,46 @@ func (s *session) wantExpired(name, why string) {
 	}
 }
 
-// wantLeases fails unless the reply lists exactly want (name -> token).
+// wantLeases fails unless the reply to keepAlive says that the session
+// owns exactly want (name -> token) of the names it touched: Owned has
+// those entries, and Lost names every lease of held that want does not
+// have at the same token (all of them when held has at most
+// simba.MinLeaseChecks leases; no other name in any case).
 func (s *session) wantLeases(r simba.KeepAliveReply, want map[string]uint64, why string) {
 	s.e.t.Helper()
-	if !sameMap(r.Leases, want) {
-		s.e.t.Fatalf("KeepAlive(%s).Leases = %v, want %v: %s", s.id, r.Leases, want, why)
+	owned := make(map[string]uint64, len(want))
+	for name, tok := range r.Owned {
+		if s.touched[name] {
+			owned[name] = tok
+		}
+	}
+	if !sameMap(owned, want) {
+		s.e.t.Fatalf("KeepAlive(%s).Owned = %v of the names the session touched, want %v: %s", s.id, owned, want, why)
+	}
+	s.wantLost(r, s.held, want, why)
+}
+
+// wantLost fails unless r.Lost names the leases of held that want does
+// not have at the same token: all of them when held has at most
+// simba.MinLeaseChecks leases, some of them otherwise, and no other name.
+func (s *session) wantLost(r simba.KeepAliveReply, held, want map[string]uint64, why string) {
+	s.e.t.Helper()
+	var lost []string
+	for name, tok := range held {
+		if want[name] != tok {
+			lost = append(lost, name)
+		}
+	}
+	slices.Sort(lost)
+	got := slices.Sorted(slices.Values(r.Lost))
+	got = slices.Compact(got)
+	for _, name := range got {
+		if !slices.Contains(lost, name) {
+			s.e.t.Fatalf("KeepAlive(%s).Lost = %v, want %v: %q is held at %d and owned at %d: %s", s.id, got, lost, name, held[name], want[name], why)
+		}
+	}
+	if len(held) <= simba.MinLeaseChecks && len(got) != len(lost) {
+		s.e.t.Fatalf("KeepAlive(%s).Lost = %v with %d leases held, want %v: %s", s.id, got, len(held), lost, why)
 	}
 }
 

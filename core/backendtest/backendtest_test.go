@@ -3,12 +3,17 @@ package backendtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +21,8 @@ import (
 
 	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/backendtest"
+	"github.com/simba-go/simba/core/fencing"
+	"github.com/simba-go/simba/core/fencingtest"
 	"github.com/simba-go/simba/core/memory"
 )
 
@@ -31,7 +38,7 @@ const mutantEnv = "BACKENDTEST_MUTANTS"
 var mutants = map[string][]string{
 	"none":                      nil,
 	"token-constant":            {"TokensIncreaseAcrossTerms"},
-	"not-exclusive":             {"LeaseHeldByOtherSessionNotWon", "ConcurrentAcquireOneWinner"},
+	"not-exclusive":             {"LeaseHeldByOtherSessionNotWon", "ConcurrentAcquireOneWinner", "EngineLocks"},
 	"release-ignores-token":     {"ReleaseWithStaleTokenIsNoop"},
 	"release-by-anyone":         {"ReleaseByOtherSessionIsNoop"},
 	"lists-lost-leases":         {"KeepAliveDropsLeaseTakenOver"},
@@ -52,6 +59,19 @@ var mutants = map[string][]string{
 	"list-ignores-prefix":       {"HolderLister"},
 	"list-breaks-limit":         {"HolderLister"},
 	"list-repeats-last":         {"HolderLister"},
+	"close-ignored":             {"ClosedBackend"},
+	"close-leaks-goroutine":     {"ClosedBackend"},
+	"silence-outlasts-context":  {"SilentServer", "ServerGoesSilent"},
+	"silence-expires-session":   {"SilentServer", "ServerGoesSilent"},
+	"secret-in-error":           {"SecretsInErrors"},
+	"secret-in-log":             {"SecretsInErrors"},
+	"fence-accepts-lower":       {"FencingKit", "StaleWriterRejected"},
+	"sweep-removes-nothing":     {"SweepKeepsTokensIncreasing"},
+	"unknown-release-fails":     {"UnknownSessionsAreExpired"},
+	"names-unchecked":           {"InvalidNamesRefused"},
+	"ignores-cancel":            {"CancelledContext"},
+	"holder-outlives-expiry":    {"HolderReader"},
+	"keepalive-cost-grows":      {"KeepAliveCost"},
 }
 
 // TestSuiteCatchesBrokenBackends runs the suite against backends with one
@@ -97,15 +117,30 @@ func TestMutants(t *testing.T) {
 	}
 	for kind := range mutants {
 		t.Run(kind, func(t *testing.T) {
-			srv, g := memory.New(), &gate{held: map[string]chan struct{}{}, names: map[string]bool{}, terms: map[string]simba.Holder{}}
-			backendtest.Run(t, backendtest.Harness{
-				New: func(testing.TB) simba.Backend {
-					return &mutant{Conn: srv.Connect(), srv: srv, kind: kind, gate: g, won: make(map[simba.SessionID]map[string]uint64)}
-				},
-				Synctest: true,
-				Hold:     g.hold,
-				Waiting:  g.waiters,
-			})
+			srv, g := memory.New(), &gate{held: map[string]chan struct{}{}, names: map[string]bool{}, terms: map[string]simba.Holder{}, ended: map[string]bool{}}
+			connect := func(t testing.TB) *mutant {
+				m := &mutant{Conn: srv.Connect(), srv: srv, kind: kind, gate: g, won: make(map[simba.SessionID]map[string]uint64)}
+				m.leak = make(chan struct{})
+				t.Cleanup(func() { close(m.leak) })
+				return m
+			}
+			h := hooks(srv, kind)
+			h.New = func(t testing.TB) simba.Backend { return connect(t) }
+			h.Synctest, h.Hold, h.Waiting = true, g.hold, g.waiters
+			h.Silent = func(_ context.Context, t testing.TB) (simba.Backend, error) {
+				m := connect(t)
+				m.Stall()
+				return m, nil
+			}
+			h.Silenced = func(t testing.TB) (simba.Backend, func()) {
+				m := connect(t)
+				return m, m.Stall
+			}
+			h.KeepAliveCost = func(t testing.TB) (simba.Backend, func(testing.TB) int64) {
+				m := connect(t)
+				return m, func(testing.TB) int64 { return m.work.Load() }
+			}
+			backendtest.Run(t, h)
 		})
 	}
 }
@@ -119,8 +154,90 @@ type mutant struct {
 	gate *gate
 
 	mu    sync.Mutex
-	won   map[simba.SessionID]map[string]uint64 // for lists-lost-leases
+	won   map[simba.SessionID]map[string]uint64 // for lists-lost-leases and keepalive-cost-grows
 	swept bool                                  // for sweep-forgets-tokens: a sweep ran
+	leak  chan struct{}                         // closed when the test ends, for close-leaks-goroutine
+	work  atomic.Int64                          // the store's work for this connection: one a call, for KeepAliveCost
+}
+
+// hooks returns the harness of the memory store srv with every hook that
+// needs more than the SPI set, broken as kind says for the fences and the
+// secrets.
+func hooks(srv *memory.Server, kind string) backendtest.Harness {
+	return backendtest.Harness{
+		ErrClosed: memory.ErrClosed,
+		Expire:    func(_ testing.TB, id simba.SessionID) { srv.ExpireSession(id) },
+		Stored:    func(_ testing.TB, name string) bool { return srv.LastToken(name) != 0 },
+		Fences: []backendtest.Fence{{Name: "value", New: func(testing.TB) fencingtest.Resource {
+			return &fenced{lower: kind == "fence-accepts-lower"}
+		}}},
+		Secrets: func(testing.TB) []backendtest.SecretCase {
+			return []backendtest.SecretCase{{Name: "wrong password", Open: func(_ context.Context, pw string, log *slog.Logger) (io.Closer, error) {
+				shown := "xxxxx"
+				if kind == "secret-in-error" || kind == "secret-in-log" {
+					shown = url.UserPassword("simba", pw).String()
+				}
+				msg := "memory://" + shown + "@store: the password was refused"
+				if kind == "secret-in-log" {
+					log.Info(msg)
+					return nil, errAuth
+				}
+				return nil, fmt.Errorf("%s: %w", msg, errAuth)
+			}, Want: func(err error) bool { return errors.Is(err, errAuth) }}}
+		},
+	}
+}
+
+var errAuth = errors.New("authentication failed")
+
+// fenced is a fenced value of core/fencing; lower makes it accept lower
+// tokens too.
+type fenced struct {
+	v     fencing.Value[string]
+	lower bool
+}
+
+func (f *fenced) Write(_ context.Context, token uint64, value string) (bool, error) {
+	if f.lower {
+		_, cur := f.v.Load()
+		if token < cur {
+			f.v = fencing.Value[string]{}
+		}
+	}
+	return f.v.Write(token, value), nil
+}
+
+func (f *fenced) State(context.Context) (uint64, string, error) {
+	v, tok := f.v.Load()
+	return tok, v, nil
+}
+
+// Close is the memory connection's, except for close-ignored, which
+// leaves it open, and close-leaks-goroutine, which leaves a goroutine
+// behind until the test ends.
+func (m *mutant) Close() error {
+	switch m.kind {
+	case "close-ignored":
+		return nil
+	case "close-leaks-goroutine":
+		go func() { <-m.leak }()
+	}
+	return m.Conn.Close()
+}
+
+// silenced applies silence-outlasts-context and silence-expires-session
+// to a call that failed on a stalled connection.
+func (m *mutant) silenced(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	switch m.kind {
+	case "silence-outlasts-context":
+		time.Sleep(3 * time.Second)
+	case "silence-expires-session":
+		return fmt.Errorf("%w (%w)", simba.ErrSessionExpired, ctx.Err())
+	}
+	return err
 }
 
 // Sweep is the memory store's, except for sweep-forgets-tokens, whose
@@ -145,6 +262,9 @@ func (m *mutant) Sweep(ctx context.Context, idle time.Duration) (int, error) {
 		// the sleep ends once they are done).
 		time.Sleep(time.Millisecond)
 	}
+	if m.kind == "sweep-removes-nothing" {
+		return 2, nil
+	}
 	n, err := m.Conn.Sweep(ctx, idle)
 	switch {
 	case err != nil:
@@ -168,6 +288,11 @@ func (m *mutant) Sweep(ctx context.Context, idle time.Duration) (int, error) {
 }
 
 func (m *mutant) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
+	g, err := m.openSession(ctx, lease)
+	return g, m.silenced(ctx, err)
+}
+
+func (m *mutant) openSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
 	switch m.kind {
 	case "expires-early":
 		g, err := m.Conn.OpenSession(ctx, lease/2)
@@ -185,24 +310,37 @@ func (m *mutant) OpenSession(ctx context.Context, lease time.Duration) (simba.Se
 	return m.Conn.OpenSession(ctx, lease)
 }
 
-func (m *mutant) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
-	asked := lease
+func (m *mutant) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
+	lease := req.Lease
 	switch m.kind {
 	case "expires-early":
-		asked = lease / 2
+		req.Lease = lease / 2
 	case "never-expires":
-		asked = 1000 * lease
+		req.Lease = 1000 * lease
 	}
-	r, err := m.Conn.KeepAlive(ctx, s, asked)
+	r, err := m.Conn.KeepAlive(ctx, s, req)
+	err = m.silenced(ctx, err)
+	m.work.Add(1)
+	if m.kind == "keepalive-cost-grows" { // as a store that reads every lease won
+		m.mu.Lock()
+		m.work.Add(int64(len(m.won[s])))
+		m.mu.Unlock()
+	}
 	r.Remaining = lease
 	switch {
 	case m.kind == "revives" && errors.Is(err, simba.ErrSessionExpired):
 		return simba.KeepAliveReply{Remaining: lease}, nil
 	case m.kind == "lists-lost-leases" && err == nil:
+		// It answers from what its replies won, as a backend that keeps a
+		// record of its own would, blind to a lease lost since.
 		m.mu.Lock()
+		r.Lost = nil
 		for name, tok := range m.won[s] {
-			if _, ok := r.Leases[name]; !ok {
-				r.Leases[name] = tok
+			if slices.Contains(req.Unsure, name) {
+				if r.Owned == nil {
+					r.Owned = map[string]uint64{}
+				}
+				r.Owned[name] = tok
 			}
 		}
 		m.mu.Unlock()
@@ -217,7 +355,14 @@ func (m *mutant) Acquire(ctx context.Context, s simba.SessionID, name string) (s
 	if err := m.gate.pass(ctx, name); err != nil {
 		return simba.AcquireResult{}, err
 	}
+	switch {
+	case m.kind == "names-unchecked" && simba.ValidateName(name) != nil:
+		return simba.AcquireResult{}, nil
+	case m.kind == "ignores-cancel" && errors.Is(ctx.Err(), context.Canceled):
+		ctx = context.WithoutCancel(ctx)
+	}
 	r, err := m.Conn.Acquire(ctx, s, name)
+	err = m.silenced(ctx, err)
 	switch {
 	case err != nil:
 	case m.kind == "token-constant" && r.Won:
@@ -230,11 +375,11 @@ func (m *mutant) Acquire(ctx context.Context, s simba.SessionID, name string) (s
 			r.Token = 1
 		}
 		m.mu.Unlock()
-	case m.kind == "list-shows-ended" && r.Won:
+	case (m.kind == "list-shows-ended" || m.kind == "holder-outlives-expiry") && r.Won:
 		m.gate.mu.Lock()
 		m.gate.terms[name] = simba.Holder{Session: s, Token: r.Token}
 		m.gate.mu.Unlock()
-	case m.kind == "lists-lost-leases" && r.Won:
+	case (m.kind == "lists-lost-leases" || m.kind == "keepalive-cost-grows") && r.Won:
 		m.mu.Lock()
 		if m.won[s] == nil {
 			m.won[s] = make(map[string]uint64)
@@ -249,7 +394,13 @@ func (m *mutant) Release(ctx context.Context, s simba.SessionID, name string, to
 	if m.kind == "case-insensitive" {
 		name = strings.ToLower(name)
 	}
+	m.gate.mu.Lock()
+	m.gate.ended[fmt.Sprint(name, "#", token)] = true
+	m.gate.mu.Unlock()
 	owner, current, ok := m.srv.Owner(name)
+	if m.kind == "unknown-release-fails" && !slices.Contains(m.srv.Sessions(), s) {
+		return errors.New("release: no such session")
+	}
 	switch {
 	case m.kind == "release-ignores-token" && ok && owner == s:
 		token = current
@@ -328,6 +479,31 @@ func (m *mutant) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hold
 	return p, nil
 }
 
+// Holder is the memory store's, except for holder-outlives-expiry, which
+// names the last owner of a free name whose term was neither released nor
+// closed: its session expired (as a reader that trusts the row's owner).
+func (m *mutant) Holder(ctx context.Context, name string) (simba.Holder, bool, error) {
+	h, ok, err := m.Conn.Holder(ctx, name)
+	if err != nil || ok || m.kind != "holder-outlives-expiry" {
+		return h, ok, err
+	}
+	m.gate.mu.Lock()
+	defer m.gate.mu.Unlock()
+	if last, won := m.gate.terms[name]; won && last.Token == m.srv.LastToken(name) && !slices.Contains(m.srv.Sessions(), last.Session) {
+		if !m.gate.ended[string(last.Session)] && !m.gate.ended[fmt.Sprint(name, "#", last.Token)] {
+			return last, true, nil
+		}
+	}
+	return h, ok, err
+}
+
+func (m *mutant) CloseSession(ctx context.Context, s simba.SessionID) error {
+	m.gate.mu.Lock()
+	m.gate.ended[string(s)] = true
+	m.gate.mu.Unlock()
+	return m.Conn.CloseSession(ctx, s)
+}
+
 func (m *mutant) LeaveGroup(ctx context.Context, s simba.SessionID, group string) error {
 	if m.kind == "leave-ignored" {
 		return nil
@@ -351,6 +527,7 @@ type gate struct {
 	waiting int
 	names   map[string]bool         // acquired ever, for sweep-judges-before-wait and the list-* kinds
 	terms   map[string]simba.Holder // the last term won of each name, for list-shows-ended
+	ended   map[string]bool         // sessions closed and "name#token" released, for holder-outlives-expiry
 }
 
 func (g *gate) hold(t testing.TB, name string) func() {

@@ -2,7 +2,6 @@ package backendtest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -117,6 +116,9 @@ func testKeepAliveDropsLost(e *env) {
 	tm := a.win(m)
 	a.release(n, t1)
 	t2 := b.win(n)
+	stale := map[string]uint64{n: t1, m: tm}
+	r := a.keepAliveWith(simba.KeepAliveRequest{Lease: a.lease, Held: stale, Generation: 1})
+	a.wantLost(r, stale, map[string]uint64{m: tm}, "a held lease now owned by another session is reported lost, with no lease unsure")
 	a.wantLeases(a.keepAlive(), map[string]uint64{m: tm}, "a lease now owned by another session is no longer listed")
 	b.wantLeases(b.keepAlive(), map[string]uint64{n: t2}, "the new owner's keep-alive lists its term")
 	b.close()
@@ -357,8 +359,9 @@ func testWatchRelease(e *env) {
 
 // testConcurrentAcquire: sessions on many nodes race for one name; every
 // round has exactly one winner and the tokens grow round after round.
+// Rounds end by a release, by the winner's close, or by its expiry.
 func testConcurrentAcquire(e *env) {
-	const racers, rounds = 20, 5
+	const racers, rounds = 20, 6
 	ss := make([]*session, racers)
 	for i := range ss {
 		ss[i] = e.openLong(e.node())
@@ -366,6 +369,9 @@ func testConcurrentAcquire(e *env) {
 	n := e.name("n")
 	var last uint64
 	for round := range rounds {
+		for _, s := range ss {
+			s.touched[n] = true // the race's calls are the suite's own
+		}
 		results := make([]simba.AcquireResult, racers)
 		errs := make([]error, racers)
 		start := make(chan struct{})
@@ -408,7 +414,18 @@ func testConcurrentAcquire(e *env) {
 			}
 			s.wantLeases(s.keepAlive(), want, "only the winner owns the lease")
 		}
-		ss[winner].release(n, tok)
+		// Every way a lease becomes free is raced for: a release, the
+		// winner's close, and with Harness.Expire its expiry.
+		switch w := ss[winner]; {
+		case round%3 == 0:
+			w.release(n, tok)
+		case round%3 == 2 && e.h.Expire != nil:
+			e.h.Expire(e.t, w.id)
+			ss[winner] = e.openLong(w.b)
+		default:
+			w.close()
+			ss[winner] = e.openLong(w.b)
+		}
 	}
 }
 
@@ -428,6 +445,7 @@ func testReleaseBesideReacquire(e *env) {
 	a, b := e.open(e.node()), e.open(e.node())
 	n := e.name("n")
 	tok := a.win(n)
+	b.touched[n] = true
 	last := tok
 	for round := range rounds {
 		ctx, cancel := e.ctx()
@@ -484,246 +502,5 @@ func testReleaseBesideReacquire(e *env) {
 			tok = a.winAbove(n, rb.Token, "after the contender released")
 		}
 		last = tok
-	}
-}
-
-// testHolder checks simba.HolderReader, when the backend implements it:
-// the live owner of a lease with its token (and identity, through
-// simba.IdentityOpener), and nobody once the lease was never taken,
-// released, or its owner's session closed.
-func testHolder(e *env) {
-	na, nb := e.node(), e.node()
-	r, ok := nb.(simba.HolderReader)
-	if !ok {
-		e.t.Skip("the backend does not implement simba.HolderReader")
-	}
-	_, identities := na.(simba.IdentityOpener)
-	const identity = "node-a:42 (test)"
-	a := e.openAs(na, identity)
-	n := e.name("n")
-	holder := func() (simba.Holder, bool) {
-		e.t.Helper()
-		ctx, cancel := e.ctx()
-		defer cancel()
-		h, ok, err := r.Holder(ctx, n)
-		if err != nil {
-			e.t.Fatalf("Holder(%q): %v", n, err)
-		}
-		return h, ok
-	}
-	none := func(why string) {
-		e.t.Helper()
-		if h, ok := holder(); ok {
-			e.t.Fatalf("Holder(%q) = %+v, want nobody: %s", n, h, why)
-		}
-	}
-	held := func(tok uint64) {
-		e.t.Helper()
-		h, ok := holder()
-		switch {
-		case !ok:
-			e.t.Fatalf("Holder(%q) = nobody, want session %s at token %d", n, a.id, tok)
-		case h.Session != a.id || h.Token != tok:
-			e.t.Fatalf("Holder(%q) = %+v, want session %s at token %d", n, h, a.id, tok)
-		case identities && h.Identity != identity:
-			e.t.Fatalf("Holder(%q) identity %q, want %q as opened", n, h.Identity, identity)
-		case !h.Since.IsZero() && (time.Since(h.Since) > time.Minute || time.Until(h.Since) > time.Minute):
-			e.t.Fatalf("Holder(%q) since %v, more than a minute from now", n, h.Since)
-		}
-	}
-
-	none("never taken")
-	tok := a.win(n)
-	held(tok)
-	tok = a.winAbove(n, tok, "by its owner again")
-	held(tok)
-	a.release(n, tok)
-	none("released")
-	held2 := a.win(n)
-	held(held2)
-	a.close()
-	none("its owner's session was closed")
-
-	ctx, cancel := e.ctx()
-	defer cancel()
-	if _, _, err := r.Holder(ctx, "bad/name"); !errors.Is(err, simba.ErrInvalidName) {
-		e.t.Fatalf("Holder(\"bad/name\") = %v, want an error matching ErrInvalidName", err)
-	}
-}
-
-// testSweep: a sweep removes the state of a name nobody holds and keeps
-// tokens strictly increasing (R-TERM-2): the next term of a swept name
-// gets a token above every earlier one. A held name survives the sweep
-// with its term. Skipped for backends that are not simba.Sweeper.
-func testSweep(e *env) {
-	b := e.node()
-	sw, ok := b.(simba.Sweeper)
-	if !ok {
-		e.t.Skip("the backend does not implement simba.Sweeper")
-	}
-	const idle = time.Second // the lowest idle every backend accepts
-	a := e.open(b)
-	gone, kept := e.name("gone"), e.name("kept")
-	var last uint64
-	for i := range 3 {
-		last = a.winAbove(gone, last, fmt.Sprintf("in round %d", i))
-		a.release(gone, last)
-	}
-	held := a.win(kept)
-	e.idle(a, idle+idle/4, gone, kept)
-
-	ctx, cancel := e.ctx()
-	defer cancel()
-	n, err := sw.Sweep(ctx, idle)
-	switch {
-	case err != nil:
-		e.t.Fatalf("Sweep(%v): %v", idle, err)
-	case n < 1:
-		e.t.Fatalf("Sweep(%v) removed %d names, want at least %q, free and idle for %v", idle, n, gone, idle+idle/4)
-	}
-	a.wantLeases(a.keepAlive(), map[string]uint64{kept: held}, "a held lease survives a sweep")
-	e.open(e.node()).lose(kept, "its holder is live after a sweep")
-	a.winAbove(gone, last, "after its state was swept")
-
-	if n, err := sw.Sweep(ctx, 0); err == nil || !errors.Is(err, simba.ErrInvalidArgument) {
-		e.t.Fatalf("Sweep(0) = %d, %v; want an error matching simba.ErrInvalidArgument", n, err)
-	}
-}
-
-// idle makes the last terms of names begin d ago or more: by Harness.Age
-// if set, or else by waiting d, s kept alive meanwhile.
-func (e *env) idle(s *session, d time.Duration, names ...string) {
-	e.t.Helper()
-	if e.h.Age != nil {
-		for _, n := range names {
-			e.h.Age(e.t, n, d)
-		}
-		return
-	}
-	for waited := time.Duration(0); waited < d; waited += e.h.Lease / 4 {
-		s.keepAlive()
-		time.Sleep(e.h.Lease / 4)
-	}
-	s.keepAlive()
-}
-
-// outcome is what a call started by async returned.
-type outcome[T any] struct {
-	v   T
-	err error
-}
-
-// async runs f in a goroutine of its own; its outcome arrives on the
-// channel returned.
-func async[T any](f func() (T, error)) <-chan outcome[T] {
-	ch := make(chan outcome[T], 1)
-	go func() {
-		v, err := f()
-		ch <- outcome[T]{v, err}
-	}()
-	return ch
-}
-
-// waitShown bounds how long Harness.Waiting may take to show a call
-// waiting (MariaDB refreshes its view of lock waits only once nobody read
-// it for 100ms, which other clients can put off).
-const waitShown = 30 * time.Second
-
-// awaitWaiting waits until Harness.Waiting reports n calls waiting, or
-// n-1 once the call of ch returned without waiting, whose outcome it then
-// returns (nil while that call waits).
-func awaitWaiting[T any](e *env, what string, n int, ch <-chan outcome[T]) *outcome[T] {
-	e.t.Helper()
-	var got *outcome[T]
-	deadline := time.Now().Add(waitShown)
-	for {
-		if got == nil {
-			select {
-			case o := <-ch:
-				got = &o
-			default:
-			}
-		}
-		want := n
-		if got != nil {
-			want--
-		}
-		if e.h.Waiting(e.t) >= want {
-			return got
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("no %s (%d calls waiting) within %v", what, want, waitShown)
-		}
-		// Not more often: MySQL and MariaDB refresh what they show of
-		// lock waits only when nobody asked for 100ms.
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// testSweepRace: a name taken and given back, then an acquire of it and a
-// sweep that both wait for what another client holds (the floor, or the
-// name's own state), the sweep begun more than idle after the acquire.
-// Once let go, in whatever order they run, the acquire wins above the
-// name's last token and keeps its term: the sweep must not remove the
-// state of a name just won, which would let another session win it too.
-// Skipped unless the backend is a simba.Sweeper and Harness.Hold and
-// Harness.Waiting are set.
-func testSweepRace(e *env) {
-	b := e.node()
-	sw, ok := b.(simba.Sweeper)
-	if !ok || e.h.Hold == nil || e.h.Waiting == nil {
-		e.t.Skip("the backend does not implement simba.Sweeper, or the harness sets no Hold and Waiting")
-	}
-	const idle = time.Second
-	for i, held := range []string{"", "name"} {
-		first := e.open(b)
-		n := e.name(fmt.Sprintf("race%d", i))
-		prev := first.win(n)
-		first.release(n, prev)
-		e.idle(first, idle+idle/4, n)
-		a := e.openLong(e.node())
-		what := "the floor"
-		if held != "" {
-			held, what = n, "the name"
-		}
-		release := e.h.Hold(e.t, held)
-
-		// Calls that outlive the waits for them to show.
-		ctx, cancel := context.WithTimeout(e.t.Context(), 3*waitShown)
-		begun := time.Now()
-		won := async(func() (simba.AcquireResult, error) { return a.b.Acquire(ctx, a.id, n) })
-		early := awaitWaiting(e, "acquire waiting for "+what, 1, won)
-		// An acquire that dates its term from when it began makes the
-		// term look idle to a sweep that begins idle later.
-		time.Sleep(time.Until(begun.Add(idle + idle/10)))
-		swept := async(func() (int, error) { return sw.Sweep(ctx, idle) })
-		waits := 2
-		if early != nil {
-			waits = 1
-		}
-		if o := awaitWaiting(e, "sweep waiting for "+what, waits, swept); o != nil {
-			swept = func() <-chan outcome[int] { ch := make(chan outcome[int], 1); ch <- *o; return ch }()
-		}
-		release()
-		res := early
-		if res == nil {
-			o := <-won
-			res = &o
-		}
-		o := <-swept
-		cancel()
-		switch {
-		case res.err != nil:
-			e.t.Fatalf("Acquire(%s, %q) behind %s held elsewhere: %v", a.id, n, what, res.err)
-		case !res.v.Won || res.v.Token <= prev:
-			e.t.Fatalf("Acquire(%s, %q) behind %s held elsewhere = %+v, want a win above the last term's %d", a.id, n, what, res.v, prev)
-		case o.err != nil:
-			e.t.Fatalf("Sweep(%v) behind %s held elsewhere: %v", idle, what, o.err)
-		}
-		a.wantLeases(a.keepAlive(), map[string]uint64{n: res.v.Token}, "a term won while a sweep waited survives it")
-		c := e.open(e.node())
-		c.lose(n, "its holder won it while a sweep waited, and is live")
-		a.release(n, res.v.Token)
-		c.winAbove(n, res.v.Token, "after its holder gave it back")
 	}
 }

@@ -238,9 +238,9 @@ func (c *Conn) Sweep(ctx context.Context, idle time.Duration) (n int, err error)
 }
 
 // KeepAlive is [Server.KeepAlive] through the faults of c.
-func (c *Conn) KeepAlive(ctx context.Context, id simba.SessionID, lease time.Duration) (r simba.KeepAliveReply, err error) {
+func (c *Conn) KeepAlive(ctx context.Context, id simba.SessionID, req simba.KeepAliveRequest) (r simba.KeepAliveReply, err error) {
 	err = c.do(ctx, OpKeepAlive, func() (err error) {
-		r, err = c.s.keepAlive(ctx, id, lease, c)
+		r, err = c.s.keepAlive(ctx, id, req, c)
 		return err
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/memory"
 )
 
@@ -53,7 +54,7 @@ func ExampleServer_Calls() {
 	node := srv.Connect()
 	s, _ := node.OpenSession(ctx, 15*time.Second)
 	for range 3 {
-		_, _ = node.KeepAlive(ctx, s.ID, 15*time.Second)
+		_, _ = node.KeepAlive(ctx, s.ID, simba.KeepAliveRequest{Lease: 15 * time.Second})
 	}
 	fmt.Println(srv.Calls()[memory.OpKeepAlive], node.Calls()[memory.OpOpenSession])
 	// Output: 3 1
@@ -68,10 +69,10 @@ func ExampleServer_TakeOver() {
 	_, _ = srv.Acquire(ctx, s.ID, "leader")
 
 	token := srv.TakeOver("leader")
-	reply, _ := srv.KeepAlive(ctx, s.ID, 15*time.Second)
-	_, stillOwned := reply.Leases["leader"]
-	fmt.Println(token, stillOwned)
-	// Output: 2 false
+	held := map[string]uint64{"leader": 1}
+	reply, _ := srv.KeepAlive(ctx, s.ID, simba.KeepAliveRequest{Lease: 15 * time.Second, Held: held})
+	fmt.Println(token, reply.Lost)
+	// Output: 2 [leader]
 }
 
 // Every Open of one memory:// URL in a process connects to the same store,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -87,7 +88,7 @@ func TestStall(t *testing.T) {
 			t.Fatal("a call started while stalled reached the store after Unstall")
 		}
 		time.Sleep(2 * time.Second) // 3s + 5s + 2s: the lease ran out while stalled
-		if _, err := c.KeepAlive(t.Context(), id, lease); !errors.Is(err, simba.ErrSessionExpired) {
+		if _, err := c.KeepAlive(t.Context(), id, simba.KeepAliveRequest{Lease: lease}); !errors.Is(err, simba.ErrSessionExpired) {
 			t.Fatalf("KeepAlive after a stall longer than the lease = %v, want ErrSessionExpired", err)
 		}
 		id = open(t, c)
@@ -104,7 +105,7 @@ func TestFail(t *testing.T) {
 		start := time.Now()
 		calls := map[string]func() error{
 			memory.OpOpenSession:  func() error { _, err := c.OpenSession(t.Context(), lease); return err },
-			memory.OpKeepAlive:    func() error { _, err := c.KeepAlive(t.Context(), id, lease); return err },
+			memory.OpKeepAlive:    func() error { _, err := c.KeepAlive(t.Context(), id, simba.KeepAliveRequest{Lease: lease}); return err },
 			memory.OpAcquire:      func() error { _, err := c.Acquire(t.Context(), id, "job"); return err },
 			memory.OpRelease:      func() error { return c.Release(t.Context(), id, "job", 1) },
 			memory.OpJoinGroup:    func() error { _, err := c.JoinGroup(t.Context(), id, "grp"); return err },
@@ -125,11 +126,11 @@ func TestFail(t *testing.T) {
 		}
 
 		c.Fail(simba.ErrSessionExpired) // the engine's view of an expiry, the store unchanged
-		if _, err := c.KeepAlive(t.Context(), id, lease); !errors.Is(err, simba.ErrSessionExpired) {
+		if _, err := c.KeepAlive(t.Context(), id, simba.KeepAliveRequest{Lease: lease}); !errors.Is(err, simba.ErrSessionExpired) {
 			t.Errorf("KeepAlive with Fail(ErrSessionExpired) = %v", err)
 		}
 		c.Fail(nil)
-		if _, err := c.KeepAlive(t.Context(), id, lease); err != nil {
+		if _, err := c.KeepAlive(t.Context(), id, simba.KeepAliveRequest{Lease: lease}); err != nil {
 			t.Errorf("KeepAlive after Fail(nil) = %v, want the session still live", err)
 		}
 	})
@@ -149,7 +150,7 @@ func TestDropReplies(t *testing.T) {
 		// A keep-alive whose reply is lost still renews the session.
 		time.Sleep(6 * time.Second) // 8s since OpenSession
 		if _, err := timed(t, time.Second, func(ctx context.Context) error {
-			_, err := c.KeepAlive(ctx, id, lease)
+			_, err := c.KeepAlive(ctx, id, simba.KeepAliveRequest{Lease: lease})
 			return err
 		}); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("KeepAlive with a lost reply = %v", err)
@@ -159,8 +160,8 @@ func TestDropReplies(t *testing.T) {
 			t.Fatal("a keep-alive with a lost reply did not renew the session")
 		}
 		c.DropReplies(false)
-		r, err := c.KeepAlive(t.Context(), id, lease)
-		if err != nil || r.Leases["job"] != 1 {
+		r, err := c.KeepAlive(t.Context(), id, simba.KeepAliveRequest{Lease: lease, Unsure: []string{"job"}})
+		if err != nil || r.Owned["job"] != 1 {
 			t.Fatalf("KeepAlive after DropReplies(false) = %+v, %v; want job with token 1", r, err)
 		}
 		if got := c.Calls(); got[memory.OpAcquire] != 1 || got[memory.OpKeepAlive] != 2 {
@@ -221,7 +222,7 @@ func TestExpiryIsExact(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(4 * time.Second)
-		if _, err := srv.KeepAlive(t.Context(), id, lease); err != nil {
+		if _, err := srv.KeepAlive(t.Context(), id, simba.KeepAliveRequest{Lease: lease}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(lease - time.Nanosecond)
@@ -237,7 +238,7 @@ func TestExpiryIsExact(t *testing.T) {
 		}
 		time.Sleep(time.Hour)
 		for range 2 {
-			if _, err := srv.KeepAlive(t.Context(), id, lease); !errors.Is(err, simba.ErrSessionExpired) {
+			if _, err := srv.KeepAlive(t.Context(), id, simba.KeepAliveRequest{Lease: lease}); !errors.Is(err, simba.ErrSessionExpired) {
 				t.Fatalf("KeepAlive of an expired session = %v, want ErrSessionExpired", err)
 			}
 		}
@@ -288,11 +289,11 @@ func TestSetMaxLease(t *testing.T) {
 		if err != nil || g.Remaining != 4*time.Second {
 			t.Fatalf("OpenSession(10s) under a 4s cap = %+v, %v; want 4s", g, err)
 		}
-		r, err := srv.KeepAlive(t.Context(), g.ID, lease)
+		r, err := srv.KeepAlive(t.Context(), g.ID, simba.KeepAliveRequest{Lease: lease})
 		if err != nil || r.Remaining != 4*time.Second {
 			t.Fatalf("KeepAlive(10s) under a 4s cap = %+v, %v; want 4s", r, err)
 		}
-		r, err = srv.KeepAlive(t.Context(), g.ID, time.Second)
+		r, err = srv.KeepAlive(t.Context(), g.ID, simba.KeepAliveRequest{Lease: time.Second})
 		if err != nil || r.Remaining != time.Second {
 			t.Fatalf("KeepAlive(1s) under a 4s cap = %+v, %v; want 1s", r, err)
 		}
@@ -321,9 +322,9 @@ func TestTakeOver(t *testing.T) {
 		if !ok || phantom == a || tok != 2 {
 			t.Fatalf("Owner after TakeOver = %s, %d, %v; want another session with token 2", phantom, tok, ok)
 		}
-		r, err := srv.KeepAlive(t.Context(), a, lease)
-		if err != nil || len(r.Leases) != 0 {
-			t.Fatalf("KeepAlive of the previous owner = %+v, %v; want no lease", r, err)
+		r, err := srv.KeepAlive(t.Context(), a, simba.KeepAliveRequest{Lease: lease, Held: map[string]uint64{"job": 1}, Unsure: []string{"job"}})
+		if err != nil || len(r.Owned) != 0 || !slices.Equal(r.Lost, []string{"job"}) {
+			t.Fatalf("KeepAlive of the previous owner = %+v, %v; want job lost and no lease owned", r, err)
 		}
 		if r, err := srv.Acquire(t.Context(), a, "job"); err != nil || r.Won {
 			t.Fatalf("Acquire by the previous owner = %+v, %v; want not won", r, err)
@@ -395,11 +396,11 @@ func TestCalls(t *testing.T) {
 	c1, c2 := srv.Connect(), srv.Connect()
 	a, b := open(t, c1), open(t, c2)
 	for range 3 {
-		if _, err := c1.KeepAlive(t.Context(), a, lease); err != nil {
+		if _, err := c1.KeepAlive(t.Context(), a, simba.KeepAliveRequest{Lease: lease}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := c2.KeepAlive(t.Context(), b, lease); err != nil {
+	if _, err := c2.KeepAlive(t.Context(), b, simba.KeepAliveRequest{Lease: lease}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := srv.Acquire(t.Context(), b, "job"); err != nil {
@@ -451,7 +452,7 @@ func TestBadInput(t *testing.T) {
 		if _, err := srv.OpenSession(t.Context(), d); err == nil {
 			t.Errorf("OpenSession(%v) succeeded, want an error", d)
 		}
-		if _, err := srv.KeepAlive(t.Context(), id, d); err == nil {
+		if _, err := srv.KeepAlive(t.Context(), id, simba.KeepAliveRequest{Lease: d}); err == nil {
 			t.Errorf("KeepAlive(%v) succeeded, want an error", d)
 		}
 	}

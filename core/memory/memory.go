@@ -215,15 +215,17 @@ func newID() simba.SessionID {
 	return simba.SessionID(hex.EncodeToString(b[:]))
 }
 
-// KeepAlive renews session id for lease (capped by [Server.SetMaxLease])
-// from now. The reply's Remaining is exactly the granted lease; Leases and
-// Groups are copies. A session that has expired or was closed gets an error
-// wrapping simba.ErrSessionExpired, for ever.
-func (s *Server) KeepAlive(ctx context.Context, id simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
-	return s.keepAlive(ctx, id, lease, nil)
+// KeepAlive renews session id for req.Lease (capped by
+// [Server.SetMaxLease]) from now. The reply's Remaining is exactly the
+// granted lease; it checks every lease of req.Held, reports the owner's
+// token of every name of req.Unsure the session owns, and counts the
+// members of every group it joined. A session that has expired or was
+// closed gets an error wrapping simba.ErrSessionExpired, for ever.
+func (s *Server) KeepAlive(ctx context.Context, id simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
+	return s.keepAlive(ctx, id, req, nil)
 }
 
-func (s *Server) keepAlive(ctx context.Context, id simba.SessionID, lease time.Duration, c *Conn) (simba.KeepAliveReply, error) {
+func (s *Server) keepAlive(ctx context.Context, id simba.SessionID, req simba.KeepAliveRequest, c *Conn) (simba.KeepAliveReply, error) {
 	now, err := s.begin(ctx, OpKeepAlive, c)
 	if err != nil {
 		return simba.KeepAliveReply{}, err
@@ -233,7 +235,7 @@ func (s *Server) keepAlive(ctx context.Context, id simba.SessionID, lease time.D
 	if err != nil {
 		return simba.KeepAliveReply{}, err
 	}
-	d, err := s.grant(OpKeepAlive, lease)
+	d, err := s.grant(OpKeepAlive, req.Lease)
 	if err != nil {
 		return simba.KeepAliveReply{}, err
 	}
@@ -241,13 +243,19 @@ func (s *Server) keepAlive(ctx context.Context, id simba.SessionID, lease time.D
 		ss.expires = now.Add(d)
 		heap.Fix(&s.expiry, ss.index)
 	}
-	reply := simba.KeepAliveReply{
-		Remaining: d,
-		Leases:    make(map[string]uint64, len(ss.leases)),
-		Groups:    make(map[string]int, len(ss.groups)),
+	reply := simba.KeepAliveReply{Remaining: d, Groups: make(map[string]int, len(ss.groups))}
+	for name, tok := range req.Held {
+		if _, owned := ss.leases[name]; !owned || s.leases[name].token != tok {
+			reply.Lost = append(reply.Lost, name)
+		}
 	}
-	for name := range ss.leases {
-		reply.Leases[name] = s.leases[name].token
+	for _, name := range req.Unsure {
+		if _, owned := ss.leases[name]; owned {
+			if reply.Owned == nil {
+				reply.Owned = make(map[string]uint64)
+			}
+			reply.Owned[name] = s.leases[name].token
+		}
 	}
 	for g := range ss.groups {
 		reply.Groups[g] = len(s.groups[g])

@@ -36,10 +36,10 @@ func TestOpenSharesAStorePerName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a2.KeepAlive(ctx, g.ID, time.Minute); err != nil {
+	if _, err := a2.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: time.Minute}); err != nil {
 		t.Errorf("a session of one connection is unknown to the other: %v", err)
 	}
-	if _, err := b.KeepAlive(ctx, g.ID, time.Minute); !errors.Is(err, simba.ErrSessionExpired) {
+	if _, err := b.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: time.Minute}); !errors.Is(err, simba.ErrSessionExpired) {
 		t.Errorf("KeepAlive on another store = %v, want ErrSessionExpired", err)
 	}
 }
@@ -122,7 +122,7 @@ func TestCloseEndsWaits(t *testing.T) {
 	node.Stall()
 	stalled := make(chan error, 1)
 	go func() {
-		_, err := node.KeepAlive(ctx, g.ID, time.Minute)
+		_, err := node.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: time.Minute})
 		stalled <- err
 	}()
 	dropped := srv.Connect()

@@ -62,7 +62,7 @@ func TestWatchRelease(t *testing.T) {
 			srv.TakeOver("job")
 		}, false},
 		{"owner keeps it", func(t *testing.T, srv *memory.Server, o term) {
-			if _, err := srv.KeepAlive(t.Context(), o.id, lease); err != nil {
+			if _, err := srv.KeepAlive(t.Context(), o.id, simba.KeepAliveRequest{Lease: lease}); err != nil {
 				t.Fatal(err)
 			}
 		}, false},

@@ -216,9 +216,9 @@ type countingBackend struct {
 	keepAlives atomic.Int64
 }
 
-func (b *countingBackend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
+func (b *countingBackend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
 	b.keepAlives.Add(1)
-	return b.Backend.KeepAlive(ctx, s, lease)
+	return b.Backend.KeepAlive(ctx, s, req)
 }
 
 // counter reads a count that only grows (requests sent, commands run).
@@ -318,7 +318,7 @@ func (k *simbaKeepAlive) round(ctx context.Context) (_ sample, err error) {
 	if err != nil {
 		return sample{}, err
 	}
-	lats, err := timeKeepAlives(ctx, kb.b, c.Snapshot().Session.ID, cfg.LeaseDuration, k.leases, k.s.kaTimings)
+	lats, err := timeKeepAlives(ctx, kb.b, c.Snapshot(), cfg.LeaseDuration, k.s.kaTimings)
 	if err != nil {
 		return sample{}, err
 	}
@@ -332,22 +332,29 @@ func (k *simbaKeepAlive) round(ctx context.Context) (_ sample, err error) {
 	return s, nil
 }
 
-// timeKeepAlives times n KeepAlive calls of session id on b and checks
-// that each reply lists the leases the session holds.
-func timeKeepAlives(ctx context.Context, b simba.Backend, id simba.SessionID, lease time.Duration, leases, n int) ([]time.Duration, error) {
-	if id == "" {
+// timeKeepAlives times n KeepAlive calls of the session of snap on b,
+// sending the leases snap holds as the engine does, and checks that no
+// reply reports one lost.
+func timeKeepAlives(ctx context.Context, b simba.Backend, snap simba.Snapshot, lease time.Duration, n int) ([]time.Duration, error) {
+	if snap.Session.ID == "" {
 		return nil, errors.New("the client has no session")
+	}
+	req := simba.KeepAliveRequest{Lease: lease, Held: make(map[string]uint64, len(snap.Leases)), Generation: 1}
+	for _, l := range snap.Leases {
+		if l.Token != 0 {
+			req.Held[l.Name] = l.Token
+		}
 	}
 	lats := make([]time.Duration, 0, n)
 	for range n {
 		t := time.Now()
-		r, err := b.KeepAlive(ctx, id, lease)
+		r, err := b.KeepAlive(ctx, snap.Session.ID, req)
 		if err != nil {
 			return nil, fmt.Errorf("keep-alive: %w", err)
 		}
 		lats = append(lats, time.Since(t))
-		if len(r.Leases) != leases {
-			return nil, fmt.Errorf("keep-alive listed %d leases, %d are held", len(r.Leases), leases)
+		if len(r.Lost) != 0 {
+			return nil, fmt.Errorf("keep-alive reported %d of %d leases held lost", len(r.Lost), len(req.Held))
 		}
 	}
 	return lats, nil

@@ -5,6 +5,9 @@
 // public package links only its own.
 package sqlcore
 
+// The public packages' API files come from templates/ (TestGeneratedFiles).
+//go:generate go test -run ^TestGeneratedFiles$ -update .
+
 import (
 	"context"
 	"fmt"
@@ -50,12 +53,12 @@ type Dialect interface {
 	// OpenSession inserts the session row; identity is empty when the
 	// session carries none.
 	OpenSession(ctx context.Context, id string, lease time.Duration, identity string) error
-	// KeepAlive returns live == false when the session is expired or gone.
-	// With list, it lists the session's leases (reply.Leases, all of them
-	// as of one snapshot); otherwise reply.Leases is empty. It returns the
-	// leases of check that the session no longer holds with that token
-	// (lost).
-	KeepAlive(ctx context.Context, id string, lease time.Duration, list bool, check []Check) (reply simba.KeepAliveReply, lost []Check, live bool, err error)
+	// KeepAlive renews the session and returns live == false when it is
+	// expired or gone. It reads, from one snapshot, the lease rows of
+	// names (valid names, any number of them) and returns in tokens those
+	// that the session owns, with its token; reply holds the remaining
+	// validity and the group counts.
+	KeepAlive(ctx context.Context, id string, lease time.Duration, names []string) (reply simba.KeepAliveReply, tokens map[string]uint64, live bool, err error)
 	// Acquire returns won when the session owns the lease with token
 	// after the call.
 	Acquire(ctx context.Context, id, name string) (token uint64, won, live bool, err error)
@@ -81,12 +84,13 @@ type Dialect interface {
 	// in the same transaction. It returns the last name looked at, ""
 	// when fewer than limit were left, and the number deleted.
 	Sweep(ctx context.Context, idle time.Duration, after string, limit int) (last string, removed int, err error)
-	// UndefinedTable returns the server's message when err says that a
-	// table does not exist.
-	UndefinedTable(err error) (message string, ok bool)
-	// UndefinedColumn returns the server's message when err says that a
-	// column does not exist.
-	UndefinedColumn(err error) (message string, ok bool)
+	// Undefined returns the server's message when err says that a table
+	// (table true) or a column does not exist.
+	Undefined(err error) (message string, table, ok bool)
+	// Warnings reads the server's settings once a session is open and
+	// returns those that break a guarantee of the backend; a failed read
+	// returns none, and the next session reads again.
+	Warnings(ctx context.Context) []simba.Warning
 	// Close releases prepared statements; it never closes the client.
 	Close()
 }
@@ -120,8 +124,6 @@ type Backend struct {
 
 	closeClient func()
 
-	views views // the leases of each session, as the replies say
-
 	initSem  chan struct{} // one schema check at a time, ctx-aware
 	schemaOK atomic.Bool
 
@@ -131,14 +133,6 @@ type Backend struct {
 	closeOnce sync.Once
 	bgDone    chan struct{} // nil without cleanup
 }
-
-var (
-	_ simba.Backend        = (*Backend)(nil)
-	_ simba.HolderReader   = (*Backend)(nil)
-	_ simba.IdentityOpener = (*Backend)(nil)
-	_ simba.Sweeper        = (*Backend)(nil)
-	_ simba.HolderLister   = (*Backend)(nil)
-)
 
 // New resolves cfg.Options and returns the backend; it sends nothing to
 // the server.
@@ -332,7 +326,7 @@ func (b *Backend) wrap(op string, err error) error {
 		b.schemaOK.Store(false)
 		return &MissingTableError{Tables: tables, Err: err, pkg: b.pkg}
 	}
-	if msg, ok := b.d.UndefinedColumn(err); ok {
+	if msg, table, ok := b.d.Undefined(err); ok && !table {
 		b.schemaOK.Store(false)
 		if cols := b.missingColumns(msg); cols != nil {
 			return b.outdated(cols, err)
@@ -382,8 +376,8 @@ func (b *Backend) missingColumns(msg string) []Column {
 // missingTables returns the tables of this backend that err says do not
 // exist, nil when err is about something else.
 func (b *Backend) missingTables(err error) []string {
-	msg, ok := b.d.UndefinedTable(err)
-	if !ok {
+	msg, table, ok := b.d.Undefined(err)
+	if !ok || !table {
 		return nil
 	}
 	// Quote-delimited in both servers' messages: "simba_lease" on
@@ -430,7 +424,8 @@ func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 }
 
 // OpenSessionAs is OpenSession for a session whose row stores identity,
-// which Holder reports; empty, it stores none. An identity longer than
+// which Holder reports; empty, it stores none. A second round trip reads
+// the server's settings for the grant's Warnings (Dialect.Warnings). An identity longer than
 // simba.MaxIdentity bytes, or not printable UTF-8, fails with an error
 // matching simba.ErrInvalidArgument before any statement.
 func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
@@ -449,16 +444,19 @@ func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identi
 	if err := b.d.OpenSession(ctx, id, lease, identity); err != nil {
 		return simba.SessionGrant{}, b.wrap("open session", err)
 	}
-	b.views.open(simba.SessionID(id), lease)
 	// The row expires lease after the statement ran, which is after the
 	// caller sent it: reporting lease can only err on the safe side.
-	return simba.SessionGrant{ID: simba.SessionID(id), Remaining: lease}, nil
+	return simba.SessionGrant{ID: simba.SessionID(id), Remaining: lease, Warnings: b.d.Warnings(ctx)}, nil
 }
 
 // KeepAlive renews s unless it expired or was closed
-// (simba.ErrSessionExpired) and reports its leases and group counts.
-func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
-	if err := b.checkLease(lease); err != nil {
+// (simba.ErrSessionExpired), and reports in the same statement which of
+// the leases it checks s lost, which of req.Unsure s owns, and the group
+// counts. It checks every lease of req.Held, or simba.MinLeaseChecks of
+// them (the first of a map iteration, whose order Go varies), so that it
+// reads as many lease rows with thousands of leases held as with five.
+func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
+	if err := b.checkLease(req.Lease); err != nil {
 		return simba.KeepAliveReply{}, err
 	}
 	if !wellFormed(s) {
@@ -469,22 +467,44 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, lease time.D
 		return simba.KeepAliveReply{}, err
 	}
 	defer done()
-	list, l, check := b.views.keepAlive(s, lease)
-	reply, lost, live, err := b.d.KeepAlive(ctx, string(s), lease, list, check)
-	if err != nil {
-		if list {
-			b.views.abandon(s)
+	checked := make([]string, 0, min(len(req.Held), simba.MinLeaseChecks))
+	for name := range req.Held {
+		if len(checked) == simba.MinLeaseChecks {
+			break
 		}
+		checked = append(checked, name)
+	}
+	// A name no acquire takes is owned by nobody: not looked up.
+	names := make([]string, 0, len(checked)+len(req.Unsure))
+	for _, name := range checked {
+		if simba.ValidateName(name) == nil {
+			names = append(names, name)
+		}
+	}
+	for _, name := range req.Unsure {
+		if simba.ValidateName(name) == nil && !slices.Contains(checked, name) {
+			names = append(names, name)
+		}
+	}
+	reply, tokens, live, err := b.d.KeepAlive(ctx, string(s), req.Lease, names)
+	if err != nil {
 		return simba.KeepAliveReply{}, b.wrap("keep-alive", err)
 	}
 	if !live {
-		b.views.drop(s)
 		return simba.KeepAliveReply{}, simba.ErrSessionExpired
 	}
-	if list {
-		reply.Leases = b.views.reply(s, reply.Leases, &l, nil)
-	} else {
-		reply.Leases = b.views.reply(s, nil, nil, lost)
+	for _, name := range checked {
+		if tokens[name] != req.Held[name] {
+			reply.Lost = append(reply.Lost, name)
+		}
+	}
+	for _, name := range req.Unsure {
+		if tok, ok := tokens[name]; ok {
+			if reply.Owned == nil {
+				reply.Owned = map[string]uint64{}
+			}
+			reply.Owned[name] = tok
+		}
 	}
 	return reply, nil
 }
@@ -505,11 +525,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	defer done()
 	token, won, live, err := b.d.Acquire(ctx, string(s), name)
 	if err != nil {
-		b.views.unsure(s) // it may have won
 		return simba.AcquireResult{}, b.wrap(fmt.Sprintf("acquire %q", name), err)
-	}
-	if won && live {
-		b.views.change(s, leaseOp{name: name, token: token, acquire: true})
 	}
 	if !live {
 		return simba.AcquireResult{}, simba.ErrSessionExpired
@@ -534,11 +550,8 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	}
 	defer done()
 	if err := b.d.Release(ctx, string(s), name, token); err != nil {
-		b.views.unsure(s) // it may have freed the lease
 		return b.wrap(fmt.Sprintf("release %q", name), err)
 	}
-	// Freed now, or not held with token before: either way not held.
-	b.views.change(s, leaseOp{name: name, token: token})
 	return nil
 }
 
@@ -598,7 +611,6 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	if err := b.d.CloseSession(ctx, string(s)); err != nil {
 		return b.wrap("close session", err)
 	}
-	b.views.drop(s)
 	return nil
 }
 

@@ -90,3 +90,27 @@ func TermError(pkg string, term *simba.Term, err error) error {
 	}
 	return TermEnded(pkg, term, err)
 }
+
+// TermCommit ends a transaction in term once its check ran: checked is
+// the check's error (noRows, the driver's error of a query without a row:
+// the lease row names another term). It then runs fn, and commit only
+// while the term is valid. Its error says which step failed; the caller
+// rolls the transaction back when there is one.
+func TermCommit(pkg string, term *simba.Term, checked, noRows error, fn, commit func() error) error {
+	switch {
+	case errors.Is(checked, noRows):
+		return TermEnded(pkg, term, nil)
+	case checked != nil:
+		return TermError(pkg, term, fmt.Errorf("%s: InTerm: check the lease: %w", pkg, checked))
+	}
+	if err := fn(); err != nil {
+		return TermError(pkg, term, err)
+	}
+	if !term.Valid() {
+		return TermEnded(pkg, term, nil)
+	}
+	if err := commit(); err != nil {
+		return TermError(pkg, term, fmt.Errorf("%s: InTerm: commit: %w", pkg, err))
+	}
+	return nil
+}

@@ -317,7 +317,7 @@ func (d fakeDialect) Holder(_ context.Context, name string) (simba.Holder, bool,
 	return simba.Holder{Session: "s", Identity: "i", Token: 7}, true, nil
 }
 
-func (d fakeDialect) KeepAlive(ctx context.Context, _ string, _ time.Duration, _ bool, _ []Check) (simba.KeepAliveReply, []Check, bool, error) {
+func (d fakeDialect) KeepAlive(ctx context.Context, _ string, _ time.Duration, _ []string) (simba.KeepAliveReply, map[string]uint64, bool, error) {
 	return simba.KeepAliveReply{}, nil, false, d.block(ctx)
 }
 func (fakeDialect) Acquire(context.Context, string, string) (uint64, bool, bool, error) {
@@ -333,15 +333,15 @@ func (fakeDialect) Cleanup(context.Context, int) (int, error)        { return 0,
 func (fakeDialect) Sweep(context.Context, time.Duration, string, int) (string, int, error) {
 	return "", 0, nil
 }
-func (fakeDialect) UndefinedTable(error) (string, bool) { return "", false }
+func (fakeDialect) Warnings(context.Context) []simba.Warning { return nil }
 
-// UndefinedColumn recognises the errors of undefinedColumn.
-func (fakeDialect) UndefinedColumn(err error) (string, bool) {
+// Undefined recognises the errors of undefinedColumn, as a column's.
+func (fakeDialect) Undefined(err error) (string, bool, bool) {
 	var u undefinedColumn
 	if errors.As(err, &u) {
-		return string(u), true
+		return string(u), false, true
 	}
-	return "", false
+	return "", false, false
 }
 
 type undefinedColumn string
@@ -383,7 +383,7 @@ func TestCloseEndsCallsInFlight(t *testing.T) {
 	}
 	errc := make(chan error, 1)
 	go func() {
-		_, err := b.KeepAlive(context.Background(), s.ID, time.Second)
+		_, err := b.KeepAlive(context.Background(), s.ID, simba.KeepAliveRequest{Lease: time.Second})
 		errc <- err
 	}()
 	<-started

@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/simba-go/simba/core/backendtest"
+
+	simba "github.com/simba-go/simba/core"
 )
 
 // Bench runs the benchmarks of h against its test server.
 func Bench(b *testing.B, h Harness) {
-	raw := ServerEnv(b, h.EnvVar)
+	raw := backendtest.ServerEnv(b, h.EnvVar)
 	for _, bm := range []struct {
 		name string
 		fn   func(b *testing.B, f *fixture)
@@ -60,14 +64,16 @@ func benchKeepAlive(b *testing.B, f *fixture) {
 	for _, leases := range []int{1, 100, 10000} {
 		b.Run(fmt.Sprintf("L%d", leases), func(b *testing.B) {
 			s := open(b, be, time.Minute)
+			req := simba.KeepAliveRequest{Lease: time.Minute, Held: map[string]uint64{}, Generation: 1}
 			for i := range leases {
-				acquire(b, be, s, fmt.Sprintf("ka-%d-%d", leases, i))
+				name := fmt.Sprintf("ka-%d-%d", leases, i)
+				req.Held[name] = acquire(b, be, s, name).Token
 			}
 			ctx := ctxT(b)
 			for b.Loop() {
-				r, err := be.KeepAlive(ctx, s, time.Minute)
-				if err != nil || len(r.Leases) != leases {
-					b.Fatalf("keep-alive: %d leases, %v", len(r.Leases), err)
+				r, err := be.KeepAlive(ctx, s, req)
+				if err != nil || len(r.Lost) != 0 {
+					b.Fatalf("keep-alive: lost %v, %v", r.Lost, err)
 				}
 			}
 		})

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 	simba "github.com/simba-go/simba/core"
 )
 
@@ -44,7 +43,7 @@ func testTakeOverWaitsForRenewalInFlight(t *testing.T, f *fixture) {
 	if res.v.Won {
 		t.Fatalf("the lease was taken over (token %d) from a session whose renewal committed", res.v.Token)
 	}
-	if got := keepAlive(t, b, owner, lease).Leases; got["n"] != tok {
+	if got := keepAlive(t, b, owner, lease, "n").Owned; got["n"] != tok {
 		t.Fatalf("owner's leases = %v, want n:%d", got, tok)
 	}
 }
@@ -94,9 +93,9 @@ func testKilledConnection(t *testing.T, f *fixture) {
 
 	kill(connID())
 	wantRecovery(t, f.h.Pkg.Name, "keep-alive", func() error {
-		r, err := b.KeepAlive(ctxT(t), s, lease)
-		if err == nil && r.Leases["n"] != tok {
-			t.Fatalf("leases after reconnect = %v, want n:%d", r.Leases, tok)
+		r, err := b.KeepAlive(ctxT(t), s, unsure(lease, "n"))
+		if err == nil && r.Owned["n"] != tok {
+			t.Fatalf("leases after reconnect = %v, want n:%d", r.Owned, tok)
 		}
 		return err
 	})
@@ -112,7 +111,7 @@ func testKilledConnection(t *testing.T, f *fixture) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_, err := b.KeepAlive(ctx, s, lease)
+		_, err := b.KeepAlive(ctx, s, unsure(lease))
 		errc <- err
 	}()
 	time.Sleep(200 * time.Millisecond)
@@ -137,101 +136,4 @@ func testKilledConnection(t *testing.T, f *fixture) {
 		}
 		return err
 	})
-}
-
-// testWrongCredentials: Open fails with a clear error that does not
-// contain the password.
-func testWrongCredentials(t *testing.T, f *fixture) {
-	const secret = "Sup3r-s3cret-pw"
-	raw := f.h.URL(t, f.raw, "")
-	scheme, rest, _ := strings.Cut(raw, "://")
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		rest = rest[at+1:]
-	}
-	bad := scheme + "://simba_no_such_user:" + secret + "@" + rest
-	for _, c := range []struct {
-		name string
-		url  string
-		opts OpenOptions
-	}{
-		{"password in URL", bad, OpenOptions{}},
-		{"password in Options", scheme + "://simba_no_such_user@" + rest, OpenOptions{Password: secret}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			b, err := f.h.Open(ctx, c.url, c.opts)
-			if err == nil {
-				_ = b.Close()
-				t.Fatal("Open with a user that does not exist succeeded")
-			}
-			if strings.Contains(err.Error(), secret) {
-				t.Fatalf("the error shows the password: %v", err)
-			}
-			if want := f.h.Pkg.Name + ": connect: "; !strings.HasPrefix(err.Error(), want) {
-				t.Fatalf("error = %v, want a %s error", err, want)
-			}
-			t.Logf("%v", err)
-		})
-	}
-}
-
-// testOpenFailsOnSilentServer: Open against a server that accepts
-// connections and never answers gives up when its ctx ends.
-func testOpenFailsOnSilentServer(t *testing.T, f *fixture) {
-	p := newProxy(t, "") // holds every connection without a byte
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	b, err := f.h.Open(ctx, f.h.URL(t, f.raw, p.Addr()), OpenOptions{Options: f.options()})
-	elapsed := time.Since(start)
-	if err == nil {
-		_ = b.Close()
-		t.Fatal("Open of a silent server succeeded")
-	}
-	if elapsed > 2*time.Second {
-		t.Errorf("Open of a silent server took %v, want about its ctx's 500ms", elapsed)
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Open of a silent server: %v, want an error wrapping context.DeadlineExceeded", err)
-	}
-	if want := f.h.Pkg.Name + ": connect: "; !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("Open of a silent server: %v, want a %s error", err, want)
-	}
-}
-
-// testCloseReturnsWhenServerGoesSilent: the server of a backend that Open
-// made stops answering while a keep-alive waits for it. Close returns
-// within its bound and the keep-alive fails with ErrClosed at once.
-func testCloseReturnsWhenServerGoesSilent(t *testing.T, f *fixture) {
-	p := newProxy(t, f.h.Addr(t, f.raw))
-	b, err := f.h.Open(ctxT(t), f.h.URL(t, f.raw, p.Addr()), OpenOptions{Options: f.options()})
-	if err != nil {
-		t.Fatalf("Open through the proxy: %v", err)
-	}
-	s := open(t, b, time.Minute)
-	p.Silence()
-
-	errc := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_, err := b.KeepAlive(ctx, s, time.Minute)
-		errc <- err
-	}()
-	time.Sleep(200 * time.Millisecond) // the keep-alive is waiting for the server
-	start := time.Now()
-	closeErr := b.Close()
-	if elapsed := time.Since(start); elapsed > sqlcore.CloseTimeout+time.Second {
-		t.Errorf("Close took %v, want at most CloseTimeout (%v)", elapsed, sqlcore.CloseTimeout)
-	}
-	t.Logf("Close: %v", closeErr)
-	select {
-	case err := <-errc:
-		if !errors.Is(err, f.h.Pkg.ErrClosed) {
-			t.Errorf("keep-alive ended by Close: %v, want ErrClosed", err)
-		}
-	case <-time.After(time.Second):
-		t.Fatal("the keep-alive in flight did not return after Close")
-	}
 }

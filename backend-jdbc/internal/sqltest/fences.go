@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/fencingtest"
 )
 
@@ -123,23 +120,6 @@ func (r *fenceResource) Reopen(context.Context) (fencingtest.Resource, error) {
 
 func (r *fenceResource) Close() error { return r.conn.Close() }
 
-// testFencePassesKit runs the fencing test kit with every client kind
-// (R-FEN-2).
-func testFencePassesKit(t *testing.T, f *fixture) {
-	for _, c := range f.h.Fences {
-		t.Run(c.Name, func(t *testing.T) {
-			x := newFenceFixture(t, f, c)
-			fencingtest.Run(t, func(t testing.TB) fencingtest.Resource {
-				conn, err := c.Open(f.raw, x.table)
-				if err != nil {
-					t.Fatalf("open %s: %v", c.Name, err)
-				}
-				return &fenceResource{x: x, conn: conn, key: x.newKey(t)}
-			})
-		})
-	}
-}
-
 func testFenceRowMissing(t *testing.T, f *fixture) {
 	for _, c := range f.h.Fences {
 		t.Run(c.Name, func(t *testing.T) {
@@ -220,59 +200,4 @@ func testFenceInTransaction(t *testing.T, f *fixture) {
 			}
 		})
 	}
-}
-
-// testStaleWriterRejected is R-FEN-1 end to end: node A holds a lock; its
-// session expires on the database (as after a pause longer than the lease,
-// or a clock step on the database host) while A's local deadline has not
-// passed; node B wins a newer term and writes through the fence; A's late
-// write with its old token is rejected and leaves B's value in place.
-func testStaleWriterRejected(t *testing.T, f *fixture) {
-	ctx := ctxT(t)
-	cfg := simba.Config{LeaseDuration: 3 * time.Second}
-	newClient := func() *simba.Client {
-		c, err := simba.New(f.open(t), simba.WithConfig(cfg), simba.WithLogger(slog.New(slog.DiscardHandler)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close(context.Background()) })
-		return c
-	}
-	a, b := newClient(), newClient()
-	x := newFenceFixture(t, f, f.h.Fences[0])
-	key := x.newKey(t)
-	write := func(token uint64, v string) bool {
-		t.Helper()
-		ok, err := x.conn.Write(ctx, key, token, v)
-		if err != nil {
-			t.Fatalf("write(%d, %q): %v", token, v, err)
-		}
-		return ok
-	}
-
-	ta, err := a.Lock("ledger").Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !write(ta.Token(), "A: batch 1") {
-		t.Fatal("A's first write rejected")
-	}
-	f.expire(ta.Session())
-	tb, err := b.Lock("ledger").Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tb.Token() <= ta.Token() {
-		t.Fatalf("B's token %d is not above A's %d", tb.Token(), ta.Token())
-	}
-	if !write(tb.Token(), "B: batch 2") {
-		t.Fatal("B's write rejected")
-	}
-	if write(ta.Token(), "A: late batch") {
-		t.Fatal("A's stale write was accepted")
-	}
-	if tok, v, err := x.row(ctx, key); err != nil || tok != tb.Token() || v != "B: batch 2" {
-		t.Fatalf("row = %d %q %v, want B's write", tok, v, err)
-	}
-	_ = tb.Close()
 }

@@ -1,10 +1,7 @@
 package sqltest
 
 import (
-	"context"
 	"errors"
-	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,13 +55,6 @@ func holderOf(t testing.TB, b simba.HolderReader, name string) (simba.Holder, bo
 	return h, ok
 }
 
-func wantNobody(t testing.TB, b simba.HolderReader, name, why string) {
-	t.Helper()
-	if h, ok := holderOf(t, b, name); ok {
-		t.Fatalf("Holder(%q) = %+v, want nobody: %s", name, h, why)
-	}
-}
-
 // wantHolder checks the holder of name, and that its term began within
 // a few seconds of now.
 func wantHolder(t testing.TB, b simba.HolderReader, name string, s simba.SessionID, identity string, token uint64) simba.Holder {
@@ -79,125 +69,6 @@ func wantHolder(t testing.TB, b simba.HolderReader, name string, s simba.Session
 		t.Fatalf("Holder(%q) since %v, want a UTC time within 10s of now (%v)", name, h.Since, time.Now().UTC())
 	}
 	return h
-}
-
-// testHolder: the holder of a lease through its terms, with the identity
-// of its session; nobody once released or closed; identities of up to
-// MaxIdentity bytes of any printable UTF-8 are stored as given.
-func testHolder(t *testing.T, f *fixture) {
-	b := f.backend()
-	const lease = 10 * time.Second
-	wantNobody(t, b, "job", "never taken")
-
-	const identity = "node-a:42 (é, 🔒)"
-	a := openAs(t, b, lease, identity)
-	tok := acquire(t, b, a, "job").Token
-	first := wantHolder(t, b, "job", a, identity, tok)
-	wantNobody(t, b, "Job", "names are case-sensitive")
-
-	time.Sleep(20 * time.Millisecond)
-	r := acquire(t, b, a, "job")
-	if !r.Won || r.Token != tok+1 {
-		t.Fatalf("acquire by the owner = %+v, want token %d", r, tok+1)
-	}
-	if h := wantHolder(t, b, "job", a, identity, tok+1); !h.Since.After(first.Since) {
-		t.Fatalf("the new term began at %v, not after the first one (%v)", h.Since, first.Since)
-	}
-
-	other := open(t, b, lease) // no identity
-	if r := acquire(t, b, other, "job"); r.Won {
-		t.Fatalf("acquire of a held lease = %+v", r)
-	}
-	wantHolder(t, b, "job", a, identity, tok+1)
-	if err := b.Release(ctxT(t), a, "job", tok+1); err != nil {
-		t.Fatal(err)
-	}
-	wantNobody(t, b, "job", "released")
-	if r := acquire(t, b, other, "job"); !r.Won {
-		t.Fatalf("acquire after the release = %+v", r)
-	}
-	wantHolder(t, b, "job", other, "", tok+2)
-	if err := b.CloseSession(ctxT(t), other); err != nil {
-		t.Fatal(err)
-	}
-	wantNobody(t, b, "job", "its owner's session was closed")
-
-	// MaxIdentity bytes of four-byte characters: utf8mb4 on MySQL.
-	longest := strings.Repeat("🔒", simba.MaxIdentity/4)
-	m := openAs(t, b, lease, longest)
-	tok = acquire(t, b, m, "max").Token
-	wantHolder(t, b, "max", m, longest, tok)
-	if _, err := b.OpenSessionAs(ctxT(t), lease, longest+"x"); !errors.Is(err, simba.ErrInvalidArgument) {
-		t.Fatalf("OpenSessionAs with %d bytes: %v, want ErrInvalidArgument", len(longest)+1, err)
-	}
-	if _, err := b.OpenSessionAs(ctxT(t), lease, "line\nbreak"); !errors.Is(err, simba.ErrInvalidArgument) {
-		t.Fatalf("OpenSessionAs with a line break: %v, want ErrInvalidArgument", err)
-	}
-	var ne *simba.NameError
-	if _, _, err := b.Holder(ctxT(t), "bad/name"); !errors.As(err, &ne) {
-		t.Fatalf("Holder(bad/name): %v, want a *simba.NameError", err)
-	}
-}
-
-// testHolderOfExpiredOwner: a lease whose owner's session expired has no
-// holder, though its row still names the session, whether the session
-// was expired by hand or ran out by itself; the next owner is reported.
-func testHolderOfExpiredOwner(t *testing.T, f *fixture) {
-	b := f.backend()
-	a := openAs(t, b, 10*time.Second, "owner")
-	tok := acquire(t, b, a, "job").Token
-	wantHolder(t, b, "job", a, "owner", tok)
-
-	f.expire(a)
-	wantNobody(t, b, "job", "its owner's session expired")
-	var sid string
-	if err := f.scalar(ctxT(t), "SELECT session_id FROM "+f.prefix+"lease WHERE name = ?", &sid, "job"); err != nil || sid != string(a) {
-		t.Fatalf("lease row names %q (%v), want the expired session %s still", sid, err, a)
-	}
-	c := openAs(t, b, 10*time.Second, "next")
-	if r := acquire(t, b, c, "job"); !r.Won || r.Token != tok+1 {
-		t.Fatalf("take-over = %+v, want token %d", r, tok+1)
-	}
-	wantHolder(t, b, "job", c, "next", tok+1)
-
-	const short = 300 * time.Millisecond
-	d := openAs(t, b, short, "short-lived")
-	tok = acquire(t, b, d, "brief").Token
-	wantHolder(t, b, "brief", d, "short-lived", tok)
-	time.Sleep(short + 100*time.Millisecond)
-	wantNobody(t, b, "brief", "its owner's lease ran out")
-}
-
-// testHolderThroughTheEngine: a client sees another client's identity as
-// the holder of the lock it took.
-func testHolderThroughTheEngine(t *testing.T, f *fixture) {
-	cfg := simba.Config{LeaseDuration: 3 * time.Second}
-	quiet := slog.New(slog.DiscardHandler)
-	newClient := func(identity string) *simba.Client {
-		c, err := simba.New(f.open(t), simba.WithConfig(cfg), simba.WithLogger(quiet), simba.WithIdentity(identity))
-		if err != nil {
-			t.Fatalf("simba.New: %v", err)
-		}
-		t.Cleanup(func() { c.Close(context.Background()) })
-		return c
-	}
-	a, b := newClient("node-a"), newClient("node-b")
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	term, err := a.Lock("engine").Acquire(ctx)
-	if err != nil {
-		t.Fatalf("a: Acquire: %v", err)
-	}
-	h, ok, err := b.Holder(ctx, "engine")
-	if err != nil || !ok || h.Identity != "node-a" || h.Token != term.Token() {
-		t.Fatalf("b: Holder = %+v, %v, %v; want node-a at token %d", h, ok, err, term.Token())
-	}
-	if err := term.Release(ctx); err != nil {
-		t.Fatalf("a: Release: %v", err)
-	}
-	if h, ok, err := b.Holder(ctx, "engine"); err != nil || ok {
-		t.Fatalf("b: Holder after the release = %+v, %v, %v; want nobody", h, ok, err)
-	}
 }
 
 // testMigrationUpgrade: tables made before migration 2 make a backend
@@ -280,7 +151,7 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	if ago := time.Since(h.Since); ago < 20*time.Second || ago > 40*time.Second {
 		t.Fatalf("Holder(old-job) since %v (%v ago), want about 30s ago", h.Since, ago)
 	}
-	if ka := keepAlive(t, b, oldSID, 10*time.Second); ka.Leases["old-job"] != 5 {
+	if ka := keepAlive(t, b, oldSID, 10*time.Second, "old-job"); ka.Owned["old-job"] != 5 {
 		t.Fatalf("keep-alive of the old session = %+v, want old-job at 5", ka)
 	}
 	insertOldSession("fedcba9876543210fedcba9876543210") // the old version's INSERT still works
@@ -331,19 +202,19 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	if err := f.admin.Exec(ctxT(t), "ALTER TABLE "+f.prefix+"session DROP COLUMN lease_gen"); err != nil {
 		t.Fatal(err)
 	}
-	if ka := keepAlive(t, b, s2, 10*time.Second); ka.Leases["again"] != 1 {
+	if ka := keepAlive(t, b, s2, 10*time.Second, "again"); ka.Owned["again"] != 1 {
 		t.Fatalf("keep-alive without the lease_gen column = %+v, want again at 1", ka)
 	}
 	wantMigration = 3
 	want = pkg + ": tables predate migration 3 (session lease generation): column " + f.prefix +
 		"session.lease_gen missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
 	late := f.backendWith(sqlcore.Options{TablePrefix: f.prefix})
-	_, err = late.KeepAlive(ctxT(t), s2, 10*time.Second)
+	_, err = late.KeepAlive(ctxT(t), s2, unsure(10*time.Second))
 	outdated("KeepAlive of a new backend after the lease_gen column was dropped", err, false)
 	if err := b.Migrate(ctxT(t)); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
-	if ka := keepAlive(t, late, s2, 10*time.Second); ka.Leases["again"] != 1 {
+	if ka := keepAlive(t, late, s2, 10*time.Second, "again"); ka.Owned["again"] != 1 {
 		t.Fatalf("keep-alive after migration 3 = %+v, want again at 1", ka)
 	}
 
@@ -355,10 +226,10 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	wantMigration = 4
 	want = pkg + ": tables predate migration 4 (lease floor): table " + f.prefix +
 		"lease_floor missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
-	_, err = f.backendWith(sqlcore.Options{TablePrefix: f.prefix}).KeepAlive(ctxT(t), s2, 10*time.Second)
+	_, err = f.backendWith(sqlcore.Options{TablePrefix: f.prefix}).KeepAlive(ctxT(t), s2, unsure(10*time.Second))
 	outdated("KeepAlive of a new backend after the floor table was dropped", err, false)
 	migrated := f.backendWith(sqlcore.Options{TablePrefix: f.prefix, Migrate: true})
-	if ka := keepAlive(t, migrated, s2, 10*time.Second); ka.Leases["again"] != 1 {
+	if ka := keepAlive(t, migrated, s2, 10*time.Second, "again"); ka.Owned["again"] != 1 {
 		t.Fatalf("keep-alive after migration 4 = %+v, want again at 1", ka)
 	}
 }

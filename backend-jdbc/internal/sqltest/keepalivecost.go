@@ -3,16 +3,19 @@ package sqltest
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
+	simba "github.com/simba-go/simba/core"
 )
 
-// testKeepAliveCostFlat: when nothing changed, a keep-alive reads about
-// as many rows with many leases held as with one. It counts the rows the
-// server reads (Harness.RowsRead), not time, so it does not depend on the
-// load of the machine.
+// testKeepAliveCostFlat: when nothing changed, a keep-alive that holds
+// many leases reads about as many rows as one that holds one. It counts
+// the rows the server reads (Harness.RowsRead), not time, so it does not
+// depend on the load of the machine.
 func testKeepAliveCostFlat(t *testing.T, f *fixture) {
 	if f.h.RowsRead == nil {
 		t.Fatal("the harness has no RowsRead")
@@ -24,8 +27,10 @@ func testKeepAliveCostFlat(t *testing.T, f *fixture) {
 		t.Cleanup(func() { f.dropTables(prefix) })
 		b, rows := f.h.RowsRead(t, f.raw, sqlcore.Options{TablePrefix: prefix, Migrate: true, CleanupInterval: -1})
 		s := open(t, b, time.Minute)
+		req := simba.KeepAliveRequest{Lease: time.Minute, Held: map[string]uint64{}, Generation: 1}
 		for i := range leases {
-			acquire(t, b, s, fmt.Sprintf("n%d", i))
+			name := fmt.Sprintf("n%d", i)
+			req.Held[name] = acquire(t, b, s, name).Token
 		}
 		keepAlive(t, b, s, time.Minute)
 		best := int64(-1)
@@ -34,8 +39,8 @@ func testKeepAliveCostFlat(t *testing.T, f *fixture) {
 			if err != nil {
 				t.Fatalf("rows read: %v", err)
 			}
-			if got := keepAlive(t, b, s, time.Minute); len(got.Leases) != leases {
-				t.Fatalf("keep-alive listed %d leases, want %d", len(got.Leases), leases)
+			if got, err := b.KeepAlive(ctxT(t), s, req); err != nil || len(got.Lost) != 0 {
+				t.Fatalf("keep-alive: lost %v, %v; want nothing lost", got.Lost, err)
 			}
 			after, err := rows(ctxT(t))
 			if err != nil {
@@ -47,53 +52,53 @@ func testKeepAliveCostFlat(t *testing.T, f *fixture) {
 		}
 		return best
 	}
-	one, lots := perKeepAlive(1), perKeepAlive(many)
-	t.Logf("rows read per keep-alive: %d with 1 lease, %d with %d", one, lots, many)
-	if lots > 2*max(one, 1) {
-		t.Fatalf("a keep-alive read %d rows with %d leases held, %d with 1: want at most twice as many", lots, many, one)
+	one, some, lots := perKeepAlive(1), perKeepAlive(100), perKeepAlive(many)
+	t.Logf("rows read per keep-alive: %d with 1 lease, %d with 100, %d with %d", one, some, lots, many)
+	for _, c := range []struct {
+		leases int
+		rows   int64
+	}{{100, some}, {many, lots}} {
+		if c.rows > 2*max(one, 1) {
+			t.Errorf("a keep-alive read %d rows with %d leases held, %d with 1: want at most twice as many", c.rows, c.leases, one)
+		}
 	}
 }
 
-// testKeepAliveSeesOtherChanges: a keep-alive replies with what its
-// Backend's own replies said; it checks up to sqlcore.CheckedLeases leases
-// of that view against their rows (every one here), so a lease freed
-// through another Backend on the same session, or by hand, is gone from
-// the next reply, and the keep-alive after it lists the session's leases,
-// a lease won through another Backend included. An Acquire whose outcome
-// is unknown (its context ended) makes the next keep-alive list them too.
+// testKeepAliveSeesOtherChanges: a keep-alive checks the leases its
+// request holds against their rows (every one here: fewer than
+// simba.MinLeaseChecks), so a lease freed through another Backend on the
+// same session, freed by hand or taken again at another token is reported
+// lost; and it reports which of the unsure names the session owns, a
+// lease won through another Backend or by an acquire cut short included.
 func testKeepAliveSeesOtherChanges(t *testing.T, f *fixture) {
 	b, other := f.backend(), f.backend()
 	const lease = time.Minute
 	s := open(t, b, lease)
-	tok := acquire(t, b, s, "mine").Token
-	want := func(what string, leases map[string]uint64) {
+	want := func(what string, held map[string]uint64, unsure []string, lost []string, owned map[string]uint64) {
 		t.Helper()
-		got := keepAlive(t, b, s, lease).Leases
-		if len(got) != len(leases) {
-			t.Fatalf("%s: keep-alive lists %v, want %v", what, got, leases)
+		r, err := b.KeepAlive(ctxT(t), s, simba.KeepAliveRequest{Lease: lease, Held: held, Generation: 1, Unsure: unsure})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
-		for n, tk := range leases {
-			if got[n] != tk {
-				t.Fatalf("%s: keep-alive lists %v, want %v", what, got, leases)
-			}
+		if got := slices.Sorted(slices.Values(r.Lost)); !slices.Equal(got, lost) || !maps.Equal(r.Owned, owned) {
+			t.Fatalf("%s: keep-alive lost %v and owns %v, want %v and %v", what, r.Lost, r.Owned, lost, owned)
 		}
 	}
-	want("own acquire", map[string]uint64{"mine": tok})
+	tok := acquire(t, b, s, "mine").Token
+	want("own acquire", map[string]uint64{"mine": tok}, nil, nil, nil)
+	want("a token the session never had", map[string]uint64{"mine": tok + 1}, nil, []string{"mine"}, nil)
 	ot := acquire(t, other, s, "theirs").Token
-	want("acquire through another Backend, which no reply of this one said", map[string]uint64{"mine": tok})
+	want("acquire through another Backend", map[string]uint64{"mine": tok}, []string{"theirs", "nobody"}, nil, map[string]uint64{"theirs": ot})
 	if err := other.Release(ctxT(t), s, "mine", tok); err != nil {
 		t.Fatal(err)
 	}
-	want("release through another Backend, found by the check", map[string]uint64{})
-	want("the keep-alive after the check found a change lists", map[string]uint64{"theirs": ot})
-	if err := b.Release(ctxT(t), s, "theirs", ot); err != nil {
-		t.Fatal(err)
-	}
-	want("own release", map[string]uint64{})
+	want("release through another Backend", map[string]uint64{"mine": tok, "theirs": ot}, nil, []string{"mine"}, nil)
+	again := acquire(t, b, s, "mine").Token
+	want("taken again at another token", map[string]uint64{"mine": tok}, nil, []string{"mine"}, nil)
+	want("held at the new token", map[string]uint64{"mine": again}, []string{"mine"}, nil, map[string]uint64{"mine": again})
 
-	// An acquire cut short: the Backend cannot know whether it won, so
-	// the next keep-alive lists the leases (the row below is written by
-	// hand, as a win would be).
+	// An acquire cut short: the Backend cannot know whether it won; the
+	// row below is written by hand, as a win would be.
 	ctx, cancel := context.WithCancel(ctxT(t))
 	cancel()
 	if _, err := b.Acquire(ctx, s, "late"); err == nil {
@@ -103,76 +108,11 @@ func testKeepAliveSeesOtherChanges(t *testing.T, f *fixture) {
 	if err := f.admin.Exec(ctxT(t), q, string(s)); err != nil {
 		t.Fatal(err)
 	}
-	want("after an acquire cut short", map[string]uint64{"late": 7})
+	want("after an acquire cut short", nil, []string{"late"}, nil, map[string]uint64{"late": 7})
 
 	// A lease freed by hand: the check finds it.
 	if err := f.admin.Exec(ctxT(t), "UPDATE "+f.prefix+"lease SET session_id = NULL WHERE name = 'late'"); err != nil {
 		t.Fatal(err)
 	}
-	want("after the lease was freed by hand", map[string]uint64{})
-}
-
-// testConcurrentCallsOfOneSession: acquires and releases of one session
-// run at once, with its keep-alives, as a client taking many leases in
-// parallel does: none fails (a deadlock between the session's own
-// statements surfaces as an error) and the keep-alive lists them all.
-func testConcurrentCallsOfOneSession(t *testing.T, f *fixture) {
-	b := f.backend()
-	const lease = time.Minute
-	s := open(t, b, lease)
-	const workers, each = 8, 40
-	errs := make(chan error, workers+1)
-	stop := make(chan struct{})
-	kaDone := make(chan struct{})
-	go func() {
-		defer close(kaDone)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := b.KeepAlive(ctxT(t), s, lease); err != nil {
-				errs <- fmt.Errorf("keep-alive: %w", err)
-				return
-			}
-		}
-	}()
-	done := make(chan struct{})
-	for w := range workers {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			for i := range each {
-				name := fmt.Sprintf("w%d-%d", w, i%(each/2))
-				r, err := b.Acquire(ctxT(t), s, name)
-				if err != nil || !r.Won {
-					errs <- fmt.Errorf("acquire %s: %+v, %w", name, r, err)
-					return
-				}
-				if i < each/2 {
-					continue // keep the first half
-				}
-				if err := b.Release(ctxT(t), s, name, r.Token); err != nil {
-					errs <- fmt.Errorf("release %s: %w", name, err)
-					return
-				}
-			}
-		}()
-	}
-	for range workers {
-		<-done
-	}
-	close(stop)
-	<-kaDone
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if t.Failed() {
-		return
-	}
-	// The second half re-acquired and released the names the first took.
-	if got := keepAlive(t, b, s, lease).Leases; len(got) != 0 {
-		t.Fatalf("keep-alive lists %d leases after every one was released, want none: %v", len(got), got)
-	}
+	want("after the lease was freed by hand", map[string]uint64{"late": 7}, []string{"late"}, []string{"late"}, nil)
 }

@@ -74,7 +74,7 @@ func testKeepAliveAfterLockWait(t *testing.T, f *fixture) {
 	done := goCall(func() (simba.KeepAliveReply, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		return b.KeepAlive(ctx, s, time.Minute)
+		return b.KeepAlive(ctx, s, unsure(time.Minute))
 	})
 	await(t, "keep-alive waiting for the row lock", func() bool { return f.lockWaits(t) > 0 })
 	await(t, "expiry of the session", func() bool { return f.expired(t, s) })
@@ -85,7 +85,7 @@ func testKeepAliveAfterLockWait(t *testing.T, f *fixture) {
 	if !errors.Is(res.err, simba.ErrSessionExpired) {
 		t.Fatalf("KeepAlive after waiting past the expiry = %+v, %v; want simba.ErrSessionExpired", res.v, res.err)
 	}
-	if _, err := b.KeepAlive(ctxT(t), s, time.Minute); !errors.Is(err, simba.ErrSessionExpired) {
+	if _, err := b.KeepAlive(ctxT(t), s, unsure(time.Minute)); !errors.Is(err, simba.ErrSessionExpired) {
 		t.Fatalf("a second keep-alive: %v, want simba.ErrSessionExpired (the session stays expired)", err)
 	}
 	if _, err := b.Acquire(ctxT(t), s, "n"); !errors.Is(err, simba.ErrSessionExpired) {
@@ -262,7 +262,7 @@ func testContendedRowKeepsSession(t *testing.T, f *fixture) {
 			callEnd = last
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), callEnd)
-		r, err := b.KeepAlive(ctx, s, lease)
+		r, err := b.KeepAlive(ctx, s, unsure(lease, "kept"))
 		cancel()
 		if errors.Is(err, simba.ErrSessionExpired) {
 			t.Fatalf("keep-alive %d, %v after the row was locked: %v (acquires: %v)", i, start.Sub(locked).Round(time.Millisecond), err, stopAttempts())
@@ -273,8 +273,8 @@ func testContendedRowKeepsSession(t *testing.T, f *fixture) {
 			continue
 		}
 		renewed = start
-		if r.Leases["kept"] != kept {
-			t.Fatalf("keep-alive %d lists %v, want kept:%d (acquires: %v)", i, r.Leases, kept, stopAttempts())
+		if r.Owned["kept"] != kept {
+			t.Fatalf("keep-alive %d lists %v, want kept:%d (acquires: %v)", i, r.Owned, kept, stopAttempts())
 		}
 		time.Sleep(renewing / 2)
 	}
@@ -293,7 +293,7 @@ func testContendedRowKeepsSession(t *testing.T, f *fixture) {
 	if err := commit(); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
-	if got := keepAlive(t, b, s, lease).Leases; got["kept"] != kept {
+	if got := keepAlive(t, b, s, lease, "kept").Owned; got["kept"] != kept {
 		t.Fatalf("keep-alive after the row was let go lists %v, want kept:%d", got, kept)
 	}
 }

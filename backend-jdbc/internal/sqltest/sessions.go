@@ -3,8 +3,6 @@ package sqltest
 import (
 	"context"
 	"errors"
-	"maps"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,188 +10,6 @@ import (
 	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 	simba "github.com/simba-go/simba/core"
 )
-
-func testLeaseLifecycle(t *testing.T, f *fixture) {
-	b := f.backend()
-	const lease = 5 * time.Second
-	a, c := open(t, b, lease), open(t, b, lease)
-	if a == c {
-		t.Fatalf("two sessions share id %s", a)
-	}
-
-	r := acquire(t, b, a, "job")
-	if !r.Won || r.Token != 1 {
-		t.Fatalf("first acquire = %+v, want won with token 1", r)
-	}
-	if r := acquire(t, b, c, "job"); r.Won || r.Token != 0 {
-		t.Fatalf("acquire of a held lease = %+v, want lost with token 0", r)
-	}
-	r = acquire(t, b, a, "job")
-	if !r.Won || r.Token != 2 {
-		t.Fatalf("acquire by the owner = %+v, want a new term with token 2", r)
-	}
-
-	ka := keepAlive(t, b, a, lease)
-	if want := map[string]uint64{"job": 2}; !maps.Equal(ka.Leases, want) {
-		t.Fatalf("keep-alive leases = %v, want %v", ka.Leases, want)
-	}
-	if ka.Remaining <= lease-time.Second || ka.Remaining > lease {
-		t.Fatalf("keep-alive remaining = %v, want just under %v", ka.Remaining, lease)
-	}
-
-	if err := b.Release(ctxT(t), a, "job", 1); err != nil {
-		t.Fatalf("stale release: %v", err)
-	}
-	if r := acquire(t, b, c, "job"); r.Won {
-		t.Fatalf("a release with a stale token freed the lease: %+v", r)
-	}
-	if err := b.Release(ctxT(t), c, "job", 2); err != nil {
-		t.Fatalf("release by another session: %v", err)
-	}
-	if r := acquire(t, b, c, "job"); r.Won {
-		t.Fatalf("a release by another session freed the lease: %+v", r)
-	}
-	if err := b.Release(ctxT(t), a, "job", 2); err != nil {
-		t.Fatalf("release: %v", err)
-	}
-	if ka := keepAlive(t, b, a, lease); len(ka.Leases) != 0 {
-		t.Fatalf("leases after release = %v, want none", ka.Leases)
-	}
-	r = acquire(t, b, c, "job")
-	if !r.Won || r.Token != 3 {
-		t.Fatalf("acquire after release = %+v, want token 3 (the row keeps its counter)", r)
-	}
-
-	if err := b.CloseSession(ctxT(t), c); err != nil {
-		t.Fatalf("CloseSession: %v", err)
-	}
-	if r := acquire(t, b, a, "job"); !r.Won || r.Token != 4 {
-		t.Fatalf("acquire after the owner closed = %+v, want token 4", r)
-	}
-	if _, err := b.KeepAlive(ctxT(t), c, lease); !errors.Is(err, simba.ErrSessionExpired) {
-		t.Fatalf("keep-alive of a closed session: %v, want ErrSessionExpired", err)
-	}
-	if _, err := b.Acquire(ctxT(t), c, "other"); !errors.Is(err, simba.ErrSessionExpired) {
-		t.Fatalf("acquire by a closed session: %v, want ErrSessionExpired", err)
-	}
-	if err := b.CloseSession(ctxT(t), c); err != nil {
-		t.Fatalf("closing a closed session: %v, want nil", err)
-	}
-}
-
-func testExpiredSessionIsNeverRevived(t *testing.T, f *fixture) {
-	b := f.backend()
-	const short = 300 * time.Millisecond
-	x := open(t, b, short)
-	y := open(t, b, 10*time.Second)
-	tok := acquire(t, b, x, "n").Token
-	if _, err := b.JoinGroup(ctxT(t), x, "g"); err != nil {
-		t.Fatal(err)
-	}
-	if r := acquire(t, b, y, "n"); r.Won {
-		t.Fatalf("lease taken over before expiry: %+v", r)
-	}
-	time.Sleep(short + 100*time.Millisecond)
-
-	if _, err := b.KeepAlive(ctxT(t), x, 10*time.Second); !errors.Is(err, simba.ErrSessionExpired) {
-		t.Fatalf("keep-alive after expiry: %v, want ErrSessionExpired", err)
-	}
-	if _, err := b.JoinGroup(ctxT(t), x, "g"); !errors.Is(err, simba.ErrSessionExpired) {
-		t.Fatalf("join after expiry: %v, want ErrSessionExpired", err)
-	}
-	r := acquire(t, b, y, "n")
-	if !r.Won || r.Token != tok+1 {
-		t.Fatalf("take-over after expiry = %+v, want token %d", r, tok+1)
-	}
-	n, err := b.JoinGroup(ctxT(t), y, "g")
-	if err != nil || n != 1 {
-		t.Fatalf("join = %d, %v; want 1 (the expired member is not counted)", n, err)
-	}
-	// Still dead later: the failed keep-alive did not renew it.
-	if _, err := b.Acquire(ctxT(t), x, "n2"); !errors.Is(err, simba.ErrSessionExpired) {
-		t.Fatalf("acquire by an expired session: %v, want ErrSessionExpired", err)
-	}
-}
-
-func testGroupCounts(t *testing.T, f *fixture) {
-	b := f.backend()
-	const lease = 5 * time.Second
-	a, c := open(t, b, lease), open(t, b, lease)
-	join := func(s simba.SessionID, g string, want int) {
-		t.Helper()
-		n, err := b.JoinGroup(ctxT(t), s, g)
-		if err != nil || n != want {
-			t.Fatalf("JoinGroup(%q) = %d, %v; want %d", g, n, err, want)
-		}
-	}
-	join(a, "g", 1)
-	join(c, "g", 2)
-	join(a, "g", 2)
-	join(c, "h", 1)
-	if got, want := keepAlive(t, b, c, lease).Groups, map[string]int{"g": 2, "h": 1}; !maps.Equal(got, want) {
-		t.Fatalf("groups = %v, want %v", got, want)
-	}
-	if err := b.LeaveGroup(ctxT(t), a, "g"); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := keepAlive(t, b, c, lease).Groups, map[string]int{"g": 1, "h": 1}; !maps.Equal(got, want) {
-		t.Fatalf("groups after a leave = %v, want %v", got, want)
-	}
-	if got := keepAlive(t, b, a, lease).Groups; len(got) != 0 {
-		t.Fatalf("groups of a session that left = %v, want none", got)
-	}
-}
-
-func testNames(t *testing.T, f *fixture) {
-	b := f.backend()
-	s := open(t, b, 5*time.Second)
-	for _, bad := range []string{"", ".", "..", "a b", "é", "x'; DROP TABLE t; --", strings.Repeat("a", 129)} {
-		_, err := b.Acquire(ctxT(t), s, bad)
-		var ne *simba.NameError
-		if !errors.As(err, &ne) {
-			t.Errorf("Acquire(%q): %v, want a *simba.NameError", bad, err)
-		}
-		if err := b.Release(ctxT(t), s, bad, 1); !errors.As(err, &ne) {
-			t.Errorf("Release(%q): %v, want a *simba.NameError", bad, err)
-		}
-		if _, err := b.JoinGroup(ctxT(t), s, bad); !errors.As(err, &ne) {
-			t.Errorf("JoinGroup(%q): %v, want a *simba.NameError", bad, err)
-		}
-	}
-	long := strings.Repeat("Az9._:-", 19)[:128]
-	for _, n := range []string{"CASE", "case", "Case", long} {
-		if r := acquire(t, b, s, n); !r.Won || r.Token != 1 {
-			t.Fatalf("Acquire(%q) = %+v, want a first term (names differing in case are distinct)", n, r)
-		}
-	}
-	got := keepAlive(t, b, s, 5*time.Second).Leases
-	if want := map[string]uint64{"CASE": 1, "case": 1, "Case": 1, long: 1}; !maps.Equal(got, want) {
-		t.Fatalf("leases = %v, want %v", got, want)
-	}
-}
-
-func testMalformedSessionIDs(t *testing.T, f *fixture) {
-	b := f.backend()
-	for _, s := range []simba.SessionID{"", "nope", "0123456789ABCDEF0123456789ABCDEF", simba.SessionID(strings.Repeat("0", 33))} {
-		if _, err := b.KeepAlive(ctxT(t), s, time.Second); !errors.Is(err, simba.ErrSessionExpired) {
-			t.Errorf("KeepAlive(%q): %v, want ErrSessionExpired", s, err)
-		}
-		if _, err := b.Acquire(ctxT(t), s, "n"); !errors.Is(err, simba.ErrSessionExpired) {
-			t.Errorf("Acquire(%q): %v, want ErrSessionExpired", s, err)
-		}
-		if err := b.Release(ctxT(t), s, "n", 1); err != nil {
-			t.Errorf("Release(%q): %v, want nil", s, err)
-		}
-		if err := b.CloseSession(ctxT(t), s); err != nil {
-			t.Errorf("CloseSession(%q): %v, want nil", s, err)
-		}
-	}
-	for _, d := range []time.Duration{0, -time.Second, sqlcore.MaxLease + 1} {
-		if _, err := b.OpenSession(ctxT(t), d); err == nil {
-			t.Errorf("OpenSession(%v) succeeded, want an error", d)
-		}
-	}
-}
 
 func testMissingTables(t *testing.T, f *fixture) {
 	b := f.backendWith(sqlcore.Options{TablePrefix: f.prefix})
@@ -245,42 +61,15 @@ func testConcurrentMigrations(t *testing.T, f *fixture) {
 	}
 }
 
+// testClosedBackend: closing a backend made by New leaves the caller's
+// client working (the conformance suite checks the rest of Close).
 func testClosedBackend(t *testing.T, f *fixture) {
-	b := f.backend()
-	s := open(t, b, time.Second)
-	if err := b.Close(); err != nil {
+	if err := f.backend().Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Close(); err != nil {
-		t.Fatalf("second Close: %v", err)
-	}
-	if _, err := b.KeepAlive(ctxT(t), s, time.Second); !errors.Is(err, f.h.Pkg.ErrClosed) {
-		t.Fatalf("KeepAlive after Close: %v, want ErrClosed", err)
-	}
-	if _, err := b.Acquire(ctxT(t), s, "n"); !errors.Is(err, f.h.Pkg.ErrClosed) {
-		t.Fatalf("Acquire after Close: %v, want ErrClosed", err)
-	}
-	// The caller's client still works: Close did not close it.
 	var one int
 	if err := f.scalar(ctxT(t), "SELECT 1", &one); err != nil || one != 1 {
 		t.Fatalf("client after Close: %d, %v", one, err)
-	}
-}
-
-func testCancelledContext(t *testing.T, f *fixture) {
-	b := f.backend()
-	s := open(t, b, 5*time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if _, err := b.Acquire(ctx, s, "n"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Acquire with a cancelled context: %v, want context.Canceled", err)
-	}
-	if _, err := b.KeepAlive(ctx, s, time.Second); !errors.Is(err, context.Canceled) {
-		t.Fatalf("KeepAlive with a cancelled context: %v, want context.Canceled", err)
-	}
-	// The backend still works afterwards.
-	if r := acquire(t, b, s, "n"); !r.Won {
-		t.Fatalf("acquire after a cancelled call = %+v", r)
 	}
 }
 

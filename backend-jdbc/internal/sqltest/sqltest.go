@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // Harness describes one database's test server and the package under test.
@@ -135,48 +135,22 @@ func Dollars(q string) string {
 	return b.String()
 }
 
-// ServerEnv returns the value of the variable naming a test server.
-// Without it the test is skipped, except under CI, where it fails: CI never
-// passes by skipping.
-func ServerEnv(t testing.TB, name string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not set (CI is set, so this test must run): eval \"$(tools/testenv/up)\"", name)
-		}
-		t.Skipf("%s is not set: eval \"$(tools/testenv/up)\" to run against a real server", name)
-	}
-	return v
-}
-
 // tests are the server tests Run runs, by name.
 var tests = []struct {
 	name string
 	fn   func(t *testing.T, f *fixture)
 }{
 	{"Conformance", testConformance},
-	{"EngineLocks", testEngineLocks},
-	{"LeaseLifecycle", testLeaseLifecycle},
-	{"ExpiredSessionIsNeverRevived", testExpiredSessionIsNeverRevived},
-	{"GroupCounts", testGroupCounts},
-	{"NamesAreCheckedAndCaseSensitive", testNames},
-	{"MalformedSessionIDs", testMalformedSessionIDs},
 	{"MissingTables", testMissingTables},
 	{"MigrationUpgradesOldTables", testMigrationUpgrade},
-	{"Holder", testHolder},
-	{"HolderOfExpiredOwnerIsNobody", testHolderOfExpiredOwner},
-	{"HolderThroughTheEngine", testHolderThroughTheEngine},
 	{"ListBoundsRowsRead", testListBoundsRowsRead},
 	{"ConcurrentMigrations", testConcurrentMigrations},
 	{"ClosedBackend", testClosedBackend},
-	{"CancelledContext", testCancelledContext},
 	{"CleanupDeletesExpiredSessions", testCleanupDeletesExpiredSessions},
 	{"CleanupGoroutineRuns", testCleanupGoroutineRuns},
 	{"TakeOverWaitsForRenewalInFlight", testTakeOverWaitsForRenewalInFlight},
 	{"KeepAliveCostFlat", testKeepAliveCostFlat},
 	{"KeepAliveSeesOtherChanges", testKeepAliveSeesOtherChanges},
-	{"ConcurrentCallsOfOneSession", testConcurrentCallsOfOneSession},
 	{"SweepBoundsLeaseRows", testSweepBoundsLeaseRows},
 	{"SweepRacesAcquire", testSweepRacesAcquire},
 	{"SweepAfterSnapshot", testSweepAfterSnapshot},
@@ -198,18 +172,11 @@ var tests = []struct {
 	{"GroupAndCloseEndAtTheirBound", testGroupAndCloseEndAtTheirBound},
 	{"FirstInsertAfterSweep", testFirstInsertAfterSweep},
 	{"KilledConnection", testKilledConnection},
-	{"WrongCredentials", testWrongCredentials},
-	{"OpenFailsOnSilentServer", testOpenFailsOnSilentServer},
-	{"CloseReturnsWhenServerGoesSilent", testCloseReturnsWhenServerGoesSilent},
 	{"KeepAliveAfterLockWaitDoesNotReviveExpiredSession", testKeepAliveAfterLockWait},
 	{"AcquireAfterLockWaitRefusesExpiredSession", testAcquireAfterLockWait},
 	{"ContendedRowKeepsSession", testContendedRowKeepsSession},
-	{"RaceOneWinnerPerRound", testRaceOneWinnerPerRound},
-	{"StaleWriterRejected", testStaleWriterRejected},
-	{"FencePassesKit", testFencePassesKit},
 	{"FenceRowMissing", testFenceRowMissing},
 	{"FenceInTransaction", testFenceInTransaction},
-	{"OpenErrorsHidePasswords", testOpenErrorsHidePasswords},
 }
 
 // IsolationTests reports whether the test named name depends on the
@@ -219,10 +186,9 @@ var tests = []struct {
 // make the default.
 func IsolationTests(name string) bool {
 	return slices.Contains([]string{
-		"Conformance", "EngineLocks", "LeaseLifecycle", "ExpiredSessionIsNeverRevived",
-		"TakeOverWaitsForRenewalInFlight", "KeepAliveSeesOtherChanges", "ConcurrentCallsOfOneSession",
+		"Conformance", "TakeOverWaitsForRenewalInFlight", "KeepAliveSeesOtherChanges",
 		"KeepAliveAfterLockWaitDoesNotReviveExpiredSession", "AcquireAfterLockWaitRefusesExpiredSession",
-		"ContendedRowKeepsSession", "RaceOneWinnerPerRound", "FirstInsertAfterSweep",
+		"ContendedRowKeepsSession", "FirstInsertAfterSweep",
 		"TakeOverRaceKeepAliveBehind", "TakeOverRaceReleaseAhead", "CloseRaceKeepAliveAhead",
 		"TakeOverStampsTermAfterWait", "GroupAndCloseEndAtTheirBound",
 	}, name) || strings.HasPrefix(name, "Sweep") && name != "SweepBoundsLeaseRows"
@@ -231,7 +197,7 @@ func IsolationTests(name string) bool {
 // Run runs the server tests of h, each as a subtest with tables of its own
 // that are dropped when it ends.
 func Run(t *testing.T, h Harness) {
-	raw := ServerEnv(t, h.EnvVar)
+	raw := backendtest.ServerEnv(t, h.EnvVar)
 	if h.Server != nil {
 		raw = h.Server(t, raw)
 	}
@@ -312,11 +278,14 @@ func (f *fixture) open(t testing.TB) Backend {
 }
 
 // expire ends session s now, as if its last keep-alive had lapsed.
-func (f *fixture) expire(s simba.SessionID) {
-	f.t.Helper()
+func (f *fixture) expire(s simba.SessionID) { f.expireIn(f.t, s) }
+
+// expireIn is expire for a subtest t.
+func (f *fixture) expireIn(t testing.TB, s simba.SessionID) {
+	t.Helper()
 	q := "UPDATE " + f.prefix + "session SET expires_at = " + f.h.Later(-1) + " WHERE id = ?"
-	if err := f.admin.Exec(ctxT(f.t), q, string(s)); err != nil {
-		f.t.Fatalf("expire session: %v", err)
+	if err := f.admin.Exec(ctxT(t), q, string(s)); err != nil {
+		t.Fatalf("expire session: %v", err)
 	}
 }
 
@@ -335,6 +304,13 @@ func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// unsure is the request of a keep-alive for d that holds nothing and
+// sends names as Unsure, so that the reply's Owned says which of them the
+// session owns.
+func unsure(d time.Duration, names ...string) simba.KeepAliveRequest {
+	return simba.KeepAliveRequest{Lease: d, Unsure: names}
 }
 
 // open opens a session with lease d or fails the test.
@@ -356,9 +332,11 @@ func acquire(t testing.TB, b simba.Backend, s simba.SessionID, name string) simb
 	return r
 }
 
-func keepAlive(t testing.TB, b simba.Backend, s simba.SessionID, d time.Duration) simba.KeepAliveReply {
+// keepAlive renews s for d and asks which of names s owns: its reply's
+// Owned says, with their tokens (see unsure).
+func keepAlive(t testing.TB, b simba.Backend, s simba.SessionID, d time.Duration, names ...string) simba.KeepAliveReply {
 	t.Helper()
-	r, err := b.KeepAlive(ctxT(t), s, d)
+	r, err := b.KeepAlive(ctxT(t), s, unsure(d, names...))
 	if err != nil {
 		t.Fatalf("KeepAlive: %v", err)
 	}

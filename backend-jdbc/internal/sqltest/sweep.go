@@ -79,7 +79,7 @@ func testSweepBoundsLeaseRows(t *testing.T, f *fixture) {
 	if n != sweptNames || after != 2 {
 		t.Fatalf("Sweep removed %d of %d rows, %d left; want the %d idle ones removed and 2 left (held, recent)", n, before, after, sweptNames)
 	}
-	if got := keepAlive(t, b, s, time.Hour).Leases; len(got) != 1 || got["held"] != held {
+	if got := keepAlive(t, b, s, time.Hour, "held", "recent", names[6]).Owned; len(got) != 1 || got["held"] != held {
 		t.Fatalf("keep-alive after the sweep lists %v, want held at %d", got, held)
 	}
 	if tok := acquire(t, b, s, names[6]).Token; tok <= 7 {
@@ -222,7 +222,7 @@ func testSweepWaitsForRenewalInFlight(t *testing.T, f *fixture) {
 	if o := <-swept; o.err != nil {
 		t.Fatalf("Sweep: %v", o.err)
 	}
-	if got := keepAlive(t, b, owner, time.Minute).Leases; got["kept"] != tok {
+	if got := keepAlive(t, b, owner, time.Minute, "kept").Owned; got["kept"] != tok {
 		t.Fatalf("the renewed owner's leases = %v, want kept:%d", got, tok)
 	}
 	other := open(t, b, time.Minute)

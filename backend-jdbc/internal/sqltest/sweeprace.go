@@ -199,7 +199,7 @@ func (f *fixture) wantHeld(t testing.TB, b simba.Backend, s simba.SessionID, nam
 	if owner, tok, ok := f.leaseRow(t, name); !ok || owner != string(s) || uint64(tok) != token {
 		t.Fatalf("%s: the row of %q is (row %v, owner %q, token %d), want %s's at %d", why, name, ok, owner, tok, s, token)
 	}
-	if got := keepAlive(t, b, s, time.Minute).Leases; got[name] != token {
+	if got := keepAlive(t, b, s, time.Minute, name).Owned; got[name] != token {
 		t.Fatalf("%s: the keep-alive of the holder lists %v, want %s:%d", why, got, name, token)
 	}
 	other := open(t, b, time.Minute)
@@ -427,7 +427,7 @@ func testSweepRaceKeepAliveBehind(t *testing.T, f *fixture) {
 	unlock := f.shareLease(t, n)
 	swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	f.awaitWaits(t, "the sweep waiting for the lease row", 1)
-	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxRace(t), owner, time.Minute) })
+	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxRace(t), owner, unsure(time.Minute)) })
 	early := awaitWaitsOr(t, f, "the keep-alive waiting behind the sweep", 2, renewed)
 	if early != nil {
 		t.Fatalf("the keep-alive of the owner did not wait behind the sweep holding its session: %+v, %v", early.v, early.err)
@@ -527,7 +527,7 @@ func testTakeOverRaceKeepAliveBehind(t *testing.T, f *fixture) {
 	unlock := f.shareLease(t, n)
 	won := goCall(func() (simba.AcquireResult, error) { return b.Acquire(ctxRace(t), taker, n) })
 	f.awaitWaits(t, "the take-over waiting for the lease row", 1)
-	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxRace(t), owner, time.Minute) })
+	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxRace(t), owner, unsure(time.Minute)) })
 	early := awaitWaitsOr(t, f, "the owner's keep-alive waiting behind the take-over", 2, renewed)
 	if early != nil {
 		t.Logf("the owner's keep-alive did not wait behind the take-over: %+v, %v", early.v, early.err)
@@ -645,7 +645,7 @@ func testSweepRaceKeepAliveBehindLive(t *testing.T, f *fixture) {
 	unlock := f.lockLease(t, m)
 	swept := goCall(func() (int, error) { return b.Sweep(ctxRace(t), sweepIdle) })
 	f.awaitWaits(t, "the sweep waiting for the idle row", 1)
-	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxRace(t), owner, time.Minute) })
+	renewed := goCall(func() (simba.KeepAliveReply, error) { return b.KeepAlive(ctxRace(t), owner, unsure(time.Minute)) })
 	if early := awaitWaitsOr(t, f, "the owner's keep-alive waiting behind the sweep", 2, renewed); early != nil {
 		t.Logf("the owner's keep-alive did not wait behind the sweep: %v", early.err)
 		renewed = func() <-chan outcome[simba.KeepAliveReply] {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/memory"
 )
 
@@ -48,7 +49,7 @@ func TestMemoryURLsNameSharedStores(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.KeepAlive(t.Context(), s.ID, 1e9); err != nil {
+	if _, err := b.KeepAlive(t.Context(), s.ID, simba.KeepAliveRequest{Lease: 1e9}); err != nil {
 		t.Errorf("a session of one connection is unknown to the other: %v", err)
 	}
 	if _, err := a.Acquire(t.Context(), s.ID, "x"); err != nil {

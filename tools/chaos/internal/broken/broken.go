@@ -54,7 +54,7 @@ func Wrap(b simba.OpenedBackend, mode Mode) (simba.OpenedBackend, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q (want margin, revive or release)", ErrUnknownMode, mode)
 	}
-	w := &wrapper{inner: b, mode: mode, lastReply: map[simba.SessionID]simba.KeepAliveReply{},
+	w := &wrapper{inner: b, mode: mode, lastGroups: map[simba.SessionID]map[string]int{},
 		won: map[simba.SessionID]map[string]uint64{}}
 	if n, ok := b.(simba.ReleaseNotifier); ok {
 		return &notifyingWrapper{wrapper: w, n: n}, nil
@@ -66,9 +66,9 @@ type wrapper struct {
 	inner simba.OpenedBackend
 	mode  Mode
 
-	mu        sync.Mutex
-	lastReply map[simba.SessionID]simba.KeepAliveReply
-	won       map[simba.SessionID]map[string]uint64 // the last token each session won per name
+	mu         sync.Mutex
+	lastGroups map[simba.SessionID]map[string]int    // the groups of each session's last reply
+	won        map[simba.SessionID]map[string]uint64 // the last token each session won per name
 }
 
 type notifyingWrapper struct {
@@ -93,18 +93,18 @@ func (w *wrapper) OpenSession(ctx context.Context, lease time.Duration) (simba.S
 	return g, err
 }
 
-func (w *wrapper) KeepAlive(ctx context.Context, s simba.SessionID, lease time.Duration) (simba.KeepAliveReply, error) {
-	r, err := w.inner.KeepAlive(ctx, s, lease)
+func (w *wrapper) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
+	r, err := w.inner.KeepAlive(ctx, s, req)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err == nil {
 		r.Remaining = w.inflate(r.Remaining)
-		w.lastReply[s] = simba.KeepAliveReply{Leases: maps.Clone(r.Leases), Groups: maps.Clone(r.Groups)}
+		w.lastGroups[s] = maps.Clone(r.Groups)
 		return r, nil
 	}
 	if w.mode == Revive && errors.Is(err, simba.ErrSessionExpired) {
-		last := w.lastReply[s]
-		return simba.KeepAliveReply{Remaining: lease, Leases: maps.Clone(last.Leases), Groups: maps.Clone(last.Groups)}, nil
+		// Nothing lost: every term the engine holds stays valid.
+		return simba.KeepAliveReply{Remaining: req.Lease, Groups: maps.Clone(w.lastGroups[s])}, nil
 	}
 	return r, err
 }
@@ -117,9 +117,6 @@ func (w *wrapper) Acquire(ctx context.Context, s simba.SessionID, name string) (
 			w.won[s] = map[string]uint64{}
 		}
 		w.won[s][name] = r.Token
-		if last, ok := w.lastReply[s]; ok && last.Leases != nil {
-			last.Leases[name] = r.Token
-		}
 		w.mu.Unlock()
 	}
 	return r, err
@@ -158,7 +155,7 @@ func (w *wrapper) LeaveGroup(ctx context.Context, s simba.SessionID, group strin
 
 func (w *wrapper) CloseSession(ctx context.Context, s simba.SessionID) error {
 	w.mu.Lock()
-	delete(w.lastReply, s)
+	delete(w.lastGroups, s)
 	delete(w.won, s)
 	w.mu.Unlock()
 	return w.inner.CloseSession(ctx, s)

@@ -58,18 +58,20 @@ func TestReviveAnswersForAnExpiredSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := b.Acquire(ctx, g.ID, "x"); err != nil || !r.Won {
-		t.Fatalf("Acquire = %+v, %v", r, err)
+	won, err := b.Acquire(ctx, g.ID, "x")
+	if err != nil || !won.Won {
+		t.Fatalf("Acquire = %+v, %v", won, err)
 	}
-	if _, err := b.KeepAlive(ctx, g.ID, time.Second); err != nil {
+	req := simba.KeepAliveRequest{Lease: time.Second, Held: map[string]uint64{"x": won.Token}}
+	if _, err := b.KeepAlive(ctx, g.ID, req); err != nil {
 		t.Fatal(err)
 	}
 	if err := conn.CloseSession(ctx, g.ID); err != nil { // behind the wrapper's back
 		t.Fatal(err)
 	}
-	r, err := b.KeepAlive(ctx, g.ID, time.Second)
-	if err != nil || r.Leases["x"] == 0 {
-		t.Fatalf("KeepAlive of the closed session = %+v, %v; want a revived reply listing x", r, err)
+	r, err := b.KeepAlive(ctx, g.ID, req)
+	if err != nil || len(r.Lost) != 0 {
+		t.Fatalf("KeepAlive of the closed session = %+v, %v; want a revived reply that keeps x", r, err)
 	}
 }
 
@@ -96,11 +98,11 @@ func TestReleaseFreesTheNewerTerm(t *testing.T) {
 	if err := b.Release(ctx, g.ID, "x", first.Token); err != nil {
 		t.Fatal(err)
 	}
-	r, err := conn.KeepAlive(ctx, g.ID, 5*time.Second)
+	r, err := conn.KeepAlive(ctx, g.ID, simba.KeepAliveRequest{Lease: 5 * time.Second, Unsure: []string{"x"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, held := r.Leases["x"]; held {
+	if _, held := r.Owned["x"]; held {
 		t.Error("the late release of the first term left the second in place: the bug is not there")
 	}
 }
