@@ -51,7 +51,8 @@ type Backend struct {
 	// pause, when set (by tests only, before the first call), runs between
 	// the exists request of a release or re-acquire and the request that
 	// acts on its answer, with the name's lock held; op names the call
-	// ("release name", "acquire name").
+	// ("release name", "acquire name"). It also runs between the start
+	// of a session's connection and its record ("open session").
 	pause func(op string)
 }
 

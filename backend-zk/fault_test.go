@@ -2,6 +2,7 @@ package simbazk
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"net"
 	"strings"
@@ -231,5 +232,46 @@ func TestCappedSessionTimeout(t *testing.T) {
 	}
 	if r.Remaining != g.Remaining {
 		t.Fatalf("KeepAlive Remaining = %v, want the negotiated %v", r.Remaining, g.Remaining)
+	}
+}
+
+// TestExpiredAtFirstConnect is a server that answers the connect request
+// with session id 0, as Zookeeper does for an expired session. OpenSession
+// is held between the start of its connection and its record of it, long
+// enough for the expiry to come first: the close that the expiry starts
+// must wait for that record (before, it read the connection unsynchronised,
+// which -race reports, and could find it nil).
+func TestExpiredAtFirstConnect(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply [4 + 4 + 4 + 8 + 4 + 16]byte
+	binary.BigEndian.PutUint32(reply[0:4], uint32(len(reply)-4))
+	binary.BigEndian.PutUint32(reply[8:12], 4000) // timeout in ms; session id 0
+	binary.BigEndian.PutUint32(reply[20:24], 16)
+	answerWith(t, ln, string(reply[:]))
+
+	b, err := New([]string{ln.Addr().String()}, Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPauser(t, b)
+	p.arm("open session")
+	opened := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), stopWait)
+		defer cancel()
+		_, err := b.OpenSession(ctx, lease)
+		opened <- err
+	}()
+	<-p.paused
+	time.Sleep(held) // the connect response arrives meanwhile
+	p.proceed()
+	if err := <-opened; !errors.Is(err, simba.ErrSessionExpired) {
+		t.Fatalf("OpenSession answered with session id 0 = %v, want ErrSessionExpired", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
 	}
 }

@@ -22,8 +22,9 @@ var errNoRevival = errors.New("simbazk: session expired, not reconnecting")
 // session is one Simba session: a Zookeeper session on its own connection.
 type session struct {
 	b        *Backend
-	conn     *zk.Conn
-	identity []byte // as given to OpenSessionAs: the data of its lease nodes
+	conn     *zk.Conn      // set once zk.Connect returned, then connSet is closed
+	connSet  chan struct{} // closeConn waits for it: an expiry can come first
+	identity []byte        // as given to OpenSessionAs: the data of its lease nodes
 
 	zid      atomic.Int64 // Zookeeper session id; 0 until connected
 	timeout  atomic.Int64 // negotiated session timeout, in ns; the one asked for until then
@@ -178,6 +179,9 @@ func (s *session) expire(reason string) {
 // within about a second whatever the server does.
 func (s *session) closeConn() {
 	s.closeOnce.Do(func() {
+		// The connect response of an expired session can arrive before
+		// openSession recorded the connection it belongs to.
+		<-s.connSet
 		s.hosts.stop()
 		s.conn.Close()
 		s.links.close()
@@ -252,6 +256,7 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 	}
 	s := &session{
 		b:       b,
+		connSet: make(chan struct{}),
 		ready:   make(chan struct{}),
 		dead:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -279,7 +284,9 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 	if err != nil {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
 	}
+	b.between("open session")
 	s.conn = conn
+	close(s.connSet)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
