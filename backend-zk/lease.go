@@ -171,6 +171,16 @@ func (b *Backend) Release(ctx context.Context, id simba.SessionID, name string, 
 		}
 		return struct{}{}, s.release(ctx, name, int64(token))
 	})
+	return goneIsNoOp(err)
+}
+
+// goneIsNoOp is the error of a Release or LeaveGroup: nil when the session
+// is unknown or expired, whose ephemeral nodes are gone with it, as the
+// SPI makes those calls no-ops.
+func goneIsNoOp(err error) error {
+	if errors.Is(err, simba.ErrSessionExpired) {
+		return nil
+	}
 	return err
 }
 
@@ -320,5 +330,5 @@ func (b *Backend) LeaveGroup(ctx context.Context, id simba.SessionID, group stri
 		}
 		return struct{}{}, nil
 	})
-	return err
+	return goneIsNoOp(err)
 }
