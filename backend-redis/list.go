@@ -11,9 +11,17 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
-// Bound of one page of a listing: at most listScanCalls SCAN calls, the
-// COUNT of each the room left in the page.
-const listScanCalls = 16
+// Bounds of one page of a listing: at most listScanCalls SCAN calls. The
+// COUNT of a call is the room left in the page; after a call that found
+// none of the prefix's keys it doubles, up to listScanCount, so that a
+// page walks a sparse stretch of a large key space in a few calls. A
+// call returns about COUNT keys, so at most about listScanCount names are
+// carried over in the cursor: with names of at most simba.MaxNameLength
+// bytes, the cursor stays well within simba.MaxCursorLength.
+const (
+	listScanCalls = 16
+	listScanCount = 256
+)
 
 // listScript reads the holders of lease keys, as holderScript does for
 // one, in one step; a key that is not a hash, or names a session that is
@@ -39,11 +47,11 @@ return out
 // ListHolders returns a page of the leases held now whose names start
 // with q.Prefix (simba.HolderLister). It walks the lease keys of the
 // prefix with SCAN MATCH, at most 16 calls a page whose COUNT is the room
-// left in the page, then reads the holders of the keys found in one
-// script. Where the prefix's keys are sparse, a page can come back short
-// or empty with a next cursor, as on SQL. COUNT never grows past the room
-// left: a call that returns about COUNT keys then carries few over, and
-// the cursor stays within simba.MaxCursorLength.
+// left in the page, doubled after each call that found nothing up to 256,
+// then reads the holders of the keys found in one script. Where the
+// prefix's keys are sparse, a page can come back short or empty with a
+// next cursor, as on SQL; a walk by small pages of a server holding many
+// other keys still reads up to a few thousand of them a page.
 // SCAN's order is the server's own: a page is in name order, but the
 // pages are not after one another, and a name may show on two pages when
 // the key space shrank during the walk (SCAN returns a key that was there
@@ -83,13 +91,18 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 		if err != nil {
 			return simba.HolderPage{}, wrapErr("list holders", err)
 		}
+		found := len(names)
 		for _, k := range keys {
 			if name, ok := strings.CutPrefix(k, lease); ok && simba.ValidateName(name) == nil {
 				names = append(names, name)
 			}
 		}
 		cur, scanning = next, next != 0
-		count = max(q.Limit-len(names), 1)
+		if len(names) == found {
+			count = min(2*count, max(listScanCount, count))
+		} else {
+			count = max(q.Limit-len(names), 1)
+		}
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)

@@ -70,6 +70,60 @@ func TestListHoldersWalk(t *testing.T) {
 	}
 }
 
+// TestListHoldersSparse walks, by pages of 1, the 40 leases of a prefix
+// on a private server that holds 60,000 other keys: a page whose SCAN
+// calls find nothing widens them, so the walk takes a few pages per held
+// lease rather than one per 16 keys of the server (3,750 pages), and
+// every cursor stays within simba.MaxCursorLength.
+func TestListHoldersSparse(t *testing.T) {
+	url := startServer(t).url()
+	b := openBackend(t, url, Options{})
+	raw := rawClient(t, url)
+	pipe := raw.Pipeline()
+	for i := range 60_000 {
+		pipe.Set(callCtx(t), fmt.Sprintf("other:%d", i), "x", 0)
+	}
+	if _, err := pipe.Exec(callCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	g, err := b.OpenSession(callCtx(t), time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for i := range 40 {
+		name := fmt.Sprintf("s-%02d", i)
+		mustWin(t, b, g.ID, name)
+		want[name] = true
+	}
+	q := simba.ListQuery{Prefix: "s-", Limit: 1}
+	got := map[string]bool{}
+	pages := 1
+	for ; ; pages++ {
+		p, err := b.ListHolders(callCtx(t), q)
+		if err != nil {
+			t.Fatalf("page %d: ListHolders: %v", pages, err)
+		}
+		for _, l := range p.Leases {
+			got[l.Name] = true
+		}
+		if len(p.Next) > simba.MaxCursorLength {
+			t.Fatalf("page %d: a cursor of %d bytes", pages, len(p.Next))
+		}
+		if p.Next == "" {
+			break
+		}
+		if pages == 400 {
+			t.Fatalf("no end after %d pages, %d of the 40 leases listed: the SCAN calls read too few keys a page", pages, len(got))
+		}
+		q.Cursor = p.Next
+	}
+	if len(got) != len(want) {
+		t.Fatalf("the walk listed %d leases, want the %d held", len(got), len(want))
+	}
+	t.Logf("%d pages", pages)
+}
+
 // TestListHoldersCursor: the leases a cursor carries over are read again
 // on the next page (a freed one is left out), and a cursor this backend
 // did not return is refused.
