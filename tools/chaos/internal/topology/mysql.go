@@ -70,30 +70,20 @@ var _ Topology = (*MariaDB)(nil)
 // and a replica there, and returns once the replica has applied the
 // primary's binary log.
 func StartMariaDBReplica(ctx context.Context, dir string, opts MariaDBOptions) (*MariaDB, error) {
-	lib, err := findLib()
+	lib, sh, err := writeScript(dir, "mysql.sh", mariadbScript)
 	if err != nil {
 		return nil, err
 	}
 	secret := make([]byte, 12)
 	_, _ = rand.Read(secret)
-	m := &MariaDB{dir: dir, lib: lib, semiSync: opts.SemiSync, linkDelay: opts.LinkDelay, password: hex.EncodeToString(secret)}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
+	m := &MariaDB{dir: dir, lib: lib, sh: sh, semiSync: opts.SemiSync, linkDelay: opts.LinkDelay, password: hex.EncodeToString(secret)}
+	ports, err := listenLinks(m.links[:])
+	if err != nil {
+		_ = m.Down(ctx)
+		return nil, err
 	}
-	m.sh = filepath.Join(dir, "mysql.sh")
-	if err := os.WriteFile(m.sh, mariadbScript, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
-	}
-	for i := range m.nodes {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
+	for i, port := range ports {
 		m.nodes[i] = &mariadbNode{id: i + 1, port: port, dir: filepath.Join(dir, fmt.Sprintf("node%d", i+1))}
-		if m.links[i], err = proxy.Listen(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
-			_ = m.Down(ctx)
-			return nil, fmt.Errorf("topology: %w", err)
-		}
 		if opts.LinkDelay > 0 {
 			m.links[i].Set(proxy.Slow, opts.LinkDelay)
 		}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/simba-go/simba/tools/chaos/internal/wait"
 )
 
 //go:embed redis.sh
@@ -94,41 +96,37 @@ func (p redisProc) addr() string { return "127.0.0.1:" + strconv.Itoa(p.port) }
 // sentinels monitoring it, all without persistence, under dir. It returns
 // once the replica is in sync and every sentinel knows the replica.
 func StartRedisSentinel(ctx context.Context, dir string, opts RedisOptions) (*Redis, error) {
-	t, err := newRedis(dir, opts, false)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.startSentinel(ctx); err != nil {
-		return nil, errors.Join(err, t.Down(context.WithoutCancel(ctx)))
-	}
-	return t, nil
+	return startRedis(ctx, dir, opts, false)
 }
 
 // StartRedisCluster starts a Redis Cluster of three primaries with one
 // replica each, without persistence, under dir. It returns once every
 // node reports the cluster ok and every replica is in sync.
 func StartRedisCluster(ctx context.Context, dir string, opts RedisOptions) (*Redis, error) {
-	t, err := newRedis(dir, opts, true)
+	return startRedis(ctx, dir, opts, true)
+}
+
+// startRedis starts a Redis Cluster, or a primary with a replica and
+// sentinels, under dir; on an error it takes down what it started.
+func startRedis(ctx context.Context, dir string, opts RedisOptions, cluster bool) (*Redis, error) {
+	t, err := newRedis(dir, opts, cluster)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.startCluster(ctx); err != nil {
+	start := t.startSentinel
+	if cluster {
+		start = t.startCluster
+	}
+	if err := start(ctx); err != nil {
 		return nil, errors.Join(err, t.Down(context.WithoutCancel(ctx)))
 	}
 	return t, nil
 }
 
 func newRedis(dir string, opts RedisOptions, cluster bool) (*Redis, error) {
-	lib, err := findLib()
+	lib, sh, err := writeScript(dir, "redis.sh", redisScript)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
-	}
-	sh := filepath.Join(dir, "redis.sh")
-	if err := os.WriteFile(sh, redisScript, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
 	}
 	t := &Redis{opts: opts.withDefaults(), cluster: cluster, lib: lib, sh: sh}
 	t.env = append(os.Environ(), "SIMBA_TESTENV_DIR="+filepath.Join(dir, "state"))
@@ -404,7 +402,7 @@ func (t *Redis) sentinelPartition(ctx context.Context) error {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("pause %s: %w", s.name, err)
 	}
-	sleepErr := pause(ctx, 4*t.opts.DownAfter)
+	sleepErr := wait.Sleep(ctx, 4*t.opts.DownAfter)
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		return fmt.Errorf("resume %s: %w", s.name, err)
 	}
@@ -977,7 +975,7 @@ func redisPoll(ctx context.Context, limit time.Duration, what string, f func(con
 			return nil
 		}
 		last = err
-		if pause(ctx, 50*time.Millisecond) != nil {
+		if wait.Sleep(ctx, 50*time.Millisecond) != nil {
 			if last == nil {
 				return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 			}
