@@ -29,7 +29,7 @@ import (
 	"github.com/simba-go/simba/tools/chaos/internal/broken"
 	"github.com/simba-go/simba/tools/chaos/internal/fence"
 	"github.com/simba-go/simba/tools/chaos/internal/history"
-	"github.com/simba-go/simba/tools/chaos/internal/wait"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 type options struct {

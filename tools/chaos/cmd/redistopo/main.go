@@ -32,7 +32,7 @@ import (
 	simba "github.com/simba-go/simba/core"
 
 	"github.com/simba-go/simba/tools/chaos/internal/topology"
-	"github.com/simba-go/simba/tools/chaos/internal/wait"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 type options struct {

@@ -14,7 +14,7 @@ import (
 
 	simba "github.com/simba-go/simba/core"
 
-	"github.com/simba-go/simba/tools/chaos/internal/wait"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 // reasonReleased is the end of a term its holder released.

@@ -34,7 +34,7 @@ import (
 	"github.com/simba-go/simba/tools/chaos/internal/proxy"
 	"github.com/simba-go/simba/tools/chaos/internal/servers"
 	"github.com/simba-go/simba/tools/chaos/internal/topology"
-	"github.com/simba-go/simba/tools/chaos/internal/wait"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 // ErrProfile is matched by the errors of Run about a profile or backend it

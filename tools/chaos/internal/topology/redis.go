@@ -17,7 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/simba-go/simba/tools/chaos/internal/wait"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 //go:embed redis.sh

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba/tools/chaos/internal/history"
-	"github.com/simba-go/simba/tools/chaos/internal/wait"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 //go:embed zk.sh
