@@ -671,6 +671,14 @@ func nextIncarnation(name string) string {
 	return fmt.Sprintf("%s.%d", base, n+1)
 }
 
+// redisDo runs one command on the run's Redis server, on a connection of
+// its own.
+func (r *run) redisDo(ctx context.Context, args ...any) error {
+	c := redis.NewClient(&redis.Options{Addr: r.srv.Addr()})
+	defer c.Close()
+	return c.Do(ctx, args...).Err()
+}
+
 // killConnections has the server end every client connection but the
 // suite's own: CLIENT KILL, pg_terminate_backend, KILL. Zookeeper has no
 // such command: there the proxies reset every connection.
@@ -679,10 +687,8 @@ func (r *run) killConnections(ctx context.Context) error {
 	defer cancel()
 	switch r.kind {
 	case servers.Redis:
-		c := redis.NewClient(&redis.Options{Addr: r.srv.Addr()})
-		defer c.Close()
 		for _, typ := range []string{"normal", "pubsub"} {
-			if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", typ, "SKIPME", "yes").Err(); err != nil {
+			if err := r.redisDo(ctx, "CLIENT", "KILL", "TYPE", typ, "SKIPME", "yes"); err != nil {
 				return fmt.Errorf("suite: CLIENT KILL: %w", err)
 			}
 		}
@@ -746,9 +752,7 @@ func (r *run) evict(ctx context.Context, v *nodeProc) error {
 	defer cancel()
 	switch r.kind {
 	case servers.Redis:
-		c := redis.NewClient(&redis.Options{Addr: r.srv.Addr()})
-		defer c.Close()
-		if err := c.Del(ctx, "simba:session:"+sid).Err(); err != nil {
+		if err := r.redisDo(ctx, "DEL", "simba:session:"+sid); err != nil {
 			return fmt.Errorf("suite: expire: %w", err)
 		}
 	case servers.Postgres, servers.MySQL:

@@ -188,20 +188,14 @@ func (m *MariaDB) Inject(ctx context.Context, fault string) error {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	m.links[m.primaryIndex(old)].Reset()
-	start := time.Now()
-	m.mu.Lock()
-	m.killedAt = start
-	m.mu.Unlock()
+	start := m.strike()
 	if err := m.run(ctx, old, "kill"); err != nil {
 		return err
 	}
 	if err := m.run(ctx, next, "promote"); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	m.promotion = time.Since(start)
-	m.primary = 1 - m.primary
-	m.mu.Unlock()
+	m.promoted(start)
 	// A new server_id for the rebuilt node: its GTIDs must not be taken
 	// for the old primary's.
 	old.id += 2
@@ -213,10 +207,7 @@ func (m *MariaDB) switchover(ctx context.Context) error {
 	oi := m.primary
 	old, next := m.nodes[oi], m.nodes[1-oi]
 	m.mu.Unlock()
-	start := time.Now()
-	m.mu.Lock()
-	m.killedAt = start
-	m.mu.Unlock()
+	start := m.strike()
 	if err := m.run(ctx, old, "demote"); err != nil {
 		return err
 	}
@@ -226,15 +217,31 @@ func (m *MariaDB) switchover(ctx context.Context) error {
 	if err := m.run(ctx, next, "promote"); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	m.promotion = time.Since(start)
-	m.primary = 1 - oi
-	m.mu.Unlock()
+	m.promoted(start)
 	link := m.links[1-oi].Addr()
 	if err := m.run(ctx, old, "rejoin", link[strings.LastIndexByte(link, ':')+1:]); err != nil {
 		return err
 	}
 	return m.run(ctx, old, "caught-up", fmt.Sprint(next.port))
+}
+
+// strike records that a fault strikes the primary now and returns the
+// instant.
+func (m *MariaDB) strike() time.Time {
+	start := time.Now()
+	m.mu.Lock()
+	m.killedAt = start
+	m.mu.Unlock()
+	return start
+}
+
+// promoted records that the other node is the primary now, a promotion
+// that took since start, the instant strike returned.
+func (m *MariaDB) promoted(start time.Time) {
+	m.mu.Lock()
+	m.promotion = time.Since(start)
+	m.primary = 1 - m.primary
+	m.mu.Unlock()
 }
 
 func (m *MariaDB) primaryIndex(n *mariadbNode) int {

@@ -347,10 +347,7 @@ func (t *Redis) sentinelKill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := t.kill(ctx, old); err != nil {
-		return err
-	}
-	next, err := t.awaitNewPrimary(ctx, old)
+	next, err := t.killPrimary(ctx, old)
 	if err != nil {
 		return err
 	}
@@ -517,10 +514,7 @@ func (t *Redis) emptyPromotion(ctx context.Context) error {
 	if err := t.awaitSentinelsSeeReplica(ctx); err != nil {
 		return err
 	}
-	if err := t.kill(ctx, primary); err != nil {
-		return err
-	}
-	next, err := t.awaitNewPrimary(ctx, primary)
+	next, err := t.killPrimary(ctx, primary)
 	if err != nil {
 		return err
 	}
@@ -599,6 +593,15 @@ func (t *Redis) majorityPrimary(ctx context.Context) (redisProc, error) {
 		}
 	}
 	return redisProc{}, fmt.Errorf("no majority among %v: %w", votes, errors.Join(errs...))
+}
+
+// killPrimary kills the primary old and returns the primary the sentinels
+// promote in its place, once it accepts writes.
+func (t *Redis) killPrimary(ctx context.Context, old redisProc) (redisProc, error) {
+	if err := t.kill(ctx, old); err != nil {
+		return redisProc{}, err
+	}
+	return t.awaitNewPrimary(ctx, old)
 }
 
 // awaitNewPrimary waits until a majority of the sentinels report a
