@@ -164,6 +164,15 @@ func (t *Redis) serverArgs() []string {
 	return args
 }
 
+// startReplica starts p, empty, as a replica of primary and waits until it
+// is in sync.
+func (t *Redis) startReplica(ctx context.Context, p, primary redisProc) error {
+	if err := t.startServer(ctx, p, &primary); err != nil {
+		return err
+	}
+	return t.awaitSynced(ctx, p, primary)
+}
+
 func (t *Redis) startServer(ctx context.Context, p redisProc, replicaOf *redisProc) error {
 	args := []string{"server", p.name, strconv.Itoa(p.port)}
 	args = append(args, t.serverArgs()...)
@@ -178,10 +187,7 @@ func (t *Redis) startSentinel(ctx context.Context) error {
 	if err := t.startServer(ctx, primary, nil); err != nil {
 		return err
 	}
-	if err := t.startServer(ctx, replica, &primary); err != nil {
-		return err
-	}
-	if err := t.awaitSynced(ctx, replica, primary); err != nil {
+	if err := t.startReplica(ctx, replica, primary); err != nil {
 		return err
 	}
 	for _, s := range t.sentinels {
@@ -351,10 +357,7 @@ func (t *Redis) sentinelKill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := t.startServer(ctx, old, &next); err != nil {
-		return err
-	}
-	return t.awaitSynced(ctx, old, next)
+	return t.startReplica(ctx, old, next)
 }
 
 // sentinelFailover asks a sentinel for a failover and waits until the old
@@ -435,10 +438,7 @@ func (t *Redis) rollingRestart(ctx context.Context) error {
 	if err := t.run(ctx, "stop", replica.name); err != nil {
 		return err
 	}
-	if err := t.startServer(ctx, replica, &primary); err != nil {
-		return err
-	}
-	if err := t.awaitSynced(ctx, replica, primary); err != nil {
+	if err := t.startReplica(ctx, replica, primary); err != nil {
 		return err
 	}
 	if err := t.awaitSentinelsSeeReplica(ctx); err != nil {
@@ -450,10 +450,7 @@ func (t *Redis) rollingRestart(ctx context.Context) error {
 	if err := t.run(ctx, "stop", primary.name); err != nil {
 		return err
 	}
-	if err := t.startServer(ctx, primary, &replica); err != nil {
-		return err
-	}
-	if err := t.awaitSynced(ctx, primary, replica); err != nil {
+	if err := t.startReplica(ctx, primary, replica); err != nil {
 		return err
 	}
 	return t.awaitSentinelsSeeReplica(ctx)
