@@ -233,15 +233,3 @@ func (l *loop) run(ctx context.Context, d time.Duration) (sample, error) {
 	s.p50, s.p99 = latencies(all)
 	return s, nil
 }
-
-// sleepCtx waits d or until ctx ends, whichever comes first.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 func opHandoverW(waiters int) string { return fmt.Sprintf("handover_w%d", waiters) }
@@ -112,7 +113,7 @@ func (h *herdHandover) round(ctx context.Context) (_ sample, err error) {
 	var lats []time.Duration
 	var cmds []float64
 	for i := range h.s.handovers + 1 { // the first dials the watch connections: not measured
-		if err := sleepCtx(ctx, h.s.settle); err != nil {
+		if err := wait.Sleep(ctx, h.s.settle); err != nil {
 			return sample{}, err
 		}
 		before, err := h.server(ctx)
@@ -127,7 +128,7 @@ func (h *herdHandover) round(ctx context.Context) (_ sample, err error) {
 		case <-ctx.Done():
 			return sample{}, fmt.Errorf("no node won the lock after node %d released it: %w", holder, ctx.Err())
 		}
-		if err := sleepCtx(ctx, h.s.settle); err != nil { // the others lose and watch again
+		if err := wait.Sleep(ctx, h.s.settle); err != nil { // the others lose and watch again
 			return sample{}, err
 		}
 		after, err := h.server(ctx)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 // listPage is the page size of the listing case.
@@ -51,7 +52,7 @@ func (r *listCase) round(ctx context.Context) (_ sample, err error) {
 			err = cerr
 		}
 		if sw, ok := r.b.(simba.Sweeper); ok && err == nil {
-			if err = sleepCtx(ctx, 1100*time.Millisecond); err == nil { // idle for the shortest sweep
+			if err = wait.Sleep(ctx, 1100*time.Millisecond); err == nil { // idle for the shortest sweep
 				_, err = sw.Sweep(cctx, time.Second)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	simbaredis "github.com/simba-go/simba/backend-redis"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 // Every key the run writes starts with redisPrefix; the suite deletes
@@ -331,7 +332,7 @@ func (k *redislockKeepAlive) round(ctx context.Context) (_ sample, err error) {
 	}
 	r, err := func() ([]float64, error) {
 		defer func() { stop(); wg.Wait() }()
-		if err := sleepCtx(ctx, k.s.renew); err != nil { // one full cycle before counting
+		if err := wait.Sleep(ctx, k.s.renew); err != nil { // one full cycle before counting
 			return nil, err
 		}
 		return rates(ctx, k.s.window, atomicCounter(&refreshed), w.count, k.server)

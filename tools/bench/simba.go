@@ -10,6 +10,7 @@ import (
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 // Operation names of the output lines.
@@ -242,7 +243,7 @@ func rates(ctx context.Context, d time.Duration, cs ...counter) ([]float64, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := sleepCtx(ctx, d); err != nil {
+	if err := wait.Sleep(ctx, d); err != nil {
 		return nil, err
 	}
 	v1, t1, err := read()
@@ -404,7 +405,7 @@ func (h *handover) round(ctx context.Context) (_ sample, err error) {
 			rel, err := h.acquire(ctx, waiter)
 			done <- won{rel, err, time.Now()}
 		}()
-		if err := sleepCtx(ctx, h.s.settle); err != nil {
+		if err := wait.Sleep(ctx, h.s.settle); err != nil {
 			return sample{}, err
 		}
 		select {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 func opStateNames(n int) string { return fmt.Sprintf("state_names%d", n) }
@@ -73,7 +74,7 @@ func (r *stateCase) round(ctx context.Context) (_ sample, err error) {
 	if err != nil {
 		return sample{}, err
 	}
-	if err := sleepCtx(ctx, 1100*time.Millisecond); err != nil { // idle for the shortest sweep
+	if err := wait.Sleep(ctx, 1100*time.Millisecond); err != nil { // idle for the shortest sweep
 		return sample{}, err
 	}
 	sweepStart := time.Now()

@@ -144,11 +144,7 @@ func (c *countingConn) ExecContext(ctx context.Context, query string, args []dri
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	r, err := e.ExecContext(ctx, query, args)
-	if err != driver.ErrSkip { //nolint:errorlint // the sentinel is returned as is by contract
-		c.w.sent(query, namedValues(args))
-	}
-	return r, err
+	return sentUnlessSkipped(c.w, query, args, func() (driver.Result, error) { return e.ExecContext(ctx, query, args) })
 }
 
 func (c *countingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
@@ -156,9 +152,16 @@ func (c *countingConn) QueryContext(ctx context.Context, query string, args []dr
 	if !ok {
 		return nil, driver.ErrSkip
 	}
-	r, err := q.QueryContext(ctx, query, args)
+	return sentUnlessSkipped(c.w, query, args, func() (driver.Rows, error) { return q.QueryContext(ctx, query, args) })
+}
+
+// sentUnlessSkipped runs call, a direct exec or query of the driver, and
+// counts query as sent unless call returns driver.ErrSkip: database/sql
+// then prepares the query instead, and the statement counts it.
+func sentUnlessSkipped[R any](w *wire, query string, args []driver.NamedValue, call func() (R, error)) (R, error) {
+	r, err := call()
 	if err != driver.ErrSkip { //nolint:errorlint // the sentinel is returned as is by contract
-		c.w.sent(query, namedValues(args))
+		w.sent(query, namedValues(args))
 	}
 	return r, err
 }

@@ -10,6 +10,7 @@ require (
 	github.com/simba-go/simba/backend-redis v0.1.0
 	github.com/simba-go/simba/backend-zk v0.1.0
 	github.com/simba-go/simba/core v0.1.0
+	github.com/simba-go/simba/tools v0.1.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.48.0
 )
@@ -31,4 +32,5 @@ replace (
 	github.com/simba-go/simba/backend-redis => ../../backend-redis
 	github.com/simba-go/simba/backend-zk => ../../backend-zk
 	github.com/simba-go/simba/core => ../../core
+	github.com/simba-go/simba/tools => ../
 )

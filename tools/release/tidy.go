@@ -304,22 +304,20 @@ func diffLines(name string, a, b []byte) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "    %s:\n", name)
 	changed := false
-	for _, l := range al {
-		if bc[l] > 0 {
-			bc[l]--
-			continue
+	// unmatched prints, with sign, the lines that have no match left in
+	// other, taking the matched ones from it.
+	unmatched := func(sign string, lines []string, other map[string]int) {
+		for _, l := range lines {
+			if other[l] > 0 {
+				other[l]--
+				continue
+			}
+			fmt.Fprintf(&sb, "    %s%s\n", sign, l)
+			changed = true
 		}
-		fmt.Fprintf(&sb, "    -%s\n", l)
-		changed = true
 	}
-	for _, l := range bl {
-		if ac[l] > 0 {
-			ac[l]--
-			continue
-		}
-		fmt.Fprintf(&sb, "    +%s\n", l)
-		changed = true
-	}
+	unmatched("-", al, bc)
+	unmatched("+", bl, ac)
 	if !changed {
 		fmt.Fprintf(&sb, "    (the same lines in another order)\n")
 	}

@@ -63,12 +63,7 @@ func loadWorkspace() (*workspace, error) {
 
 // readWorkspace reads root/go.work and the go.mod files of its modules.
 func readWorkspace(root string) (*workspace, error) {
-	name := filepath.Join(root, "go.work")
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	wf, err := modfile.ParseWork(name, data, nil)
+	wf, _, err := readModFile(filepath.Join(root, "go.work"), modfile.ParseWork)
 	if err != nil {
 		return nil, err
 	}
@@ -97,13 +92,20 @@ func readWorkspace(root string) (*workspace, error) {
 	return ws, nil
 }
 
-func readModule(root, dir string) (*gomod, error) {
-	name := filepath.Join(root, filepath.FromSlash(dir), "go.mod")
+// readModFile reads the file name and parses it with parse, modfile.Parse
+// or modfile.ParseWork; it returns the parsed file and its bytes.
+func readModFile[F any](name string, parse func(string, []byte, modfile.VersionFixer) (F, error)) (F, []byte, error) {
 	data, err := os.ReadFile(name)
 	if err != nil {
-		return nil, err
+		var none F
+		return none, nil, err
 	}
-	f, err := modfile.Parse(name, data, nil)
+	f, err := parse(name, data, nil)
+	return f, data, err
+}
+
+func readModule(root, dir string) (*gomod, error) {
+	f, data, err := readModFile(filepath.Join(root, filepath.FromSlash(dir), "go.mod"), modfile.Parse)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -101,6 +102,20 @@ func lookCommand(program string) (string, int, error) {
 // that bound the margin alone is left.
 func safetyGap(cfg simba.Config) time.Duration {
 	return time.Duration(float64(cfg.LeaseDuration)*cfg.Drift) + cfg.Margin
+}
+
+// connect opens the backend and a client on it, as clientFlags.connect
+// does, then warns when the store is this process's own and resolves
+// --grace from the client's configuration. On failure it has printed the
+// error and returns nil and the exit code; the caller closes the node.
+func (c *commandLine) connect(ctx context.Context, a *app) (*node, int) {
+	n, code := c.client.connect(ctx, a, c.cmd)
+	if n == nil {
+		return nil, code
+	}
+	n.warnInProcess(a, c.cmd, c.name)
+	c.resolveGrace(a, n.client.Config())
+	return n, exitOK
 }
 
 // resolveGrace sets --grace to the safety gap of cfg when it was not given,

@@ -11,6 +11,7 @@ import (
 	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/fencing"
 	"github.com/simba-go/simba/core/memory"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 const demoAbout = `
@@ -607,12 +608,5 @@ func (n *demoNode) state() simba.LeaseState {
 
 // sleepUntil waits until t or until ctx is done.
 func sleepUntil(ctx context.Context, t time.Time) error {
-	timer := time.NewTimer(time.Until(t))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return wait.Sleep(ctx, time.Until(t))
 }

@@ -78,13 +78,11 @@ func runLeader(ctx context.Context, a *app, args []string) int {
 	if code, ok := c.parse(a, args); !ok {
 		return code
 	}
-	n, code := c.client.connect(ctx, a, cmd)
+	n, code := c.connect(ctx, a)
 	if n == nil {
 		return code
 	}
 	defer n.close(a, cmd)
-	n.warnInProcess(a, cmd, c.name)
-	c.resolveGrace(a, n.client.Config())
 	name, argv := c.name, c.argv
 
 	// The listener hands each term to the loop below; a term that ends

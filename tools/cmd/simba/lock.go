@@ -74,13 +74,11 @@ func runLock(ctx context.Context, a *app, args []string) int {
 	if *timeout < 0 {
 		return a.usageError(cmd, fmt.Errorf("--timeout %v: must not be negative", *timeout))
 	}
-	n, code := c.client.connect(ctx, a, cmd)
+	n, code := c.connect(ctx, a)
 	if n == nil {
 		return code
 	}
 	defer n.close(a, cmd)
-	n.warnInProcess(a, cmd, c.name)
-	c.resolveGrace(a, n.client.Config())
 	name := c.name
 
 	actx, cancel := ctx, context.CancelFunc(func() {})

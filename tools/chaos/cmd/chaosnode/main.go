@@ -29,6 +29,7 @@ import (
 	"github.com/simba-go/simba/tools/chaos/internal/broken"
 	"github.com/simba-go/simba/tools/chaos/internal/fence"
 	"github.com/simba-go/simba/tools/chaos/internal/history"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 type options struct {
@@ -168,14 +169,14 @@ func (w *writer) lockLoop(ctx context.Context) {
 		lt, err := lock.Acquire(actx)
 		cancel()
 		if err != nil {
-			sleep(ctx, 50*time.Millisecond)
+			_ = wait.Sleep(ctx, 50*time.Millisecond)
 			continue
 		}
 		w.term(ctx, lt.Term, 0)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.o.lease)
 		_ = lt.Release(rctx) // a failed release leaves the lease to expire
 		cancel()
-		sleep(ctx, rand.N(w.o.idle+1))
+		_ = wait.Sleep(ctx, rand.N(w.o.idle+1))
 	}
 }
 
@@ -190,9 +191,9 @@ func (w *writer) electionLoop(ctx context.Context) {
 			return nil
 		})
 		if err != nil && ctx.Err() == nil {
-			sleep(ctx, 50*time.Millisecond)
+			_ = wait.Sleep(ctx, 50*time.Millisecond)
 		}
-		sleep(ctx, rand.N(w.o.idle+1))
+		_ = wait.Sleep(ctx, rand.N(w.o.idle+1))
 	}
 }
 
@@ -257,14 +258,5 @@ func sleepUntilEnd(ctx context.Context, t *simba.Term, d time.Duration) bool {
 		return false
 	case <-ctx.Done():
 		return false
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-	case <-ctx.Done():
 	}
 }

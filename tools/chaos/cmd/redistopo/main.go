@@ -32,6 +32,7 @@ import (
 	simba "github.com/simba-go/simba/core"
 
 	"github.com/simba-go/simba/tools/chaos/internal/topology"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 type options struct {
@@ -153,7 +154,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	defer func() { cancel(); <-done }()
 
-	if err := sleep(ctx, o.warmup); err != nil {
+	if err := wait.Sleep(ctx, o.warmup); err != nil {
 		return err
 	}
 	var windows []window
@@ -164,7 +165,7 @@ func run(ctx context.Context, o options) (err error) {
 			return err
 		}
 		w := window{fault: fc, begin: begin, at: topo.FaultAt(), injected: time.Now()}
-		if err := sleep(ctx, o.settle); err != nil {
+		if err := wait.Sleep(ctx, o.settle); err != nil {
 			return err
 		}
 		w.end = time.Now()
@@ -230,15 +231,4 @@ func openBackend(ctx context.Context, topo *topology.Redis, o options, prefix st
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "redistopo: %s "+format+"\n", append([]any{time.Now().UTC().Format("15:04:05.000")}, args...)...)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 // reasonReleased is the end of a term its holder released.
@@ -106,7 +108,7 @@ func lockLoop(ctx context.Context, l *simba.Lock, o options, rec *recorder) {
 		lt, err := l.Acquire(actx)
 		cancel()
 		if err != nil {
-			_ = sleep(ctx, 20*time.Millisecond)
+			_ = wait.Sleep(ctx, 20*time.Millisecond)
 			continue
 		}
 		r := termRec{lock: l.Name(), token: lt.Token(), start: time.Now()}
@@ -134,7 +136,7 @@ func lockLoop(ctx context.Context, l *simba.Lock, o options, rec *recorder) {
 		_ = lt.Release(rctx) // a failed release leaves the lease to expire
 		cancel()
 		rec.add(r)
-		_ = sleep(ctx, rand.N(20*time.Millisecond))
+		_ = wait.Sleep(ctx, rand.N(20*time.Millisecond))
 	}
 }
 

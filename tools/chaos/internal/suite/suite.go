@@ -34,6 +34,7 @@ import (
 	"github.com/simba-go/simba/tools/chaos/internal/proxy"
 	"github.com/simba-go/simba/tools/chaos/internal/servers"
 	"github.com/simba-go/simba/tools/chaos/internal/topology"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 // ErrProfile is matched by the errors of Run about a profile or backend it
@@ -148,20 +149,11 @@ type Env struct {
 // RepoRoot returns the repository root: the first directory above the
 // working directory that holds tools/testenv/lib.sh.
 func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
+	lib, err := servers.FindLib()
 	if err != nil {
-		return "", fmt.Errorf("suite: %w", err)
+		return "", err
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "tools", "testenv", "lib.sh")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", servers.ErrNoTestenv
-		}
-		dir = parent
-	}
+	return filepath.Dir(filepath.Dir(filepath.Dir(lib))), nil
 }
 
 // BuildNode builds the node program into dir and returns its path.
@@ -479,7 +471,7 @@ func (r *run) shutdown() {
 // is reached.
 func (r *run) inject(ctx context.Context) error {
 	start := time.Now()
-	if !r.sleep(ctx, 3*time.Second) {
+	if wait.Sleep(ctx, 3*time.Second) != nil {
 		return ctx.Err()
 	}
 	lastProgress := time.Time{}
@@ -564,17 +556,6 @@ func (r *run) progress(start time.Time) {
 		r.label, bar, handovers, injected, r.p.PerFault*len(r.counted), elapsed.Round(time.Second), eta)
 }
 
-func (r *run) sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 // victim picks, one time in two, the leader of leader-0 (its terms last
 // longest), else the node that wrote last: both most likely hold a lease
 // now. Without either, a random node.
@@ -617,7 +598,7 @@ func (r *run) fault(ctx context.Context, kind string) error {
 		if err != nil {
 			return fmt.Errorf("inject %s: %w", kind, err)
 		}
-		r.sleep(ctx, settle)
+		_ = wait.Sleep(ctx, settle)
 		return nil
 	}
 	v := r.victim()
@@ -625,7 +606,7 @@ func (r *run) fault(ctx context.Context, kind string) error {
 	case SigStop:
 		r.record(kind, "begin", v.name)
 		_ = v.cmd.Process.Signal(syscall.SIGSTOP)
-		r.sleep(ctx, past)
+		_ = wait.Sleep(ctx, past)
 		_ = v.cmd.Process.Signal(syscall.SIGCONT)
 		r.record(kind, "end", v.name)
 	case SigKill:
@@ -638,17 +619,9 @@ func (r *run) fault(ctx context.Context, kind string) error {
 		}
 		r.record(kind, "end", v.name)
 	case BlackHole:
-		r.record(kind, "begin", v.name)
-		v.proxy.Set(proxy.BlackHole, 0)
-		r.sleep(ctx, past)
-		v.proxy.Set(proxy.Pass, 0)
-		r.record(kind, "end", v.name)
+		r.proxyFault(ctx, kind, v, proxy.BlackHole, 0, past)
 	case Slow:
-		r.record(kind, "begin", v.name)
-		v.proxy.Set(proxy.Slow, lease/4)
-		r.sleep(ctx, 2*lease)
-		v.proxy.Set(proxy.Pass, 0)
-		r.record(kind, "end", v.name)
+		r.proxyFault(ctx, kind, v, proxy.Slow, lease/4, 2*lease)
 	case ConnKill:
 		r.record(kind, "begin", "")
 		if err := r.killConnections(ctx); err != nil {
@@ -660,17 +633,13 @@ func (r *run) fault(ctx context.Context, kind string) error {
 		if err := r.srv.Stop(ctx); err != nil {
 			return err
 		}
-		r.sleep(ctx, 200*time.Millisecond)
+		_ = wait.Sleep(ctx, 200*time.Millisecond)
 		if err := r.srv.Resume(ctx); err != nil {
 			return err
 		}
 		r.record(kind, "end", "")
 	case Expire:
-		r.record(kind, "begin", v.name)
-		v.proxy.Set(proxy.Refuse, 0)
-		r.sleep(ctx, past)
-		v.proxy.Set(proxy.Pass, 0)
-		r.record(kind, "end", v.name)
+		r.proxyFault(ctx, kind, v, proxy.Refuse, 0, past)
 	case Evict:
 		r.record(kind, "begin", v.name)
 		if err := r.evict(ctx, v); err != nil {
@@ -678,8 +647,19 @@ func (r *run) fault(ctx context.Context, kind string) error {
 		}
 		r.record(kind, "end", v.name)
 	}
-	r.sleep(ctx, settle)
+	_ = wait.Sleep(ctx, settle)
 	return nil
+}
+
+// proxyFault sets the proxy of node v to mode (with delay, for
+// proxy.Slow) for d, or until ctx ends, then back to proxy.Pass, between
+// the fault's begin and end records.
+func (r *run) proxyFault(ctx context.Context, kind string, v *nodeProc, mode proxy.Mode, delay, d time.Duration) {
+	r.record(kind, "begin", v.name)
+	v.proxy.Set(mode, delay)
+	_ = wait.Sleep(ctx, d)
+	v.proxy.Set(proxy.Pass, 0)
+	r.record(kind, "end", v.name)
 }
 
 func nextIncarnation(name string) string {
@@ -691,6 +671,14 @@ func nextIncarnation(name string) string {
 	return fmt.Sprintf("%s.%d", base, n+1)
 }
 
+// redisDo runs one command on the run's Redis server, on a connection of
+// its own.
+func (r *run) redisDo(ctx context.Context, args ...any) error {
+	c := redis.NewClient(&redis.Options{Addr: r.srv.Addr()})
+	defer c.Close()
+	return c.Do(ctx, args...).Err()
+}
+
 // killConnections has the server end every client connection but the
 // suite's own: CLIENT KILL, pg_terminate_backend, KILL. Zookeeper has no
 // such command: there the proxies reset every connection.
@@ -699,10 +687,8 @@ func (r *run) killConnections(ctx context.Context) error {
 	defer cancel()
 	switch r.kind {
 	case servers.Redis:
-		c := redis.NewClient(&redis.Options{Addr: r.srv.Addr()})
-		defer c.Close()
 		for _, typ := range []string{"normal", "pubsub"} {
-			if err := c.Do(ctx, "CLIENT", "KILL", "TYPE", typ, "SKIPME", "yes").Err(); err != nil {
+			if err := r.redisDo(ctx, "CLIENT", "KILL", "TYPE", typ, "SKIPME", "yes"); err != nil {
 				return fmt.Errorf("suite: CLIENT KILL: %w", err)
 			}
 		}
@@ -766,9 +752,7 @@ func (r *run) evict(ctx context.Context, v *nodeProc) error {
 	defer cancel()
 	switch r.kind {
 	case servers.Redis:
-		c := redis.NewClient(&redis.Options{Addr: r.srv.Addr()})
-		defer c.Close()
-		if err := c.Del(ctx, "simba:session:"+sid).Err(); err != nil {
+		if err := r.redisDo(ctx, "DEL", "simba:session:"+sid); err != nil {
 			return fmt.Errorf("suite: expire: %w", err)
 		}
 	case servers.Postgres, servers.MySQL:

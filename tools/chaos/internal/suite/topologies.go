@@ -21,21 +21,13 @@ func init() {
 	for name, sync := range map[string]bool{"postgres-async": false, "postgres-sync": true} {
 		add(topology.Entry{Name: name, Backend: servers.Postgres,
 			Start: func(ctx context.Context, dir string) (topology.Topology, error) {
-				p, err := topology.StartPostgresReplica(ctx, dir, topology.PostgresOptions{Sync: sync})
-				if err != nil {
-					return nil, err
-				}
-				return p, nil
+				return started(topology.StartPostgresReplica(ctx, dir, topology.PostgresOptions{Sync: sync}))
 			}})
 	}
 	for name, semi := range map[string]bool{"mysql-async": false, "mysql-semisync": true} {
 		add(topology.Entry{Name: name, Backend: servers.MySQL,
 			Start: func(ctx context.Context, dir string) (topology.Topology, error) {
-				m, err := topology.StartMariaDBReplica(ctx, dir, topology.MariaDBOptions{SemiSync: semi})
-				if err != nil {
-					return nil, err
-				}
-				return m, nil
+				return started(topology.StartMariaDBReplica(ctx, dir, topology.MariaDBOptions{SemiSync: semi}))
 			}})
 	}
 	// Sentinel runs with min_replicas=1, its durable setting: without it a
@@ -52,11 +44,7 @@ func init() {
 	for name, r := range redis {
 		add(topology.Entry{Name: name, Backend: servers.Redis,
 			Start: func(ctx context.Context, dir string) (topology.Topology, error) {
-				r, err := r.start(ctx, dir, r.opts)
-				if err != nil {
-					return nil, err
-				}
-				return r, nil
+				return started(r.start(ctx, dir, r.opts))
 			}})
 	}
 	add(topology.Entry{Name: "zk-ensemble", Backend: servers.ZK,
@@ -67,6 +55,15 @@ func init() {
 			}
 			return zkStrikes{e}, nil
 		}})
+}
+
+// started returns the topology a start function returned, or a nil
+// Topology with its error: not a nil *T, which would make a non-nil one.
+func started[T topology.Topology](t T, err error) (topology.Topology, error) {
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // zkStrikes is the ensemble with the moment its last fault struck (the

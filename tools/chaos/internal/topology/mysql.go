@@ -70,30 +70,20 @@ var _ Topology = (*MariaDB)(nil)
 // and a replica there, and returns once the replica has applied the
 // primary's binary log.
 func StartMariaDBReplica(ctx context.Context, dir string, opts MariaDBOptions) (*MariaDB, error) {
-	lib, err := findLib()
+	lib, sh, err := writeScript(dir, "mysql.sh", mariadbScript)
 	if err != nil {
 		return nil, err
 	}
 	secret := make([]byte, 12)
 	_, _ = rand.Read(secret)
-	m := &MariaDB{dir: dir, lib: lib, semiSync: opts.SemiSync, linkDelay: opts.LinkDelay, password: hex.EncodeToString(secret)}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
+	m := &MariaDB{dir: dir, lib: lib, sh: sh, semiSync: opts.SemiSync, linkDelay: opts.LinkDelay, password: hex.EncodeToString(secret)}
+	ports, err := listenLinks(m.links[:])
+	if err != nil {
+		_ = m.Down(ctx)
+		return nil, err
 	}
-	m.sh = filepath.Join(dir, "mysql.sh")
-	if err := os.WriteFile(m.sh, mariadbScript, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
-	}
-	for i := range m.nodes {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
+	for i, port := range ports {
 		m.nodes[i] = &mariadbNode{id: i + 1, port: port, dir: filepath.Join(dir, fmt.Sprintf("node%d", i+1))}
-		if m.links[i], err = proxy.Listen(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
-			_ = m.Down(ctx)
-			return nil, fmt.Errorf("topology: %w", err)
-		}
 		if opts.LinkDelay > 0 {
 			m.links[i].Set(proxy.Slow, opts.LinkDelay)
 		}
@@ -198,20 +188,14 @@ func (m *MariaDB) Inject(ctx context.Context, fault string) error {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	m.links[m.primaryIndex(old)].Reset()
-	start := time.Now()
-	m.mu.Lock()
-	m.killedAt = start
-	m.mu.Unlock()
+	start := m.strike()
 	if err := m.run(ctx, old, "kill"); err != nil {
 		return err
 	}
 	if err := m.run(ctx, next, "promote"); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	m.promotion = time.Since(start)
-	m.primary = 1 - m.primary
-	m.mu.Unlock()
+	m.promoted(start)
 	// A new server_id for the rebuilt node: its GTIDs must not be taken
 	// for the old primary's.
 	old.id += 2
@@ -223,10 +207,7 @@ func (m *MariaDB) switchover(ctx context.Context) error {
 	oi := m.primary
 	old, next := m.nodes[oi], m.nodes[1-oi]
 	m.mu.Unlock()
-	start := time.Now()
-	m.mu.Lock()
-	m.killedAt = start
-	m.mu.Unlock()
+	start := m.strike()
 	if err := m.run(ctx, old, "demote"); err != nil {
 		return err
 	}
@@ -236,15 +217,31 @@ func (m *MariaDB) switchover(ctx context.Context) error {
 	if err := m.run(ctx, next, "promote"); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	m.promotion = time.Since(start)
-	m.primary = 1 - oi
-	m.mu.Unlock()
+	m.promoted(start)
 	link := m.links[1-oi].Addr()
 	if err := m.run(ctx, old, "rejoin", link[strings.LastIndexByte(link, ':')+1:]); err != nil {
 		return err
 	}
 	return m.run(ctx, old, "caught-up", fmt.Sprint(next.port))
+}
+
+// strike records that a fault strikes the primary now and returns the
+// instant.
+func (m *MariaDB) strike() time.Time {
+	start := time.Now()
+	m.mu.Lock()
+	m.killedAt = start
+	m.mu.Unlock()
+	return start
+}
+
+// promoted records that the other node is the primary now, a promotion
+// that took since start, the instant strike returned.
+func (m *MariaDB) promoted(start time.Time) {
+	m.mu.Lock()
+	m.promotion = time.Since(start)
+	m.primary = 1 - m.primary
+	m.mu.Unlock()
 }
 
 func (m *MariaDB) primaryIndex(n *mariadbNode) int {

@@ -64,31 +64,21 @@ var _ Topology = (*Postgres)(nil)
 // streams (and, with opts.Sync, once a commit on the primary has been
 // acknowledged by it). Down stops both.
 func StartPostgresReplica(ctx context.Context, dir string, opts PostgresOptions) (*Postgres, error) {
-	lib, err := findLib()
+	lib, sh, err := writeScript(dir, "postgres.sh", postgresScript)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
 	}
 	// The postgres user must reach the nodes' directories (lib.sh moves
 	// the data to /var/tmp when it cannot).
 	_ = os.Chmod(dir, 0o755)
-	sh := filepath.Join(dir, "postgres.sh")
-	if err := os.WriteFile(sh, postgresScript, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
-	}
 	p := &Postgres{opts: opts, lib: lib, sh: sh}
-	for i := range p.nodes {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
+	ports, err := listenLinks(p.links[:])
+	if err != nil {
+		_ = p.Down(ctx)
+		return nil, err
+	}
+	for i, port := range ports {
 		p.nodes[i] = pgNode{dir: filepath.Join(dir, fmt.Sprintf("pg%d", i+1)), port: port}
-		if p.links[i], err = proxy.Listen(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
-			_ = p.Down(ctx)
-			return nil, fmt.Errorf("topology: %w", err)
-		}
 	}
 	if err := p.start(ctx); err != nil {
 		_ = p.Down(context.WithoutCancel(ctx))

@@ -35,6 +35,19 @@ mkdir -p "$TESTENV_DIR"
 
 bindir() { pg_bindir || die "PostgreSQL binaries not found under /usr/lib/postgresql"; }
 
+# signal_all SIG sends SIG to the server and all its processes at once (a
+# backend that outlived the postmaster by a moment could still commit and
+# answer) and leaves their ids in pids.
+signal_all() {
+	local dir
+	dir=$(inst_realdir postgres)
+	pids="$(inst_running postgres || true) $(stray_pids "$dir")"
+	if [[ -n ${pids// /} ]]; then
+		# shellcheck disable=SC2086
+		kill -s "$1" $pids
+	fi
+}
+
 sql() { # sql PORT STATEMENT
 	PGCONNECT_TIMEOUT=3 timeout 20 psql -X -q -w -h 127.0.0.1 -p "$1" -U postgres -d postgres -v ON_ERROR_STOP=1 -Atc "$2"
 }
@@ -104,12 +117,7 @@ replica)
 	done
 	;;
 kill)
-	# Every process at once: a backend that outlived the postmaster by a
-	# moment could still commit and answer.
-	dir=$(inst_realdir postgres)
-	pids="$(inst_running postgres || true) $(stray_pids "$dir")"
-	# shellcheck disable=SC2086
-	[[ -n ${pids// /} ]] && kill -s KILL $pids
+	signal_all KILL
 	echo "killed $(date +%s%N)"
 	# A killed process stays a zombie until its parent (init, here the
 	# machine's own process manager) reaps it, which can take a second;
@@ -125,10 +133,7 @@ kill)
 	done
 	;;
 freeze)
-	dir=$(inst_realdir postgres)
-	pids="$(inst_running postgres || true) $(stray_pids "$dir")"
-	# shellcheck disable=SC2086
-	[[ -n ${pids// /} ]] && kill -s STOP $pids
+	signal_all STOP
 	;;
 promote)
 	dir=$(inst_realdir postgres)

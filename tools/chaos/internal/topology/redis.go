@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 //go:embed redis.sh
@@ -94,41 +96,37 @@ func (p redisProc) addr() string { return "127.0.0.1:" + strconv.Itoa(p.port) }
 // sentinels monitoring it, all without persistence, under dir. It returns
 // once the replica is in sync and every sentinel knows the replica.
 func StartRedisSentinel(ctx context.Context, dir string, opts RedisOptions) (*Redis, error) {
-	t, err := newRedis(dir, opts, false)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.startSentinel(ctx); err != nil {
-		return nil, errors.Join(err, t.Down(context.WithoutCancel(ctx)))
-	}
-	return t, nil
+	return startRedis(ctx, dir, opts, false)
 }
 
 // StartRedisCluster starts a Redis Cluster of three primaries with one
 // replica each, without persistence, under dir. It returns once every
 // node reports the cluster ok and every replica is in sync.
 func StartRedisCluster(ctx context.Context, dir string, opts RedisOptions) (*Redis, error) {
-	t, err := newRedis(dir, opts, true)
+	return startRedis(ctx, dir, opts, true)
+}
+
+// startRedis starts a Redis Cluster, or a primary with a replica and
+// sentinels, under dir; on an error it takes down what it started.
+func startRedis(ctx context.Context, dir string, opts RedisOptions, cluster bool) (*Redis, error) {
+	t, err := newRedis(dir, opts, cluster)
 	if err != nil {
 		return nil, err
 	}
-	if err := t.startCluster(ctx); err != nil {
+	start := t.startSentinel
+	if cluster {
+		start = t.startCluster
+	}
+	if err := start(ctx); err != nil {
 		return nil, errors.Join(err, t.Down(context.WithoutCancel(ctx)))
 	}
 	return t, nil
 }
 
 func newRedis(dir string, opts RedisOptions, cluster bool) (*Redis, error) {
-	lib, err := findLib()
+	lib, sh, err := writeScript(dir, "redis.sh", redisScript)
 	if err != nil {
 		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
-	}
-	sh := filepath.Join(dir, "redis.sh")
-	if err := os.WriteFile(sh, redisScript, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
 	}
 	t := &Redis{opts: opts.withDefaults(), cluster: cluster, lib: lib, sh: sh}
 	t.env = append(os.Environ(), "SIMBA_TESTENV_DIR="+filepath.Join(dir, "state"))
@@ -166,6 +164,15 @@ func (t *Redis) serverArgs() []string {
 	return args
 }
 
+// startReplica starts p, empty, as a replica of primary and waits until it
+// is in sync.
+func (t *Redis) startReplica(ctx context.Context, p, primary redisProc) error {
+	if err := t.startServer(ctx, p, &primary); err != nil {
+		return err
+	}
+	return t.awaitSynced(ctx, p, primary)
+}
+
 func (t *Redis) startServer(ctx context.Context, p redisProc, replicaOf *redisProc) error {
 	args := []string{"server", p.name, strconv.Itoa(p.port)}
 	args = append(args, t.serverArgs()...)
@@ -180,10 +187,7 @@ func (t *Redis) startSentinel(ctx context.Context) error {
 	if err := t.startServer(ctx, primary, nil); err != nil {
 		return err
 	}
-	if err := t.startServer(ctx, replica, &primary); err != nil {
-		return err
-	}
-	if err := t.awaitSynced(ctx, replica, primary); err != nil {
+	if err := t.startReplica(ctx, replica, primary); err != nil {
 		return err
 	}
 	for _, s := range t.sentinels {
@@ -349,17 +353,11 @@ func (t *Redis) sentinelKill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := t.kill(ctx, old); err != nil {
-		return err
-	}
-	next, err := t.awaitNewPrimary(ctx, old)
+	next, err := t.killPrimary(ctx, old)
 	if err != nil {
 		return err
 	}
-	if err := t.startServer(ctx, old, &next); err != nil {
-		return err
-	}
-	return t.awaitSynced(ctx, old, next)
+	return t.startReplica(ctx, old, next)
 }
 
 // sentinelFailover asks a sentinel for a failover and waits until the old
@@ -404,7 +402,7 @@ func (t *Redis) sentinelPartition(ctx context.Context) error {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		return fmt.Errorf("pause %s: %w", s.name, err)
 	}
-	sleepErr := pause(ctx, 4*t.opts.DownAfter)
+	sleepErr := wait.Sleep(ctx, 4*t.opts.DownAfter)
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		return fmt.Errorf("resume %s: %w", s.name, err)
 	}
@@ -440,10 +438,7 @@ func (t *Redis) rollingRestart(ctx context.Context) error {
 	if err := t.run(ctx, "stop", replica.name); err != nil {
 		return err
 	}
-	if err := t.startServer(ctx, replica, &primary); err != nil {
-		return err
-	}
-	if err := t.awaitSynced(ctx, replica, primary); err != nil {
+	if err := t.startReplica(ctx, replica, primary); err != nil {
 		return err
 	}
 	if err := t.awaitSentinelsSeeReplica(ctx); err != nil {
@@ -455,10 +450,7 @@ func (t *Redis) rollingRestart(ctx context.Context) error {
 	if err := t.run(ctx, "stop", primary.name); err != nil {
 		return err
 	}
-	if err := t.startServer(ctx, primary, &replica); err != nil {
-		return err
-	}
-	if err := t.awaitSynced(ctx, primary, replica); err != nil {
+	if err := t.startReplica(ctx, primary, replica); err != nil {
 		return err
 	}
 	return t.awaitSentinelsSeeReplica(ctx)
@@ -519,10 +511,7 @@ func (t *Redis) emptyPromotion(ctx context.Context) error {
 	if err := t.awaitSentinelsSeeReplica(ctx); err != nil {
 		return err
 	}
-	if err := t.kill(ctx, primary); err != nil {
-		return err
-	}
-	next, err := t.awaitNewPrimary(ctx, primary)
+	next, err := t.killPrimary(ctx, primary)
 	if err != nil {
 		return err
 	}
@@ -601,6 +590,15 @@ func (t *Redis) majorityPrimary(ctx context.Context) (redisProc, error) {
 		}
 	}
 	return redisProc{}, fmt.Errorf("no majority among %v: %w", votes, errors.Join(errs...))
+}
+
+// killPrimary kills the primary old and returns the primary the sentinels
+// promote in its place, once it accepts writes.
+func (t *Redis) killPrimary(ctx context.Context, old redisProc) (redisProc, error) {
+	if err := t.kill(ctx, old); err != nil {
+		return redisProc{}, err
+	}
+	return t.awaitNewPrimary(ctx, old)
 }
 
 // awaitNewPrimary waits until a majority of the sentinels report a
@@ -977,7 +975,7 @@ func redisPoll(ctx context.Context, limit time.Duration, what string, f func(con
 			return nil
 		}
 		last = err
-		if pause(ctx, 50*time.Millisecond) != nil {
+		if wait.Sleep(ctx, 50*time.Millisecond) != nil {
 			if last == nil {
 				return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 			}

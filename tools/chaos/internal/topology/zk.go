@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba/tools/chaos/internal/history"
+	"github.com/simba-go/simba/tools/internal/wait"
 )
 
 //go:embed zk.sh
@@ -84,19 +85,13 @@ func StartZKEnsemble(ctx context.Context, dir string, opts ZKOptions) (*ZKEnsemb
 	if opts.Bound <= 0 {
 		opts.Bound = time.Minute
 	}
-	lib, err := findLib()
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	lib, sh, err := writeScript(dir, "zk.sh", zkScript)
 	if err != nil {
 		return nil, err
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
-	}
-	sh := filepath.Join(dir, "zk.sh")
-	if err := os.WriteFile(sh, zkScript, 0o755); err != nil {
-		return nil, fmt.Errorf("topology: %w", err)
 	}
 	e := &ZKEnsemble{dir: filepath.Join(dir, "state"), sh: sh, lib: lib, bound: opts.Bound}
 	ports, err := zkFreePorts(3 * zkMembers)
@@ -251,7 +246,7 @@ func (e *ZKEnsemble) leader(ctx context.Context) (zkMember, error) {
 				return m, nil
 			}
 		}
-		if err := pause(ctx, 20*time.Millisecond); err != nil {
+		if err := wait.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return zkMember{}, fmt.Errorf("topology: no Zookeeper leader: %w", err)
 		}
 	}
@@ -329,7 +324,7 @@ func (e *ZKEnsemble) waitServing(ctx context.Context, skip int) error {
 		if serving == want && leaders == 1 {
 			return nil
 		}
-		if err := pause(ctx, 10*time.Millisecond); err != nil {
+		if err := wait.Sleep(ctx, 10*time.Millisecond); err != nil {
 			return fmt.Errorf("topology: the Zookeeper ensemble does not serve: %w", err)
 		}
 	}
