@@ -1,0 +1,87 @@
+package simba_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/memory"
+)
+
+// stopDuringSlowWork leads x with work that ignores its ctx until
+// workUntil, then stops the election with a ctx that ends before the
+// handover does, so that the handover goes on in the background. It returns
+// once Stop has returned.
+func stopDuringSlowWork(t *testing.T, c *simba.Client, workUntil time.Time) {
+	t.Helper()
+	el := c.Election("x")
+	elected := make(chan struct{})
+	go func() {
+		_ = el.RunWhileLeader(context.Background(), func(context.Context, *simba.Term) error {
+			close(elected)
+			time.Sleep(time.Until(workUntil)) // work that ignores its ctx
+			return nil
+		})
+	}()
+	select {
+	case <-elected:
+	case <-time.After(5 * time.Second):
+		t.Fatal("x was not won")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := el.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Stop while the work runs = %v, want the handover to go on in the background", err)
+	}
+}
+
+// An election started again while the handover of its last Stop still runs
+// contends once the handover is over: it wins the lease the handover freed.
+func TestElectionStartedDuringAHandoverContendsAfterIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memory.New()
+		c := newClient(t, srv.Connect())
+		awaitLive(t, c)
+		workUntil := time.Now().Add(1500 * time.Millisecond)
+		stopDuringSlowWork(t, c, workUntil)
+		rec := newRecorder()
+		if err := c.Election("x").Start(rec); err != nil {
+			t.Fatalf("Start during the handover: %v", err)
+		}
+		select {
+		case got := <-rec.ch:
+			if !got.elected {
+				t.Fatalf("first callback is OnRevoked(%v), want OnElected", got.term)
+			}
+		case <-time.After(10 * time.Second):
+			id, tok, owned := srv.Owner("x")
+			t.Fatalf("the election started during the handover was not elected within 10s of it (x owned=%v by %s at %d; snapshot %+v)",
+				owned, id, tok, c.Snapshot().Leases)
+		}
+	})
+}
+
+// A lock of a name whose election is being handed over gets the lease once
+// the handover has released it, within its own timeout.
+func TestLockAcquiredDuringAHandoverOfTheNameWinsAfterIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memory.New()
+		c := newClient(t, srv.Connect())
+		awaitLive(t, c)
+		workUntil := time.Now().Add(1500 * time.Millisecond)
+		stopDuringSlowWork(t, c, workUntil)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		lt, err := c.Lock("x").Acquire(ctx)
+		if err != nil {
+			id, tok, owned := srv.Owner("x")
+			t.Fatalf("Acquire during the handover of x failed after %v: %v (x owned=%v by %s at %d)",
+				time.Since(start), err, owned, id, tok)
+		}
+		_ = lt.Release(context.Background())
+	})
+}
