@@ -227,6 +227,9 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 		if e.run == run && reason == SteppedDown {
 			e.scheduleRetry(max(time.Until(e.cooldown), 0))
 		}
+		// A run started or a lock waiter queued during the handover found
+		// the name handing over and made no attempt: it contends now.
+		e.contend()
 		e.forget()
 		c.unlock()
 		return done
