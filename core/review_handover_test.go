@@ -85,3 +85,28 @@ func TestLockAcquiredDuringAHandoverOfTheNameWinsAfterIt(t *testing.T) {
 		_ = lt.Release(context.Background())
 	})
 }
+
+// Close while the handover of a Stop still waits for leader work keeps the
+// order of that handover: the lease is not freed before the work exited
+// (R-HO-1), the session's close included.
+func TestCloseDuringAHandoverWaitsForItsWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memory.New()
+		c := newClient(t, srv.Connect())
+		awaitLive(t, c)
+		workUntil := time.Now().Add(1500 * time.Millisecond)
+		stopDuringSlowWork(t, c, workUntil)
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close(context.Background()) }()
+		time.Sleep(200 * time.Millisecond)
+		_, _, owned := srv.Owner("x")
+		left := time.Until(workUntil)
+		time.Sleep(left + time.Second) // the work exits, and the handover ends
+		if !owned {
+			t.Fatalf("x was freed %v before the work of its handover exited", left)
+		}
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
