@@ -369,6 +369,9 @@ func (c *Client) Close(ctx context.Context) error {
 		if e.term != nil {
 			working = append(working, e.term)
 		}
+		if e.handover != nil {
+			working = append(working, e.handover) // a Stop's handover still waits for its work
+		}
 		if e.attempt != nil {
 			attempts = append(attempts, e.attempt.ctx)
 		}

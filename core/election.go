@@ -188,6 +188,7 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 		// No new term until this one's OnRevoked is queued, so callbacks
 		// stay paired and in order (R-CB-1, R-CB-2).
 		e.handingOver = true
+		e.handover = t
 	}
 	var deadline time.Time
 	if t != nil {
@@ -224,6 +225,7 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 		done := run.d.barrier()
 		c.lock()
 		e.handingOver = false
+		e.handover = nil
 		if e.run == run && reason == SteppedDown {
 			e.scheduleRetry(max(time.Until(e.cooldown), 0))
 		}
