@@ -110,3 +110,69 @@ func TestCloseDuringAHandoverWaitsForItsWork(t *testing.T) {
 		}
 	})
 }
+
+// A second StepDown while the first one's handover still waits for the
+// work does not end that handover early: no new term is won, and no work
+// of a new term starts, before the old term's work has exited (R-HO-1,
+// R-CB-2).
+func TestSecondStepDownDuringAHandoverKeepsItsOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memory.New()
+		c := newClient(t, srv.Connect())
+		awaitLive(t, c)
+		el := c.Election("x")
+		start := time.Now()
+		workUntil := start.Add(1500 * time.Millisecond)
+		type run struct {
+			token         uint64
+			started, done time.Time
+		}
+		runs := make(chan run, 10)
+		ctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go func() {
+			_ = el.RunWhileLeader(ctx, func(ctx context.Context, term *simba.Term) error {
+				r := run{token: term.Token(), started: time.Now()}
+				if time.Now().Before(workUntil) {
+					time.Sleep(time.Until(workUntil)) // the first term's work ignores its ctx
+				} else {
+					<-ctx.Done()
+				}
+				r.done = time.Now()
+				runs <- r
+				return nil
+			})
+		}()
+		time.Sleep(100 * time.Millisecond)
+		if el.Term() == nil {
+			t.Fatal("x was not won")
+		}
+		short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if err := el.StepDown(short, 0); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("StepDown while the work runs = %v, want the handover to go on in the background", err)
+		}
+		if err := el.StepDown(context.Background(), 0); err != nil {
+			t.Fatalf("second StepDown: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if term := el.Term(); term != nil && time.Now().Before(workUntil) {
+			t.Fatalf("term %d won %v before the work of the term handed over exited", term.Token(), time.Until(workUntil))
+		}
+		time.Sleep(time.Until(workUntil.Add(2 * time.Second)))
+		stop()
+		first := <-runs
+		if first.done.Before(workUntil) {
+			t.Fatalf("first work done at %v, want at %v", first.done.Sub(start), workUntil.Sub(start))
+		}
+		time.Sleep(time.Second)
+		select {
+		case second := <-runs:
+			if second.started.Before(first.done) {
+				t.Fatalf("work of term %d started at %v while the work of term %d ran until %v",
+					second.token, second.started.Sub(start), first.token, first.done.Sub(start))
+			}
+		default:
+		}
+	})
+}
