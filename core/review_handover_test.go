@@ -176,3 +176,42 @@ func TestSecondStepDownDuringAHandoverKeepsItsOrder(t *testing.T) {
 		}
 	})
 }
+
+// A Stop while the handover of an earlier StepDown still waits for the
+// release returns after that term's OnRevoked ran: after Stop the listener
+// gets nothing more (R-CB-3).
+func TestStopDuringAStepDownHandoverReturnsAfterItsOnRevoked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memory.New()
+		conn := srv.Connect()
+		c := newClient(t, conn)
+		awaitLive(t, c)
+		rec := newRecorder()
+		el := c.Election("x")
+		if err := el.Start(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.elected(t, 5*time.Second)
+		conn.Delay(800 * time.Millisecond) // the handover's release is slow
+		short, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if err := el.StepDown(short, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("StepDown with a slow release = %v, want the handover to go on in the background", err)
+		}
+		if err := el.Stop(context.Background()); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		stopped := time.Now()
+		rec.mu.Lock()
+		before := len(rec.calls)
+		rec.mu.Unlock()
+		conn.Delay(0)
+		time.Sleep(3 * time.Second)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		for _, got := range rec.calls[before:] {
+			t.Errorf("callback elected=%v %v reason %v came %v after Stop returned",
+				got.elected, got.term, got.reason, got.at.Sub(stopped))
+		}
+	})
+}
