@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -210,6 +211,11 @@ type Client struct {
 func New(b Backend, opts ...Option) (*Client, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalidArgument)
+	}
+	if v := reflect.ValueOf(b); v.Kind() == reflect.Pointer && v.IsNil() {
+		// A nil *T in the interface: the session loop would panic on its
+		// first call, on a goroutine of its own.
+		return nil, fmt.Errorf("%w: nil backend (%T)", ErrInvalidArgument, b)
 	}
 	o := options{exec: goExecutor{}, evBuffer: DefaultEventBuffer}
 	for _, opt := range opts {
