@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -211,6 +212,11 @@ func New(b Backend, opts ...Option) (*Client, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalidArgument)
 	}
+	if v := reflect.ValueOf(b); v.Kind() == reflect.Pointer && v.IsNil() {
+		// A nil *T in the interface: the session loop would panic on its
+		// first call, on a goroutine of its own.
+		return nil, fmt.Errorf("%w: nil backend (%T)", ErrInvalidArgument, b)
+	}
 	o := options{exec: goExecutor{}, evBuffer: DefaultEventBuffer}
 	for _, opt := range opts {
 		if opt == nil {
@@ -368,6 +374,9 @@ func (c *Client) Close(ctx context.Context) error {
 	for _, e := range c.entries {
 		if e.term != nil {
 			working = append(working, e.term)
+		}
+		if e.handover != nil {
+			working = append(working, e.handover) // a Stop's handover still waits for its work
 		}
 		if e.attempt != nil {
 			attempts = append(attempts, e.attempt.ctx)

@@ -184,10 +184,16 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 	}
 	t := e.term
 	e.term = nil
+	// mine is closed once this call's handover is over; prev is that of an
+	// earlier Stop or StepDown still handing its term over.
+	var mine, prev chan struct{}
 	if t != nil {
 		// No new term until this one's OnRevoked is queued, so callbacks
 		// stay paired and in order (R-CB-1, R-CB-2).
-		e.handingOver = true
+		mine = make(chan struct{})
+		e.handingOver, e.handover, e.handoverDone = true, t, mine
+	} else if e.handingOver {
+		prev = e.handoverDone
 	}
 	var deadline time.Time
 	if t != nil {
@@ -223,9 +229,19 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 		}
 		done := run.d.barrier()
 		c.lock()
-		e.handingOver = false
-		if e.run == run && reason == SteppedDown {
-			e.scheduleRetry(max(time.Until(e.cooldown), 0))
+		if mine != nil {
+			// Only the call that began the handover ends it: a later Stop
+			// or StepDown, with no term of its own, leaves it running.
+			e.handingOver, e.handover, e.handoverDone = false, nil, nil
+			close(mine)
+		}
+		// Contend again, at the end of a step-down's cooldown: the run
+		// stepped down, or one started, or a lock waiter queued, during
+		// the handover, which made no attempt while it ran.
+		if e.run != nil && time.Now().Before(e.cooldown) {
+			e.scheduleRetry(time.Until(e.cooldown))
+		} else {
+			e.contend()
 		}
 		e.forget()
 		c.unlock()
@@ -254,6 +270,16 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 			}
 			return fmt.Errorf("simba: %s %s: the handover goes on in the background: %w", verb, el.name, ctx.Err())
 		}
+	}
+	if prev != nil {
+		// An earlier Stop or StepDown still hands its term over: return
+		// once that term's OnRevoked ran too (R-CB-3).
+		select {
+		case <-prev:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		done = run.d.barrier()
 	}
 	for _, ch := range []<-chan struct{}{done, quiet} {
 		if ch == nil {

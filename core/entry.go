@@ -48,9 +48,13 @@ type entry struct {
 	run      *electionRun // nil while the election is not started
 	cooldown time.Time    // no contention before this instant (R-HO-4)
 	// handingOver is set while Stop or StepDown hands a term over: no new
-	// term is won before the old one's OnRevoked is queued.
-	handingOver bool
-	group       *groupState // the group this entry is a partition of, or nil
+	// term is won before the old one's OnRevoked is queued. handover is the
+	// term handed over, whose work Close waits for too (R-HO-1), and
+	// handoverDone is closed once that handover has queued the OnRevoked.
+	handingOver  bool
+	handover     *Term
+	handoverDone chan struct{}
+	group        *groupState // the group this entry is a partition of, or nil
 
 	// lock
 	waiters []*waiter
