@@ -219,14 +219,11 @@ func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 	if err != nil {
 		return err
 	}
-	wait, stop, err := waitContext(context.Background(), timeoutMS, 0)
+	wait, stop, err := ending(client, "client", "closed", timeoutMS)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if !handles.remove(client) {
-		return fmt.Errorf("%w: client %d is being closed", ErrBadHandle, client)
-	}
 	cr.mu.Lock()
 	cr.closed = true
 	owned := cr.owned
@@ -249,6 +246,21 @@ func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 		done <- err
 	}()
 	return awaitEnd(wait, done, "close client", timeoutMS)
+}
+
+// ending returns the context that bounds the close or stop of the handle
+// h of kind what by timeoutMS, and frees h; when another close or stop
+// freed it first, the error says that h is being done (closed, stopped).
+func ending(h uint64, what, done string, timeoutMS int64) (context.Context, context.CancelFunc, error) {
+	wait, stop, err := waitContext(context.Background(), timeoutMS, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !handles.remove(h) {
+		stop()
+		return nil, nil, fmt.Errorf("%w: %s %d is being %s", ErrBadHandle, what, h, done)
+	}
+	return wait, stop, nil
 }
 
 // awaitEnd waits for the outcome of a close or stop that runs in the
@@ -565,14 +577,11 @@ func StopElection(election uint64, timeoutMS int64, cb uint64) error {
 	if err != nil {
 		return err
 	}
-	wait, stop, err := waitContext(context.Background(), timeoutMS, 0)
+	wait, stop, err := ending(election, "election", "stopped", timeoutMS)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if !handles.remove(election) {
-		return fmt.Errorf("%w: election %d is being stopped", ErrBadHandle, election)
-	}
 	er.client.disown(election)
 	done := make(chan error, 1)
 	go func() {
