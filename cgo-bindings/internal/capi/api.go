@@ -215,11 +215,7 @@ func OpenClient(url string, o Options) (uint64, error) {
 // callback of the client's elections starts. Called from a callback (cb
 // non-zero), it does not wait for that callback.
 func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
-	cr, err := clientOf(client)
-	if err != nil {
-		return err
-	}
-	wait, stop, err := ending(client, "client", "closed", timeoutMS)
+	cr, wait, stop, err := ending[*clientRef](client, kindClient, "closed", timeoutMS)
 	if err != nil {
 		return err
 	}
@@ -248,19 +244,24 @@ func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 	return awaitEnd(wait, done, "close client", timeoutMS)
 }
 
-// ending returns the context that bounds the close or stop of the handle
-// h of kind what by timeoutMS, and frees h; when another close or stop
-// freed it first, the error says that h is being done (closed, stopped).
-func ending(h uint64, what, done string, timeoutMS int64) (context.Context, context.CancelFunc, error) {
+// ending begins the close or stop of the handle h of kind k: it returns
+// the value of h and the context that bounds the call by timeoutMS, and
+// frees h. When another close or stop freed h first, the error says that
+// h is being done (closed, stopped).
+func ending[T any](h uint64, k kind, done string, timeoutMS int64) (T, context.Context, context.CancelFunc, error) {
+	v, err := handleOf[T](h, k)
+	if err != nil {
+		return v, nil, nil, err
+	}
 	wait, stop, err := waitContext(context.Background(), timeoutMS, 0)
 	if err != nil {
-		return nil, nil, err
+		return v, nil, nil, err
 	}
 	if !handles.remove(h) {
 		stop()
-		return nil, nil, fmt.Errorf("%w: %s %d is being %s", ErrBadHandle, what, h, done)
+		return v, nil, nil, fmt.Errorf("%w: %s %d is being %s", ErrBadHandle, k, h, done)
 	}
-	return wait, stop, nil
+	return v, wait, stop, nil
 }
 
 // awaitEnd waits for the outcome of a close or stop that runs in the
@@ -573,11 +574,7 @@ func StartElection(client uint64, name string, l Listener) (uint64, error) {
 // Otherwise, after a return without timeout no callback comes. The
 // Listener's Released follows the last one.
 func StopElection(election uint64, timeoutMS int64, cb uint64) error {
-	er, err := electionOf(election)
-	if err != nil {
-		return err
-	}
-	wait, stop, err := ending(election, "election", "stopped", timeoutMS)
+	er, wait, stop, err := ending[*electionRef](election, kindElection, "stopped", timeoutMS)
 	if err != nil {
 		return err
 	}
