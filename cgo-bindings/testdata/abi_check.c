@@ -385,6 +385,12 @@ static void *release_later(void *arg) {
 	return NULL;
 }
 
+/* expect prints the status st of what and reports whether it is want. */
+static int expect(const char *what, simba_status st, simba_status want) {
+	printf("%s: %s\n", what, simba_status_name(st));
+	return st == want;
+}
+
 static int run_timeouts(const char *url) {
 	simba_handle a = open_client(url), b = open_client(url);
 	simba_handle term, other;
@@ -396,8 +402,7 @@ static int run_timeouts(const char *url) {
 	check(simba_term_free(term), "free");
 
 	simba_status st = simba_lock_acquire(a, "abi-timeouts", 0, 0, &term);
-	printf("acquire(timeout 0) of a free lock: %s\n", simba_status_name(st));
-	if (st != SIMBA_OK) {
+	if (!expect("acquire(timeout 0) of a free lock", st, SIMBA_OK)) {
 		failed = 1;
 	} else {
 		double t0 = now_ms();
@@ -410,8 +415,7 @@ static int run_timeouts(const char *url) {
 		check(simba_term_free(term), "free");
 	}
 	st = simba_lock_acquire(a, "abi-timeouts", INT64_MAX, 0, &term);
-	printf("acquire(timeout INT64_MAX) of a free lock: %s\n", simba_status_name(st));
-	if (st != SIMBA_OK) {
+	if (!expect("acquire(timeout INT64_MAX) of a free lock", st, SIMBA_OK)) {
 		failed = 1;
 	} else {
 		/* The maximum is accepted by a release too. */
@@ -441,20 +445,17 @@ static int run_timeouts(const char *url) {
 	}
 	check(simba_term_free(other), "free b's term");
 	st = simba_lock_try_acquire(a, "abi-timeouts", INT64_MAX, 0, &term);
-	printf("try_acquire(timeout INT64_MAX): %s\n", simba_status_name(st));
-	if (st != SIMBA_OK) {
+	if (!expect("try_acquire(timeout INT64_MAX)", st, SIMBA_OK)) {
 		failed = 1;
 	} else {
 		check(simba_term_free(term), "free");
 	}
 	st = simba_lock_acquire(a, "abi-timeouts", -2, 0, &term);
-	printf("acquire(timeout -2): %s\n", simba_status_name(st));
-	if (st != SIMBA_ERR_INVALID_ARGUMENT) {
+	if (!expect("acquire(timeout -2)", st, SIMBA_ERR_INVALID_ARGUMENT)) {
 		failed = 1;
 	}
 	st = simba_client_close(b, INT64_MAX);
-	printf("close(INT64_MAX): %s\n", simba_status_name(st));
-	if (st != SIMBA_OK) {
+	if (!expect("close(INT64_MAX)", st, SIMBA_OK)) {
 		failed = 1;
 	}
 	check(simba_client_close(a, 5000), "close");
