@@ -179,42 +179,33 @@ const char *simba_reason_name(simba_reason reason) {
  * ends at end. */
 #define COVERS(p, field) ((p)->size >= offsetof(__typeof__(*(p)), field) + sizeof((p)->field))
 
-static void free_string(char **s) {
-	free(*s);
-	*s = NULL;
-}
+/* Frees the string field of *p, when the size of *p covers it, and sets
+ * the field to NULL. */
+#define FREE_FIELD(p, field)                                                                                       \
+	do {                                                                                                           \
+		if (COVERS(p, field)) {                                                                                    \
+			free((p)->field);                                                                                      \
+			(p)->field = NULL;                                                                                     \
+		}                                                                                                          \
+	} while (0)
 
 void simba_holder_clear(simba_holder *holder) {
 	if (holder == NULL) {
 		return;
 	}
-	if (COVERS(holder, session)) {
-		free_string(&holder->session);
-	}
-	if (COVERS(holder, identity)) {
-		free_string(&holder->identity);
-	}
+	FREE_FIELD(holder, session);
+	FREE_FIELD(holder, identity);
 }
 
 void simba_event_clear(simba_event *event) {
 	if (event == NULL) {
 		return;
 	}
-	if (COVERS(event, session)) {
-		free_string(&event->session);
-	}
-	if (COVERS(event, name)) {
-		free_string(&event->name);
-	}
-	if (COVERS(event, error)) {
-		free_string(&event->error);
-	}
-	if (COVERS(event, warning_code)) {
-		free_string(&event->warning_code);
-	}
-	if (COVERS(event, warning_message)) {
-		free_string(&event->warning_message);
-	}
+	FREE_FIELD(event, session);
+	FREE_FIELD(event, name);
+	FREE_FIELD(event, error);
+	FREE_FIELD(event, warning_code);
+	FREE_FIELD(event, warning_message);
 }
 
 simba_status simba_last_error(char *buf, size_t len, size_t *out_len) {

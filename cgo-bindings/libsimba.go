@@ -60,6 +60,32 @@ func result(err error) C.simba_status {
 	return fail(err)
 }
 
+// integer constrains the handles and numbers an export stores in an
+// output parameter.
+type integer interface {
+	~int | ~int32 | ~int64 | ~uint32 | ~uint64
+}
+
+// store puts v, converted, in *out and returns SIMBA_OK; for a non-nil err
+// it leaves *out alone and records err.
+func store[T, V integer](out *T, v V, err error) C.simba_status {
+	if err != nil {
+		return fail(err)
+	}
+	*out = T(v)
+	return C.SIMBA_OK
+}
+
+// output refuses a NULL out, named name in the header, before get runs,
+// and stores what get returns in *out.
+func output[T, V integer](out *T, name string, get func() (V, error)) C.simba_status {
+	if out == nil {
+		return nullArg(name)
+	}
+	v, err := get()
+	return store(out, v, err)
+}
+
 // guard, deferred by every export, turns a panic into SIMBA_ERR_INTERNAL.
 func guard(st *C.simba_status) {
 	if err := capi.Recovered(recover()); err != nil {
@@ -69,6 +95,24 @@ func guard(st *C.simba_status) {
 
 func nullArg(name string) C.simba_status {
 	return fail(fmt.Errorf("%w: %s is NULL", capi.ErrInvalidArgument, name))
+}
+
+// param is a pointer parameter of an export: its name in simba.h, and
+// whether the caller passed NULL.
+type param struct {
+	name string
+	null bool
+}
+
+// nonNull records the first of params that is NULL and returns its
+// status, SIMBA_OK when none is.
+func nonNull(params ...param) C.simba_status {
+	for _, p := range params {
+		if p.null {
+			return nullArg(p.name)
+		}
+	}
+	return C.SIMBA_OK
 }
 
 // callback is the id of the callback running on this thread, 0 if none.
@@ -118,22 +162,15 @@ func options(o *C.simba_options) (capi.Options, error) {
 //export simbago_client_open
 func simbago_client_open(url *C.char, o *C.simba_options, out *C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
-	switch {
-	case url == nil:
-		return nullArg("url")
-	case out == nil:
-		return nullArg("out_client")
+	if st := nonNull(param{"url", url == nil}, param{"out_client", out == nil}); st != C.SIMBA_OK {
+		return st
 	}
 	opts, err := options(o)
 	if err != nil {
 		return fail(err)
 	}
 	h, err := capi.OpenClient(C.GoString(url), opts)
-	if err != nil {
-		return fail(err)
-	}
-	*out = C.simba_handle(h)
-	return C.SIMBA_OK
+	return store(out, h, err)
 }
 
 //export simbago_client_close
@@ -157,18 +194,11 @@ func simbago_client_snapshot(client C.simba_handle, out **C.char) (st C.simba_st
 }
 
 func acquire(client C.simba_handle, name *C.char, timeoutMS C.int64_t, cancel C.simba_handle, out *C.simba_handle, try bool) C.simba_status {
-	switch {
-	case name == nil:
-		return nullArg("name")
-	case out == nil:
-		return nullArg("out_term")
+	if st := nonNull(param{"name", name == nil}, param{"out_term", out == nil}); st != C.SIMBA_OK {
+		return st
 	}
 	h, err := capi.Acquire(uint64(client), C.GoString(name), int64(timeoutMS), uint64(cancel), try)
-	if err != nil {
-		return fail(err)
-	}
-	*out = C.simba_handle(h)
-	return C.SIMBA_OK
+	return store(out, h, err)
 }
 
 //export simbago_lock_acquire
@@ -198,46 +228,25 @@ func simbago_term_free(term C.simba_handle) (st C.simba_status) {
 //export simbago_term_token
 func simbago_term_token(term C.simba_handle, out *C.uint64_t) (st C.simba_status) {
 	defer guard(&st)
-	if out == nil {
-		return nullArg("out_token")
-	}
-	t, err := capi.Token(uint64(term))
-	if err != nil {
-		return fail(err)
-	}
-	*out = C.uint64_t(t)
-	return C.SIMBA_OK
+	return output(out, "out_token", func() (uint64, error) { return capi.Token(uint64(term)) })
 }
 
 //export simbago_term_valid
 func simbago_term_valid(term C.simba_handle, out *C.int) (st C.simba_status) {
 	defer guard(&st)
-	if out == nil {
-		return nullArg("out_valid")
-	}
-	v, err := capi.Valid(uint64(term))
-	if err != nil {
-		return fail(err)
-	}
-	*out = 0
-	if v {
-		*out = 1
-	}
-	return C.SIMBA_OK
+	return output(out, "out_valid", func() (int32, error) {
+		v, err := capi.Valid(uint64(term))
+		if v {
+			return 1, err
+		}
+		return 0, err
+	})
 }
 
 //export simbago_term_remaining_ms
 func simbago_term_remaining_ms(term C.simba_handle, out *C.int64_t) (st C.simba_status) {
 	defer guard(&st)
-	if out == nil {
-		return nullArg("out_ms")
-	}
-	ms, err := capi.RemainingMS(uint64(term))
-	if err != nil {
-		return fail(err)
-	}
-	*out = C.int64_t(ms)
-	return C.SIMBA_OK
+	return output(out, "out_ms", func() (int64, error) { return capi.RemainingMS(uint64(term)) })
 }
 
 //export simbago_term_ensure_valid
@@ -249,15 +258,7 @@ func simbago_term_ensure_valid(term C.simba_handle, minMS C.int64_t) (st C.simba
 //export simbago_term_reason
 func simbago_term_reason(term C.simba_handle, out *C.simba_reason) (st C.simba_status) {
 	defer guard(&st)
-	if out == nil {
-		return nullArg("out_reason")
-	}
-	r, err := capi.Reason(uint64(term))
-	if err != nil {
-		return fail(err)
-	}
-	*out = C.simba_reason(r)
-	return C.SIMBA_OK
+	return output(out, "out_reason", func() (int32, error) { return capi.Reason(uint64(term)) })
 }
 
 // listener calls the C callbacks of a simba_listener, and its release
@@ -290,20 +291,11 @@ func (l *listener) Revoked(election, term, token uint64, reason int32, cb uint64
 //export simbago_election_start
 func simbago_election_start(client C.simba_handle, name *C.char, l *C.simba_listener, release C.simba_release_fn, out *C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
-	switch {
-	case name == nil:
-		return nullArg("name")
-	case l == nil:
-		return nullArg("listener")
-	case out == nil:
-		return nullArg("out_election")
+	if st := nonNull(param{"name", name == nil}, param{"listener", l == nil}, param{"out_election", out == nil}); st != C.SIMBA_OK {
+		return st
 	}
 	h, err := capi.StartElection(uint64(client), C.GoString(name), &listener{elected: l.on_elected, revoked: l.on_revoked, release: release, userData: l.user_data})
-	if err != nil {
-		return fail(err)
-	}
-	*out = C.simba_handle(h)
-	return C.SIMBA_OK
+	return store(out, h, err)
 }
 
 //export simbago_election_step_down
@@ -321,11 +313,7 @@ func simbago_election_stop(election C.simba_handle, timeoutMS C.int64_t) (st C.s
 //export simbago_cancel_new
 func simbago_cancel_new(out *C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
-	if out == nil {
-		return nullArg("out_cancel")
-	}
-	*out = C.simba_handle(capi.NewCancel())
-	return C.SIMBA_OK
+	return output(out, "out_cancel", func() (uint64, error) { return capi.NewCancel(), nil })
 }
 
 //export simbago_cancel
@@ -343,11 +331,7 @@ func simbago_cancel_free(cancel C.simba_handle) (st C.simba_status) {
 //export simbago_stats_events
 func simbago_stats_events(out *C.int64_t) (st C.simba_status) {
 	defer guard(&st)
-	if out == nil {
-		return nullArg("out")
-	}
-	*out = C.int64_t(capi.HandleCounts().Events)
-	return C.SIMBA_OK
+	return output(out, "out", func() (int, error) { return capi.HandleCounts().Events, nil })
 }
 
 //export simbago_term_wait_end
@@ -376,13 +360,8 @@ func cString(s string) *C.char {
 //export simbago_lease_holder
 func simbago_lease_holder(client C.simba_handle, name *C.char, timeoutMS C.int64_t, cancel C.simba_handle, outHeld *C.int, out *C.simba_holder) (st C.simba_status) {
 	defer guard(&st)
-	switch {
-	case name == nil:
-		return nullArg("name")
-	case outHeld == nil:
-		return nullArg("out_held")
-	case out == nil:
-		return nullArg("out")
+	if st := nonNull(param{"name", name == nil}, param{"out_held", outHeld == nil}, param{"out", out == nil}); st != C.SIMBA_OK {
+		return st
 	}
 	if err := sized("simba_holder", out.size, unsafe.Sizeof(*out)); err != nil {
 		return fail(err)
@@ -419,11 +398,8 @@ func work(fn C.simba_work_fn, pfn C.simba_partition_fn, userData unsafe.Pointer)
 //export simbago_run_while_leader
 func simbago_run_while_leader(client C.simba_handle, name *C.char, fn C.simba_work_fn, userData unsafe.Pointer, timeoutMS C.int64_t, cancel C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
-	switch {
-	case name == nil:
-		return nullArg("name")
-	case fn == nil:
-		return nullArg("work")
+	if st := nonNull(param{"name", name == nil}, param{"work", fn == nil}); st != C.SIMBA_OK {
+		return st
 	}
 	return result(capi.RunWhileLeader(uint64(client), C.GoString(name), int64(timeoutMS), uint64(cancel), work(fn, nil, userData)))
 }
@@ -431,11 +407,8 @@ func simbago_run_while_leader(client C.simba_handle, name *C.char, fn C.simba_wo
 //export simbago_group_run
 func simbago_group_run(client C.simba_handle, name *C.char, partitions C.int32_t, fn C.simba_partition_fn, userData unsafe.Pointer, timeoutMS C.int64_t, cancel C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
-	switch {
-	case name == nil:
-		return nullArg("name")
-	case fn == nil:
-		return nullArg("work")
+	if st := nonNull(param{"name", name == nil}, param{"work", fn == nil}); st != C.SIMBA_OK {
+		return st
 	}
 	return result(capi.GroupRun(uint64(client), C.GoString(name), int64(partitions), int64(timeoutMS), uint64(cancel), work(nil, fn, userData)))
 }
@@ -443,15 +416,7 @@ func simbago_group_run(client C.simba_handle, name *C.char, partitions C.int32_t
 //export simbago_events_subscribe
 func simbago_events_subscribe(client C.simba_handle, capacity C.int32_t, out *C.simba_handle) (st C.simba_status) {
 	defer guard(&st)
-	if out == nil {
-		return nullArg("out_events")
-	}
-	h, err := capi.SubscribeEvents(uint64(client), int64(capacity))
-	if err != nil {
-		return fail(err)
-	}
-	*out = C.simba_handle(h)
-	return C.SIMBA_OK
+	return output(out, "out_events", func() (uint64, error) { return capi.SubscribeEvents(uint64(client), int64(capacity)) })
 }
 
 //export simbago_events_next
@@ -495,15 +460,7 @@ func simbago_events_next(events C.simba_handle, timeoutMS C.int64_t, out *C.simb
 //export simbago_events_dropped
 func simbago_events_dropped(events C.simba_handle, out *C.uint64_t) (st C.simba_status) {
 	defer guard(&st)
-	if out == nil {
-		return nullArg("out_dropped")
-	}
-	n, err := capi.EventsDropped(uint64(events))
-	if err != nil {
-		return fail(err)
-	}
-	*out = C.uint64_t(n)
-	return C.SIMBA_OK
+	return output(out, "out_dropped", func() (uint64, error) { return capi.EventsDropped(uint64(events)) })
 }
 
 //export simbago_events_free

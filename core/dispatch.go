@@ -33,11 +33,17 @@ type callbackKey struct{}
 // callbackDispatcher returns the dispatcher whose callback ctx belongs to,
 // or nil.
 func callbackDispatcher(ctx context.Context) *dispatcher {
-	if ctx == nil {
-		return nil
+	return contextValue[*dispatcher](ctx, callbackKey{})
+}
+
+// contextValue returns the value of key in ctx, the zero T when ctx is nil
+// or has no T there.
+func contextValue[T any](ctx context.Context, key any) T {
+	var v T
+	if ctx != nil {
+		v, _ = ctx.Value(key).(T)
 	}
-	d, _ := ctx.Value(callbackKey{}).(*dispatcher)
-	return d
+	return v
 }
 
 // task is one callback. rejected, when set, runs instead of run if the

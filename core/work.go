@@ -52,13 +52,7 @@ func FixedDelay() WorkOption { return func(o *workOptions) { o.fixedDelay = true
 // StepDown and Client.Close called from the work do not wait for it.
 type workKey struct{}
 
-func workTerm(ctx context.Context) *Term {
-	if ctx == nil {
-		return nil
-	}
-	t, _ := ctx.Value(workKey{}).(*Term)
-	return t
-}
+func workTerm(ctx context.Context) *Term { return contextValue[*Term](ctx, workKey{}) }
 
 // RunWhileLeader starts the election and runs fn once per term won, with
 // a ctx that ends with the term (R-WORK-1). It blocks until one of these,

@@ -99,64 +99,35 @@ func New(opts ...Option) (*Collector, error) {
 		status:      simba.StatusOpening,
 		statusSince: time.Now(),
 
-		sessionsOpened: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "simba_sessions_opened_total",
-			Help: "Sessions the client opened on the backend.",
-		}),
-		sessionsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "simba_sessions_ended_total",
-			Help: "Sessions that ended, by reason: DEADLINE_PASSED (no keep-alive succeeded in time), SESSION_EXPIRED (the backend said so), CLOSED (the client was closed).",
-		}, []string{"reason"}),
-		suspensions: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "simba_session_suspensions_total",
-			Help: "Times the session went from LIVE to SUSPENDED: a keep-alive failed.",
-		}),
-		keepAlive: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "simba_keepalive_duration_seconds",
-			Help:    "Round trip of the session's keep-alive calls, failed calls included.",
-			Buckets: slices.Clone(o.keepAliveBuckets),
-		}),
-		keepAliveFailures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "simba_keepalive_failures_total",
-			Help: "Keep-alive calls that failed.",
-		}),
-		backendErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "simba_backend_errors_total",
-			Help: "Backend calls other than keep-alives that failed: opening a session, attempts at a lease, releases at a stop, joining a group.",
-		}),
-		termsWon: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "simba_terms_won_total",
-			Help: "Terms won, by kind (election or lock) and lease.",
-		}, kindLease),
-		termsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "simba_terms_ended_total",
-			Help: "Terms ended, by kind, lease and reason (STOPPED, STEPPED_DOWN, DEADLINE_PASSED, SESSION_EXPIRED, TAKEN_OVER).",
-		}, append(slices.Clone(kindLease), "reason")),
-		acquireWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "simba_lock_acquire_wait_seconds",
-			Help:    "How long each Acquire or TryAcquire that won a lock term waited for it.",
-			Buckets: slices.Clone(o.waitBuckets),
-		}, lease),
-		workFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "simba_leader_work_failures_total",
-			Help: "Leader work that failed while its term lasted: returned an error or panicked (panics are also in simba_leader_work_panics_total).",
-		}, lease),
-		workPanics: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "simba_leader_work_panics_total",
-			Help: "Leader work that panicked while its term lasted.",
-		}, lease),
-		listenerPanics: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "simba_listener_panics_total",
-			Help: "Election listener callbacks (OnElected, OnRevoked) that panicked.",
-		}, lease),
-		backendWarnings: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "simba_backend_warnings_total",
-			Help: "Setup warnings the backend reported as sessions opened, by code (each backend's README lists its codes): once per session and code.",
-		}, []string{"code"}),
+		sessionsOpened: counter("simba_sessions_opened_total",
+			"Sessions the client opened on the backend."),
+		sessionsEnded: counterVec("simba_sessions_ended_total",
+			"Sessions that ended, by reason: DEADLINE_PASSED (no keep-alive succeeded in time), SESSION_EXPIRED (the backend said so), CLOSED (the client was closed).", []string{"reason"}),
+		suspensions: counter("simba_session_suspensions_total",
+			"Times the session went from LIVE to SUSPENDED: a keep-alive failed."),
+		keepAlive: prometheus.NewHistogram(histogramOpts("simba_keepalive_duration_seconds",
+			"Round trip of the session's keep-alive calls, failed calls included.", o.keepAliveBuckets)),
+		keepAliveFailures: counter("simba_keepalive_failures_total",
+			"Keep-alive calls that failed."),
+		backendErrors: counter("simba_backend_errors_total",
+			"Backend calls other than keep-alives that failed: opening a session, attempts at a lease, releases at a stop, joining a group."),
+		termsWon: counterVec("simba_terms_won_total",
+			"Terms won, by kind (election or lock) and lease.", kindLease),
+		termsEnded: counterVec("simba_terms_ended_total",
+			"Terms ended, by kind, lease and reason (STOPPED, STEPPED_DOWN, DEADLINE_PASSED, SESSION_EXPIRED, TAKEN_OVER).", append(slices.Clone(kindLease), "reason")),
+		acquireWait: prometheus.NewHistogramVec(histogramOpts("simba_lock_acquire_wait_seconds",
+			"How long each Acquire or TryAcquire that won a lock term waited for it.", o.waitBuckets), lease),
+		workFailures: counterVec("simba_leader_work_failures_total",
+			"Leader work that failed while its term lasted: returned an error or panicked (panics are also in simba_leader_work_panics_total).", lease),
+		workPanics: counterVec("simba_leader_work_panics_total",
+			"Leader work that panicked while its term lasted.", lease),
+		listenerPanics: counterVec("simba_listener_panics_total",
+			"Election listener callbacks (OnElected, OnRevoked) that panicked.", lease),
+		backendWarnings: counterVec("simba_backend_warnings_total",
+			"Setup warnings the backend reported as sessions opened, by code (each backend's README lists its codes): once per session and code.", []string{"code"}),
 
 		statusDesc: prometheus.NewDesc("simba_session_status",
-			"The session status: 1 for the current one (OPENING, LIVE, SUSPENDED or CLOSED), 0 for the others.",
-			[]string{"status"}, nil),
+			"The session status: 1 for the current one (OPENING, LIVE, SUSPENDED or CLOSED), 0 for the others.", []string{"status"}, nil),
 		statusChangeDesc: prometheus.NewDesc("simba_session_status_change_timestamp_seconds",
 			"Unix time of the last change of simba_session_status.", nil, nil),
 		remainingDesc: prometheus.NewDesc("simba_session_remaining_seconds",
@@ -166,14 +137,11 @@ func New(opts ...Option) (*Collector, error) {
 		leaseDesc: prometheus.NewDesc("simba_session_lease_duration_seconds",
 			"The lease duration the client asks for.", nil, nil),
 		termRemainingDesc: prometheus.NewDesc("simba_term_remaining_seconds",
-			"Time left in each held term, by kind and lease; the least among the terms that share a lease label value.",
-			kindLease, nil),
+			"Time left in each held term, by kind and lease; the least among the terms that share a lease label value.", kindLease, nil),
 		partitionsDesc: prometheus.NewDesc("simba_group_partitions_held",
-			"Partitions of each group this client holds; groups are read from election names \"group.i\".",
-			[]string{"group"}, nil),
+			"Partitions of each group this client holds; groups are read from election names \"group.i\".", []string{"group"}, nil),
 		droppedDesc: prometheus.NewDesc("simba_events_dropped_total",
-			"Events the client dropped, the oldest first, for event listeners that fell behind by their buffer (simba.WithEventBuffer), every listener counted; read from the attached client.",
-			nil, nil),
+			"Events the client dropped, the oldest first, for event listeners that fell behind by their buffer (simba.WithEventBuffer), every listener counted; read from the attached client.", nil, nil),
 	}
 	c.fromEvents = []prometheus.Collector{
 		c.sessionsOpened, c.sessionsEnded, c.suspensions, c.keepAlive, c.keepAliveFailures, c.backendErrors,
@@ -184,6 +152,20 @@ func New(opts ...Option) (*Collector, error) {
 		c.sessionsEnded.WithLabelValues(r)
 	}
 	return c, nil
+}
+
+// counter and counterVec return a new counter of that name and help text,
+// histogramOpts the options of a histogram with a copy of buckets.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels []string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+}
+
+func histogramOpts(name, help string, buckets []float64) prometheus.HistogramOpts {
+	return prometheus.HistogramOpts{Name: name, Help: help, Buckets: slices.Clone(buckets)}
 }
 
 // Attach makes the Collector read the snapshot of client at every scrape;

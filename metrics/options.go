@@ -90,24 +90,24 @@ func WithoutLeaseLabel() Option {
 // simba_keepalive_duration_seconds, in seconds: at least one, finite and
 // strictly increasing, or New fails. Default DefaultKeepAliveBuckets.
 func WithKeepAliveBuckets(buckets ...float64) Option {
-	return func(o *options) error {
-		if err := checkBuckets("WithKeepAliveBuckets", buckets); err != nil {
-			return err
-		}
-		o.keepAliveBuckets = buckets
-		return nil
-	}
+	return bucketsOption("WithKeepAliveBuckets", buckets, func(o *options) *[]float64 { return &o.keepAliveBuckets })
 }
 
 // WithAcquireWaitBuckets sets the buckets of
 // simba_lock_acquire_wait_seconds, in seconds: at least one, finite and
 // strictly increasing, or New fails. Default DefaultAcquireWaitBuckets.
 func WithAcquireWaitBuckets(buckets ...float64) Option {
+	return bucketsOption("WithAcquireWaitBuckets", buckets, func(o *options) *[]float64 { return &o.waitBuckets })
+}
+
+// bucketsOption is the Option of that name: it checks buckets and sets
+// the field of options that field returns to them.
+func bucketsOption(option string, buckets []float64, field func(*options) *[]float64) Option {
 	return func(o *options) error {
-		if err := checkBuckets("WithAcquireWaitBuckets", buckets); err != nil {
+		if err := checkBuckets(option, buckets); err != nil {
 			return err
 		}
-		o.waitBuckets = buckets
+		*field(o) = buckets
 		return nil
 	}
 }

@@ -183,25 +183,41 @@ static void watched_release(void *ud) {
 	}
 }
 
+/* start_watched starts the election abi-stop-timeout of client with the
+ * callbacks of w, and waits for its first on_elected. */
+static simba_handle start_watched(simba_handle client, struct watched *w, const char *what) {
+	simba_listener l = {watched_elected, watched_revoked, w};
+	simba_handle el;
+	check(simba_election_start_ex(client, "abi-stop-timeout", &l, watched_release, &el), what);
+	while (atomic_load(&w->elected) == 0) {
+		sleep_ms(5);
+	}
+	return el;
+}
+
+/* timed_out is 1 when st, of the stop or close what with a timeout of
+ * 100 ms that started at t0, is SIMBA_ERR_TIMEOUT within 400 ms; else it
+ * says why and is 0. */
+static int timed_out(const char *what, simba_status st, double t0) {
+	double took = now_ms() - t0;
+	if (st != SIMBA_ERR_TIMEOUT) {
+		fprintf(stderr, "%s while on_elected blocks: %s, want SIMBA_ERR_TIMEOUT\n", what, simba_status_name(st));
+		return 0;
+	}
+	if (took > 400) {
+		fprintf(stderr, "%s(100ms) took %.0f ms\n", what, took);
+		return 0;
+	}
+	return 1;
+}
+
 static int run_stop_timeout(const char *url) {
 	simba_handle client = open_client(url);
 	struct watched *w = calloc(1, sizeof *w);
 	w->block_ms = 600;
-	simba_listener l = {watched_elected, watched_revoked, w};
-	simba_handle el;
-	check(simba_election_start_ex(client, "abi-stop-timeout", &l, watched_release, &el), "start");
-	while (atomic_load(&w->elected) == 0) {
-		sleep_ms(5);
-	}
+	simba_handle el = start_watched(client, w, "start");
 	double t0 = now_ms();
-	simba_status st = simba_election_stop(el, 100);
-	double took = now_ms() - t0;
-	if (st != SIMBA_ERR_TIMEOUT) {
-		fprintf(stderr, "stop while on_elected blocks: %s, want SIMBA_ERR_TIMEOUT\n", simba_status_name(st));
-		return 1;
-	}
-	if (took > 400) {
-		fprintf(stderr, "stop(100ms) took %.0f ms\n", took);
+	if (!timed_out("stop", simba_election_stop(el, 100), t0)) {
 		return 1;
 	}
 	if (atomic_load(&w->released)) {
@@ -227,11 +243,7 @@ static int run_stop_timeout(const char *url) {
 
 	/* A stop without timeout has released user_data before it returns. */
 	struct watched *w2 = calloc(1, sizeof *w2);
-	simba_listener l2 = {watched_elected, watched_revoked, w2};
-	check(simba_election_start_ex(client, "abi-stop-timeout", &l2, watched_release, &el), "start again");
-	while (atomic_load(&w2->elected) == 0) {
-		sleep_ms(5);
-	}
+	el = start_watched(client, w2, "start again");
 	check(simba_election_stop(el, 5000), "stop");
 	if (!atomic_load(&w2->released) || atomic_load(&w2->revoked) != 1) {
 		fprintf(stderr, "after a stop: released=%d revoked=%d\n", atomic_load(&w2->released),
@@ -243,20 +255,9 @@ static int run_stop_timeout(const char *url) {
 	/* A close that times out releases user_data after the last callback, too. */
 	struct watched *w3 = calloc(1, sizeof *w3);
 	w3->block_ms = 600;
-	simba_listener l3 = {watched_elected, watched_revoked, w3};
-	check(simba_election_start_ex(client, "abi-stop-timeout", &l3, watched_release, &el), "start a third");
-	while (atomic_load(&w3->elected) == 0) {
-		sleep_ms(5);
-	}
+	start_watched(client, w3, "start a third");
 	t0 = now_ms();
-	st = simba_client_close(client, 100);
-	took = now_ms() - t0;
-	if (st != SIMBA_ERR_TIMEOUT) {
-		fprintf(stderr, "close while on_elected blocks: %s, want SIMBA_ERR_TIMEOUT\n", simba_status_name(st));
-		return 1;
-	}
-	if (took > 400) {
-		fprintf(stderr, "close(100ms) took %.0f ms\n", took);
+	if (!timed_out("close", simba_client_close(client, 100), t0)) {
 		return 1;
 	}
 	for (int i = 0; i < 400 && !atomic_load(&w3->released); i++) {
@@ -384,6 +385,12 @@ static void *release_later(void *arg) {
 	return NULL;
 }
 
+/* expect prints the status st of what and reports whether it is want. */
+static int expect(const char *what, simba_status st, simba_status want) {
+	printf("%s: %s\n", what, simba_status_name(st));
+	return st == want;
+}
+
 static int run_timeouts(const char *url) {
 	simba_handle a = open_client(url), b = open_client(url);
 	simba_handle term, other;
@@ -395,8 +402,7 @@ static int run_timeouts(const char *url) {
 	check(simba_term_free(term), "free");
 
 	simba_status st = simba_lock_acquire(a, "abi-timeouts", 0, 0, &term);
-	printf("acquire(timeout 0) of a free lock: %s\n", simba_status_name(st));
-	if (st != SIMBA_OK) {
+	if (!expect("acquire(timeout 0) of a free lock", st, SIMBA_OK)) {
 		failed = 1;
 	} else {
 		double t0 = now_ms();
@@ -409,8 +415,7 @@ static int run_timeouts(const char *url) {
 		check(simba_term_free(term), "free");
 	}
 	st = simba_lock_acquire(a, "abi-timeouts", INT64_MAX, 0, &term);
-	printf("acquire(timeout INT64_MAX) of a free lock: %s\n", simba_status_name(st));
-	if (st != SIMBA_OK) {
+	if (!expect("acquire(timeout INT64_MAX) of a free lock", st, SIMBA_OK)) {
 		failed = 1;
 	} else {
 		/* The maximum is accepted by a release too. */
@@ -440,20 +445,17 @@ static int run_timeouts(const char *url) {
 	}
 	check(simba_term_free(other), "free b's term");
 	st = simba_lock_try_acquire(a, "abi-timeouts", INT64_MAX, 0, &term);
-	printf("try_acquire(timeout INT64_MAX): %s\n", simba_status_name(st));
-	if (st != SIMBA_OK) {
+	if (!expect("try_acquire(timeout INT64_MAX)", st, SIMBA_OK)) {
 		failed = 1;
 	} else {
 		check(simba_term_free(term), "free");
 	}
 	st = simba_lock_acquire(a, "abi-timeouts", -2, 0, &term);
-	printf("acquire(timeout -2): %s\n", simba_status_name(st));
-	if (st != SIMBA_ERR_INVALID_ARGUMENT) {
+	if (!expect("acquire(timeout -2)", st, SIMBA_ERR_INVALID_ARGUMENT)) {
 		failed = 1;
 	}
 	st = simba_client_close(b, INT64_MAX);
-	printf("close(INT64_MAX): %s\n", simba_status_name(st));
-	if (st != SIMBA_OK) {
+	if (!expect("close(INT64_MAX)", st, SIMBA_OK)) {
 		failed = 1;
 	}
 	check(simba_client_close(a, 5000), "close");

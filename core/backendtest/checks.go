@@ -315,16 +315,6 @@ func testWatchRelease(e *env) {
 	}
 	a := e.open(na)
 	n := e.name("n")
-	watch := func() <-chan struct{} {
-		e.t.Helper()
-		ctx, cancel := context.WithCancel(e.t.Context())
-		e.t.Cleanup(cancel)
-		ch, err := w.WatchRelease(ctx, n)
-		if err != nil {
-			e.t.Fatalf("WatchRelease(%q): %v", n, err)
-		}
-		return ch
-	}
 	fired := func(ch <-chan struct{}, why string) {
 		e.t.Helper()
 		select {
@@ -335,12 +325,12 @@ func testWatchRelease(e *env) {
 	}
 
 	tok := a.win(n)
-	ch := watch()
+	ch := e.watchHeld(nb, n)
 	a.release(n, tok)
 	fired(ch, "the owner released it")
 
 	a.win(n)
-	ch = watch()
+	ch = e.watchHeld(nb, n)
 	a.close()
 	fired(ch, "the owner's session was closed")
 
@@ -352,7 +342,7 @@ func testWatchRelease(e *env) {
 	cancel()
 	b := e.open(na)
 	tok = b.win(n)
-	ch = watch()
+	ch = e.watchHeld(nb, n)
 	b.release(n, tok)
 	fired(ch, "a release after another watch was cancelled")
 }

@@ -274,8 +274,9 @@ func testServerGoesSilent(e *env) {
 	e.wantFired(watch, "Close")
 }
 
-// watchHeld returns a watch of the release of n, held by a session of b,
-// that lasts until the check ends; nil when b is no simba.ReleaseNotifier.
+// watchHeld returns a watch of the release of n, held by a session of b
+// or by none yet, that lasts until the check ends; nil when b is no
+// simba.ReleaseNotifier.
 func (e *env) watchHeld(b simba.Backend, n string) <-chan struct{} {
 	e.t.Helper()
 	w, ok := b.(simba.ReleaseNotifier)

@@ -177,28 +177,29 @@ func (c *Conn) wait(ctx context.Context, op, what string) error {
 	}
 }
 
-// OpenSession is [Server.OpenSession] through the faults of c.
-func (c *Conn) OpenSession(ctx context.Context, lease time.Duration) (g simba.SessionGrant, err error) {
-	err = c.do(ctx, OpOpenSession, func() (err error) {
-		g, err = c.s.openSession(ctx, lease, "", c)
+// forward makes the call f to the store, for op, through the faults of c:
+// a failed call, a lost reply included, returns the zero T.
+func forward[T any](ctx context.Context, c *Conn, op string, f func() (T, error)) (T, error) {
+	var v T
+	err := c.do(ctx, op, func() (err error) {
+		v, err = f()
 		return err
 	})
 	if err != nil {
-		return simba.SessionGrant{}, err
+		var zero T
+		return zero, err
 	}
-	return g, nil
+	return v, nil
+}
+
+// OpenSession is [Server.OpenSession] through the faults of c.
+func (c *Conn) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
+	return forward(ctx, c, OpOpenSession, func() (simba.SessionGrant, error) { return c.s.openSession(ctx, lease, "", c) })
 }
 
 // OpenSessionAs is [Server.OpenSessionAs] through the faults of c.
-func (c *Conn) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (g simba.SessionGrant, err error) {
-	err = c.do(ctx, OpOpenSession, func() (err error) {
-		g, err = c.s.openSession(ctx, lease, identity, c)
-		return err
-	})
-	if err != nil {
-		return simba.SessionGrant{}, err
-	}
-	return g, nil
+func (c *Conn) OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
+	return forward(ctx, c, OpOpenSession, func() (simba.SessionGrant, error) { return c.s.openSession(ctx, lease, identity, c) })
 }
 
 // Holder is [Server.Holder] through the faults of c.
@@ -214,51 +215,23 @@ func (c *Conn) Holder(ctx context.Context, name string) (h simba.Holder, ok bool
 }
 
 // ListHolders is [Server.ListHolders] through the faults of c.
-func (c *Conn) ListHolders(ctx context.Context, q simba.ListQuery) (p simba.HolderPage, err error) {
-	err = c.do(ctx, OpListHolders, func() (err error) {
-		p, err = c.s.listHolders(ctx, q, c)
-		return err
-	})
-	if err != nil {
-		return simba.HolderPage{}, err
-	}
-	return p, nil
+func (c *Conn) ListHolders(ctx context.Context, q simba.ListQuery) (simba.HolderPage, error) {
+	return forward(ctx, c, OpListHolders, func() (simba.HolderPage, error) { return c.s.listHolders(ctx, q, c) })
 }
 
 // Sweep is [Server.Sweep] through the faults of c.
-func (c *Conn) Sweep(ctx context.Context, idle time.Duration) (n int, err error) {
-	err = c.do(ctx, OpSweep, func() (err error) {
-		n, err = c.s.sweep(ctx, idle, c)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+func (c *Conn) Sweep(ctx context.Context, idle time.Duration) (int, error) {
+	return forward(ctx, c, OpSweep, func() (int, error) { return c.s.sweep(ctx, idle, c) })
 }
 
 // KeepAlive is [Server.KeepAlive] through the faults of c.
-func (c *Conn) KeepAlive(ctx context.Context, id simba.SessionID, req simba.KeepAliveRequest) (r simba.KeepAliveReply, err error) {
-	err = c.do(ctx, OpKeepAlive, func() (err error) {
-		r, err = c.s.keepAlive(ctx, id, req, c)
-		return err
-	})
-	if err != nil {
-		return simba.KeepAliveReply{}, err
-	}
-	return r, nil
+func (c *Conn) KeepAlive(ctx context.Context, id simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
+	return forward(ctx, c, OpKeepAlive, func() (simba.KeepAliveReply, error) { return c.s.keepAlive(ctx, id, req, c) })
 }
 
 // Acquire is [Server.Acquire] through the faults of c.
-func (c *Conn) Acquire(ctx context.Context, id simba.SessionID, name string) (r simba.AcquireResult, err error) {
-	err = c.do(ctx, OpAcquire, func() (err error) {
-		r, err = c.s.acquire(ctx, id, name, c)
-		return err
-	})
-	if err != nil {
-		return simba.AcquireResult{}, err
-	}
-	return r, nil
+func (c *Conn) Acquire(ctx context.Context, id simba.SessionID, name string) (simba.AcquireResult, error) {
+	return forward(ctx, c, OpAcquire, func() (simba.AcquireResult, error) { return c.s.acquire(ctx, id, name, c) })
 }
 
 // Release is [Server.Release] through the faults of c.
@@ -267,15 +240,8 @@ func (c *Conn) Release(ctx context.Context, id simba.SessionID, name string, tok
 }
 
 // JoinGroup is [Server.JoinGroup] through the faults of c.
-func (c *Conn) JoinGroup(ctx context.Context, id simba.SessionID, group string) (n int, err error) {
-	err = c.do(ctx, OpJoinGroup, func() (err error) {
-		n, err = c.s.joinGroup(ctx, id, group, c)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
+func (c *Conn) JoinGroup(ctx context.Context, id simba.SessionID, group string) (int, error) {
+	return forward(ctx, c, OpJoinGroup, func() (int, error) { return c.s.joinGroup(ctx, id, group, c) })
 }
 
 // LeaveGroup is [Server.LeaveGroup] through the faults of c.
@@ -291,13 +257,6 @@ func (c *Conn) CloseSession(ctx context.Context, id simba.SessionID) error {
 // WatchRelease is [Server.WatchRelease] through the faults of c. While c is
 // stalled, failing or dropping replies, the release notifications it would
 // get are lost: the channel is not closed.
-func (c *Conn) WatchRelease(ctx context.Context, name string) (ch <-chan struct{}, err error) {
-	err = c.do(ctx, OpWatchRelease, func() (err error) {
-		ch, err = c.s.watch(ctx, name, c)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return ch, nil
+func (c *Conn) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
+	return forward(ctx, c, OpWatchRelease, func() (<-chan struct{}, error) { return c.s.watch(ctx, name, c) })
 }

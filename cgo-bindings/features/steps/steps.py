@@ -77,26 +77,26 @@ def step_background_won(context, n, name, secs):
     won(context, n, name, got)
 
 
-@then('node "{n}" fails with {error} acquiring "{name}" within {secs:g}s')
-def step_acquire_fails(context, n, name, error, secs):
+def assert_acquire_fails(n, name, error, acquire):
+    """Asserts that acquire() fails with the exception of error; a term it
+    wins is closed and fails the step."""
     try:
-        t = node(context, n).acquire(lease(context, name), timeout=secs)
+        t = acquire()
     except simba.SimbaError as e:
         assert isinstance(e, error_class(error)), f"got {type(e).__name__}: {e}"
         return
     t.close()
     raise AssertionError(f"node {n} acquired {name}")
+
+
+@then('node "{n}" fails with {error} acquiring "{name}" within {secs:g}s')
+def step_acquire_fails(context, n, name, error, secs):
+    assert_acquire_fails(n, name, error, lambda: node(context, n).acquire(lease(context, name), timeout=secs))
 
 
 @then('node "{n}" fails with {error} trying "{name}"')
 def step_try_fails(context, n, name, error):
-    try:
-        t = node(context, n).try_acquire(lease(context, name))
-    except simba.SimbaError as e:
-        assert isinstance(e, error_class(error)), f"got {type(e).__name__}: {e}"
-        return
-    t.close()
-    raise AssertionError(f"node {n} acquired {name}")
+    assert_acquire_fails(n, name, error, lambda: node(context, n).try_acquire(lease(context, name)))
 
 
 @then('node "{n}" fails with {error} using the name "{raw}"')
@@ -166,16 +166,28 @@ def step_start(context, n, name):
 
 @when('node "{n}" starts the election "{name}" and stops it from its first callback')
 def step_start_stop_in_callback(context, n, name):
+    start_calling_back(context, n, name, lambda el, t: el.stop())  # from the callback: does not wait for itself
+
+
+def start_calling_back(context, n, name, elected, revoked=None):
+    """Starts the election name on node n with callbacks that record their
+    calls and then call elected(election, term) and revoked(election, term,
+    reason) (None: nothing), which may call the election."""
     on_elected, on_revoked = record(context, n, name)
     holder = {}
     started = threading.Event()  # the first callback may come before election() returned
 
-    def elected(t):
+    def on_elected_then(t):
         on_elected(t)
         started.wait(10)
-        holder["el"].stop()  # from the callback: does not wait for itself
+        elected(holder["el"], t)
 
-    holder["el"] = node(context, n).election(lease(context, name), elected, on_revoked)
+    def on_revoked_then(t, r):
+        on_revoked(t, r)
+        if revoked is not None:
+            revoked(holder["el"], t, r)
+
+    holder["el"] = node(context, n).election(lease(context, name), on_elected_then, on_revoked_then)
     context.elections[(n, name)] = holder["el"]
     started.set()
 
@@ -299,26 +311,19 @@ def step_holds_nothing(context, n):
 
 @when('node "{n}" starts the election "{name}", steps down in its first callback and stops it from the revoked one')
 def step_start_step_down_stop(context, n, name):
-    on_elected, on_revoked = record(context, n, name)
-    holder = {}
-    started = threading.Event()  # the first callback may come before election() returned
+    stepped = threading.Event()
 
-    def elected(t):
-        on_elected(t)
-        started.wait(10)
-        if not holder.get("stepped"):
-            holder["stepped"] = True
-            holder["el"].step_down()
+    def elected(el, t):
+        if not stepped.is_set():
+            stepped.set()
+            el.step_down()
 
-    def revoked(t, r):
-        on_revoked(t, r)
+    def revoked(el, t, r):
         if r == simba.Reason.STEPPED_DOWN:
             time.sleep(0.1)  # the election contends again and wins meanwhile
-            holder["el"].stop()
+            el.stop()
 
-    holder["el"] = node(context, n).election(lease(context, name), elected, revoked)
-    context.elections[(n, name)] = holder["el"]
-    started.set()
+    start_calling_back(context, n, name, elected, revoked)
 
 
 # Holders

@@ -215,18 +215,11 @@ func OpenClient(url string, o Options) (uint64, error) {
 // callback of the client's elections starts. Called from a callback (cb
 // non-zero), it does not wait for that callback.
 func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
-	cr, err := clientOf(client)
-	if err != nil {
-		return err
-	}
-	wait, stop, err := waitContext(context.Background(), timeoutMS, 0)
+	cr, wait, stop, err := ending[*clientRef](client, kindClient, "closed", timeoutMS)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if !handles.remove(client) {
-		return fmt.Errorf("%w: client %d is being closed", ErrBadHandle, client)
-	}
 	cr.mu.Lock()
 	cr.closed = true
 	owned := cr.owned
@@ -249,6 +242,26 @@ func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 		done <- err
 	}()
 	return awaitEnd(wait, done, "close client", timeoutMS)
+}
+
+// ending begins the close or stop of the handle h of kind k: it returns
+// the value of h and the context that bounds the call by timeoutMS, and
+// frees h. When another close or stop freed h first, the error says that
+// h is being done (closed, stopped).
+func ending[T any](h uint64, k kind, done string, timeoutMS int64) (T, context.Context, context.CancelFunc, error) {
+	v, err := handleOf[T](h, k)
+	if err != nil {
+		return v, nil, nil, err
+	}
+	wait, stop, err := waitContext(context.Background(), timeoutMS, 0)
+	if err != nil {
+		return v, nil, nil, err
+	}
+	if !handles.remove(h) {
+		stop()
+		return v, nil, nil, fmt.Errorf("%w: %s %d is being %s", ErrBadHandle, k, h, done)
+	}
+	return v, wait, stop, nil
 }
 
 // awaitEnd waits for the outcome of a close or stop that runs in the
@@ -561,18 +574,11 @@ func StartElection(client uint64, name string, l Listener) (uint64, error) {
 // Otherwise, after a return without timeout no callback comes. The
 // Listener's Released follows the last one.
 func StopElection(election uint64, timeoutMS int64, cb uint64) error {
-	er, err := electionOf(election)
-	if err != nil {
-		return err
-	}
-	wait, stop, err := waitContext(context.Background(), timeoutMS, 0)
+	er, wait, stop, err := ending[*electionRef](election, kindElection, "stopped", timeoutMS)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if !handles.remove(election) {
-		return fmt.Errorf("%w: election %d is being stopped", ErrBadHandle, election)
-	}
 	er.client.disown(election)
 	done := make(chan error, 1)
 	go func() {

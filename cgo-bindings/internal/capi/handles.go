@@ -120,42 +120,19 @@ func HandleCounts() Counts {
 	return c
 }
 
-func clientOf(h uint64) (*clientRef, error) {
-	v, err := handles.get(h, kindClient)
+// handleOf returns the value of the handle h, which must be of kind k,
+// whose values are Ts.
+func handleOf[T any](h uint64, k kind) (T, error) {
+	v, err := handles.get(h, k)
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return v.(*clientRef), nil
+	return v.(T), nil
 }
 
-func termOf(h uint64) (*termRef, error) {
-	v, err := handles.get(h, kindTerm)
-	if err != nil {
-		return nil, err
-	}
-	return v.(*termRef), nil
-}
-
-func electionOf(h uint64) (*electionRef, error) {
-	v, err := handles.get(h, kindElection)
-	if err != nil {
-		return nil, err
-	}
-	return v.(*electionRef), nil
-}
-
-func cancelOf(h uint64) (*cancelRef, error) {
-	v, err := handles.get(h, kindCancel)
-	if err != nil {
-		return nil, err
-	}
-	return v.(*cancelRef), nil
-}
-
-func eventsOf(h uint64) (*eventStream, error) {
-	v, err := handles.get(h, kindEvents)
-	if err != nil {
-		return nil, err
-	}
-	return v.(*eventStream), nil
-}
+func clientOf(h uint64) (*clientRef, error)     { return handleOf[*clientRef](h, kindClient) }
+func termOf(h uint64) (*termRef, error)         { return handleOf[*termRef](h, kindTerm) }
+func electionOf(h uint64) (*electionRef, error) { return handleOf[*electionRef](h, kindElection) }
+func cancelOf(h uint64) (*cancelRef, error)     { return handleOf[*cancelRef](h, kindCancel) }
+func eventsOf(h uint64) (*eventStream, error)   { return handleOf[*eventStream](h, kindEvents) }

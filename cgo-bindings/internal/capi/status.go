@@ -85,52 +85,41 @@ var (
 	ErrInternal = errors.New("capi: internal error")
 )
 
+// sentinels pairs the sentinel errors with their status codes, in the
+// order StatusOf tries them. The first sentinel of a status is the one
+// workFailed wraps.
+var sentinels = []struct {
+	err    error
+	status Status
+}{
+	// Refused arguments.
+	{ErrInvalidArgument, InvalidArgument}, {simba.ErrInvalidArgument, InvalidArgument},
+	{simba.ErrInvalidName, InvalidName},
+	{simba.ErrInvalidURL, InvalidURL}, {simba.ErrUnknownScheme, InvalidURL},
+	{simba.ErrInvalidConfig, InvalidConfig},
+	{ErrBadHandle, BadHandle}, {ErrBufferTooSmall, BufferTooSmall}, {ErrInternal, Internal},
+	// Outcomes, the specific before the general.
+	{simba.ErrClosed, Closed}, {simba.ErrBackendUnavailable, BackendUnavailable}, {context.Canceled, Cancelled},
+	{simba.ErrLockHeld, LockHeld}, {simba.ErrLockTimeout, LockTimeout}, {simba.ErrTermExpired, TermExpired},
+	{simba.ErrAlreadyStarted, AlreadyStarted}, {simba.ErrNotStarted, NotStarted}, {simba.ErrNameInUse, NameInUse},
+	{context.DeadlineExceeded, Timeout},
+}
+
 // StatusOf returns the status code of err: OK for nil, else the code of
 // the first sentinel err matches, in an order that puts the specific
 // before the general (an acquisition that timed out during an outage is
 // BackendUnavailable, a cancelled one Cancelled, although both also match
 // simba.ErrLockTimeout).
 func StatusOf(err error) Status {
-	switch {
-	case err == nil:
+	if err == nil {
 		return OK
-	case errors.Is(err, ErrInvalidArgument), errors.Is(err, simba.ErrInvalidArgument):
-		return InvalidArgument
-	case errors.Is(err, simba.ErrInvalidName):
-		return InvalidName
-	case errors.Is(err, simba.ErrInvalidURL), errors.Is(err, simba.ErrUnknownScheme):
-		return InvalidURL
-	case errors.Is(err, simba.ErrInvalidConfig):
-		return InvalidConfig
-	case errors.Is(err, ErrBadHandle):
-		return BadHandle
-	case errors.Is(err, ErrBufferTooSmall):
-		return BufferTooSmall
-	case errors.Is(err, ErrInternal):
-		return Internal
-	case errors.Is(err, simba.ErrClosed):
-		return Closed
-	case errors.Is(err, simba.ErrBackendUnavailable):
-		return BackendUnavailable
-	case errors.Is(err, context.Canceled):
-		return Cancelled
-	case errors.Is(err, simba.ErrLockHeld):
-		return LockHeld
-	case errors.Is(err, simba.ErrLockTimeout):
-		return LockTimeout
-	case errors.Is(err, simba.ErrTermExpired):
-		return TermExpired
-	case errors.Is(err, simba.ErrAlreadyStarted):
-		return AlreadyStarted
-	case errors.Is(err, simba.ErrNotStarted):
-		return NotStarted
-	case errors.Is(err, simba.ErrNameInUse):
-		return NameInUse
-	case errors.Is(err, context.DeadlineExceeded):
-		return Timeout
-	default:
-		return Backend
 	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return s.status
+		}
+	}
+	return Backend
 }
 
 // Recovered turns the value of recover() into an error matching

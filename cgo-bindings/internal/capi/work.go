@@ -94,18 +94,12 @@ type Work func(partition int, term, token, cb uint64) Status
 // workFailed is the error of a work that returned st: it matches the
 // sentinel of st, so that the call that ran the work returns st itself.
 func workFailed(st Status) error {
-	sentinel := map[Status]error{
-		InvalidArgument: ErrInvalidArgument, InvalidName: simba.ErrInvalidName, InvalidURL: simba.ErrInvalidURL,
-		InvalidConfig: simba.ErrInvalidConfig, BadHandle: ErrBadHandle, LockTimeout: simba.ErrLockTimeout,
-		LockHeld: simba.ErrLockHeld, BackendUnavailable: simba.ErrBackendUnavailable, Closed: simba.ErrClosed,
-		Cancelled: context.Canceled, TermExpired: simba.ErrTermExpired, AlreadyStarted: simba.ErrAlreadyStarted,
-		NotStarted: simba.ErrNotStarted, NameInUse: simba.ErrNameInUse, BufferTooSmall: ErrBufferTooSmall,
-		Timeout: context.DeadlineExceeded, Internal: ErrInternal,
-	}[st]
-	if sentinel == nil {
-		return fmt.Errorf("the work returned %s", st) // SIMBA_ERR_BACKEND, another error
+	for _, s := range sentinels {
+		if s.status == st {
+			return fmt.Errorf("the work returned %s: %w", st, s.err)
+		}
 	}
-	return fmt.Errorf("the work returned %s: %w", st, sentinel)
+	return fmt.Errorf("the work returned %s", st) // SIMBA_ERR_BACKEND, another error
 }
 
 // workCalls runs the calls of one RunWhileLeader or GroupRun to a C work
@@ -142,27 +136,15 @@ func (w *workCalls) run(ctx context.Context, partition int, t *simba.Term) error
 // handover before the call returns (R-HO-1), and the call returns once
 // the last call of work returned.
 func RunWhileLeader(client uint64, name string, timeoutMS int64, cancel uint64, work Work) error {
-	cr, err := clientOf(client)
+	cr, err := workClient(client, work)
 	if err != nil {
 		return err
 	}
-	if work == nil {
-		return fmt.Errorf("%w: NULL work function", ErrInvalidArgument)
-	}
-	if err := simba.ValidateName(name); err != nil {
-		return err
-	}
-	ctx, stop, err := waitContext(context.Background(), timeoutMS, cancel)
-	if err != nil {
-		return err
-	}
-	defer stop()
-	w := &workCalls{client: cr, work: work}
-	err = cr.c.Election(name).RunWhileLeader(ctx, func(ctx context.Context, t *simba.Term) error {
-		return w.run(ctx, -1, t)
+	return runWork(cr, name, timeoutMS, cancel, work, func(ctx context.Context, w *workCalls) error {
+		return cr.c.Election(name).RunWhileLeader(ctx, func(ctx context.Context, t *simba.Term) error {
+			return w.run(ctx, -1, t)
+		})
 	})
-	w.wg.Wait()
-	return unwrapWork(err)
 }
 
 // GroupRun joins the group name of n partitions and runs work for every
@@ -174,16 +156,35 @@ func RunWhileLeader(client uint64, name string, timeoutMS int64, cancel uint64, 
 // partition stops with the ordered handover before the call returns, once
 // the last call of work returned.
 func GroupRun(client uint64, name string, n int64, timeoutMS int64, cancel uint64, work Work) error {
-	cr, err := clientOf(client)
+	cr, err := workClient(client, work)
 	if err != nil {
 		return err
-	}
-	if work == nil {
-		return fmt.Errorf("%w: NULL work function", ErrInvalidArgument)
 	}
 	if n < 1 || n > simba.MaxPartitions {
 		return fmt.Errorf("%w: group %s: %d partitions, want 1 to %d", ErrInvalidArgument, name, n, simba.MaxPartitions)
 	}
+	return runWork(cr, name, timeoutMS, cancel, work, func(ctx context.Context, w *workCalls) error {
+		return cr.c.Group(name, int(n)).Run(ctx, w.run)
+	})
+}
+
+// workClient returns the client of a RunWhileLeader or GroupRun, and
+// refuses a nil work.
+func workClient(client uint64, work Work) (*clientRef, error) {
+	cr, err := clientOf(client)
+	if err != nil {
+		return nil, err
+	}
+	if work == nil {
+		return nil, fmt.Errorf("%w: NULL work function", ErrInvalidArgument)
+	}
+	return cr, nil
+}
+
+// runWork checks name and calls run with the ctx of timeoutMS and cancel
+// and the workCalls of work, which run passes its terms to; it returns
+// once the last call of work returned.
+func runWork(cr *clientRef, name string, timeoutMS int64, cancel uint64, work Work, run func(context.Context, *workCalls) error) error {
 	if err := simba.ValidateName(name); err != nil {
 		return err
 	}
@@ -193,9 +194,7 @@ func GroupRun(client uint64, name string, n int64, timeoutMS int64, cancel uint6
 	}
 	defer stop()
 	w := &workCalls{client: cr, work: work}
-	err = cr.c.Group(name, int(n)).Run(ctx, func(ctx context.Context, partition int, t *simba.Term) error {
-		return w.run(ctx, partition, t)
-	})
+	err = run(ctx, w)
 	w.wg.Wait()
 	return unwrapWork(err)
 }

@@ -233,13 +233,28 @@ def frozen_redis(tmp_path):
     proc.wait()
 
 
-def test_close_of_a_frozen_backend_keeps_its_timeout(frozen_redis):
+def hold_and_freeze(frozen_redis):
+    """A client of the private redis-server that holds the lock "job" and
+    leads "leader", and then freezes the server."""
     url, freeze = frozen_redis
     c = simba.Client(url, lease=3)
     term = c.acquire("job", timeout=10)
     el = c.election("leader")
     el.wait_elected(10)
     freeze()
+    return c, term, el
+
+
+def wait_for_handles_freed():
+    """Waits at most 30s for a close that goes on in the background to
+    free every handle."""
+    deadline = time.monotonic() + 30
+    while any(v for k, v in simba.stats().items() if k != "goroutines") and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def test_close_of_a_frozen_backend_keeps_its_timeout(frozen_redis):
+    c, term, _ = hold_and_freeze(frozen_redis)
     start = time.monotonic()
     with pytest.raises(simba.Timeout):
         c.close(timeout=0.5)
@@ -247,18 +262,11 @@ def test_close_of_a_frozen_backend_keeps_its_timeout(frozen_redis):
     assert took < 0.8, f"close(timeout=0.5) took {took:.2f}s"
     assert not term.valid
     # The close goes on in the background; its handles are freed once it ends.
-    deadline = time.monotonic() + 30
-    while any(v for k, v in simba.stats().items() if k != "goroutines") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for_handles_freed()
 
 
 def test_release_step_down_and_stop_of_a_frozen_backend_keep_their_timeout(frozen_redis):
-    url, freeze = frozen_redis
-    c = simba.Client(url, lease=3)
-    term = c.acquire("job", timeout=10)
-    el = c.election("leader")
-    el.wait_elected(10)
-    freeze()
+    c, term, el = hold_and_freeze(frozen_redis)
     calls = [
         ("release", lambda: term.release(timeout=0.5)),
         ("step_down", lambda: el.step_down(timeout=0.5)),
@@ -274,9 +282,7 @@ def test_release_step_down_and_stop_of_a_frozen_backend_keep_their_timeout(froze
         assert took < 0.8, f"{what}(timeout=0.5) took {took:.2f}s"
     with pytest.raises(simba.Timeout):
         c.close(timeout=0.2)
-    deadline = time.monotonic() + 30
-    while any(v for k, v in simba.stats().items() if k != "goroutines") and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for_handles_freed()
 
 
 # ------------------------------------------------------------ timeouts of 0 and of the maximum
