@@ -49,14 +49,17 @@ var errConnClosing = errors.New("simbazk: connection closing")
 // library reads the response of some after a close while its receiver
 // may still write it, and a request sent while it closes can block its
 // goroutines for good. A request unanswered within closeGrace drops the
-// network connection, which ends it; close returns within about
+// network connection, which ends it: a request sent fails at once, and
+// one still queued (behind a connect request the server never answered)
+// once the library's next dial ends a round of servers, which the host
+// list, stopped first, reports at once. close returns within about
 // closeGrace and a second whatever the server does (see
 // session.closeConn), and within watchTimeout should the library not end
 // its requests.
 func (w *watchConn) close() {
 	w.once.Do(func() {
-		w.calls.quiesce(closeGrace, watchTimeout, w.links.close)
 		w.hosts.stop()
+		w.calls.quiesce(closeGrace, watchTimeout, w.links.close)
 		w.conn.Close()
 		w.links.close()
 	})
