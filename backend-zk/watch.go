@@ -140,17 +140,15 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 	b.watches[name] = w
 	b.join(ctx, w)
 	wc, err := b.watchConnLocked()
-	b.mu.Unlock()
 	if err != nil {
+		b.mu.Unlock()
 		b.fire(w)
 		return nil, err
 	}
-
 	set := make(chan error, 1)
-	if !b.spawn(func() { b.watchQueued(wc, name, w, set) }) {
-		b.fire(w)
-		return nil, ErrClosed
-	}
+	b.wg.Go(func() { b.watchQueued(wc, w, set) }) // the backend is open: b.mu is held
+	b.mu.Unlock()
+
 	select {
 	case err := <-set:
 		if err != nil {
@@ -264,8 +262,8 @@ func (b *Backend) dropWatcher(wc *watchConn) {
 	b.wg.Go(wc.close)
 }
 
-// watchQueued runs the release watch w of name on conn, once conn is set
-// up (see watchConn.ready): when the lease is free it fires at once;
+// watchQueued runs the release watch w on wc, once wc is set up (see
+// watchConn.ready): when the lease is free it fires at once;
 // otherwise the backend queues for the name, an
 // ephemeral sequential node of the read connection's session under
 // Root/waiters/{name} (a container node, which the server removes once
@@ -276,7 +274,8 @@ func (b *Backend) dropWatcher(wc *watchConn) {
 // backend, not every one that waits; that backend's node leaves the queue
 // once it fired (after its claim, see claimFor), which wakes the next one
 // to watch the lease node. set receives the outcome of the first request.
-func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set chan<- error) {
+func (b *Backend) watchQueued(wc *watchConn, w *releaseWatch, set chan<- error) {
+	name := w.name
 	var once sync.Once
 	signal := func(err error) { once.Do(func() { set <- err }) } // once the watch is armed, or at the end
 	defer signal(nil)
