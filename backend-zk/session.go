@@ -114,13 +114,6 @@ func (s *session) dial(network, address string, _ time.Duration) (net.Conn, erro
 
 // connected is called with the connect response of each connection.
 func (s *session) connected(id int64, timeout time.Duration) {
-	defer func() {
-		s.connMu.Lock()
-		s.down = false
-		close(s.next)
-		s.next = make(chan struct{})
-		s.connMu.Unlock()
-	}()
 	switch {
 	case id == 0:
 		s.expire("the server reports it expired")
@@ -133,6 +126,11 @@ func (s *session) connected(id int64, timeout time.Duration) {
 		s.timeout.Store(int64(timeout))
 		s.distrustWatches()
 	}
+	s.connMu.Lock()
+	s.down = false
+	close(s.next)
+	s.next = make(chan struct{})
+	s.connMu.Unlock()
 }
 
 // distrustWatches makes the next keep-alive read every held lease again,
@@ -391,8 +389,7 @@ func (s *session) keepAlive(ctx context.Context, req simba.KeepAliveRequest) (si
 	s.mu.Unlock()
 
 	// One wave: Root/leases (the renewal itself) and every group's node.
-	paths := make([]string, 0, 1+len(groups))
-	paths = append(paths, s.b.leasesDir)
+	paths := []string{s.b.leasesDir}
 	for _, g := range groups {
 		paths = append(paths, s.b.groupPath(g))
 	}
