@@ -39,11 +39,7 @@ func (s *session) noteLost(name string) {
 		return
 	}
 	stale := time.Duration(s.timeout.Load())
-	for n, at := range s.waiting {
-		if now.Sub(at) >= stale {
-			delete(s.waiting, n)
-		}
-	}
+	maps.DeleteFunc(s.waiting, func(_ string, at time.Time) bool { return now.Sub(at) >= stale })
 	s.waitingMax = max(minWaitingMax, 2*len(s.waiting))
 }
 
@@ -115,14 +111,10 @@ func (s *session) claim(name string) (send func()) {
 	return func() {
 		defer unlock()
 		st, err := s.create(s.b.leasePath(name), s.identity)
-		c := &claim{stat: st}
-		switch {
-		case err == nil:
-		case errors.Is(err, zk.ErrNodeExists):
-			c.stat = nil
-		default:
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return // no claim: the engine's Acquire tries itself
 		}
+		c := &claim{stat: st} // nil stat: another session created the node first
 		s.mu.Lock()
 		s.claims[name] = c
 		s.holdClaim(name, c)
