@@ -182,7 +182,7 @@ func (s *session) closeConn() {
 func (s *session) shut() {
 	s.closeOnce.Do(func() {
 		// The connect response of an expired session can arrive before
-		// openSession recorded the connection it belongs to.
+		// OpenSessionAs recorded the connection it belongs to.
 		<-s.connSet
 		s.hosts.stop()
 		s.conn.Close()
@@ -234,7 +234,7 @@ func (s *session) lost() {
 // next server is tried. When no server answers before ctx is done, the
 // error wraps ctx.Err() and names the last connection failure.
 func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
-	return b.openSession(ctx, lease, "")
+	return b.OpenSessionAs(ctx, lease, "")
 }
 
 // OpenSessionAs is [Backend.OpenSession] for a session that carries
@@ -248,10 +248,6 @@ func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identi
 	if err := checkIdentity(identity); err != nil {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
 	}
-	return b.openSession(ctx, lease, identity)
-}
-
-func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
 	if lease <= 0 {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: lease %v must be positive", lease)
 	}
