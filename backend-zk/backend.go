@@ -175,14 +175,12 @@ func (b *Backend) Close() error {
 	w := b.watcher
 	b.mu.Unlock()
 
-	var wg sync.WaitGroup
 	for _, s := range all {
-		wg.Go(s.closeConn)
+		b.wg.Go(s.closeConn)
 	}
 	if w != nil {
-		wg.Go(w.close)
+		b.wg.Go(w.close)
 	}
-	wg.Wait()
 	b.wg.Wait()
 	return nil
 }

@@ -39,11 +39,7 @@ func (s *session) noteLost(name string) {
 		return
 	}
 	stale := time.Duration(s.timeout.Load())
-	for n, at := range s.waiting {
-		if now.Sub(at) >= stale {
-			delete(s.waiting, n)
-		}
-	}
+	maps.DeleteFunc(s.waiting, func(_ string, at time.Time) bool { return now.Sub(at) >= stale })
 	s.waitingMax = max(minWaitingMax, 2*len(s.waiting))
 }
 
@@ -115,14 +111,10 @@ func (s *session) claim(name string) (send func()) {
 	return func() {
 		defer unlock()
 		st, err := s.create(s.b.leasePath(name), s.identity)
-		c := &claim{stat: st}
-		switch {
-		case err == nil:
-		case errors.Is(err, zk.ErrNodeExists):
-			c.stat = nil
-		default:
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return // no claim: the engine's Acquire tries itself
 		}
+		c := &claim{stat: st} // nil stat: another session created the node first
 		s.mu.Lock()
 		s.claims[name] = c
 		s.holdClaim(name, c)
@@ -138,53 +130,43 @@ func (s *session) holdClaim(name string, c *claim) {
 
 // dropClaim gives back claim c of name if no Acquire took it: a won node
 // is deleted, so that the lease does not stay held by a session whose
-// engine does not know it. When the name's lock or the delete cannot be
-// had (the connection is down), the claim stays staged and the give-back
-// is tried again a claimHold later, until the session ends.
+// engine does not know it. The claim stays staged until then, under the
+// name's lock: when the lock or the delete cannot be had (the connection
+// is down), the give-back is tried again a claimHold later, while the
+// session lives (its nodes go with it).
 func (s *session) dropClaim(name string, c *claim) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.responseTimeout())
 	defer cancel()
 	unlock, err := s.lockName(ctx, name, true)
-	if err != nil {
-		s.retryDrop(name, c)
-		return
-	}
-	defer unlock()
-	s.mu.Lock()
-	mine := s.claims[name] == c
-	if mine {
-		delete(s.claims, name)
-	}
-	s.mu.Unlock()
-	if !mine || c.stat == nil || c.stat.EphemeralOwner != s.zid.Load() {
-		return
-	}
-	err = s.conn.Delete(s.b.leasePath(name), c.stat.Version)
-	if err == nil || errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
-		return // gone, or no longer the claim's node
-	}
-	s.mu.Lock()
-	if s.claims[name] == nil {
-		s.claims[name] = c
-	}
-	s.mu.Unlock()
-	s.retryDrop(name, c)
-}
-
-// retryDrop tries the give-back of claim c again a claimHold from now,
-// while c is still staged and the session lives (its nodes go with it).
-func (s *session) retryDrop(name string, c *claim) {
-	if s.expired.Load() {
-		return
-	}
-	select {
-	case <-s.done:
-		return
-	default:
+	if err == nil {
+		defer unlock()
+		s.mu.Lock()
+		staged := s.claims[name] == c
+		s.mu.Unlock()
+		if staged && c.stat != nil && c.stat.EphemeralOwner == s.zid.Load() {
+			err = s.conn.Delete(s.b.leasePath(name), c.stat.Version)
+			if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
+				err = nil // gone, or no longer the claim's node
+			}
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.claims[name] == c {
+	switch {
+	case s.claims[name] != c: // taken by an Acquire
+	case err == nil:
+		delete(s.claims, name)
+	case !s.expired.Load() && !isClosed(s.done):
 		s.holdClaim(name, c)
+	}
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // newProxiedBackend returns a backend that reaches the test server through
@@ -274,4 +275,28 @@ func TestExpiredAtFirstConnect(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+}
+
+// TestCloseAfterHolderOnSilentServer is a backend made with New on a server
+// that accepts connections and never answers (Open would have refused it).
+// Holder dials the read connection, whose set-up requests are queued
+// behind a connect request that gets no answer; once Holder gave up, Close
+// must still return within its bound (the read connection's grace, then
+// the library's second), not after the read connection's session timeout.
+func TestCloseAfterHolderOnSilentServer(t *testing.T) {
+	b, err := New([]string{backendtest.SilentListener(t)}, Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	_, _, err = b.Holder(c, "x")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Holder on a silent server = %v, want context.DeadlineExceeded", err)
+	}
+	within(t, 2500*time.Millisecond, "Close after a Holder call on a silent server", func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package simbazk
 
 import (
+	"errors"
 	"sync"
 	"time"
 )
@@ -27,18 +28,21 @@ type inflight struct {
 	idle    chan struct{} // made by quiesce, closed once closing and n is 0
 }
 
-// do runs f unless the connection is closing, and reports whether it ran.
-func (g *inflight) do(f func()) bool {
+// errConnClosing is what a request answers when its connection is closing.
+var errConnClosing = errors.New("simbazk: connection closing")
+
+// do runs f, a request on the connection, and returns its error, unless
+// the connection is closing: then it answers errConnClosing.
+func (g *inflight) do(f func() error) error {
 	g.mu.Lock()
 	if g.closing {
 		g.mu.Unlock()
-		return false
+		return errConnClosing
 	}
 	g.n++
 	g.mu.Unlock()
 	defer g.leave()
-	f()
-	return true
+	return f()
 }
 
 func (g *inflight) leave() {

@@ -22,7 +22,7 @@ const acquireTries = 4
 // exists and another session owns it, the result is not won. When id
 // itself owns it, a new term starts: the node is deleted and created again
 // in one multi guarded by its version, so the token grows. Missing parents
-// of the node are created on first use.
+// of the node are created on first use (see session.create).
 //
 // The requests of an Acquire and of a Release of the same name by the same
 // session never interleave: each takes the name's lock in the session for
@@ -53,7 +53,6 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 		s.noteLost(name)
 		return simba.AcquireResult{}, nil // created by another session since the deletion
 	}
-	created := false
 	for range acquireTries {
 		if err := ctx.Err(); err != nil {
 			return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: %w", op, err)
@@ -62,12 +61,6 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 		switch {
 		case err == nil:
 			return s.won(op, name, path, st)
-		case errors.Is(err, zk.ErrNoNode) && !created:
-			if err := s.b.ensureParents(s.conn, path); err != nil {
-				return simba.AcquireResult{}, s.failed(ctx, op, err)
-			}
-			created = true
-			continue
 		case !errors.Is(err, zk.ErrNodeExists):
 			return simba.AcquireResult{}, s.failed(ctx, op, err)
 		}
@@ -107,11 +100,18 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 
 // create creates the ephemeral node path with data and returns its stat,
 // in one request: the set-data that writes the data also gives the stat.
+// When a parent is missing, it creates the parents, then the node again.
 func (s *session) create(path string, data []byte) (*zk.Stat, error) {
-	res, err := s.conn.Multi(
+	ops := []any{
 		&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
 		&zk.SetDataRequest{Path: path, Data: data, Version: -1},
-	)
+	}
+	res, err := s.conn.Multi(ops...)
+	if errors.Is(err, zk.ErrNoNode) {
+		if err = s.b.ensureParents(s.conn, path); err == nil {
+			res, err = s.conn.Multi(ops...)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -289,13 +289,7 @@ func (s *session) join(ctx context.Context, group string) (int, error) {
 	op := "join group " + group
 	dir := s.b.groupPath(group)
 	member := dir + "/" + string(s.id())
-	_, err := s.create(member, nil)
-	if errors.Is(err, zk.ErrNoNode) {
-		if err = s.b.ensureParents(s.conn, member); err == nil {
-			_, err = s.create(member, nil)
-		}
-	}
-	if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+	if _, err := s.create(member, nil); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return 0, s.failed(ctx, op, err)
 	}
 	s.mu.Lock()

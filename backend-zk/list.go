@@ -62,7 +62,7 @@ func (b *Backend) ListHolders(ctx context.Context, q simba.ListQuery) (simba.Hol
 // and returns the holders of those that exist, in the order of names. It
 // stops at the first failure, or once ctx is done.
 func (b *Backend) readLeases(ctx context.Context, wc *watchConn, names []string) ([]simba.HeldLease, error) {
-	found := make([]*simba.HeldLease, len(names))
+	found := make([]simba.HeldLease, len(names)) // a zero Name: not held
 	err := inParallel(ctx, len(names), listReads, func(i int) error {
 		var data []byte
 		var st *zk.Stat
@@ -72,18 +72,12 @@ func (b *Backend) readLeases(ctx context.Context, wc *watchConn, names []string)
 		case err != nil:
 			return fmt.Errorf("read %s: %w", names[i], err)
 		default:
-			found[i] = &simba.HeldLease{Name: names[i], Holder: holderOf(data, st)}
+			found[i] = simba.HeldLease{Name: names[i], Holder: holderOf(data, st)}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	held := make([]simba.HeldLease, 0, len(names))
-	for _, l := range found {
-		if l != nil {
-			held = append(held, *l)
-		}
-	}
-	return held, nil
+	return slices.DeleteFunc(found, func(l simba.HeldLease) bool { return l.Name == "" }), nil
 }

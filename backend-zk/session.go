@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,10 +38,9 @@ type session struct {
 	watching atomic.Bool   // an exists-watch was set (see setWatchesGate)
 
 	closeOnce sync.Once
-	hosts     *hostList // stopped by closeConn
-	links     links     // the network connection, closed by closeConn
-	dialMu    sync.Mutex
-	dialErr   error // the last failed dial, for a clear OpenSession error
+	hosts     *hostList             // stopped by closeConn
+	links     links                 // the network connection, closed by closeConn
+	dialErr   atomic.Pointer[error] // the last failed dial, for a clear OpenSession error
 
 	connMu sync.Mutex
 	down   bool          // a connection broke and no new one answered yet
@@ -107,22 +107,13 @@ func (s *session) dial(network, address string, _ time.Duration) (net.Conn, erro
 	}
 	c, err := s.b.dialLink(&s.links, s, &s.watching, network, address)
 	if err != nil {
-		s.dialMu.Lock()
-		s.dialErr = err
-		s.dialMu.Unlock()
+		s.dialErr.Store(&err)
 	}
 	return c, err
 }
 
 // connected is called with the connect response of each connection.
 func (s *session) connected(id int64, timeout time.Duration) {
-	defer func() {
-		s.connMu.Lock()
-		s.down = false
-		close(s.next)
-		s.next = make(chan struct{})
-		s.connMu.Unlock()
-	}()
 	switch {
 	case id == 0:
 		s.expire("the server reports it expired")
@@ -135,6 +126,11 @@ func (s *session) connected(id int64, timeout time.Duration) {
 		s.timeout.Store(int64(timeout))
 		s.distrustWatches()
 	}
+	s.connMu.Lock()
+	s.down = false
+	close(s.next)
+	s.next = make(chan struct{})
+	s.connMu.Unlock()
 }
 
 // distrustWatches makes the next keep-alive read every held lease again,
@@ -165,28 +161,33 @@ func (s *session) expire(reason string) {
 	b := s.b
 	b.log.Debug("session expired", "session", s.id(), "reason", reason)
 	b.mu.Lock()
-	if cur, ok := b.sessions[s.id()]; ok && cur == s {
+	if b.sessions[s.id()] == s {
 		delete(b.sessions, s.id())
 	}
 	b.mu.Unlock()
 	b.spawn(s.closeConn) // when closed, Close closes it
 }
 
-// closeConn closes the connection (once) and waits for its goroutines.
-// The library asks the server to end the session and waits up to a second
-// for its answer; the network connection is closed then, so that a server
-// that does not answer cannot hold the library's goroutines. It returns
-// within about a second whatever the server does.
+// closeConn closes the connection and waits for its goroutines, within
+// about a second whatever the server does (see shut).
 func (s *session) closeConn() {
+	s.shut()
+	<-s.done
+}
+
+// shut closes the connection, once. The library asks the server to end
+// the session and waits up to a second for its answer; the network
+// connection is closed then, so that a server that does not answer cannot
+// hold the library's goroutines.
+func (s *session) shut() {
 	s.closeOnce.Do(func() {
 		// The connect response of an expired session can arrive before
-		// openSession recorded the connection it belongs to.
+		// OpenSessionAs recorded the connection it belongs to.
 		<-s.connSet
 		s.hosts.stop()
 		s.conn.Close()
 		s.links.close()
 	})
-	<-s.done
 }
 
 // failed maps an error of the Zookeeper client for op, marking the session
@@ -233,7 +234,7 @@ func (s *session) lost() {
 // next server is tried. When no server answers before ctx is done, the
 // error wraps ctx.Err() and names the last connection failure.
 func (b *Backend) OpenSession(ctx context.Context, lease time.Duration) (simba.SessionGrant, error) {
-	return b.openSession(ctx, lease, "")
+	return b.OpenSessionAs(ctx, lease, "")
 }
 
 // OpenSessionAs is [Backend.OpenSession] for a session that carries
@@ -247,10 +248,6 @@ func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identi
 	if err := checkIdentity(identity); err != nil {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: %w", err)
 	}
-	return b.openSession(ctx, lease, identity)
-}
-
-func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error) {
 	if lease <= 0 {
 		return simba.SessionGrant{}, fmt.Errorf("simbazk: open session: lease %v must be positive", lease)
 	}
@@ -290,10 +287,8 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		s.hosts.stop()
-		conn.Close()
-		s.links.close()
-		for range events {
+		s.shut()
+		for range events { // the connection's goroutines end
 		}
 		return simba.SessionGrant{}, ErrClosed
 	}
@@ -319,13 +314,10 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 	case <-b.closing:
 		return abandon(ErrClosed)
 	case <-ctx.Done():
-		s.dialMu.Lock()
-		last := s.dialErr
-		s.dialMu.Unlock()
-		if last != nil {
+		if last := s.dialErr.Load(); last != nil {
 			// The dial error is text only: its own timeout would otherwise
 			// make errors.Is report DeadlineExceeded for a cancelled ctx.
-			return abandon(fmt.Errorf("simbazk: open session: no Zookeeper server of %v answered (last: %v): %w", b.servers, last, ctx.Err())) //nolint:errorlint // the cause is ctx's end; the dial error is detail
+			return abandon(fmt.Errorf("simbazk: open session: no Zookeeper server of %v answered (last: %v): %w", b.servers, *last, ctx.Err())) //nolint:errorlint // the cause is ctx's end; the dial error is detail
 		}
 		return abandon(fmt.Errorf("simbazk: open session: no session from %v yet: %w", b.servers, ctx.Err()))
 	}
@@ -378,12 +370,12 @@ func (b *Backend) KeepAlive(ctx context.Context, id simba.SessionID, req simba.K
 // event forgets the node of a lease name whose exists-watch fired; the
 // Zookeeper client calls it on its receiving goroutine for every event.
 func (s *session) event(ev zk.Event) {
-	prefix := s.b.leasesDir + "/"
-	if ev.Type == zk.EventSession || len(ev.Path) <= len(prefix) || ev.Path[:len(prefix)] != prefix {
+	name, ok := strings.CutPrefix(ev.Path, s.b.leasesDir+"/")
+	if ev.Type == zk.EventSession || !ok || name == "" {
 		return
 	}
 	s.mu.Lock()
-	s.note(ev.Path[len(prefix):], nil)
+	s.note(name, nil)
 	s.mu.Unlock()
 }
 
@@ -393,8 +385,7 @@ func (s *session) keepAlive(ctx context.Context, req simba.KeepAliveRequest) (si
 	s.mu.Unlock()
 
 	// One wave: Root/leases (the renewal itself) and every group's node.
-	paths := make([]string, 0, 1+len(groups))
-	paths = append(paths, s.b.leasesDir)
+	paths := []string{s.b.leasesDir}
 	for _, g := range groups {
 		paths = append(paths, s.b.groupPath(g))
 	}

@@ -30,8 +30,8 @@ const watchReconnectPause = 50 * time.Millisecond
 // Zookeeper session after an expiry: the watches it had fire then (a
 // spurious wake-up) and later ones work on the new session.
 type watchConn struct {
+	inflight // every request on conn goes through do
 	conn     *zk.Conn
-	calls    inflight      // every request on conn goes through calls.do
 	watching atomic.Bool   // a watch was set (see setWatchesGate)
 	hosts    *hostList     // stopped by close
 	links    links         // the network connection, closed by close
@@ -41,22 +41,22 @@ type watchConn struct {
 	err      error         // the set-up's error, readable after auth is closed
 }
 
-// errConnClosing is what a request answers when its connection is closing.
-var errConnClosing = errors.New("simbazk: connection closing")
-
 // close closes the connection and waits for its goroutines. It first lets
 // the requests in flight end and refuses new ones (see inflight): the
 // library reads the response of some after a close while its receiver
 // may still write it, and a request sent while it closes can block its
 // goroutines for good. A request unanswered within closeGrace drops the
-// network connection, which ends it; close returns within about
+// network connection, which ends it: a request sent fails at once, and
+// one still queued (behind a connect request the server never answered)
+// once the library's next dial ends a round of servers, which the host
+// list, stopped first, reports at once. close returns within about
 // closeGrace and a second whatever the server does (see
 // session.closeConn), and within watchTimeout should the library not end
 // its requests.
 func (w *watchConn) close() {
 	w.once.Do(func() {
-		w.calls.quiesce(closeGrace, watchTimeout, w.links.close)
 		w.hosts.stop()
+		w.quiesce(closeGrace, watchTimeout, w.links.close)
 		w.conn.Close()
 		w.links.close()
 	})
@@ -67,46 +67,30 @@ func (w *watchConn) close() {
 // connection end before it drops the network connection.
 const closeGrace = 500 * time.Millisecond
 
-// do runs f, a request on the connection, unless the connection is
-// closing (then it answers errConnClosing).
-func (w *watchConn) do(f func() error) error {
-	var err error
-	if !w.calls.do(func() { err = f() }) {
-		return errConnClosing
-	}
-	return err
-}
-
 // releaseWatch is one Zookeeper watch on a lease node, shared by every
 // WatchRelease caller of that name until it fires.
 type releaseWatch struct {
 	name  string
 	fired chan struct{}
 	quit  chan struct{} // closed when the last caller left before it fired
-	// callers still waiting (their ctx not done) and, by caller, the
-	// function that stops counting it; guarded by Backend.mu. A caller
-	// whose ctx ended leaves both, so a watch on a lease held for long
-	// while callers come and go keeps only those still waiting.
-	callers int
-	stops   map[uint64]func() bool
-	joined  uint64 // callers ever counted: the key of the next one
+	// By caller still waiting (its ctx not done), the function that stops
+	// counting it; guarded by Backend.mu. A caller whose ctx ended leaves,
+	// so a watch on a lease held for long while callers come and go keeps
+	// only those still waiting.
+	stops  map[uint64]func() bool
+	joined uint64 // callers ever counted: the key of the next one
 }
 
 // join counts a caller of WatchRelease until ctx is done or w fires.
 // b.mu must be held.
 func (b *Backend) join(ctx context.Context, w *releaseWatch) {
-	w.callers++
-	if w.stops == nil {
-		w.stops = make(map[uint64]func() bool)
-	}
 	id := w.joined
 	w.joined++
 	w.stops[id] = context.AfterFunc(ctx, func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		delete(w.stops, id)
-		w.callers--
-		if w.callers == 0 && b.watches[w.name] == w {
+		if len(w.stops) == 0 && b.watches[w.name] == w {
 			// Nobody waits any more: the watch leaves the queue, and the
 			// next caller starts a new one.
 			delete(b.watches, w.name)
@@ -119,7 +103,7 @@ func (b *Backend) join(ctx context.Context, w *releaseWatch) {
 func (b *Backend) waited(w *releaseWatch) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return w.callers > 0
+	return len(w.stops) > 0
 }
 
 // WatchRelease returns a channel that is closed once the lease name may
@@ -152,21 +136,19 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 		b.mu.Unlock()
 		return w.fired, nil
 	}
-	w := &releaseWatch{name: name, fired: make(chan struct{}), quit: make(chan struct{})}
+	w := &releaseWatch{name: name, fired: make(chan struct{}), quit: make(chan struct{}), stops: make(map[uint64]func() bool)}
 	b.watches[name] = w
 	b.join(ctx, w)
 	wc, err := b.watchConnLocked()
-	b.mu.Unlock()
 	if err != nil {
-		b.fire(name, w)
+		b.mu.Unlock()
+		b.fire(w)
 		return nil, err
 	}
-
 	set := make(chan error, 1)
-	if !b.spawn(func() { b.watchQueued(wc, name, w, set) }) {
-		b.fire(name, w)
-		return nil, ErrClosed
-	}
+	b.wg.Go(func() { b.watchQueued(wc, w, set) }) // the backend is open: b.mu is held
+	b.mu.Unlock()
+
 	select {
 	case err := <-set:
 		if err != nil {
@@ -179,16 +161,14 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 }
 
 // fire closes w and forgets it, so that the next caller sets a new watch.
-func (b *Backend) fire(name string, w *releaseWatch) {
+func (b *Backend) fire(w *releaseWatch) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.watches[name] == w {
-		delete(b.watches, name)
+	if b.watches[w.name] == w {
+		delete(b.watches, w.name)
 		close(w.fired)
 		for _, stop := range w.stops {
-			if stop() {
-				w.callers--
-			}
+			stop()
 		}
 		w.stops = nil
 	}
@@ -282,8 +262,8 @@ func (b *Backend) dropWatcher(wc *watchConn) {
 	b.wg.Go(wc.close)
 }
 
-// watchQueued runs the release watch w of name on conn, once conn is set
-// up (see watchConn.ready): when the lease is free it fires at once;
+// watchQueued runs the release watch w on wc, once wc is set up (see
+// watchConn.ready): when the lease is free it fires at once;
 // otherwise the backend queues for the name, an
 // ephemeral sequential node of the read connection's session under
 // Root/waiters/{name} (a container node, which the server removes once
@@ -294,14 +274,10 @@ func (b *Backend) dropWatcher(wc *watchConn) {
 // backend, not every one that waits; that backend's node leaves the queue
 // once it fired (after its claim, see claimFor), which wakes the next one
 // to watch the lease node. set receives the outcome of the first request.
-func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set chan<- error) {
-	signalled := false
-	signal := func(err error) { // once the watch is armed, or at the end
-		if !signalled {
-			signalled = true
-			set <- err
-		}
-	}
+func (b *Backend) watchQueued(wc *watchConn, w *releaseWatch, set chan<- error) {
+	name := w.name
+	var once sync.Once
+	signal := func(err error) { once.Do(func() { set <- err }) } // once the watch is armed, or at the end
 	defer signal(nil)
 	path := b.leasePath(name)
 	var exists bool
@@ -310,7 +286,7 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 		err = wc.do(func() (err error) { exists, _, err = wc.conn.Exists(path); return err })
 	}
 	if err != nil || !exists {
-		b.fire(name, w) // a free lease is seen at once
+		b.fire(w) // a free lease is seen at once
 		signal(err)
 		return
 	}
@@ -338,7 +314,7 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 		if me != "" {
 			pred, err := predecessor(wc, dir, me)
 			if err != nil {
-				b.fire(name, w)
+				b.fire(w)
 				return
 			}
 			if pred != "" {
@@ -353,11 +329,11 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 		err := wc.do(func() (err error) { ok, _, ev, err = wc.conn.ExistsW(target); return err })
 		switch {
 		case err != nil:
-			b.fire(name, w)
+			b.fire(w)
 			signal(err)
 			return
 		case !ok && target == path:
-			b.fire(name, w) // freed meanwhile
+			b.fire(w) // freed meanwhile
 			return
 		case !ok:
 			continue // the node before ours left: look again
@@ -372,7 +348,7 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 			if target == path && e.Type == zk.EventNodeDeleted && b.waited(w) {
 				claim = b.claimFor(name) // locks the name before the wake-up
 			}
-			b.fire(name, w)
+			b.fire(w)
 			if claim != nil {
 				claim()
 			}
@@ -380,7 +356,7 @@ func (b *Backend) watchQueued(wc *watchConn, name string, w *releaseWatch, set c
 		case <-w.quit:
 			return
 		case <-b.closing:
-			b.fire(name, w)
+			b.fire(w)
 			return
 		}
 	}
