@@ -160,11 +160,16 @@ func (c *Client) newListener(fn func(context.Context, Event)) *listener {
 func (l *listener) add(e Event, bound int) bool {
 	inHand := max(l.handLen-int(uint32(l.handPos.Load())), 0)
 	dropped := l.n+inHand >= bound
-	if dropped {
-		if inHand == 0 || !l.skipHand() {
+	if dropped && (inHand == 0 || !l.skipHand()) {
+		// No hand event left to drop: drain claimed the last ones since
+		// they were counted, and they no longer wait. Drop the ring's
+		// oldest only if the ring alone holds the bound.
+		if dropped = l.n >= bound; dropped {
 			l.take()
 			l.dropped++
 		}
+	}
+	if dropped {
 		l.droppedAt = e.Time
 	}
 	if l.n == len(l.ring) {
