@@ -150,8 +150,9 @@ func (el *Election) Schedule(ctx context.Context, period time.Duration, fn WorkF
 			if o.fixedDelay {
 				next = now.Add(period)
 			} else {
-				for next = next.Add(period); !next.After(now); next = next.Add(period) {
-				}
+				// The first start after now on next's grid: the starts a
+				// run overran are skipped.
+				next = next.Add(period * (now.Sub(next)/period + 1))
 			}
 			timer.Reset(next.Sub(now))
 		}

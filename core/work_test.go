@@ -162,6 +162,42 @@ func TestScheduleOnLeaderOnly(t *testing.T) {
 	})
 }
 
+// A run that overruns skips the starts it missed: the next one is the
+// first of the period's grid after the run ended, found at once however
+// many starts were missed (an hour of a 1µs period is 3.6e9 of them).
+func TestScheduleSkipsTheStartsARunOverran(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newClient(t, memory.New().Connect())
+		const period = time.Microsecond
+		const overrun = time.Hour + 500*time.Nanosecond
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var starts []time.Time
+		err := c.Election("tick").Schedule(ctx, period, func(context.Context, *simba.Term) error {
+			starts = append(starts, time.Now())
+			switch len(starts) {
+			case 1:
+				time.Sleep(overrun)
+			case 3:
+				cancel()
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(starts) != 3 {
+			t.Fatalf("%d runs, want 3", len(starts))
+		}
+		want := []time.Duration{0, overrun.Truncate(period) + period, overrun.Truncate(period) + 2*period}
+		for i, at := range starts {
+			if got := at.Sub(starts[0]); got != want[i] {
+				t.Fatalf("run %d started %v after the first, want %v", i+1, got, want[i])
+			}
+		}
+	})
+}
+
 // A failing or panicking run is reported and the client goes on; with
 // StepDownOnError the node steps down.
 func TestWorkFailure(t *testing.T) {
