@@ -580,9 +580,6 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 	if !live || token != nil {
 		return 0, false, live, nil
 	}
-	if beforeInsert != nil {
-		beforeInsert()
-	}
 	res, err = s.exec(ctx, stInsertLease, name, id)
 	if waited(err) {
 		return s.lost(ctx, id, name)
@@ -605,10 +602,6 @@ func (s *dialect) lost(ctx context.Context, id, name string) (uint64, bool, bool
 	live, _, err := s.acquireState(ctx, id, name)
 	return 0, false, live, err
 }
-
-// beforeInsert, set by a test only, runs between an acquire's read that
-// found no row and its insert.
-var beforeInsert func()
 
 // confirm reports the win of token (0: the token of the row, which the
 // caller inserted) unless the caller is no longer live.

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/url"
 	"testing"
@@ -14,7 +15,6 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	"github.com/simba-go/simba/core/backendtest"
 )
 
@@ -36,39 +36,27 @@ func tlsServer(t testing.TB) (dsn, password string, roots *x509.CertPool) {
 	return dsn, cfg.Passwd, roots
 }
 
-// TestTLSServer runs the conformance suite over TLS, as the password user of
-// SIMBA_TEST_MYSQL_TLS_URL, on a server that requires secure transport:
-// the tests' own clients take the DSN (tls=custom), Open the mysql:// URL
-// made of it.
-func TestTLSServer(t *testing.T) {
-	tlsServer(t)
-	h := tlsHarness()
-	h.EnvVar = tlsEnv
-	h.Only = sqltest.TLSTests
-	sqltest.Run(t, h)
-}
-
-// tlsHarness is the harness whose URL keeps the DSN's tls parameter,
-// which the driver keeps apart from the other parameters.
-func tlsHarness() sqltest.Harness {
-	h := harness()
-	toURL := h.URL
-	h.URL = func(t testing.TB, raw, addr string) string {
-		s := toURL(t, raw, addr)
-		name := parseDSN(t, raw).TLSConfig
-		if addr != "" || name == "" {
-			return s
-		}
-		u, err := url.Parse(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("tls", name)
-		u.RawQuery = q.Encode()
-		return u.String()
+// tlsURL returns the mysql:// URL of dsn, which keeps the DSN's tls
+// parameter, kept apart from the other parameters by the driver.
+func tlsURL(t testing.TB, dsn string) string {
+	t.Helper()
+	cfg := parseDSN(t, dsn)
+	user := cfg.User
+	if cfg.Passwd != "" {
+		user += ":" + cfg.Passwd
 	}
-	return h
+	q := url.Values{}
+	for k, v := range cfg.Params {
+		q.Set(k, v)
+	}
+	if cfg.TLSConfig != "" {
+		q.Set("tls", cfg.TLSConfig)
+	}
+	u := fmt.Sprintf("mysql://%s@%s/%s", user, cfg.Addr, cfg.DBName)
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	return u
 }
 
 // dsnWith returns dsn changed by edit.
@@ -85,7 +73,6 @@ func dsnWith(t testing.TB, dsn string, edit func(*mysql.Config)) string {
 // Options.Password.
 func TestTLSForms(t *testing.T) {
 	dsn, password, roots := tlsServer(t)
-	h := tlsHarness()
 	admin := newDB(t, dsn, 1)
 	bare := dsnWith(t, dsn, func(c *mysql.Config) { c.Passwd, c.TLSConfig, c.TLS = "", "", nil })
 	cfg := &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
@@ -95,9 +82,9 @@ func TestTLSForms(t *testing.T) {
 		opts Options
 	}{
 		{"DSN with tls=custom", dsn, Options{}},
-		{"URL with tls=custom", h.URL(t, dsn, ""), Options{}},
+		{"URL with tls=custom", tlsURL(t, dsn), Options{}},
 		{"DSN, Options.TLS and Options.Password", bare, Options{TLS: cfg, Password: password}},
-		{"URL, Options.TLS and Options.Password", h.URL(t, bare, ""), Options{TLS: cfg, Password: password}},
+		{"URL, Options.TLS and Options.Password", tlsURL(t, bare), Options{TLS: cfg, Password: password}},
 	}
 	for _, f := range forms {
 		t.Run(f.name, func(t *testing.T) {
@@ -141,7 +128,6 @@ func TestTLSOpenFailures(t *testing.T) {
 	if err := mysql.RegisterTLSConfig("other-ca", &tls.Config{RootCAs: otherRoots}); err != nil {
 		t.Fatal(err)
 	}
-	h := tlsHarness()
 	bare := dsnWith(t, dsn, func(c *mysql.Config) { c.Passwd, c.TLSConfig, c.TLS = "", "", nil })
 	tlsParam := func(name string) string {
 		return dsnWith(t, dsn, func(c *mysql.Config) { c.TLSConfig, c.TLS = name, nil })
@@ -164,13 +150,13 @@ func TestTLSOpenFailures(t *testing.T) {
 	}
 	backendtest.RunTLSFailures(t, []backendtest.TLSFailure{
 		fails("wrong CA in the DSN", tlsParam("other-ca"), Options{}, unknownCA...),
-		fails("wrong CA in the URL", h.URL(t, tlsParam("other-ca"), ""), Options{}, unknownCA...),
+		fails("wrong CA in the URL", tlsURL(t, tlsParam("other-ca")), Options{}, unknownCA...),
 		fails("system roots", tlsParam("true"), Options{}, unknownCA...),
 		fails("wrong CA in Options.TLS", bare, Options{Password: password, TLS: &tls.Config{RootCAs: otherRoots}}, unknownCA...),
 		fails("wrong host name", bare, Options{Password: password, TLS: &tls.Config{RootCAs: roots, ServerName: "wrong.example"}},
 			"certificate is valid for", "not wrong.example"),
 		fails("wrong password in the DSN", wrongPassword, Options{}, denied...),
-		fails("wrong password in the URL", h.URL(t, wrongPassword, ""), Options{}, denied...),
+		fails("wrong password in the URL", tlsURL(t, wrongPassword), Options{}, denied...),
 		fails("wrong password in Options", dsn, Options{Password: backendtest.Secret}, denied...),
 		// MariaDB does not say why: the user requires TLS.
 		fails("no TLS", bare, Options{Password: password}, denied...),

@@ -12,20 +12,10 @@ import (
 	"time"
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
 	"github.com/simba-go/simba/core/backendtest"
 )
 
 const tlsEnv = "SIMBA_TEST_POSTGRES_TLS_URL"
-
-// TestTLSServer runs the conformance suite over TLS, as the scram-sha-256 user of
-// SIMBA_TEST_POSTGRES_TLS_URL (sslmode=verify-full with sslrootcert).
-func TestTLSServer(t *testing.T) {
-	h := harness()
-	h.EnvVar = tlsEnv
-	h.Only = sqltest.TLSTests
-	sqltest.Run(t, h)
-}
 
 // tlsURL returns the TLS test server's URL without its password, the
 // password, the CA's file and pool.
@@ -62,7 +52,7 @@ func withPassword(u *url.URL, password string) *url.URL {
 // openTLS is Open for a case that must fail: without Migrate, an Open
 // that got through would still fail, on the missing tables, and create
 // nothing.
-func openTLS(ctx context.Context, rawURL string, opts Options) (sqltest.Backend, error) {
+func openTLS(ctx context.Context, rawURL string, opts Options) (io.Closer, error) {
 	opts.TablePrefix = "tls_probe_"
 	b, err := Open(ctx, rawURL, opts)
 	if err != nil {

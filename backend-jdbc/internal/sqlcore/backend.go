@@ -225,14 +225,7 @@ func (b *Backend) enter(ctx context.Context) (context.Context, context.CancelFun
 // Migrate creates the missing tables and adds the missing columns with the
 // statements of the schema script, every migration step in order. It is
 // idempotent.
-func (b *Backend) Migrate(ctx context.Context) error {
-	ctx, done, err := b.begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	return b.migrate(ctx)
-}
+func (b *Backend) Migrate(ctx context.Context) error { return b.run(ctx, b.migrate) }
 
 func (b *Backend) migrate(ctx context.Context) error {
 	stmts, err := b.pkg.DDL(b.steps, b.opts.TablePrefix)
@@ -255,13 +248,30 @@ func (b *Backend) migrate(ctx context.Context) error {
 
 // Ready checks the schema (or migrates it) and prepares the statements, as
 // the first call does.
-func (b *Backend) Ready(ctx context.Context) error {
+func (b *Backend) Ready(ctx context.Context) error { return b.run(ctx, b.ready) }
+
+// run runs fn with the context begin returns.
+func (b *Backend) run(ctx context.Context, fn func(context.Context) error) error {
 	ctx, done, err := b.begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer done()
-	return b.ready(ctx)
+	return fn(ctx)
+}
+
+// exec runs fn, a statement that needs the schema, with the context enter
+// returns, and wraps its error as operation op's.
+func (b *Backend) exec(ctx context.Context, op string, fn func(context.Context) error) error {
+	ctx, done, err := b.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if err := fn(ctx); err != nil {
+		return b.wrap(op, err)
+	}
+	return nil
 }
 
 // ready makes sure the schema was checked (or migrated) and the statements
@@ -544,15 +554,9 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	if !wellFormed(s) || token == 0 || token > 1<<63-1 {
 		return nil
 	}
-	ctx, done, err := b.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := b.d.Release(ctx, string(s), name, token); err != nil {
-		return b.wrap(fmt.Sprintf("release %q", name), err)
-	}
-	return nil
+	return b.exec(ctx, fmt.Sprintf("release %q", name), func(ctx context.Context) error {
+		return b.d.Release(ctx, string(s), name, token)
+	})
 }
 
 // JoinGroup records s as a member of group and returns the live members.
@@ -586,15 +590,9 @@ func (b *Backend) LeaveGroup(ctx context.Context, s simba.SessionID, group strin
 	if !wellFormed(s) {
 		return nil
 	}
-	ctx, done, err := b.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := b.d.LeaveGroup(ctx, string(s), group); err != nil {
-		return b.wrap(fmt.Sprintf("leave group %q", group), err)
-	}
-	return nil
+	return b.exec(ctx, fmt.Sprintf("leave group %q", group), func(ctx context.Context) error {
+		return b.d.LeaveGroup(ctx, string(s), group)
+	})
 }
 
 // CloseSession deletes the session and its memberships, which frees every
@@ -603,15 +601,7 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	if !wellFormed(s) {
 		return nil
 	}
-	ctx, done, err := b.enter(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	if err := b.d.CloseSession(ctx, string(s)); err != nil {
-		return b.wrap("close session", err)
-	}
-	return nil
+	return b.exec(ctx, "close session", func(ctx context.Context) error { return b.d.CloseSession(ctx, string(s)) })
 }
 
 // Holder returns the session that owns name and is live by the database

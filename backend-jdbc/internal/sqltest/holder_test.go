@@ -2,6 +2,7 @@ package sqltest
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,13 +11,20 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
-// applySchema applies the package's schema script to the tables of prefix
-// by hand, as a DBA would.
+// applySchema applies the script of the package's Schema to the tables of
+// prefix by hand, as a DBA would: its statements, each ended by a
+// semicolon and a blank line, in order.
 func (f *fixture) applySchema(prefix string) {
 	f.t.Helper()
-	stmts, err := f.h.Pkg.DDL(f.h.Migrations, prefix)
+	script, err := f.h.Schema(prefix)
 	if err != nil {
 		f.t.Fatal(err)
+	}
+	var stmts []string
+	for _, q := range strings.Split(script, ";\n\n") {
+		if q = strings.TrimSuffix(strings.TrimSpace(q), ";"); q != "" {
+			stmts = append(stmts, q)
+		}
 	}
 	if err := f.admin.ExecScript(ctxT(f.t), stmts); err != nil {
 		f.t.Fatalf("apply the schema script: %v", err)
@@ -37,7 +45,7 @@ func (f *fixture) createOldSchema(prefix string) {
 	}
 }
 
-func openAs(t testing.TB, b *sqlcore.Backend, d time.Duration, identity string) simba.SessionID {
+func openAs(t testing.TB, b Backend, d time.Duration, identity string) simba.SessionID {
 	t.Helper()
 	g, err := b.OpenSessionAs(ctxT(t), d, identity)
 	if err != nil {

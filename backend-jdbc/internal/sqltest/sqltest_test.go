@@ -1,6 +1,7 @@
-// Package sqltest is the test suite of the SQL backends against a real
-// server: each public package runs it with a Harness that says how to reach
-// its database. It imports no database driver.
+// Package sqltest holds the tests of the SQL backends against a real
+// server: postgres_test.go and mysql_test.go each run the suite with a
+// Harness that says how to reach their database, through the public API of
+// simbapg and simbamysql, as users get the backends.
 package sqltest
 
 import (
@@ -20,9 +21,12 @@ import (
 
 // Harness describes one database's test server and the package under test.
 type Harness struct {
-	Pkg        *sqlcore.Pkg
-	EnvVar     string // the variable naming the test server
-	Migrations []sqlcore.Migration
+	// Pkg is the package's name and exported sentinel errors.
+	Pkg    *sqlcore.Pkg
+	EnvVar string // the variable naming the test server
+
+	// Schema is the package's Schema: the script of its tables.
+	Schema func(prefix string) (string, error)
 
 	// OldSchema is the tables as the versions before migration 2 made
 	// them, written out (templates, see sqlcore.Tables.Expand), so that
@@ -32,7 +36,7 @@ type Harness struct {
 	// Connect opens the test's own client on the server named by raw, the
 	// variable's value, closed when the test ends: New builds backends
 	// over it with the package's New, Admin runs the test's statements.
-	Connect func(t testing.TB, raw string) (newBackend func(sqlcore.Options) (*sqlcore.Backend, error), admin Admin)
+	Connect func(t testing.TB, raw string) (newBackend func(sqlcore.Options) (Backend, error), admin Admin)
 
 	// Open is the package's Open.
 	Open func(ctx context.Context, url string, o OpenOptions) (Backend, error)
@@ -54,7 +58,7 @@ type Harness struct {
 	// SingleConn returns a backend on a client with one connection, and
 	// the server's id of that connection; Kill ends a connection from the
 	// server's side.
-	SingleConn func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error))
+	SingleConn func(t testing.TB, raw string, o sqlcore.Options) (Backend, func(context.Context) (int64, error))
 	Kill       func(ctx context.Context, admin Admin, id int64) error
 
 	// Uncancelled returns a backend on a client of its own whose
@@ -63,14 +67,14 @@ type Harness struct {
 	// go-sql-driver always does and as pgx does when its cancel request is
 	// lost. The server then goes on running them; only a bound of their
 	// own ends their lock waits.
-	Uncancelled func(t testing.TB, raw string, o sqlcore.Options) *sqlcore.Backend
+	Uncancelled func(t testing.TB, raw string, o sqlcore.Options) Backend
 
 	// RowsRead returns a backend on a client with one connection, and a
 	// count of the rows the server has read for that connection so far
 	// from the tables of prefix o.TablePrefix (PostgreSQL: index entries
 	// and sequentially scanned rows of those tables; MySQL: the handler
 	// reads of the connection, whatever the table).
-	RowsRead func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error))
+	RowsRead func(t testing.TB, raw string, o sqlcore.Options) (Backend, func(context.Context) (int64, error))
 
 	// Fences are the client kinds a Fence is tested with, Quote the
 	// quote of identifiers: the fence tests' tables have columns named
@@ -88,10 +92,9 @@ type Harness struct {
 	Server func(t testing.TB, raw string) string
 	Only   func(name string) bool
 
-	// BeforeFirstInsert, where an acquire reads a name and inserts its
-	// first row in statements of their own, has hook called between the
-	// two until the test ends.
-	BeforeFirstInsert func(t testing.TB, hook func())
+	// SplitAcquire says that an acquire reads a name and inserts its
+	// first row in statements of their own.
+	SplitAcquire bool
 }
 
 // OpenOptions are the settings Open takes.
@@ -100,9 +103,15 @@ type OpenOptions struct {
 	Password string
 }
 
-// Backend is what Open returns.
+// Backend is what the package's New and Open return, by the methods the
+// tests use.
 type Backend interface {
 	simba.Backend
+	simba.HolderReader
+	simba.HolderLister
+	simba.Sweeper
+	OpenSessionAs(ctx context.Context, lease time.Duration, identity string) (simba.SessionGrant, error)
+	Migrate(ctx context.Context) error
 	Close() error
 }
 
@@ -216,7 +225,7 @@ type fixture struct {
 	raw    string // the variable's value
 	prefix string
 	admin  Admin
-	mk     func(sqlcore.Options) (*sqlcore.Backend, error)
+	mk     func(sqlcore.Options) (Backend, error)
 }
 
 func newFixture(t testing.TB, h *Harness, raw string) *fixture {
@@ -250,12 +259,12 @@ func (f *fixture) options() sqlcore.Options {
 
 // backend returns a migrated backend on the fixture's client and prefix,
 // closed when the test ends.
-func (f *fixture) backend() *sqlcore.Backend {
+func (f *fixture) backend() Backend {
 	f.t.Helper()
 	return f.backendWith(f.options())
 }
 
-func (f *fixture) backendWith(o sqlcore.Options) *sqlcore.Backend {
+func (f *fixture) backendWith(o sqlcore.Options) Backend {
 	f.t.Helper()
 	b, err := f.mk(o)
 	if err != nil {

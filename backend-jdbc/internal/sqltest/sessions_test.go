@@ -1,7 +1,6 @@
 package sqltest
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -73,6 +72,9 @@ func testClosedBackend(t *testing.T, f *fixture) {
 	}
 }
 
+// testCleanupDeletesExpiredSessions: the cleanup of a backend deletes the
+// expired sessions and their memberships, and no lease row, within a few
+// of its intervals.
 func testCleanupDeletesExpiredSessions(t *testing.T, f *fixture) {
 	b := f.backendWith(sqlcore.Options{TablePrefix: f.prefix, Migrate: true, CleanupInterval: -1})
 	var dead []simba.SessionID
@@ -90,7 +92,9 @@ func testCleanupDeletesExpiredSessions(t *testing.T, f *fixture) {
 	}
 	time.Sleep(300 * time.Millisecond)
 
-	b.CleanupRound(context.Background(), time.Minute)
+	// A backend that cleans up every 50ms, from its first call on.
+	c := f.backendWith(sqlcore.Options{TablePrefix: f.prefix, CleanupInterval: 50 * time.Millisecond})
+	holderOf(t, c, "nobody")
 
 	count := func(q string) int {
 		t.Helper()
@@ -100,11 +104,12 @@ func testCleanupDeletesExpiredSessions(t *testing.T, f *fixture) {
 		}
 		return n
 	}
-	if n := count("SELECT COUNT(*) FROM " + f.prefix + "session"); n != 1 {
-		t.Fatalf("%d session rows after cleanup, want the live one only", n)
-	}
-	if n := count("SELECT COUNT(*) FROM " + f.prefix + "group_member"); n != 1 {
-		t.Fatalf("%d memberships after cleanup, want the live one only", n)
+	sessions := func() int { return count("SELECT COUNT(*) FROM " + f.prefix + "session") }
+	members := func() int { return count("SELECT COUNT(*) FROM " + f.prefix + "group_member") }
+	for deadline := time.Now().Add(5 * time.Second); sessions() != 1 || members() != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d session rows and %d memberships after 5s of cleanup every 50ms, want the live one only", sessions(), members())
+		}
 	}
 	if n := count("SELECT COUNT(*) FROM " + f.prefix + "lease"); n != 3 {
 		t.Fatalf("%d lease rows after cleanup, want 3: cleanup deletes no lease row", n)

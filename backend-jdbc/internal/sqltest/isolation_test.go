@@ -16,15 +16,18 @@ type TxScripter interface {
 	ScriptInTx(ctx context.Context, stmts []string) (commit func() error, err error)
 }
 
-// testFirstInsertAfterSweep (R-TERM-2): A finds no row for n, and before
-// its insert, B takes n and gives it back and a sweep batch removes n's
-// row, committing while A's insert runs. A's token must be above B's,
-// whatever the isolation level of the connections: the insert must read
-// the floor the sweep raised, not the one of a snapshot from before.
-// Only where the acquire is more than one statement (MySQL/MariaDB) can
-// anything run between its read and its insert.
+// testFirstInsertAfterSweep (R-TERM-2): B takes n and gives it back, and
+// a sweep batch removes n's row; A's acquire then finds no row for n, and
+// the sweep's raise of the floor commits while A's insert runs. A's token
+// must be above B's, whatever the isolation level of the connections: the
+// insert must read the floor the sweep raised, not the one of a snapshot
+// from before. Only where the acquire is more than one statement
+// (MySQL/MariaDB) can anything run between its read and its insert. The
+// sweep's transaction is split in two here, the delete committed first,
+// so that A's read finds no row without waiting, and the raise of the
+// floor in flight when A inserts.
 func testFirstInsertAfterSweep(t *testing.T, f *fixture) {
-	if f.h.BeforeFirstInsert == nil {
+	if !f.h.SplitAcquire {
 		t.Skip("the acquire is one statement: nothing runs between its read of the name and its insert")
 	}
 	scripter, ok := f.admin.(TxScripter)
@@ -33,30 +36,16 @@ func testFirstInsertAfterSweep(t *testing.T, f *fixture) {
 	}
 	b := f.backend()
 	a, other := open(t, b, time.Minute), open(t, b, time.Minute)
-	ready := make(chan sweepInFlight, 1)
-	paused := false
-	f.h.BeforeFirstInsert(t, func() {
-		if paused {
-			return // the insert of B's acquire, run from here
-		}
-		paused = true
-		ready <- bTermAndSweep(f, scripter, b, other)
-	})
+	s := bTermAndSweep(f, scripter, b, other)
+	if s.err != nil {
+		t.Fatalf("B's term and the sweep: %v", s.err)
+	}
+	t.Cleanup(func() { _ = s.commit() })
 	done := goCall(func() (simba.AcquireResult, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		return b.Acquire(ctx, a, "n")
 	})
-	var s sweepInFlight
-	select {
-	case s = <-ready:
-	case r := <-done:
-		t.Fatalf("A's acquire returned %+v, %v without inserting", r.v, r.err)
-	}
-	if s.err != nil {
-		t.Fatalf("B's term and the sweep: %v", s.err)
-	}
-	t.Cleanup(func() { _ = s.commit() })
 	await(t, "A's insert waiting for the sweep", func() bool {
 		select {
 		case r := <-done:
@@ -84,9 +73,9 @@ type sweepInFlight struct {
 	err    error
 }
 
-// bTermAndSweep has session other take n and give it back, then starts
-// what a sweep batch removing n's row does, in a transaction left open:
-// the floor locked first, the row deleted, the floor raised to its token.
+// bTermAndSweep has session other take n and give it back, then does what
+// a sweep batch removing n's row does: the row deleted (committed), then,
+// in a transaction left open, the floor locked and raised to its token.
 func bTermAndSweep(f *fixture, scripter TxScripter, b simba.Backend, other simba.SessionID) (s sweepInFlight) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -97,15 +86,17 @@ func bTermAndSweep(f *fixture, scripter TxScripter, b simba.Backend, other simba
 	if err == nil {
 		err = b.Release(ctx, other, "n", r.Token)
 	}
+	p := f.prefix
+	if err == nil {
+		err = f.admin.Exec(ctx, "DELETE FROM "+p+"lease WHERE name = 'n' AND session_id IS NULL")
+	}
 	if err != nil {
 		s.err = err
 		return s
 	}
 	s.last = r.Token
-	p := f.prefix
 	s.commit, s.err = scripter.ScriptInTx(context.Background(), []string{
 		"SELECT token FROM " + p + "lease_floor WHERE id = 1 FOR UPDATE",
-		"DELETE FROM " + p + "lease WHERE name = 'n' AND session_id IS NULL",
 		fmt.Sprintf("UPDATE %slease_floor SET token = %d WHERE id = 1 AND token < %d", p, r.Token, r.Token),
 	})
 	return s

@@ -1,4 +1,4 @@
-package simbapg
+package sqltest
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
+	simbapg "github.com/simba-go/simba/backend-jdbc/postgres"
 )
 
 // startPooler starts a pgbouncer in pool_mode mode in front of the server
@@ -37,7 +37,7 @@ func startPooler(t *testing.T, mode string) string {
 			t.Skip("pgbouncer is not installed (tools/testenv/tools installs it)")
 		}
 	}
-	u := parseURL(t, raw)
+	u := pgURL(t, raw)
 	host, port, err := net.SplitHostPort(u.Host)
 	if err != nil {
 		t.Fatalf("SIMBA_TEST_POSTGRES_URL: %v", err)
@@ -124,7 +124,7 @@ func chownTo(path, name string) error {
 	return exec.Command("chown", name+":", path).Run()
 }
 
-// TestThroughTransactionPooler runs the conformance suite and the tests of
+// TestPostgresThroughTransactionPooler runs the conformance suite and the tests of
 // concurrent calls through pgbouncer in transaction mode, where each
 // transaction may run on another server connection. Every statement of
 // the backend is one transaction (a batch with its lock_timeout, the
@@ -132,7 +132,7 @@ func chownTo(path, name string) error {
 // the suite passes, once pgx prepares no named statement
 // (default_query_exec_mode=exec): its statement cache would find each
 // name prepared, or missing, on whichever server connection it got.
-func TestThroughTransactionPooler(t *testing.T) {
+func TestPostgresThroughTransactionPooler(t *testing.T) {
 	pooled := startPooler(t, "transaction")
 	t.Run("StatementCache", func(t *testing.T) {
 		// The second backend's connection gets the server connection
@@ -141,8 +141,8 @@ func TestThroughTransactionPooler(t *testing.T) {
 		defer cancel()
 		var err error
 		for range 2 {
-			var b *Backend
-			b, err = Open(ctx, pooled, Options{TablePrefix: "simba_pooler_", Migrate: true})
+			var b *simbapg.Backend
+			b, err = simbapg.Open(ctx, pooled, simbapg.Options{TablePrefix: "simba_pooler_", Migrate: true})
 			if err != nil {
 				break
 			}
@@ -155,7 +155,7 @@ func TestThroughTransactionPooler(t *testing.T) {
 			t.Errorf("Open through a transaction pooler with pgx's statement cache: %v, want the fix named", err)
 		}
 	})
-	h := harness()
+	h := pgHarness()
 	h.Server = func(testing.TB, string) string { return pooled + "&default_query_exec_mode=exec" }
 	h.Only = func(name string) bool {
 		switch name {
@@ -164,5 +164,5 @@ func TestThroughTransactionPooler(t *testing.T) {
 		}
 		return false
 	}
-	sqltest.Run(t, h)
+	Run(t, h)
 }

@@ -1,63 +1,71 @@
-package simbamysql
+package sqltest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"fmt"
 	"net/url"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"go.uber.org/goleak"
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
+	simbamysql "github.com/simba-go/simba/backend-jdbc/mysql"
 	"github.com/simba-go/simba/core/backendtest"
 )
 
-func TestMain(m *testing.M) {
-	if spec := os.Getenv("SIMBA_IN_TERM_HOLDER"); spec != "" {
-		os.Exit(runInTermHolder(spec)) // a holder process of in_term_test.go
-	}
-	goleak.VerifyTestMain(m)
-}
+// TestMySQL runs the suite on the MySQL or MariaDB server of
+// SIMBA_TEST_MYSQL_URL, a go-sql-driver/mysql DSN.
+func TestMySQL(t *testing.T) { Run(t, myHarness()) }
 
-// TestServer runs the suite of the SQL backends on the MySQL or MariaDB
-// server of SIMBA_TEST_MYSQL_URL, a go-sql-driver/mysql DSN.
-func TestServer(t *testing.T) { sqltest.Run(t, harness()) }
-
-// TestServerIsolation runs the tests whose statements depend on the
+// TestMySQLIsolation runs the tests whose statements depend on the
 // isolation level again, with READ COMMITTED, then SERIALIZABLE, as the
 // default of every connection (a session variable the DSN sets): the
 // backend must not depend on the server's default, InnoDB's being
-// REPEATABLE READ, which TestServer runs at.
-func TestServerIsolation(t *testing.T) {
+// REPEATABLE READ, which TestMySQL runs at.
+func TestMySQLIsolation(t *testing.T) {
 	for _, level := range []string{"READ-COMMITTED", "SERIALIZABLE"} {
 		t.Run(level, func(t *testing.T) {
-			h := harness()
-			h.Server = func(t testing.TB, raw string) string { return withIsolation(t, raw, level) }
-			h.Only = sqltest.IsolationTests
-			sqltest.Run(t, h)
+			h := myHarness()
+			h.Server = func(t testing.TB, raw string) string { return myWithIsolation(t, raw, level) }
+			h.Only = IsolationTests
+			Run(t, h)
 		})
 	}
 }
 
-// withIsolation returns raw with a parameter that makes level the
+const myTLSEnv = "SIMBA_TEST_MYSQL_TLS_URL"
+
+// TestMySQLTLS runs the conformance suite over TLS, as the password user
+// of SIMBA_TEST_MYSQL_TLS_URL, on a server that requires secure transport:
+// the tests' own clients take the DSN (tls=custom), Open the mysql:// URL
+// made of it.
+func TestMySQLTLS(t *testing.T) {
+	myTLSServer(t)
+	h := myTLSHarness()
+	h.EnvVar = myTLSEnv
+	h.Only = TLSTests
+	Run(t, h)
+}
+
+func BenchmarkMySQL(b *testing.B) { Bench(b, myHarness()) }
+
+// myWithIsolation returns raw with a parameter that makes level the
 // isolation of every connection's transactions, and checks that it does:
 // transaction_isolation on MySQL 8 and MariaDB 11.1+, tx_isolation on
 // earlier MariaDB.
-func withIsolation(t testing.TB, raw, level string) string {
+func myWithIsolation(t testing.TB, raw, level string) string {
 	t.Helper()
 	for _, name := range []string{"transaction_isolation", "tx_isolation"} {
-		cfg := parseDSN(t, raw)
+		cfg := myDSN(t, raw)
 		if cfg.Params == nil {
 			cfg.Params = map[string]string{}
 		}
 		cfg.Params[name] = "'" + level + "'"
 		dsn := cfg.FormatDSN()
-		db := newDB(t, dsn, 1)
+		db := myDB(t, dsn, 1)
 		var got string
 		if err := db.QueryRowContext(t.Context(), "SELECT @@"+name).Scan(&got); err != nil {
 			continue // unknown on this server: try the other name
@@ -71,13 +79,11 @@ func withIsolation(t testing.TB, raw, level string) string {
 	return ""
 }
 
-func BenchmarkServer(b *testing.B) { sqltest.Bench(b, harness()) }
-
-func options(o sqlcore.Options) Options {
-	return Options{TablePrefix: o.TablePrefix, Migrate: o.Migrate, CleanupInterval: o.CleanupInterval, Logger: o.Logger}
+func myOptions(o sqlcore.Options) simbamysql.Options {
+	return simbamysql.Options{TablePrefix: o.TablePrefix, Migrate: o.Migrate, CleanupInterval: o.CleanupInterval, Logger: o.Logger}
 }
 
-func parseDSN(t testing.TB, raw string) *mysql.Config {
+func myDSN(t testing.TB, raw string) *mysql.Config {
 	t.Helper()
 	cfg, err := mysql.ParseDSN(raw)
 	if err != nil {
@@ -86,8 +92,8 @@ func parseDSN(t testing.TB, raw string) *mysql.Config {
 	return cfg
 }
 
-// newDB returns a client of raw, closed when t ends.
-func newDB(t testing.TB, raw string, maxConns int) *sql.DB {
+// myDB returns a client of raw, closed when t ends.
+func myDB(t testing.TB, raw string, maxConns int) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("mysql", raw)
 	if err != nil {
@@ -98,30 +104,35 @@ func newDB(t testing.TB, raw string, maxConns int) *sql.DB {
 	return db
 }
 
-func engineOn(db *sql.DB) func(sqlcore.Options) (*sqlcore.Backend, error) {
-	return func(o sqlcore.Options) (*sqlcore.Backend, error) {
-		b, err := New(db, options(o))
+// myBackends returns New on db.
+func myBackends(db *sql.DB) func(sqlcore.Options) (Backend, error) {
+	return func(o sqlcore.Options) (Backend, error) {
+		b, err := simbamysql.New(db, myOptions(o))
 		if err != nil {
 			return nil, err
 		}
-		return b.e, nil
+		return b, nil
 	}
 }
 
-func harness() sqltest.Harness {
-	return sqltest.Harness{
-		Pkg:        pkg,
-		EnvVar:     "SIMBA_TEST_MYSQL_URL",
-		Migrations: migrations,
-		OldSchema:  oldSchema,
-		Connect: func(t testing.TB, raw string) (func(sqlcore.Options) (*sqlcore.Backend, error), sqltest.Admin) {
-			db := newDB(t, raw, 0)
-			return engineOn(db), admin{db}
+// myHarness is the harness of the MySQL or MariaDB server of
+// SIMBA_TEST_MYSQL_URL, a go-sql-driver/mysql DSN.
+func myHarness() Harness {
+	return Harness{
+		Pkg: &sqlcore.Pkg{Name: "simbamysql", ErrClosed: simbamysql.ErrClosed, ErrSchemaMissing: simbamysql.ErrSchemaMissing,
+			ErrInvalidOptions: simbamysql.ErrInvalidOptions, ErrInvalidFence: simbamysql.ErrInvalidFence, ErrFenceRowMissing: simbamysql.ErrFenceRowMissing},
+		EnvVar:       "SIMBA_TEST_MYSQL_URL",
+		Schema:       simbamysql.Schema,
+		OldSchema:    myOldSchema,
+		SplitAcquire: true,
+		Connect: func(t testing.TB, raw string) (func(sqlcore.Options) (Backend, error), Admin) {
+			db := myDB(t, raw, 0)
+			return myBackends(db), myAdmin{db}
 		},
-		Open: func(ctx context.Context, dataSource string, o sqltest.OpenOptions) (sqltest.Backend, error) {
-			opts := options(o.Options)
+		Open: func(ctx context.Context, dataSource string, o OpenOptions) (Backend, error) {
+			opts := myOptions(o.Options)
 			opts.Password = o.Password
-			b, err := Open(ctx, dataSource, opts)
+			b, err := simbamysql.Open(ctx, dataSource, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -130,7 +141,7 @@ func harness() sqltest.Harness {
 		// The server itself is reached through a mysql:// URL, and through
 		// the test's proxies with a DSN: both forms Open takes connect.
 		URL: func(t testing.TB, raw, addr string) string {
-			cfg := parseDSN(t, raw)
+			cfg := myDSN(t, raw)
 			if addr != "" {
 				cfg.Addr = addr
 				return cfg.FormatDSN()
@@ -148,10 +159,10 @@ func harness() sqltest.Harness {
 			}
 			return fmt.Sprintf("mysql://%s@%s/%s?%s", user, cfg.Addr, cfg.DBName, q.Encode())
 		},
-		Addr: func(t testing.TB, raw string) string { return parseDSN(t, raw).Addr },
+		Addr: func(t testing.TB, raw string) string { return myDSN(t, raw).Addr },
 		// go-sql-driver never asks the server to cancel a statement.
-		Uncancelled: func(t testing.TB, raw string, o sqlcore.Options) *sqlcore.Backend {
-			b, err := engineOn(newDB(t, raw, 0))(o)
+		Uncancelled: func(t testing.TB, raw string, o sqlcore.Options) Backend {
+			b, err := myBackends(myDB(t, raw, 0))(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,9 +170,9 @@ func harness() sqltest.Harness {
 		},
 		Later:     func(s int) string { return fmt.Sprintf("UTC_TIMESTAMP(6) + INTERVAL %d SECOND", s) },
 		LockWaits: "SELECT COUNT(*) FROM information_schema.innodb_trx WHERE trx_state = 'LOCK WAIT' AND trx_query LIKE ?",
-		SingleConn: func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error)) {
-			db := newDB(t, raw, 1)
-			b, err := engineOn(db)(o)
+		SingleConn: func(t testing.TB, raw string, o sqlcore.Options) (Backend, func(context.Context) (int64, error)) {
+			db := myDB(t, raw, 1)
+			b, err := myBackends(db)(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,9 +182,9 @@ func harness() sqltest.Harness {
 				return id, err
 			}
 		},
-		RowsRead: func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error)) {
-			db := newDB(t, raw, 1)
-			b, err := engineOn(db)(o)
+		RowsRead: func(t testing.TB, raw string, o sqlcore.Options) (Backend, func(context.Context) (int64, error)) {
+			db := myDB(t, raw, 1)
+			b, err := myBackends(db)(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,18 +206,14 @@ func harness() sqltest.Harness {
 				return total, rows.Err()
 			}
 		},
-		Kill: func(ctx context.Context, a sqltest.Admin, id int64) error {
+		Kill: func(ctx context.Context, a Admin, id int64) error {
 			return a.Exec(ctx, fmt.Sprintf("KILL %d", id)) // KILL takes no placeholder; id is an integer
 		},
-		BeforeFirstInsert: func(t testing.TB, hook func()) {
-			beforeInsert = hook
-			t.Cleanup(func() { beforeInsert = nil })
-		},
-		Fences: []sqltest.FenceClient{{Name: "default", Open: openFence(false)}, {Name: "clientFoundRows", Open: openFence(true)}},
+		Fences: []FenceClient{{Name: "default", Open: openMyFence(false)}, {Name: "clientFoundRows", Open: openMyFence(true)}},
 		Quote:  "`",
-		Secrets: func(t testing.TB, raw string) sqltest.Secrets {
-			cfg := parseDSN(t, raw)
-			return sqltest.Secrets{
+		Secrets: func(t testing.TB, raw string) Secrets {
+			cfg := myDSN(t, raw)
+			return Secrets{
 				Schemes: []string{"mysql"},
 				Host:    cfg.Addr,
 				DB:      "/" + cfg.DBName,
@@ -217,9 +224,9 @@ func harness() sqltest.Harness {
 	}
 }
 
-// oldSchema is the tables as the versions before migration 2 created
+// myOldSchema is the tables as the versions before migration 2 created
 // them.
-var oldSchema = []string{
+var myOldSchema = []string{
 	`CREATE TABLE IF NOT EXISTS {session} (
     id         CHAR(32) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
     expires_at DATETIME(6) NOT NULL,
@@ -244,19 +251,19 @@ var oldSchema = []string{
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 }
 
-// admin runs the tests' statements on a client of their own.
-type admin struct{ db *sql.DB }
+// myAdmin runs the tests' statements on a client of their own.
+type myAdmin struct{ db *sql.DB }
 
-func (a admin) Exec(ctx context.Context, q string, args ...any) error {
+func (a myAdmin) Exec(ctx context.Context, q string, args ...any) error {
 	_, err := a.db.ExecContext(ctx, q, args...)
 	return err
 }
 
-func (a admin) Scan(ctx context.Context, q string, args []any, dest ...any) error {
+func (a myAdmin) Scan(ctx context.Context, q string, args []any, dest ...any) error {
 	return a.db.QueryRowContext(ctx, q, args...).Scan(dest...)
 }
 
-func (a admin) ExecInTx(ctx context.Context, q string, args ...any) (func() error, error) {
+func (a myAdmin) ExecInTx(ctx context.Context, q string, args ...any) (func() error, error) {
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -268,7 +275,7 @@ func (a admin) ExecInTx(ctx context.Context, q string, args ...any) (func() erro
 	return tx.Commit, nil
 }
 
-func (a admin) ScriptInTx(ctx context.Context, stmts []string) (func() error, error) {
+func (a myAdmin) ScriptInTx(ctx context.Context, stmts []string) (func() error, error) {
 	tx, err := a.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -282,7 +289,7 @@ func (a admin) ScriptInTx(ctx context.Context, stmts []string) (func() error, er
 	return tx.Commit, nil
 }
 
-func (a admin) ExecScript(ctx context.Context, stmts []string) error {
+func (a myAdmin) ExecScript(ctx context.Context, stmts []string) error {
 	conn, err := a.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -296,16 +303,16 @@ func (a admin) ExecScript(ctx context.Context, stmts []string) error {
 	return nil
 }
 
-// fence writes through Write on a client that sets CLIENT_FOUND_ROWS or
+// myFence writes through Write on a client that sets CLIENT_FOUND_ROWS or
 // not.
-type fence struct {
+type myFence struct {
 	db *sql.DB
-	f  *Fence
+	f  *simbamysql.Fence
 }
 
-func openFence(foundRows bool) func(raw, table string) (sqltest.FenceConn, error) {
-	return func(raw, table string) (sqltest.FenceConn, error) {
-		f, err := NewFence(FenceTable{Table: table, Key: "key", Token: "token", Columns: []string{"value"}})
+func openMyFence(foundRows bool) func(raw, table string) (FenceConn, error) {
+	return func(raw, table string) (FenceConn, error) {
+		f, err := simbamysql.NewFence(simbamysql.FenceTable{Table: table, Key: "key", Token: "token", Columns: []string{"value"}})
 		if err != nil {
 			return nil, err
 		}
@@ -318,17 +325,17 @@ func openFence(foundRows bool) func(raw, table string) (sqltest.FenceConn, error
 		if err != nil {
 			return nil, err
 		}
-		return fence{sql.OpenDB(conn), f}, nil
+		return myFence{sql.OpenDB(conn), f}, nil
 	}
 }
 
-func (c fence) Init(ctx context.Context, key string) error { return c.f.Init(ctx, c.db, key) }
+func (c myFence) Init(ctx context.Context, key string) error { return c.f.Init(ctx, c.db, key) }
 
-func (c fence) Write(ctx context.Context, key string, token uint64, value string) (bool, error) {
+func (c myFence) Write(ctx context.Context, key string, token uint64, value string) (bool, error) {
 	return c.f.Write(ctx, c.db, key, token, value)
 }
 
-func (c fence) InTx(ctx context.Context, commit bool, fn func(sqltest.WriteFunc) error) error {
+func (c myFence) InTx(ctx context.Context, commit bool, fn func(WriteFunc) error) error {
 	tx, err := c.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -343,25 +350,43 @@ func (c fence) InTx(ctx context.Context, commit bool, fn func(sqltest.WriteFunc)
 	return tx.Commit()
 }
 
-func (c fence) Close() error { return c.db.Close() }
+func (c myFence) Close() error { return c.db.Close() }
 
-// TestMigrateIgnoresDuplicateColumn: an ALTER TABLE that a concurrent
-// migration made redundant, between the check of information_schema and
-// the EXECUTE, fails with ER_DUP_FIELDNAME, which is what the step wanted.
-func TestMigrateIgnoresDuplicateColumn(t *testing.T) {
-	raw := backendtest.ServerEnv(t, "SIMBA_TEST_MYSQL_URL")
-	db := newDB(t, raw, 0)
-	table := "t_dupcol_" + fmt.Sprint(time.Now().UnixNano())
-	if _, err := db.ExecContext(t.Context(), "CREATE TABLE "+table+" (id INT, identity VARCHAR(256) NOT NULL DEFAULT '')"); err != nil {
+// myTLSServer returns the DSN of the TLS test server (its tls parameter
+// names the configuration "custom") with its password, the password,
+// and the CA; "custom" is registered with that CA.
+func myTLSServer(t testing.TB) (dsn, password string, roots *x509.CertPool) {
+	t.Helper()
+	dsn, _, roots = backendtest.TLSServer(t, myTLSEnv)
+	if err := mysql.RegisterTLSConfig("custom", &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = db.ExecContext(context.Background(), "DROP TABLE "+table) })
-	d := newDialect(db, sqlcore.NewTables("unused_"))
-	alter := "ALTER TABLE " + table + " ADD COLUMN identity VARCHAR(256) NOT NULL DEFAULT ''"
-	if err := d.Migrate(t.Context(), []string{alter}); err != nil {
-		t.Fatalf("Migrate with a column that exists: %v", err)
+	cfg := myDSN(t, dsn)
+	if cfg.Passwd == "" {
+		t.Fatalf("%s has no password", myTLSEnv)
 	}
-	if err := d.Migrate(t.Context(), []string{"ALTER TABLE " + table + " ADD COLUMN bad TYPO"}); err == nil {
-		t.Fatal("Migrate ignored another error")
+	return dsn, cfg.Passwd, roots
+}
+
+// myTLSHarness is the harness whose URL keeps the DSN's tls parameter,
+// which the driver keeps apart from the other parameters.
+func myTLSHarness() Harness {
+	h := myHarness()
+	toURL := h.URL
+	h.URL = func(t testing.TB, raw, addr string) string {
+		s := toURL(t, raw, addr)
+		name := myDSN(t, raw).TLSConfig
+		if addr != "" || name == "" {
+			return s
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("tls", name)
+		u.RawQuery = q.Encode()
+		return u.String()
 	}
+	return h
 }

@@ -1,4 +1,4 @@
-package simbapg
+package sqltest
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,55 +15,54 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
-	"go.uber.org/goleak"
 
 	"github.com/simba-go/simba/backend-jdbc/internal/sqlcore"
-	"github.com/simba-go/simba/backend-jdbc/internal/sqltest"
+	simbapg "github.com/simba-go/simba/backend-jdbc/postgres"
 )
 
-func TestMain(m *testing.M) {
-	if spec := os.Getenv("SIMBA_IN_TERM_HOLDER"); spec != "" {
-		os.Exit(runInTermHolder(spec)) // a holder process of in_term_test.go
-	}
-	goleak.VerifyTestMain(m)
-}
+// TestPostgres runs the suite on the PostgreSQL server of
+// SIMBA_TEST_POSTGRES_URL.
+func TestPostgres(t *testing.T) { Run(t, pgHarness()) }
 
-// TestServer runs the suite of the SQL backends on the PostgreSQL server
-// of SIMBA_TEST_POSTGRES_URL.
-func TestServer(t *testing.T) { sqltest.Run(t, harness()) }
-
-// TestServerIsolation runs the tests whose statements depend on the
+// TestPostgresIsolation runs the tests whose statements depend on the
 // isolation level again at the levels a user may make the default
 // (default_transaction_isolation, a run-time parameter of the URL): the
 // statements are written for READ COMMITTED, PostgreSQL's default.
-func TestServerIsolation(t *testing.T) {
+func TestPostgresIsolation(t *testing.T) {
 	for _, level := range []string{"repeatable read", "serializable"} {
 		t.Run(level, func(t *testing.T) {
-			h := harness()
+			h := pgHarness()
 			h.Server = func(t testing.TB, raw string) string {
-				u, err := url.Parse(raw)
-				if err != nil {
-					t.Fatalf("SIMBA_TEST_POSTGRES_URL: %v", err)
-				}
+				u := pgURL(t, raw)
 				q := u.Query()
 				q.Set("default_transaction_isolation", level)
 				u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20") // a space pgx reads as one
 				return u.String()
 			}
-			h.Only = sqltest.IsolationTests
-			sqltest.Run(t, h)
+			h.Only = IsolationTests
+			Run(t, h)
 		})
 	}
 }
 
-func BenchmarkServer(b *testing.B) { sqltest.Bench(b, harness()) }
+// TestPostgresTLS runs the conformance suite over TLS, as the
+// scram-sha-256 user of SIMBA_TEST_POSTGRES_TLS_URL (sslmode=verify-full
+// with sslrootcert).
+func TestPostgresTLS(t *testing.T) {
+	h := pgHarness()
+	h.EnvVar = "SIMBA_TEST_POSTGRES_TLS_URL"
+	h.Only = TLSTests
+	Run(t, h)
+}
 
-func options(o sqlcore.Options) Options {
-	return Options{TablePrefix: o.TablePrefix, Migrate: o.Migrate, CleanupInterval: o.CleanupInterval, Logger: o.Logger}
+func BenchmarkPostgres(b *testing.B) { Bench(b, pgHarness()) }
+
+func pgOptions(o sqlcore.Options) simbapg.Options {
+	return simbapg.Options{TablePrefix: o.TablePrefix, Migrate: o.Migrate, CleanupInterval: o.CleanupInterval, Logger: o.Logger}
 }
 
 // newPool returns a pool on raw, closed when t ends.
-func newPool(t testing.TB, raw string, maxConns int32) *pgxpool.Pool {
+func pgPool(t testing.TB, raw string, maxConns int32) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
@@ -81,10 +79,10 @@ func newPool(t testing.TB, raw string, maxConns int32) *pgxpool.Pool {
 	return pool
 }
 
-// uncancelledPool returns a pool on raw whose cancel requests are lost:
+// pgUncancelledPool returns a pool on raw whose cancel requests are lost:
 // a connection whose ctx ends is closed, and the server goes on with its
 // statement.
-func uncancelledPool(t testing.TB, raw string) *pgxpool.Pool {
+func pgUncancelledPool(t testing.TB, raw string) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(raw)
 	if err != nil {
@@ -117,30 +115,34 @@ func (c *lossyCancel) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-func engineOn(pool *pgxpool.Pool) func(sqlcore.Options) (*sqlcore.Backend, error) {
-	return func(o sqlcore.Options) (*sqlcore.Backend, error) {
-		b, err := New(pool, options(o))
+// pgBackends returns New on pool.
+func pgBackends(pool *pgxpool.Pool) func(sqlcore.Options) (Backend, error) {
+	return func(o sqlcore.Options) (Backend, error) {
+		b, err := simbapg.New(pool, pgOptions(o))
 		if err != nil {
 			return nil, err
 		}
-		return b.e, nil
+		return b, nil
 	}
 }
 
-func harness() sqltest.Harness {
-	return sqltest.Harness{
-		Pkg:        pkg,
-		EnvVar:     "SIMBA_TEST_POSTGRES_URL",
-		Migrations: migrations,
-		OldSchema:  oldSchema,
-		Connect: func(t testing.TB, raw string) (func(sqlcore.Options) (*sqlcore.Backend, error), sqltest.Admin) {
-			pool := newPool(t, raw, 0)
-			return engineOn(pool), admin{pool}
+// pgHarness is the harness of the PostgreSQL server of
+// SIMBA_TEST_POSTGRES_URL.
+func pgHarness() Harness {
+	return Harness{
+		Pkg: &sqlcore.Pkg{Name: "simbapg", ErrClosed: simbapg.ErrClosed, ErrSchemaMissing: simbapg.ErrSchemaMissing,
+			ErrInvalidOptions: simbapg.ErrInvalidOptions, ErrInvalidFence: simbapg.ErrInvalidFence, ErrFenceRowMissing: simbapg.ErrFenceRowMissing},
+		EnvVar:    "SIMBA_TEST_POSTGRES_URL",
+		Schema:    simbapg.Schema,
+		OldSchema: pgOldSchema,
+		Connect: func(t testing.TB, raw string) (func(sqlcore.Options) (Backend, error), Admin) {
+			pool := pgPool(t, raw, 0)
+			return pgBackends(pool), pgAdmin{pool}
 		},
-		Open: func(ctx context.Context, url string, o sqltest.OpenOptions) (sqltest.Backend, error) {
-			opts := options(o.Options)
+		Open: func(ctx context.Context, url string, o OpenOptions) (Backend, error) {
+			opts := pgOptions(o.Options)
 			opts.Password = o.Password
-			b, err := Open(ctx, url, opts)
+			b, err := simbapg.Open(ctx, url, opts)
 			if err != nil {
 				return nil, err
 			}
@@ -150,16 +152,16 @@ func harness() sqltest.Harness {
 			if addr == "" {
 				return raw
 			}
-			u := parseURL(t, raw)
+			u := pgURL(t, raw)
 			u.Host = addr
 			return u.String()
 		},
-		Addr:      func(t testing.TB, raw string) string { return parseURL(t, raw).Host },
+		Addr:      func(t testing.TB, raw string) string { return pgURL(t, raw).Host },
 		Later:     func(s int) string { return fmt.Sprintf("clock_timestamp() + interval '%d second'", s) },
 		LockWaits: "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE ? AND pid <> pg_backend_pid()",
-		SingleConn: func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error)) {
-			pool := newPool(t, raw, 1)
-			b, err := engineOn(pool)(o)
+		SingleConn: func(t testing.TB, raw string, o sqlcore.Options) (Backend, func(context.Context) (int64, error)) {
+			pool := pgPool(t, raw, 1)
+			b, err := pgBackends(pool)(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,9 +171,9 @@ func harness() sqltest.Harness {
 				return int64(pid), err
 			}
 		},
-		RowsRead: func(t testing.TB, raw string, o sqlcore.Options) (*sqlcore.Backend, func(context.Context) (int64, error)) {
-			pool := newPool(t, raw, 1)
-			b, err := engineOn(pool)(o)
+		RowsRead: func(t testing.TB, raw string, o sqlcore.Options) (Backend, func(context.Context) (int64, error)) {
+			pool := pgPool(t, raw, 1)
+			b, err := pgBackends(pool)(o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,14 +192,14 @@ func harness() sqltest.Harness {
 				return n, err
 			}
 		},
-		Uncancelled: func(t testing.TB, raw string, o sqlcore.Options) *sqlcore.Backend {
-			b, err := engineOn(uncancelledPool(t, raw))(o)
+		Uncancelled: func(t testing.TB, raw string, o sqlcore.Options) Backend {
+			b, err := pgBackends(pgUncancelledPool(t, raw))(o)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return b
 		},
-		Kill: func(ctx context.Context, a sqltest.Admin, id int64) error {
+		Kill: func(ctx context.Context, a Admin, id int64) error {
 			var ok bool
 			err := a.Scan(ctx, "SELECT pg_terminate_backend(?)", []any{int32(id)}, &ok)
 			if err == nil && !ok {
@@ -205,12 +207,12 @@ func harness() sqltest.Harness {
 			}
 			return err
 		},
-		Fences: []sqltest.FenceClient{{Name: "pgx", Open: openPgxFence}, {Name: "database-sql", Open: openSQLFence}},
+		Fences: []FenceClient{{Name: "pgx", Open: openPgxFence}, {Name: "database-sql", Open: openPgSQLFence}},
 		Quote:  `"`,
-		Secrets: func(t testing.TB, raw string) sqltest.Secrets {
-			return sqltest.Secrets{
+		Secrets: func(t testing.TB, raw string) Secrets {
+			return Secrets{
 				Schemes: []string{"postgres", "postgresql"},
-				Host:    parseURL(t, raw).Host,
+				Host:    pgURL(t, raw).Host,
 				DB:      "/postgres?sslmode=disable",
 				Invalid: "?sslmode=bogus",
 				HoldsConfig: func(err error) bool {
@@ -223,9 +225,9 @@ func harness() sqltest.Harness {
 	}
 }
 
-// oldSchema is the tables as the versions before migration 2 created
+// pgOldSchema is the tables as the versions before migration 2 created
 // them.
-var oldSchema = []string{
+var pgOldSchema = []string{
 	`CREATE TABLE IF NOT EXISTS {session} (
     id         varchar(32) COLLATE "C" PRIMARY KEY,
     expires_at timestamptz NOT NULL,
@@ -248,7 +250,7 @@ var oldSchema = []string{
 	`CREATE INDEX IF NOT EXISTS {p}member_sid ON {member} (session_id)`,
 }
 
-func parseURL(t testing.TB, raw string) *url.URL {
+func pgURL(t testing.TB, raw string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -257,31 +259,31 @@ func parseURL(t testing.TB, raw string) *url.URL {
 	return u
 }
 
-// admin runs the tests' statements on a pool of their own.
-type admin struct{ pool *pgxpool.Pool }
+// pgAdmin runs the tests' statements on a pool of their own.
+type pgAdmin struct{ pool *pgxpool.Pool }
 
-func (a admin) Exec(ctx context.Context, q string, args ...any) error {
-	_, err := a.pool.Exec(ctx, sqltest.Dollars(q), args...)
+func (a pgAdmin) Exec(ctx context.Context, q string, args ...any) error {
+	_, err := a.pool.Exec(ctx, Dollars(q), args...)
 	return err
 }
 
-func (a admin) Scan(ctx context.Context, q string, args []any, dest ...any) error {
-	return a.pool.QueryRow(ctx, sqltest.Dollars(q), args...).Scan(dest...)
+func (a pgAdmin) Scan(ctx context.Context, q string, args []any, dest ...any) error {
+	return a.pool.QueryRow(ctx, Dollars(q), args...).Scan(dest...)
 }
 
-func (a admin) ExecInTx(ctx context.Context, q string, args ...any) (func() error, error) {
+func (a pgAdmin) ExecInTx(ctx context.Context, q string, args ...any) (func() error, error) {
 	tx, err := a.pool.Begin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tx.Exec(ctx, sqltest.Dollars(q), args...); err != nil {
+	if _, err := tx.Exec(ctx, Dollars(q), args...); err != nil {
 		_ = tx.Rollback(ctx)
 		return nil, err
 	}
 	return func() error { return tx.Commit(ctx) }, nil
 }
 
-func (a admin) ExecScript(ctx context.Context, stmts []string) error {
+func (a pgAdmin) ExecScript(ctx context.Context, stmts []string) error {
 	conn, err := a.pool.Acquire(ctx)
 	if err != nil {
 		return err
@@ -295,18 +297,18 @@ func (a admin) ExecScript(ctx context.Context, stmts []string) error {
 	return nil
 }
 
-func testFence(table string) (*Fence, error) {
-	return NewFence(FenceTable{Table: table, Key: "key", Token: "token", Columns: []string{"value"}})
+func pgFenceOf(table string) (*simbapg.Fence, error) {
+	return simbapg.NewFence(simbapg.FenceTable{Table: table, Key: "key", Token: "token", Columns: []string{"value"}})
 }
 
 // pgxFence writes through WritePgx on a pool.
 type pgxFence struct {
 	pool *pgxpool.Pool
-	f    *Fence
+	f    *simbapg.Fence
 }
 
-func openPgxFence(raw, table string) (sqltest.FenceConn, error) {
-	f, err := testFence(table)
+func openPgxFence(raw, table string) (FenceConn, error) {
+	f, err := pgFenceOf(table)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +325,7 @@ func (c pgxFence) Write(ctx context.Context, key string, token uint64, value str
 	return c.f.WritePgx(ctx, c.pool, key, token, value)
 }
 
-func (c pgxFence) InTx(ctx context.Context, commit bool, fn func(sqltest.WriteFunc) error) error {
+func (c pgxFence) InTx(ctx context.Context, commit bool, fn func(WriteFunc) error) error {
 	tx, err := c.pool.Begin(ctx)
 	if err != nil {
 		return err
@@ -343,14 +345,14 @@ func (c pgxFence) Close() error {
 	return nil
 }
 
-// sqlFence writes through Write on a *sql.DB of the pgx stdlib driver.
-type sqlFence struct {
+// pgSQLFence writes through Write on a *sql.DB of the pgx stdlib driver.
+type pgSQLFence struct {
 	db *sql.DB
-	f  *Fence
+	f  *simbapg.Fence
 }
 
-func openSQLFence(raw, table string) (sqltest.FenceConn, error) {
-	f, err := testFence(table)
+func openPgSQLFence(raw, table string) (FenceConn, error) {
+	f, err := pgFenceOf(table)
 	if err != nil {
 		return nil, err
 	}
@@ -358,16 +360,16 @@ func openSQLFence(raw, table string) (sqltest.FenceConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sqlFence{stdlib.OpenDB(*cfg), f}, nil
+	return pgSQLFence{stdlib.OpenDB(*cfg), f}, nil
 }
 
-func (c sqlFence) Init(ctx context.Context, key string) error { return c.f.Init(ctx, c.db, key) }
+func (c pgSQLFence) Init(ctx context.Context, key string) error { return c.f.Init(ctx, c.db, key) }
 
-func (c sqlFence) Write(ctx context.Context, key string, token uint64, value string) (bool, error) {
+func (c pgSQLFence) Write(ctx context.Context, key string, token uint64, value string) (bool, error) {
 	return c.f.Write(ctx, c.db, key, token, value)
 }
 
-func (c sqlFence) InTx(ctx context.Context, commit bool, fn func(sqltest.WriteFunc) error) error {
+func (c pgSQLFence) InTx(ctx context.Context, commit bool, fn func(WriteFunc) error) error {
 	tx, err := c.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -382,4 +384,4 @@ func (c sqlFence) InTx(ctx context.Context, commit bool, fn func(sqltest.WriteFu
 	return tx.Commit()
 }
 
-func (c sqlFence) Close() error { return c.db.Close() }
+func (c pgSQLFence) Close() error { return c.db.Close() }
