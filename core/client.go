@@ -213,8 +213,7 @@ func New(b Backend, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalidArgument)
 	}
 	if v := reflect.ValueOf(b); v.Kind() == reflect.Pointer && v.IsNil() {
-		// A nil *T in the interface: the session loop would panic on its
-		// first call, on a goroutine of its own.
+		// A nil *T: the session loop would panic on its own goroutine.
 		return nil, fmt.Errorf("%w: nil backend (%T)", ErrInvalidArgument, b)
 	}
 	o := options{exec: goExecutor{}, evBuffer: DefaultEventBuffer}
