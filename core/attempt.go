@@ -19,6 +19,7 @@ type attempt struct {
 	// is parent bounded by the renew period.
 	parent context.Context
 	ctx    *callContext
+	permit *Permit // the permit the entry served when the attempt started, or nil
 }
 
 // contend starts an acquire if the entry wants a term, the session is
@@ -38,7 +39,7 @@ func (e *entry) startAttempt(parent context.Context) *attempt {
 		return nil
 	}
 	e.stopTimers()
-	a := &attempt{sess: c.sess, parent: parent}
+	a := &attempt{sess: c.sess, parent: parent, permit: e.permit}
 	a.ctx = withCallDeadline(parent, a.sess.renewPeriod())
 	e.attempt = a
 	return a
@@ -48,7 +49,7 @@ func (e *entry) startAttempt(parent context.Context) *attempt {
 // Call without the lock.
 func (e *entry) runAttempt(a *attempt) {
 	c := e.c
-	res, err := c.b.Acquire(a.ctx, a.sess.id, e.name)
+	res, err := c.acquireCall(a, e.name)
 	a.ctx.stop()
 	now := time.Now()
 	c.lock()
@@ -81,7 +82,9 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 	}
 	current := !a.abandoned && a.sess == c.sess && !a.sess.ended && c.entries[e.name] == e
 	if err != nil || !res.Won {
-		if err != nil && !a.cut && !errors.Is(err, ErrSessionExpired) {
+		if errors.Is(err, ErrPermitsMismatch) {
+			e.failWaiters(err)
+		} else if err != nil && !a.cut && !errors.Is(err, ErrSessionExpired) {
 			c.emit(Event{Kind: EventBackendError, Name: e.name, Err: err})
 		}
 		if current {

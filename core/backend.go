@@ -294,6 +294,44 @@ type Sweeper interface {
 	Sweep(ctx context.Context, idle time.Duration) (removed int, err error)
 }
 
+// PermitAcquirer is implemented by backends that hand out the permits of
+// semaphores (every backend of this repository); Client.Semaphore needs it
+// and fails with ErrNotSupported without it (docs/adr/0040-semaphores.md).
+//
+// A semaphore of name with n permits is n ordinary leases, its slots,
+// named PermitName(name, 0) to PermitName(name, n-1): KeepAlive, Release,
+// CloseSession, Holder and ListHolders treat them as any lease. Only the
+// acquire differs. AcquirePermit(s, p) is Acquire of the slot's lease
+// PermitName(p.Semaphore, p.Slot), with the same ownership rules and the
+// same atomicity, and two more duties, both in the same atomic step:
+//
+//   - Tokens: the new term's token is greater than every token any slot
+//     of p.Semaphore has had before, on this backend, whatever the number
+//     of permits it was asked with (and than every token of the slot's own
+//     lease, including those before a sweep). The tokens of a semaphore
+//     thus strictly increase in the order its permits are granted.
+//   - Permits: the backend records the number of permits of each
+//     semaphore. While a live session owns a slot of the recorded number
+//     (PermitName(p.Semaphore, i) for i below it), a call with another
+//     p.Permits fails with an error matching ErrPermitsMismatch and
+//     changes nothing; otherwise the call records p.Permits. Of two calls
+//     with different numbers racing on an unheld semaphore, at most one
+//     wins a slot.
+//
+// A Permit with Permits outside [1, MaxPermits], a Slot outside [0,
+// Permits), or an invalid name (for the semaphore or its last slot) fails
+// with an error matching ErrInvalidArgument or a *NameError.
+type PermitAcquirer interface {
+	AcquirePermit(ctx context.Context, s SessionID, p Permit) (AcquireResult, error)
+}
+
+// Permit names one slot of a semaphore, for [PermitAcquirer].
+type Permit struct {
+	Semaphore string // the semaphore's name
+	Permits   int    // how many permits the caller believes it has
+	Slot      int    // the slot asked for, 0 to Permits-1
+}
+
 // OpenedBackend is a [Backend] that owns what it opened (connections,
 // goroutines): Close releases it. Close of the backends of this project
 // returns within a few seconds whatever the server does; sessions left

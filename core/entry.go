@@ -60,6 +60,7 @@ type entry struct {
 	waiters []*waiter
 	holder  *LockTerm
 	waitBuf [1]*waiter // the first backing array of waiters
+	permit  *Permit    // the semaphore slot the lock is, or nil
 }
 
 // entryFor returns the entry of name for kind, creating it if needed. Call

@@ -55,6 +55,13 @@ var (
 	// and as an election: they would share one lease (R-LOCK-8).
 	ErrNameInUse = errors.New("simba: name already used by a lock or an election of this client")
 
+	// ErrPermitsMismatch is matched by the error of a semaphore's Acquire
+	// or TryAcquire when the semaphore is in use with another number of
+	// permits: a live session holds one of its permits, granted under the
+	// number the backend recorded. It is not retried: every holder must
+	// ask with the same number.
+	ErrPermitsMismatch = errors.New("simba: semaphore is in use with another number of permits")
+
 	// ErrInvalidArgument is wrapped by errors about nil listeners, nil
 	// functions and negative durations.
 	ErrInvalidArgument = errors.New("simba: invalid argument")

@@ -12,8 +12,9 @@ import (
 // has at most one holder (R-LOCK-5). A Lock value is cheap and safe for
 // concurrent use; Locks of one name on one client share their state.
 type Lock struct {
-	c    *Client
-	name string
+	c      *Client
+	name   string
+	permit *Permit // the semaphore slot the lock is, or nil
 }
 
 // Lock returns the lock of name. The name is checked by Acquire.
@@ -149,6 +150,10 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 		c.lock()
 		e, err := c.entryFor(l.name, kindLock)
 		if err != nil {
+			c.unlock()
+			return nil, err
+		}
+		if err := e.usePermit(l.permit); err != nil {
 			c.unlock()
 			return nil, err
 		}

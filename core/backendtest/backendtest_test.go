@@ -72,6 +72,7 @@ var mutants = map[string][]string{
 	"ignores-cancel":            {"CancelledContext"},
 	"holder-outlives-expiry":    {"HolderReader"},
 	"keepalive-cost-grows":      {"KeepAliveCost"},
+	"permits-unchecked":         {"PermitsAtMostN", "PermitsMismatch", "PermitsRace"},
 }
 
 // TestSuiteCatchesBrokenBackends runs the suite against backends with one
@@ -346,6 +347,18 @@ func (m *mutant) KeepAlive(ctx context.Context, s simba.SessionID, req simba.Kee
 		m.mu.Unlock()
 	}
 	return r, err
+}
+
+// AcquirePermit of permits-unchecked acquires the slot as a plain lease:
+// tokens per slot, no record of the number of permits.
+func (m *mutant) AcquirePermit(ctx context.Context, s simba.SessionID, p simba.Permit) (simba.AcquireResult, error) {
+	if m.kind == "permits-unchecked" {
+		if err := simba.ValidatePermit(p); err != nil {
+			return simba.AcquireResult{}, err
+		}
+		return m.Conn.Acquire(ctx, s, simba.PermitName(p.Semaphore, p.Slot))
+	}
+	return m.Conn.AcquirePermit(ctx, s, p)
 }
 
 func (m *mutant) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {

@@ -18,6 +18,7 @@ var (
 	_ simba.IdentityOpener  = (*Conn)(nil)
 	_ simba.Sweeper         = (*Conn)(nil)
 	_ simba.HolderLister    = (*Conn)(nil)
+	_ simba.PermitAcquirer  = (*Conn)(nil)
 )
 
 // Conn is one node's connection to a [Server]. It implements
@@ -232,6 +233,11 @@ func (c *Conn) KeepAlive(ctx context.Context, id simba.SessionID, req simba.Keep
 // Acquire is [Server.Acquire] through the faults of c.
 func (c *Conn) Acquire(ctx context.Context, id simba.SessionID, name string) (simba.AcquireResult, error) {
 	return forward(ctx, c, OpAcquire, func() (simba.AcquireResult, error) { return c.s.acquire(ctx, id, name, c) })
+}
+
+// AcquirePermit is [Server.AcquirePermit] through the faults of c.
+func (c *Conn) AcquirePermit(ctx context.Context, id simba.SessionID, p simba.Permit) (simba.AcquireResult, error) {
+	return forward(ctx, c, OpAcquirePermit, func() (simba.AcquireResult, error) { return c.s.acquirePermit(ctx, id, p, c) })
 }
 
 // Release is [Server.Release] through the faults of c.

@@ -44,17 +44,18 @@ import (
 
 // Operation names, the keys of [Server.Calls] and [Conn.Calls].
 const (
-	OpOpenSession  = "OpenSession"
-	OpKeepAlive    = "KeepAlive"
-	OpAcquire      = "Acquire"
-	OpRelease      = "Release"
-	OpJoinGroup    = "JoinGroup"
-	OpLeaveGroup   = "LeaveGroup"
-	OpCloseSession = "CloseSession"
-	OpWatchRelease = "WatchRelease"
-	OpHolder       = "Holder"
-	OpSweep        = "Sweep"
-	OpListHolders  = "ListHolders"
+	OpOpenSession   = "OpenSession"
+	OpKeepAlive     = "KeepAlive"
+	OpAcquire       = "Acquire"
+	OpAcquirePermit = "AcquirePermit"
+	OpRelease       = "Release"
+	OpJoinGroup     = "JoinGroup"
+	OpLeaveGroup    = "LeaveGroup"
+	OpCloseSession  = "CloseSession"
+	OpWatchRelease  = "WatchRelease"
+	OpHolder        = "Holder"
+	OpSweep         = "Sweep"
+	OpListHolders   = "ListHolders"
 )
 
 var (
@@ -64,6 +65,7 @@ var (
 	_ simba.IdentityOpener  = (*Server)(nil)
 	_ simba.Sweeper         = (*Server)(nil)
 	_ simba.HolderLister    = (*Server)(nil)
+	_ simba.PermitAcquirer  = (*Server)(nil)
 )
 
 // Server is the in-memory store. The zero value is an empty store, like
@@ -76,6 +78,7 @@ type Server struct {
 	leases   map[string]*record // deleted only by Sweep, which raises floor
 	floor    uint64             // the highest token Sweep removed: new records start above it
 	groups   map[string]map[*session]struct{}
+	permits  map[string]*semaphore // never deleted: a semaphore's tokens only grow
 	watchers map[string]map[*watcher]struct{}
 	phantom  *session // owner of the leases taken by TakeOver, never expires
 	calls    map[string]int
@@ -116,6 +119,7 @@ func (s *Server) lock() {
 		s.sessions = make(map[simba.SessionID]*session)
 		s.leases = make(map[string]*record)
 		s.groups = make(map[string]map[*session]struct{})
+		s.permits = make(map[string]*semaphore)
 		s.watchers = make(map[string]map[*watcher]struct{})
 		s.calls = make(map[string]int)
 	}
@@ -289,6 +293,58 @@ func (s *Server) acquire(ctx context.Context, id simba.SessionID, name string, c
 		return simba.AcquireResult{}, nil
 	}
 	return simba.AcquireResult{Won: true, Token: s.take(l, name, ss)}, nil
+}
+
+// semaphore is the record of a semaphore: the number of permits it was
+// last granted under and the highest token any of its slots got.
+type semaphore struct {
+	permits int
+	token   uint64
+}
+
+// AcquirePermit starts a new term of the slot p.Slot of semaphore
+// p.Semaphore, as Acquire does for the slot's lease, with a token above
+// every token of the semaphore's slots (see simba.PermitAcquirer). It fails
+// with an error matching simba.ErrPermitsMismatch while a live session
+// holds a slot granted under another number of permits.
+func (s *Server) AcquirePermit(ctx context.Context, id simba.SessionID, p simba.Permit) (simba.AcquireResult, error) {
+	return s.acquirePermit(ctx, id, p, nil)
+}
+
+func (s *Server) acquirePermit(ctx context.Context, id simba.SessionID, p simba.Permit, c *Conn) (simba.AcquireResult, error) {
+	if err := simba.ValidatePermit(p); err != nil {
+		return simba.AcquireResult{}, fmt.Errorf("memory: %s: %w", OpAcquirePermit, err)
+	}
+	if _, err := s.begin(ctx, OpAcquirePermit, c); err != nil {
+		return simba.AcquireResult{}, err
+	}
+	defer s.mu.Unlock()
+	ss, err := s.live(OpAcquirePermit, id)
+	if err != nil {
+		return simba.AcquireResult{}, err
+	}
+	sem := s.permits[p.Semaphore]
+	if sem == nil {
+		sem = &semaphore{permits: p.Permits}
+		s.permits[p.Semaphore] = sem
+	}
+	if sem.permits != p.Permits {
+		for i := range sem.permits {
+			if l := s.leases[simba.PermitName(p.Semaphore, i)]; l != nil && l.owner != nil {
+				return simba.AcquireResult{}, fmt.Errorf("memory: %s: semaphore %s holds permits granted under %d, asked with %d: %w",
+					OpAcquirePermit, p.Semaphore, sem.permits, p.Permits, simba.ErrPermitsMismatch)
+			}
+		}
+		sem.permits = p.Permits
+	}
+	name := simba.PermitName(p.Semaphore, p.Slot)
+	l := s.lease(name)
+	if l.owner != nil && l.owner != ss {
+		return simba.AcquireResult{}, nil
+	}
+	l.token = max(l.token, sem.token)
+	sem.token = s.take(l, name, ss)
+	return simba.AcquireResult{Won: true, Token: sem.token}, nil
 }
 
 // lease returns the record of name, creating it on first use.
