@@ -102,26 +102,31 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*LockTerm, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.c.cfg.LeaseDuration)
 	defer cancel()
-	return s.tryEach(ctx, rand.IntN(s.permits))
+	return s.tryEach(ctx, rand.IntN(s.permits), s.permits)
 }
+
+// queued is how many permits one Acquire queues for at once.
+const queued = 8
 
 // Acquire waits for a permit until ctx is done, with the timeout, cancel
 // and outage semantics of Lock.Acquire (R-LOCK-1, R-LOCK-2): the deadline
 // of ctx is the timeout, a cancelled wait never leaves a permit held, and
 // a deadline that passed before the call makes one TryAcquire.
 //
-// It first tries every permit once, from a random one. When all are held
-// it queues for one of them, its home permit, for one lease duration, so
-// that a release wakes only the first waiter of that permit on the
-// backends that queue waiters (no thundering herd), then tries every
-// permit again, until it wins one. It fails at once with an error
-// matching ErrPermitsMismatch when the semaphore is in use with another
-// number of permits.
+// It tries up to 8 permits one by one, from a random one, as TryAcquire
+// does. When they are held, it queues for every permit at once as a
+// Lock.Acquire of each would, and
+// takes the first it wins; it gives back at once any other won meanwhile.
+// On the backends that queue waiters, a release thus wakes only the first
+// waiter of the permit released: no thundering herd. A semaphore of more
+// than 8 permits queues for 8 of them, drawn at random and drawn again
+// every lease duration. It fails at once with an error matching
+// ErrPermitsMismatch when the semaphore is in use with another number of
+// permits.
 func (s *Semaphore) Acquire(ctx context.Context) (*LockTerm, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	home := rand.IntN(s.permits)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		lt, err := s.TryAcquire(ctx)
 		if errors.Is(err, ErrLockHeld) {
@@ -129,18 +134,21 @@ func (s *Semaphore) Acquire(ctx context.Context) (*LockTerm, error) {
 		}
 		return lt, err
 	}
+	// Uncontended, a permit costs one attempt: first try some one by one.
+	lt, err := s.tryEach(ctx, rand.IntN(s.permits), queued)
+	if err == nil || final(err) {
+		return lt, err
+	}
 	for {
-		lt, err := s.tryEach(ctx, home)
+		round, cancel := context.WithCancel(ctx)
+		if s.permits > queued {
+			cancel()
+			round, cancel = context.WithTimeout(ctx, s.c.cfg.LeaseDuration)
+		}
+		lt, err := s.queue(round, cancel)
+		cancel()
 		if err == nil || final(err) {
 			return lt, err
-		}
-		if ctx.Err() == nil {
-			wait, cancel := context.WithTimeout(ctx, s.c.cfg.LeaseDuration)
-			lt, err = s.slot(home).acquire(wait, false)
-			cancel()
-			if err == nil || final(err) {
-				return lt, err
-			}
 		}
 		if ctx.Err() != nil {
 			if errors.Is(err, ErrLockTimeout) {
@@ -151,12 +159,47 @@ func (s *Semaphore) Acquire(ctx context.Context) (*LockTerm, error) {
 	}
 }
 
-// tryEach makes one attempt at each permit from start, under ctx.
-func (s *Semaphore) tryEach(ctx context.Context, start int) (*LockTerm, error) {
+// queue waits for up to queued permits at once under ctx, and returns the
+// first won or the error of the last wait to end. cancel cancels ctx.
+func (s *Semaphore) queue(ctx context.Context, cancel context.CancelFunc) (*LockTerm, error) {
+	slots := rand.Perm(s.permits)[:min(s.permits, queued)]
+	done := make(chan waitResult, len(slots))
+	for _, i := range slots {
+		go func() {
+			lt, err := s.slot(i).acquire(ctx, false)
+			done <- waitResult{lt, err}
+		}()
+	}
+	var won *LockTerm
+	var last error
+	for range slots {
+		r := <-done
+		switch {
+		case r.err == nil && won == nil:
+			won = r.lt
+			cancel()
+		case r.err == nil:
+			r.lt.ReleaseAsync() // won beside the first: given back
+		case final(r.err) && !final(last):
+			last = r.err
+			cancel()
+		case last == nil:
+			last = r.err
+		}
+	}
+	if won != nil {
+		return won, nil
+	}
+	return nil, last
+}
+
+// tryEach makes one attempt at each of k permits from start, under ctx.
+func (s *Semaphore) tryEach(ctx context.Context, start, k int) (*LockTerm, error) {
 	var last error
 	held := 0
-	for k := 0; k < s.permits && ctx.Err() == nil; k++ {
-		lt, err := s.slot((start+k)%s.permits).acquire(ctx, true)
+	k = min(k, s.permits)
+	for i := 0; i < k && ctx.Err() == nil; i++ {
+		lt, err := s.slot((start+i)%s.permits).acquire(ctx, true)
 		switch {
 		case err == nil || final(err):
 			return lt, err
@@ -166,8 +209,8 @@ func (s *Semaphore) tryEach(ctx context.Context, start int) (*LockTerm, error) {
 			last = err
 		}
 	}
-	if held == s.permits {
-		return nil, fmt.Errorf("%w: semaphore %s: all %d permits are held", ErrLockHeld, s.name, s.permits)
+	if held == k {
+		return nil, fmt.Errorf("%w: semaphore %s: %d of its %d permits tried, all held", ErrLockHeld, s.name, k, s.permits)
 	}
 	if last == nil {
 		last = fmt.Errorf("%w: semaphore %s: %w", ErrLockTimeout, s.name, ctx.Err())
