@@ -111,7 +111,7 @@ func TestSemaphorePermitsMismatch(t *testing.T) {
 	})
 }
 
-// R-SEM-3: many goroutines of several clients share n permits; the
+// R-SEM-1, R-SEM-3: many goroutines of several clients share n permits; the
 // recorded terms never overlap more than n at once.
 func TestSemaphoreConcurrentHolders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

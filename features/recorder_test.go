@@ -349,11 +349,28 @@ func (r *recorder) KeepAlive(ctx context.Context, s simba.SessionID, req simba.K
 }
 
 func (r *recorder) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
+	return r.acquire(ctx, s, name, func() (simba.AcquireResult, error) { return r.inner.Acquire(ctx, s, name) })
+}
+
+// AcquirePermit records a permit's acquire as an Acquire of the permit's
+// lease, with the same faults; a backend without the capability gives
+// ErrNotSupported.
+func (r *recorder) AcquirePermit(ctx context.Context, s simba.SessionID, p simba.Permit) (simba.AcquireResult, error) {
+	return r.acquire(ctx, s, simba.PermitName(p.Semaphore, p.Slot), func() (simba.AcquireResult, error) {
+		if pa, ok := r.inner.(simba.PermitAcquirer); ok {
+			return pa.AcquirePermit(ctx, s, p)
+		}
+		return simba.AcquireResult{}, fmt.Errorf("features: the %T backend: %w", r.inner, simba.ErrNotSupported)
+	})
+}
+
+// acquire records the acquire of name that call makes.
+func (r *recorder) acquire(ctx context.Context, s simba.SessionID, name string, call func() (simba.AcquireResult, error)) (simba.AcquireResult, error) {
 	c, f := r.begin(ctx, memory.OpAcquire, s, name, 0)
 	if err := r.reach(ctx, c, f); err != nil {
 		return simba.AcquireResult{}, err
 	}
-	res, err := r.inner.Acquire(ctx, s, name)
+	res, err := call()
 	if err == nil && res.Won && f != nil && f.forge != 0 {
 		res.Token = f.forge
 	}

@@ -27,6 +27,7 @@ var sentinels = map[string]error{
 	"ErrInvalidName":           simba.ErrInvalidName,
 	"ErrInvalidConfig":         simba.ErrInvalidConfig,
 	"ErrSessionExpired":        simba.ErrSessionExpired,
+	"ErrPermitsMismatch":       simba.ErrPermitsMismatch,
 	"context.Canceled":         context.Canceled,
 	"context.DeadlineExceeded": context.DeadlineExceeded,
 }

@@ -1,5 +1,6 @@
 // Command chaosnode is one node of the robustness suite: a separate OS
-// process that contends for locks and elections on a backend opened by URL
+// process that contends for locks, elections and the permits of
+// semaphores on a backend opened by URL
 // through the public API, writes to the suite's fenced resource with the
 // token of each term it wins, and records every step in a history file
 // (see package history).
@@ -16,6 +17,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,6 +41,8 @@ type options struct {
 	node      string
 	locks     int
 	elections int
+	sems      int
+	permits   int
 	workers   int
 	writes    int
 	gap       time.Duration
@@ -57,6 +61,8 @@ func main() {
 	fs.StringVar(&o.node, "node", "", "node name in the history")
 	fs.IntVar(&o.locks, "locks", 4, "lock names lock-0 .. lock-N-1 to contend for")
 	fs.IntVar(&o.elections, "elections", 1, "election names leader-0 .. leader-N-1 to contend for")
+	fs.IntVar(&o.sems, "semaphores", 1, "semaphore names sem-0 .. sem-N-1 to contend for, each by workers+1 goroutines")
+	fs.IntVar(&o.permits, "permits", 2, "permits of each semaphore")
 	fs.IntVar(&o.workers, "workers", 2, "goroutines contending for each lock name")
 	fs.IntVar(&o.writes, "writes", 4, "fenced writes per term")
 	fs.DurationVar(&o.gap, "gap", 5*time.Millisecond, "pause between two writes of a term")
@@ -67,9 +73,9 @@ func main() {
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		os.Exit(2)
 	}
-	if o.backend == "" || o.history == "" || o.fence == "" || o.node == "" || o.locks < 0 || o.elections < 0 ||
-		o.locks+o.elections == 0 || o.workers < 1 || o.writes < 1 || o.lease <= 0 {
-		fmt.Fprintln(os.Stderr, "chaosnode: need -backend, -history, -fence, -node, at least one name, -workers >= 1, -writes >= 1, -lease > 0")
+	if o.backend == "" || o.history == "" || o.fence == "" || o.node == "" || o.locks < 0 || o.elections < 0 || o.sems < 0 ||
+		o.locks+o.elections+o.sems == 0 || o.permits < 1 || o.workers < 1 || o.writes < 1 || o.lease <= 0 {
+		fmt.Fprintln(os.Stderr, "chaosnode: need -backend, -history, -fence, -node, at least one name, -permits >= 1, -workers >= 1, -writes >= 1, -lease > 0")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -124,6 +130,15 @@ func run(ctx context.Context, o options) error {
 			wg.Go(func() { w.lockLoop(ctx) })
 		}
 	}
+	for i := range o.sems {
+		for range o.workers + 1 {
+			w, err := n.newWriter(ctx, fmt.Sprintf("sem-%d", i))
+			if err != nil {
+				return err
+			}
+			wg.Go(func() { w.lockLoop(ctx) })
+		}
+	}
 	for i := range o.elections {
 		w, err := n.newWriter(ctx, fmt.Sprintf("leader-%d", i))
 		if err != nil {
@@ -159,11 +174,16 @@ func (n *node) newWriter(ctx context.Context, name string) (*writer, error) {
 	return &writer{node: n, name: name, fc: fc}, nil
 }
 
-// lockLoop acquires the lock, writes, releases, idles, and again, until
-// ctx ends.
+// lockLoop acquires the lock (or a permit of the semaphore, for a name
+// sem-i), writes, releases, idles, and again, until ctx ends.
 func (w *writer) lockLoop(ctx context.Context) {
 	defer w.fc.Close()
-	lock := w.client.Lock(w.name)
+	var lock interface {
+		Acquire(context.Context) (*simba.LockTerm, error)
+	} = w.client.Lock(w.name)
+	if strings.HasPrefix(w.name, "sem-") {
+		lock = w.client.Semaphore(w.name, w.o.permits)
+	}
 	for ctx.Err() == nil {
 		actx, cancel := context.WithTimeout(ctx, 20*w.o.lease)
 		lt, err := lock.Acquire(actx)
@@ -203,8 +223,12 @@ func (w *writer) electionLoop(ctx context.Context) {
 func (w *writer) term(ctx context.Context, t *simba.Term, hold time.Duration) {
 	t0 := history.Mono()
 	rem := t.Remaining()
-	w.h.Add(history.Record{Kind: history.KindStart, Name: w.name, Token: t.Token(), Session: string(t.Session()),
-		Deadline: t0 + int64(rem)})
+	start := history.Record{Kind: history.KindStart, Name: t.Name(), Token: t.Token(), Session: string(t.Session()),
+		Deadline: t0 + int64(rem)}
+	if t.Name() != w.name {
+		start.Permits = w.o.permits
+	}
+	w.h.Add(start)
 	reason := "released"
 	until := time.Now().Add(hold)
 	for i := 0; ; i++ {
@@ -223,7 +247,7 @@ func (w *writer) term(ctx context.Context, t *simba.Term, hold time.Duration) {
 	} else if !t.Valid() {
 		reason = "DEADLINE_SEEN"
 	}
-	w.h.Add(history.Record{Kind: history.KindEnd, Name: w.name, Token: t.Token(), Reason: reason})
+	w.h.Add(history.Record{Kind: history.KindEnd, Name: t.Name(), Token: t.Token(), Reason: reason})
 }
 
 // write sends one fenced write if the term is valid. The deadline recorded
@@ -237,9 +261,9 @@ func (w *writer) write(t *simba.Term) bool {
 	if rem <= 0 || t1 >= t0+int64(rem) {
 		return false
 	}
-	w.h.Add(history.Record{T: t1, Kind: history.KindWrite, Name: w.name, Token: t.Token(), Deadline: t0 + int64(rem)})
-	err := w.fc.Write(w.name, t.Token())
-	rec := history.Record{Kind: history.KindResult, Name: w.name, Token: t.Token(), OK: err == nil}
+	w.h.Add(history.Record{T: t1, Kind: history.KindWrite, Name: t.Name(), Token: t.Token(), Deadline: t0 + int64(rem)})
+	err := w.fc.Write(t.Name(), t.Token())
+	rec := history.Record{Kind: history.KindResult, Name: t.Name(), Token: t.Token(), OK: err == nil}
 	if err != nil && !errors.Is(err, fence.ErrRefused) {
 		rec.Err = err.Error()
 	}

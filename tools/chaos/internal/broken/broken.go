@@ -111,6 +111,22 @@ func (w *wrapper) KeepAlive(ctx context.Context, s simba.SessionID, req simba.Ke
 
 func (w *wrapper) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
 	r, err := w.inner.Acquire(ctx, s, name)
+	return w.note(s, name, r, err)
+}
+
+// AcquirePermit forwards to the backend's, so that the broken builds
+// break the permits of semaphores the way they break locks.
+func (w *wrapper) AcquirePermit(ctx context.Context, s simba.SessionID, p simba.Permit) (simba.AcquireResult, error) {
+	pa, ok := w.inner.(simba.PermitAcquirer)
+	if !ok {
+		return simba.AcquireResult{}, fmt.Errorf("broken: %w", simba.ErrNotSupported)
+	}
+	r, err := pa.AcquirePermit(ctx, s, p)
+	return w.note(s, simba.PermitName(p.Semaphore, p.Slot), r, err)
+}
+
+// note records the token of a won acquire of name, for the late release.
+func (w *wrapper) note(s simba.SessionID, name string, r simba.AcquireResult, err error) (simba.AcquireResult, error) {
 	if err == nil && r.Won {
 		w.mu.Lock()
 		if w.won[s] == nil {

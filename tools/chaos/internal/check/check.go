@@ -8,6 +8,9 @@
 //     (counted but passed where the topology's documentation allows it,
 //     option TokensMayGoBack, and so are overlaps begun after a server
 //     fault there);
+//   - more valid terms of a semaphore at once than its permits, or a
+//     permit whose token is not above that of every permit of the
+//     semaphore whose validity ended before it began;
 //   - a stale write accepted by the fenced resource (a token below the
 //     highest it had accepted for the name);
 //   - a write sent after its term's validity ended;
@@ -78,6 +81,7 @@ type Row struct {
 	Terms            int
 	Handovers        int // terms won by another node than the previous term of the name
 	Overlaps         int
+	PermitOverlaps   int // a permit begun while its semaphore's permits were all valid
 	EvictOverlaps    int // overlaps of an evicted session's term, within Timing.EvictGrace
 	TokenRegressions int
 	StaleAccepted    int
@@ -134,6 +138,7 @@ func (r *Result) Total() Row {
 		t.Terms += x.Terms
 		t.Handovers += x.Handovers
 		t.Overlaps += x.Overlaps
+		t.PermitOverlaps += x.PermitOverlaps
 		t.EvictOverlaps += x.EvictOverlaps
 		t.TokenRegressions += x.TokenRegressions
 		t.StaleAccepted += x.StaleAccepted
@@ -168,6 +173,7 @@ type term struct {
 	end      int64 // math.MaxInt64 without an end record
 	deadline int64 // the latest local deadline seen
 	reason   string
+	permits  int // a semaphore's permit: the semaphore's number of permits; else 0
 }
 
 // validEnd is the end of the term's validity.
@@ -220,6 +226,7 @@ func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
 			}
 			t.start = min(t.start, r.T)
 			t.deadline = max(t.deadline, r.Deadline)
+			t.permits = max(t.permits, r.Permits)
 		case history.KindWrite:
 			writes = append(writes, r)
 			writeTerms = append(writeTerms, cur[k])
@@ -331,6 +338,8 @@ func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
 			}
 		}
 	}
+
+	checkPermits(terms, faults, tm, res, phase, violate)
 
 	for i, w := range writes {
 		p := phase(w.T)

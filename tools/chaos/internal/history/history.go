@@ -44,7 +44,8 @@ type Record struct {
 
 	Name     string `json:"name,omitempty"`
 	Token    uint64 `json:"tok,omitempty"`
-	Deadline int64  `json:"dl,omitempty"` // local deadline of the term seen at T, on the same clock
+	Deadline int64  `json:"dl,omitempty"`      // local deadline of the term seen at T, on the same clock
+	Permits  int    `json:"permits,omitempty"` // start of a semaphore's permit: its number of permits
 	Session  string `json:"sid,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 	OK       bool   `json:"ok,omitempty"`

@@ -34,9 +34,9 @@ func TestTable(t *testing.T) {
 		t.Fatalf("%d lines, want a header, a rule, 3 rows and a total:\n%s", len(lines), b.String())
 	}
 	for _, want := range []string{
-		"| redis | sigkill | 2 | 5 | 0 | 0 | 0 | 0 | 0 | 0 | 2 | 800 / 1200 / 1200 |",
-		"| redis | evict | 1 | 3 | 0 | 1 | 0 | 0 | 0 | 4 | 1 | 100 / 100 / 100 |",
-		"| redis | **all** | 3 | 18 | 0 | 1 | 0 | 0 | 0 | 4 | 3 | 800 / 1200 / 1200 |",
+		"| redis | sigkill | 2 | 5 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 2 | 800 / 1200 / 1200 |",
+		"| redis | evict | 1 | 3 | 0 | 0 | 1 | 0 | 0 | 0 | 4 | 1 | 100 / 100 / 100 |",
+		"| redis | **all** | 3 | 18 | 0 | 0 | 1 | 0 | 0 | 0 | 4 | 3 | 800 / 1200 / 1200 |",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())

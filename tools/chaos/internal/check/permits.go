@@ -1,0 +1,75 @@
+package check
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// checkPermits checks the terms that are permits of a semaphore (those
+// with permits set, named semaphore:slot): at no instant are more of a
+// semaphore's permits valid than its number of permits, and each permit's
+// token is above that of every permit of the semaphore whose validity
+// ended before it began (permits valid at once may get their tokens in
+// either order). The per-name checks cover each slot on its own.
+func checkPermits(terms []*term, faults []fault, tm Timing, res *Result, phase func(int64) *Row, violate func(string, ...any)) {
+	bySem := map[string][]*term{}
+	for _, t := range terms {
+		if i := strings.LastIndexByte(t.name, ':'); t.permits > 0 && i > 0 {
+			bySem[t.name[:i]] = append(bySem[t.name[:i]], t)
+		}
+	}
+	for sem, ts := range bySem {
+		slices.SortFunc(ts, func(a, b *term) int { return compareInt(a.start, b.start) })
+		for i, t := range ts {
+			p := phase(t.start)
+			var valid []*term
+			for _, o := range ts[:i] {
+				switch {
+				case o.validEnd() > t.start:
+					valid = append(valid, o)
+				case t.token <= o.token:
+					p.TokenRegressions++
+					p.MaxTokenDrop = max(p.MaxTokenDrop, o.token-t.token)
+					if !res.TokensMayGoBack {
+						violate("%s: permit %s token %d of %s began after permit %s token %d of %s had ended",
+							sem, t.name, t.token, t.node, o.name, o.token, o.node)
+					}
+				}
+			}
+			if len(valid) < t.permits {
+				continue
+			}
+			if slices.ContainsFunc(valid, func(o *term) bool { return evicted(faults, o, t, tm.EvictGrace) }) {
+				p.EvictOverlaps++
+				continue
+			}
+			p.PermitOverlaps++
+			if f := latest(faults, t.start); res.TokensMayGoBack && f != nil && f.victim == Suite {
+				continue
+			}
+			violate("%s: permit %s token %d of %s began while %d permits of %d were valid, the first ending %v later",
+				sem, t.name, t.token, t.node, len(valid), t.permits, time.Duration(earliestEnd(valid)-t.start))
+		}
+	}
+}
+
+// latest returns the last fault injected at or before t, or nil.
+func latest(faults []fault, t int64) *fault {
+	var last *fault
+	for i := range faults {
+		if faults[i].t <= t {
+			last = &faults[i]
+		}
+	}
+	return last
+}
+
+// earliestEnd returns the earliest end of validity of ts.
+func earliestEnd(ts []*term) int64 {
+	end := ts[0].validEnd()
+	for _, t := range ts[1:] {
+		end = min(end, t.validEnd())
+	}
+	return end
+}
