@@ -370,7 +370,7 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		if err := backendkit.CheckIdentity(identity); err != nil {
 			return simba.SessionGrant{}, fmt.Errorf("simbaredis: open session: %w: identity: %w", simba.ErrInvalidArgument, err)
 		}
-		args = append(args, identity)
+		args = append(args, "identity", identity)
 	}
 	b.checkServer(ctx)
 	sid := backendkit.NewSessionID()
@@ -412,10 +412,8 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.Ke
 	}
 	sid := string(s)
 	held := b.checks.pick(sid, req)
-	keys := make([]string, 0, 2+len(held)+len(req.Unsure))
-	keys = append(keys, b.sessionKey(sid), b.joinedKey(sid))
-	args := make([]any, 0, 4+len(held))
-	args = append(args, ms, b.prefix, sid, len(held))
+	keys := append(make([]string, 0, 2+len(held)+len(req.Unsure)), b.sessionKey(sid), b.joinedKey(sid))
+	args := append(make([]any, 0, 4+len(held)), ms, b.prefix, sid, len(held))
 	for _, name := range held {
 		keys = append(keys, b.leaseKey(name))
 		args = append(args, strconv.FormatUint(req.Held[name], 10))
@@ -503,8 +501,7 @@ func (b *Backend) acquire(ctx context.Context, s simba.SessionID, name string, p
 		case res < 0:
 			return simba.AcquireResult{}, expired("acquire", s)
 		case res > 0 && p != nil:
-			return simba.AcquireResult{}, fmt.Errorf("simbaredis: %s: semaphore %q holds permits taken under %d, asked with %d: %w",
-				op, p.Semaphore, res, p.Permits, simba.ErrPermitsMismatch)
+			return simba.AcquireResult{}, fmt.Errorf("simbaredis: %s: semaphore %q holds permits taken under %d, asked with %d: %w", op, p.Semaphore, res, p.Permits, simba.ErrPermitsMismatch)
 		}
 		return simba.AcquireResult{}, nil
 	case string:
@@ -605,8 +602,7 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	for len(rest) > 0 {
 		n := min(len(rest), closeBatch)
 		leases := make([]string, 0, n)
-		args := make([]any, 0, n+2)
-		args = append(args, sid, b.channel)
+		args := append(make([]any, 0, n+2), sid, b.channel)
 		for _, name := range rest[:n] {
 			leases = append(leases, b.leaseKey(name))
 			args = append(args, name)

@@ -58,9 +58,7 @@ local function try(cmd, key, ...)
 end
 local function must(kind, cmd, key, ...)
   local r = try(cmd, key, ...)
-  if r == nil then
-    error({err = 'WRONGTYPE key ' .. key .. ' holds a ' .. redis.call('TYPE', key)['ok'] .. ', not a ' .. kind})
-  end
+  if r == nil then error({err = 'WRONGTYPE key ' .. key .. ' holds a ' .. redis.call('TYPE', key)['ok'] .. ', not a ' .. kind}) end
   return r
 end
 `
@@ -96,17 +94,12 @@ end
 
 // openScript creates a session, with the identity of its client when one
 // is given.
-// KEYS: session. ARGV: lease ms[, identity]. Reply: remaining ms.
+// KEYS: session. ARGV: lease ms[, 'identity', identity]: the fields it
+// writes besides opened. Reply: remaining ms.
 var openScript = redis.NewScript(luaInt + luaNow + `
 local s = KEYS[1]
-if redis.call('EXISTS', s) == 1 then
-  return redis.error_reply('ERR session id already in use')
-end
-if ARGV[2] then
-  redis.call('HSET', s, 'opened', int(now()), 'identity', ARGV[2])
-else
-  redis.call('HSET', s, 'opened', int(now()))
-end
+if redis.call('EXISTS', s) == 1 then return redis.error_reply('ERR session id already in use') end
+redis.call('HSET', s, 'opened', int(now()), unpack(ARGV, 2))
 redis.call('PEXPIRE', s, ARGV[1])
 return redis.call('PTTL', s)
 `)
@@ -184,26 +177,24 @@ return {redis.call('PTTL', s), lost, owned, groups, bad}
 // KEYS: lease, session. ARGV: sid, prefix, name.
 // Reply: -1 session gone, 0 held by another live session, else the token
 // as a string (a Lua number would round tokens above 2^53).
-var acquireScript = redis.NewScript(luaTakeSession + luaTakeLease + luaTakeToken + `return token`)
+var acquireScript = redis.NewScript(luaTakeRead + luaTakeToken + `return token`)
 
-// The pieces of acquireScript, which permitScript runs with its own steps
-// in between: luaTakeSession checks the caller's session, luaTakeLease
-// reads the lease, returns 0 when another live session holds it and sets
-// token to the base of the new token (the lease's, or the floor), and
-// luaTakeToken takes the lease with the next token after the base.
+// The two halves of acquireScript, which permitScript runs with its own
+// steps in between. luaTakeRead checks the caller's session, reads the
+// lease, sets busy when another live session holds it and token to the
+// base of the new token: the lease's, or the floor (read only for a lease
+// without a token, so never for a held one). luaTakeToken returns 0 when
+// busy, else takes the lease with the next token after the base.
 const (
-	luaTakeSession = `
+	luaTakeRead = `
 local l, s, sid = KEYS[1], KEYS[2], ARGV[1]
 if redis.call('HEXISTS', s, 'opened') == 0 then return -1 end
-`
-	luaTakeLease = `
 local cur = redis.call('HMGET', l, 'session', 'token', 'w')
-if cur[1] and cur[1] ~= sid and redis.call('EXISTS', ARGV[2] .. 'session:' .. cur[1]) == 1 then
-  return 0
-end
+local busy = cur[1] and cur[1] ~= sid and redis.call('EXISTS', ARGV[2] .. 'session:' .. cur[1]) == 1
 local token = cur[2] or redis.call('GET', ARGV[2] .. 'floor') or '0'
 `
 	luaTakeToken = `
+if busy then return 0 end
 local t = redis.call('TIME')
 local us = t[1] .. string.sub('00000' .. t[2], -6)
 local since = string.sub(us, 1, -4)
@@ -233,7 +224,7 @@ if cur[3] then redis.call('HSET', s, '+' .. ARGV[3], 1) end
 // KEYS: lease, session, record. ARGV: sid, prefix, name, semaphore, permits.
 // Reply: those of acquireScript, or the recorded number of permits (> 0)
 // when it is not the caller's and one of its slots is held.
-var permitScript = redis.NewScript(luaAbove + luaTakeSession + `
+var permitScript = redis.NewScript(luaAbove + luaTakeRead + `
 local rec = redis.call('HMGET', KEYS[3], 'n', 'token')
 if rec[1] and rec[1] ~= ARGV[5] then
   for i = 0, tonumber(rec[1]) - 1 do
@@ -241,7 +232,6 @@ if rec[1] and rec[1] ~= ARGV[5] then
     if o and redis.call('EXISTS', ARGV[2] .. 'session:' .. o) == 1 then return tonumber(rec[1]) end
   end
 end
-` + luaTakeLease + `
 if rec[2] and above(rec[2], token) then token = rec[2] end
 ` + luaTakeToken + `
 redis.call('HSET', KEYS[3], 'n', ARGV[5], 'token', token)
@@ -296,8 +286,7 @@ if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
 redis.call('HDEL', l, 'session')
 if cur[3] then
   redis.pcall('HDEL', KEYS[2], '+' .. ARGV[4])
-  local n = redis.pcall('ZCARD', KEYS[3])
-  if type(n) == 'number' then handOn(l, KEYS[3], ARGV[3], ARGV[4]) end
+  if type(redis.pcall('ZCARD', KEYS[3])) == 'number' then handOn(l, KEYS[3], ARGV[3], ARGV[4]) end
 end
 return 1
 `)
