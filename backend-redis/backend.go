@@ -25,14 +25,15 @@ var (
 	_ simba.IdentityOpener  = (*Backend)(nil)
 	_ simba.Sweeper         = (*Backend)(nil)
 	_ simba.HolderLister    = (*Backend)(nil)
+	_ simba.PermitAcquirer  = (*Backend)(nil)
 )
 
 // Backend is the Redis implementation of simba.Backend,
-// simba.ReleaseNotifier, simba.HolderReader and simba.IdentityOpener. Every
-// session operation is one atomic Lua script on the server (a single round
-// trip). All methods are safe for concurrent use and return soon after
-// their context is done, provided the client honours context deadlines
-// (Open makes sure of it; see New).
+// simba.ReleaseNotifier, simba.HolderReader, simba.IdentityOpener and
+// simba.PermitAcquirer. Every session operation is one atomic Lua script on
+// the server (a single round trip). All methods are safe for concurrent use
+// and return soon after their context is done, provided the client honours
+// context deadlines (Open makes sure of it; see New).
 type Backend struct {
 	client        redis.UniversalClient
 	ownsClient    bool
@@ -369,7 +370,7 @@ func (b *Backend) openSession(ctx context.Context, lease time.Duration, identity
 		if err := backendkit.CheckIdentity(identity); err != nil {
 			return simba.SessionGrant{}, fmt.Errorf("simbaredis: open session: %w: identity: %w", simba.ErrInvalidArgument, err)
 		}
-		args = append(args, identity)
+		args = append(args, "identity", identity)
 	}
 	b.checkServer(ctx)
 	sid := backendkit.NewSessionID()
@@ -411,10 +412,8 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.Ke
 	}
 	sid := string(s)
 	held := b.checks.pick(sid, req)
-	keys := make([]string, 0, 2+len(held)+len(req.Unsure))
-	keys = append(keys, b.sessionKey(sid), b.joinedKey(sid))
-	args := make([]any, 0, 4+len(held))
-	args = append(args, ms, b.prefix, sid, len(held))
+	keys := append(make([]string, 0, 2+len(held)+len(req.Unsure)), b.sessionKey(sid), b.joinedKey(sid))
+	args := append(make([]any, 0, 4+len(held)), ms, b.prefix, sid, len(held))
 	for _, name := range held {
 		keys = append(keys, b.leaseKey(name))
 		args = append(args, strconv.FormatUint(req.Held[name], 10))
@@ -458,34 +457,65 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.Ke
 // a *simba.NameError for an invalid name, and one matching ErrWrongType
 // when the lease key holds something else than a hash.
 func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
+	return b.acquire(ctx, s, name, nil)
+}
+
+// AcquirePermit is Acquire of the lease of slot p.Slot of semaphore
+// p.Semaphore (simba.PermitName), in the same one script, which also
+// keeps the semaphore's record P permits:<semaphore>: the number of
+// permits its slots were last taken under and their highest token. The
+// new token is above the record's too, so the tokens of a semaphore
+// strictly increase across its slots, also after Sweep removed the
+// slots' hashes (the record is never removed). While a live session
+// holds a slot below the recorded number and that number is not
+// p.Permits, the call changes nothing and fails with an error matching
+// simba.ErrPermitsMismatch that names both numbers. A Permit that
+// simba.ValidatePermit refuses fails before any call.
+func (b *Backend) AcquirePermit(ctx context.Context, s simba.SessionID, p simba.Permit) (simba.AcquireResult, error) {
+	if err := simba.ValidatePermit(p); err != nil {
+		return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire permit: %w", err)
+	}
+	return b.acquire(ctx, s, simba.PermitName(p.Semaphore, p.Slot), &p)
+}
+
+// acquire is Acquire of name, or with p the AcquirePermit of p, whose
+// slot name is.
+func (b *Backend) acquire(ctx context.Context, s simba.SessionID, name string, p *simba.Permit) (simba.AcquireResult, error) {
 	if known, err := b.check(s, name); !known {
 		return simba.AcquireResult{}, orExpired(err, "acquire", s)
 	}
-	sid := string(s)
-	keys := []string{b.leaseKey(name), b.sessionKey(sid)}
-	res, acked, err := b.batch.run(ctx, true, acquireScript, keys, sid, b.prefix, name)
+	sid, op := string(s), fmt.Sprintf("acquire %q", name)
+	keys, args := []string{b.leaseKey(name), b.sessionKey(sid)}, []any{sid, b.prefix, name}
+	script, typed := acquireScript, []typedKey{{keys[0], "hash"}, {keys[1], "hash"}, {b.prefix + "floor", "string"}}
+	if p != nil {
+		keys, args = append(keys, b.prefix+"permits:"+p.Semaphore), append(args, p.Semaphore, p.Permits)
+		script, typed = permitScript, append(typed, typedKey{keys[2], "hash"})
+	}
+	res, acked, err := b.batch.run(ctx, true, script, keys, args...)
 	if err != nil {
-		return simba.AcquireResult{}, b.wrapScriptErr(ctx, fmt.Sprintf("acquire %q", name), err,
-			typedKey{keys[0], "hash"}, typedKey{keys[1], "hash"}, typedKey{b.prefix + "floor", "string"})
+		return simba.AcquireResult{}, b.wrapScriptErr(ctx, op, err, typed...)
 	}
 	switch res := res.(type) {
 	case int64:
-		if res < 0 {
+		switch {
+		case res < 0:
 			return simba.AcquireResult{}, expired("acquire", s)
+		case res > 0 && p != nil:
+			return simba.AcquireResult{}, fmt.Errorf("simbaredis: %s: semaphore %q holds permits taken under %d, asked with %d: %w", op, p.Semaphore, res, p.Permits, simba.ErrPermitsMismatch)
 		}
 		return simba.AcquireResult{}, nil
 	case string:
 		tok, err := strconv.ParseUint(res, 10, 64)
 		if err != nil || tok == 0 {
-			return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: token %q", name, errReply, res)
+			return simba.AcquireResult{}, fmt.Errorf("simbaredis: %s: %w: token %q", op, errReply, res)
 		}
-		if err := b.batch.replicated(fmt.Sprintf("acquire %q", name), acked); err != nil {
+		if err := b.batch.replicated(op, acked); err != nil {
 			b.giveBack(ctx, s, name, tok)
 			return simba.AcquireResult{}, err
 		}
 		return simba.AcquireResult{Won: true, Token: tok}, nil
 	}
-	return simba.AcquireResult{}, fmt.Errorf("simbaredis: acquire %q: %w: %T", name, errReply, res)
+	return simba.AcquireResult{}, fmt.Errorf("simbaredis: %s: %w: %T", op, errReply, res)
 }
 
 // giveBack releases a term Acquire won but cannot report, because too
@@ -572,8 +602,7 @@ func (b *Backend) CloseSession(ctx context.Context, s simba.SessionID) error {
 	for len(rest) > 0 {
 		n := min(len(rest), closeBatch)
 		leases := make([]string, 0, n)
-		args := make([]any, 0, n+2)
-		args = append(args, sid, b.channel)
+		args := append(make([]any, 0, n+2), sid, b.channel)
 		for _, name := range rest[:n] {
 			leases = append(leases, b.leaseKey(name))
 			args = append(args, name)

@@ -15,6 +15,10 @@
 // script that Redis runs atomically, reading time from the server's TIME,
 // never from the client's clock; Acquire, Release and KeepAlive therefore
 // cost one round trip each, whatever the number of leases a session holds.
+// A semaphore's permits are the leases of its slots; AcquirePermit takes
+// one in one script that also keeps the semaphore's record
+// simba:permits:<name> (its number of permits and highest token, never
+// removed), which refuses a different number while a slot is held.
 // Releases and session closes are published on simba:released, and
 // WatchRelease turns them into immediate take-overs on the other nodes.
 //

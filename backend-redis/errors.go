@@ -106,10 +106,8 @@ func wrapErr(op string, err error) error {
 func serverMessage(err error) string {
 	msg := err.Error()
 	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		if i := strings.Index(msg, " script: "); i > 0 {
-			msg = msg[:i]
-		}
+	if i := strings.Index(msg, " script: "); i > 0 && errors.As(err, &rerr) {
+		msg = msg[:i]
 	}
 	return msg
 }

@@ -60,25 +60,14 @@ func NewFence(client redis.Scripter, resource string) (*Fence, error) {
 
 // fenceWriteScript stores ARGV[2] in KEYS[2] and ARGV[1] in KEYS[1] unless
 // ARGV[1] is a lower token than KEYS[1] holds. Tokens are canonical
-// decimal strings (no sign, no leading zero), so a longer one is larger
-// and equal lengths compare digit by digit.
-var fenceWriteScript = redis.NewScript(`
+// decimal strings (no sign, no leading zero), compared by above.
+var fenceWriteScript = redis.NewScript(luaAbove + `
 local cur = redis.call('GET', KEYS[1])
 if cur then
   if cur ~= '0' and not string.match(cur, '^[1-9]%d*$') then
     return redis.error_reply('ERR fence token key ' .. KEYS[1] .. ' does not hold a token')
   end
-  local t = ARGV[1]
-  if #t < #cur then return 0 end
-  if #t == #cur then
-    for i = 1, #t do
-      local a, b = string.byte(t, i), string.byte(cur, i)
-      if a ~= b then
-        if a < b then return 0 end
-        break
-      end
-    end
-  end
+  if above(cur, ARGV[1]) then return 0 end
 end
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('SET', KEYS[2], ARGV[2])

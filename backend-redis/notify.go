@@ -285,12 +285,10 @@ func (n *notifier) run(ctx context.Context) {
 			delay = minResubscribe
 		}
 		n.log.Debug("simbaredis: release subscription lost, subscribing again", "error", err, "after", delay)
-		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return
-		case <-t.C:
+		case <-time.After(delay):
 		}
 		delay = min(delay*2, maxResubscribe)
 	}

@@ -154,12 +154,8 @@ func validatePrefix(p string) error {
 // following Redis Cluster's rule: the bytes between the first '{' and the
 // first '}' after it, when there is at least one.
 func hasHashTag(p string) bool {
-	open := strings.IndexByte(p, '{')
-	if open < 0 {
-		return false
-	}
-	end := strings.IndexByte(p[open+1:], '}')
-	return end > 0
+	_, tag, ok := strings.Cut(p, "{")
+	return ok && strings.IndexByte(tag, '}') > 0
 }
 
 // String describes o with Password and SentinelPassword shown as

@@ -16,6 +16,10 @@ import "github.com/redis/go-redis/v9"
 //	P waiters:<name> sorted set of the ids of the nodes waiting for the
 //	                 lease, first come first, never expires
 //	P group:<group>  sorted set sid -> session expiry (ms, server time)
+//	P permits:<name> hash {n, token} of semaphore name: the number of
+//	                 permits its slots were last taken under and the
+//	                 highest token of its slots; never expires, and Sweep
+//	                 leaves it
 //	P floor          string: the highest token of a lease hash Sweep removed
 //	P released       pub/sub channel, payload = the name of a lease whose
 //	                 owner closed, for every waiter
@@ -54,9 +58,7 @@ local function try(cmd, key, ...)
 end
 local function must(kind, cmd, key, ...)
   local r = try(cmd, key, ...)
-  if r == nil then
-    error({err = 'WRONGTYPE key ' .. key .. ' holds a ' .. redis.call('TYPE', key)['ok'] .. ', not a ' .. kind})
-  end
+  if r == nil then error({err = 'WRONGTYPE key ' .. key .. ' holds a ' .. redis.call('TYPE', key)['ok'] .. ', not a ' .. kind}) end
   return r
 end
 `
@@ -92,17 +94,12 @@ end
 
 // openScript creates a session, with the identity of its client when one
 // is given.
-// KEYS: session. ARGV: lease ms[, identity]. Reply: remaining ms.
+// KEYS: session. ARGV: lease ms[, 'identity', identity]: the fields it
+// writes besides opened. Reply: remaining ms.
 var openScript = redis.NewScript(luaInt + luaNow + `
 local s = KEYS[1]
-if redis.call('EXISTS', s) == 1 then
-  return redis.error_reply('ERR session id already in use')
-end
-if ARGV[2] then
-  redis.call('HSET', s, 'opened', int(now()), 'identity', ARGV[2])
-else
-  redis.call('HSET', s, 'opened', int(now()))
-end
+if redis.call('EXISTS', s) == 1 then return redis.error_reply('ERR session id already in use') end
+redis.call('HSET', s, 'opened', int(now()), unpack(ARGV, 2))
 redis.call('PEXPIRE', s, ARGV[1])
 return redis.call('PTTL', s)
 `)
@@ -180,15 +177,24 @@ return {redis.call('PTTL', s), lost, owned, groups, bad}
 // KEYS: lease, session. ARGV: sid, prefix, name.
 // Reply: -1 session gone, 0 held by another live session, else the token
 // as a string (a Lua number would round tokens above 2^53).
-var acquireScript = redis.NewScript(`
-local l, s = KEYS[1], KEYS[2]
-local sid = ARGV[1]
+var acquireScript = redis.NewScript(luaTakeRead + luaTakeToken + `return token`)
+
+// The two halves of acquireScript, which permitScript runs with its own
+// steps in between. luaTakeRead checks the caller's session, reads the
+// lease, sets busy when another live session holds it and token to the
+// base of the new token: the lease's, or the floor (read only for a lease
+// without a token, so never for a held one). luaTakeToken returns 0 when
+// busy, else takes the lease with the next token after the base.
+const (
+	luaTakeRead = `
+local l, s, sid = KEYS[1], KEYS[2], ARGV[1]
 if redis.call('HEXISTS', s, 'opened') == 0 then return -1 end
 local cur = redis.call('HMGET', l, 'session', 'token', 'w')
-if cur[1] and cur[1] ~= sid and redis.call('EXISTS', ARGV[2] .. 'session:' .. cur[1]) == 1 then
-  return 0
-end
+local busy = cur[1] and cur[1] ~= sid and redis.call('EXISTS', ARGV[2] .. 'session:' .. cur[1]) == 1
 local token = cur[2] or redis.call('GET', ARGV[2] .. 'floor') or '0'
+`
+	luaTakeToken = `
+if busy then return 0 end
 local t = redis.call('TIME')
 local us = t[1] .. string.sub('00000' .. t[2], -6)
 local since = string.sub(us, 1, -4)
@@ -196,14 +202,47 @@ if #token < 16 or (#token == 16 and token < '9000000000000000') then
   token = string.format('%d', math.max(tonumber(token) + 1, tonumber(us)))
   redis.call('HSET', l, 'session', sid, 'token', token, 'since', since)
 else
-  if not cur[2] then redis.call('HSET', l, 'token', token) end
+  if token ~= cur[2] then redis.call('HSET', l, 'token', token) end
   redis.call('HINCRBY', l, 'token', 1)
   token = redis.call('HGET', l, 'token')
   redis.call('HSET', l, 'session', sid, 'since', since)
 end
 if cur[3] then redis.call('HSET', s, '+' .. ARGV[3], 1) end
+`
+)
+
+// permitScript is acquireScript for the lease of a semaphore's slot, with
+// the semaphore's record (P permits:<semaphore>, {n, token}) in the same
+// atomic step. When the record names another number of permits than the
+// caller's and a live session holds one of the slots 0 to n-1 it records
+// (held as acquireScript decides it, the caller's own session included),
+// it changes nothing and replies that number. Otherwise the slot's token
+// is based on the greater of the lease's (or the floor) and the record's,
+// so that it is above every token of the semaphore's slots, and the
+// record keeps the caller's number and the new token. Tokens are compared
+// as decimal strings, exact at any size.
+// KEYS: lease, session, record. ARGV: sid, prefix, name, semaphore, permits.
+// Reply: those of acquireScript, or the recorded number of permits (> 0)
+// when it is not the caller's and one of its slots is held.
+var permitScript = redis.NewScript(luaAbove + luaTakeRead + `
+local rec = redis.call('HMGET', KEYS[3], 'n', 'token')
+if rec[1] and rec[1] ~= ARGV[5] then
+  for i = 0, tonumber(rec[1]) - 1 do
+    local o = redis.call('HGET', ARGV[2] .. 'lease:' .. ARGV[4] .. ':' .. i, 'session')
+    if o and redis.call('EXISTS', ARGV[2] .. 'session:' .. o) == 1 then return tonumber(rec[1]) end
+  end
+end
+if rec[2] and above(rec[2], token) then token = rec[2] end
+` + luaTakeToken + `
+redis.call('HSET', KEYS[3], 'n', ARGV[5], 'token', token)
 return token
 `)
+
+// luaAbove: above reports whether token a is greater than token b, both
+// decimal strings without leading zeros, exact at any size.
+const luaAbove = `
+local function above(a, b) return #a > #b or (#a == #b and a > b) end
+`
 
 // holderScript reports who holds a lease: the session its hash names, if
 // that session's key still exists (as in acquireScript, the owner's key is
@@ -247,8 +286,7 @@ if cur[1] ~= ARGV[1] or cur[2] ~= ARGV[2] then return 0 end
 redis.call('HDEL', l, 'session')
 if cur[3] then
   redis.pcall('HDEL', KEYS[2], '+' .. ARGV[4])
-  local n = redis.pcall('ZCARD', KEYS[3])
-  if type(n) == 'number' then handOn(l, KEYS[3], ARGV[3], ARGV[4]) end
+  if type(redis.pcall('ZCARD', KEYS[3])) == 'number' then handOn(l, KEYS[3], ARGV[3], ARGV[4]) end
 end
 return 1
 `)
@@ -371,8 +409,7 @@ return 1
 // version of this package that did not record it) and keys of another type
 // are left alone. Tokens are compared as decimal strings, exact at any size.
 // KEYS: floor, lease... ARGV: prefix, idle ms. Reply: the number removed.
-var sweepScript = redis.NewScript(luaTry + luaNow + `
-local function above(a, b) return #a > #b or (#a == #b and a > b) end
+var sweepScript = redis.NewScript(luaTry + luaNow + luaAbove + `
 local limit = now() - tonumber(ARGV[2])
 local floor = redis.call('GET', KEYS[1]) or '0'
 local top, removed = floor, 0

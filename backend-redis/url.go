@@ -87,10 +87,7 @@ func parseURL(rawURL string) (target, error) {
 	parsed, hosts := rawURL, ""
 	if topology {
 		rest := rawURL[len(scheme)+len("://"):]
-		end := strings.IndexAny(rest, "/?#")
-		if end < 0 {
-			end = len(rest)
-		}
+		end := strings.IndexAny(rest+"/", "/?#")         // len(rest) when the host list ends the URL
 		at := strings.LastIndexByte(rest[:end], '@') + 1 // 0 without user information
 		hosts, parsed = rest[at:end], scheme+"://"+rest[:at]+"hosts"+rest[end:]
 	}
@@ -265,10 +262,7 @@ func splitHosts(list string, port int) ([]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s (%q): %w", which, h, err)
 		}
-		if p == "" {
-			p = strconv.Itoa(port)
-		}
-		out = append(out, net.JoinHostPort(host, p))
+		out = append(out, net.JoinHostPort(host, cmp.Or(p, strconv.Itoa(port))))
 	}
 	return out, nil
 }

@@ -123,21 +123,20 @@ func (b *Backend) checkServer(ctx context.Context) {
 		info = pipe.Info(ctx, "replication")
 	}
 	_, _ = pipe.Exec(ctx) // each reply is read below
+	// Both checks run (and warn), whatever the first one found.
 	checked := b.checkEvictionPolicy(policy)
-	if info != nil && !b.checkReplicas(info) {
-		checked = false
-	}
-	b.serverChecked.Store(checked)
+	b.serverChecked.Store((info == nil || b.checkReplicas(info)) && checked)
 }
 
 // checkEvictionPolicy warns when the maxmemory-policy the server
-// reported can evict keys, and reports whether the policy was checked.
+// reported can evict keys (allkeys-* and volatile-*), and reports whether
+// the policy was checked.
 func (b *Backend) checkEvictionPolicy(cmd *redis.MapStringStringCmd) bool {
 	cfg, err := cmd.Result()
 	if err != nil {
 		return b.refused(err, "cannot read maxmemory-policy; eviction risk not checked")
 	}
-	if policy := cfg["maxmemory-policy"]; evicts(policy) {
+	if policy := cfg["maxmemory-policy"]; strings.HasPrefix(policy, "allkeys-") || strings.HasPrefix(policy, "volatile-") {
 		b.warn(Warning{Code: WarnEvictionPolicy, Message: "maxmemory-policy is " + policy +
 			": under memory pressure Redis may evict Simba's keys, so" +
 			" a session can vanish while its holder still sees a valid term; use noeviction or a dedicated instance"})
@@ -183,9 +182,4 @@ func connectedReplicas(info string) int {
 		}
 	}
 	return 0
-}
-
-// evicts reports whether a maxmemory-policy lets Redis evict keys.
-func evicts(policy string) bool {
-	return strings.HasPrefix(policy, "allkeys-") || strings.HasPrefix(policy, "volatile-")
 }
