@@ -141,7 +141,9 @@ func run(ctx context.Context, p suite.Profile, backends []string, reportPath, sv
 			return fmt.Errorf("%s: %w", b, err)
 		}
 		outs = append(outs, out)
-		fmt.Fprintf(os.Stderr, "%s: %d handovers in %v\n", b, out.Result.Total().Handovers, out.Duration.Round(time.Second))
+		tot := out.Result.Total()
+		fmt.Fprintf(os.Stderr, "%s: %d handovers in %v; %d permits of semaphores, at most %d valid at once\n", b, tot.Handovers,
+			out.Duration.Round(time.Second), tot.PermitTerms, tot.MostPermits)
 		for _, v := range out.Result.Violations {
 			fmt.Fprintln(os.Stderr, "  VIOLATION", v)
 			failed = true
@@ -267,7 +269,8 @@ func document(p suite.Profile, outs []*suite.Outcome, table string, took time.Du
 	fmt.Fprintf(&b, "with %d node processes contending for %d locks (%d goroutine(s) per lock and node, a pause of up to\n", p.Nodes, p.Locks, p.Workers)
 	fmt.Fprintf(&b, "%v after each release) and %d election (the leader writes for %v per term), lease %v (renew %v,\n",
 		p.Idle, p.Elections, 3*p.Lease, tm.Lease, tm.Renew.Round(time.Millisecond))
-	fmt.Fprintf(&b, "retry jitter %v). A lock's term writes 4 times to a fenced resource with its token.\n", tm.Jitter.Round(time.Millisecond))
+	fmt.Fprintf(&b, "retry jitter %v), and %d goroutines per node for the 2 permits of the semaphore sem-0. A lock's or\n", tm.Jitter.Round(time.Millisecond), p.Workers+1)
+	fmt.Fprintf(&b, "permit's term writes 4 times to a fenced resource with its token.\n")
 	fmt.Fprintf(&b, "Faults are injected in turn, each followed by %v to settle; a row counts the terms that began after\n", p.Lease+p.Lease/2)
 	fmt.Fprintf(&b, "the fault was injected and before the next one. The crash bound (failover after SIGKILL) is\n")
 	fmt.Fprintf(&b, "lease + renew/2 + jitter + %v slack = %v.", tm.Slack, tm.Bound().Round(time.Millisecond))
@@ -287,7 +290,13 @@ func document(p suite.Profile, outs []*suite.Outcome, table string, took time.Du
 	for _, o := range outs {
 		total += o.Result.Total().Handovers
 	}
-	fmt.Fprintf(&b, "%d handovers in all. The columns: see [tools/chaos/README.md](../tools/chaos/README.md).\n", total)
+	permits, most := 0, 0
+	for _, o := range outs {
+		permits += o.Result.Total().PermitTerms
+		most = max(most, o.Result.Total().MostPermits)
+	}
+	fmt.Fprintf(&b, "%d handovers in all; %d terms were permits of a semaphore of 2, at most %d of them valid at once.\n", total, permits, most)
+	fmt.Fprintf(&b, "The columns: see [tools/chaos/README.md](../tools/chaos/README.md).\n")
 	if svgPath != "" {
 		rel, err := filepath.Rel(filepath.Dir(reportPath), svgPath)
 		if err != nil {

@@ -82,6 +82,8 @@ type Row struct {
 	Handovers        int // terms won by another node than the previous term of the name
 	Overlaps         int
 	PermitOverlaps   int // a permit begun while its semaphore's permits were all valid
+	PermitTerms      int // terms that were permits of a semaphore
+	MostPermits      int // the most permits of one semaphore valid at once
 	EvictOverlaps    int // overlaps of an evicted session's term, within Timing.EvictGrace
 	TokenRegressions int
 	StaleAccepted    int
@@ -139,6 +141,8 @@ func (r *Result) Total() Row {
 		t.Handovers += x.Handovers
 		t.Overlaps += x.Overlaps
 		t.PermitOverlaps += x.PermitOverlaps
+		t.PermitTerms += x.PermitTerms
+		t.MostPermits = max(t.MostPermits, x.MostPermits)
 		t.EvictOverlaps += x.EvictOverlaps
 		t.TokenRegressions += x.TokenRegressions
 		t.StaleAccepted += x.StaleAccepted

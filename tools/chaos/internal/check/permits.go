@@ -23,6 +23,7 @@ func checkPermits(terms []*term, faults []fault, tm Timing, res *Result, phase f
 		slices.SortFunc(ts, func(a, b *term) int { return compareInt(a.start, b.start) })
 		for i, t := range ts {
 			p := phase(t.start)
+			p.PermitTerms++
 			var valid []*term
 			for _, o := range ts[:i] {
 				switch {
@@ -37,6 +38,7 @@ func checkPermits(terms []*term, faults []fault, tm Timing, res *Result, phase f
 					}
 				}
 			}
+			p.MostPermits = max(p.MostPermits, len(valid)+1)
 			if len(valid) < t.permits {
 				continue
 			}

@@ -25,6 +25,8 @@ func TestPermits(t *testing.T) {
 	}
 	if res := check.Check(clean, timing); res.Failed() || res.Total().PermitOverlaps != 0 {
 		t.Fatalf("a clean semaphore history: %v, %d permit overlaps", res.Violations, res.Total().PermitOverlaps)
+	} else if tot := res.Total(); tot.PermitTerms != 3 || tot.MostPermits != 2 {
+		t.Fatalf("%d permit terms, at most %d valid at once; want 3 and 2", tot.PermitTerms, tot.MostPermits)
 	}
 	tests := []struct {
 		name string
