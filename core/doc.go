@@ -15,7 +15,9 @@
 //
 // On top of terms: an [Election] reports each term to a [Listener] and
 // gives the lease up in order on Stop or StepDown; a [Lock] holds a lease
-// around one step and releases it from any goroutine.
+// around one step and releases it from any goroutine; a [Semaphore] hands
+// out up to n such terms of one name at once, its permits, with tokens that
+// increase across all of them.
 //
 // A lock that is not won says why, and an outage never reads as
 // contention: [ErrLockHeld] when the backend answered that another session
