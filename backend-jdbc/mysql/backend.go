@@ -206,7 +206,7 @@ func newBackend(db *sql.DB, opts Options, closeClient func()) (*Backend, error) 
 // hand. It is the script Options.Migrate runs, its numbered migration steps
 // in order: 1 creates the tables, 2 adds the session table's identity
 // column, 3 its lease_gen column (no longer used), 4 creates the lease
-// floor table and its row. Every statement is CREATE TABLE IF NOT EXISTS or part of an
+// floor table and its row, 5 the semaphore table. Every statement is CREATE TABLE IF NOT EXISTS or part of an
 // ALTER TABLE ... ADD COLUMN that runs only when the column is missing
 // (MySQL 8 has no ADD COLUMN IF NOT EXISTS: a user variable holds the
 // statement, then PREPARE and EXECUTE, so apply the script in one session,

@@ -206,7 +206,7 @@ func newBackend(pool *pgxpool.Pool, opts Options, closeClient func()) (*Backend,
 // hand. It is the script Options.Migrate runs, its numbered migration steps
 // in order: 1 creates the tables, 2 adds the session table's identity
 // column, 3 its lease_gen column (no longer used), 4 creates the lease
-// floor table and its row. Every statement is CREATE ... IF NOT EXISTS or ALTER TABLE ...
+// floor table and its row, 5 the semaphore table. Every statement is CREATE ... IF NOT EXISTS or ALTER TABLE ...
 // ADD COLUMN IF NOT EXISTS, so applying it twice is harmless, and applying
 // it to tables of an earlier version adds what they lack and keeps their
 // rows. It fails with an *OptionsError for a prefix that is not an
