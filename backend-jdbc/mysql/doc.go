@@ -14,7 +14,12 @@
 // go back while the database keeps its committed data. A lease is free when it has no owner,
 // when its owner's session has expired, or when that session no longer
 // exists. Group membership is a row of <prefix>group_member per (group,
-// session) and dies with the session.
+// session) and dies with the session. A semaphore's permits are the
+// leases of its slots (simba.PermitName), and a row of <prefix>semaphore,
+// never deleted, records the permits it was last granted under and the
+// highest token of its slots: Backend.AcquirePermit locks that row, checks
+// the permits and takes the slot in one transaction, with a token above
+// the row's.
 //
 // Every time comparison uses the database clock (UTC_TIMESTAMP(6), into
 // UTC DATETIME(6) columns), never the client's, and the backend reports

@@ -133,6 +133,8 @@ func ExampleSchema() {
 	//     'ALTER TABLE simba_session ADD COLUMN lease_gen BIGINT NOT NULL DEFAULT 0',
 	// -- Migration 4: lease floor. Creates simba_lease_floor.
 	// CREATE TABLE IF NOT EXISTS simba_lease_floor (
+	// -- Migration 5: semaphores. Creates simba_semaphore.
+	// CREATE TABLE IF NOT EXISTS simba_semaphore (
 }
 
 // A fence on a table of the application: writes carry the token of the

@@ -94,9 +94,12 @@ WHERE id = ? AND expires_at > UTC_TIMESTAMP(6)`
 	// statement whose client left). Whether the caller is live is decided
 	// by confirm, afterwards: a take-over by a caller that is not leaves
 	// the row naming an expired session, a free lease, and uses a token up.
+	// The new token is also above the second parameter, the token of the
+	// semaphore's record for a permit's slot (0 otherwise), as the third
+	// is in myInsertLease.
 	myTakeOver = `UPDATE {lease} l
 LEFT JOIN {session} o ON o.id = l.session_id AND o.id <> ? AND o.expires_at > UTC_TIMESTAMP(6)
-SET l.token = LAST_INSERT_ID(l.token + 1), l.session_id = ?, l.acquired_at = ` + myAfterLocks + `
+SET l.token = LAST_INSERT_ID(GREATEST(l.token, ?) + 1), l.session_id = ?, l.acquired_at = ` + myAfterLocks + `
 WHERE l.name = ? AND o.id IS NULL`
 
 	// Why myTakeOver changed nothing: caller not live, or row held (its
@@ -124,7 +127,7 @@ WHERE l.name = ? AND o.id IS NULL`
 	// that the caller is live; a row inserted for a caller that is not
 	// names an expired session, which leaves the lease free.
 	myInsertLease = `INSERT IGNORE INTO {lease} (name, session_id, token, acquired_at)
-VALUES (?, ?, COALESCE((SELECT token FROM {floor} WHERE id = 1 LOCK IN SHARE MODE), 0) + 1, ` + myAfterLocks + `)`
+VALUES (?, ?, GREATEST(COALESCE((SELECT token FROM {floor} WHERE id = 1 LOCK IN SHARE MODE), 0), ?) + 1, ` + myAfterLocks + `)`
 
 	// A sweep, in a READ COMMITTED transaction: mySweepLock locks the
 	// floor row first, so that sweeps queue and a first insert, which
@@ -161,6 +164,28 @@ AND acquired_at <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND
 AND NOT EXISTS (SELECT 1 FROM {session} s WHERE s.id = {lease}.session_id AND s.expires_at > UTC_TIMESTAMP(6))`
 
 	mySweepRaise = `UPDATE {floor} SET token = GREATEST(token, ?) WHERE id = 1`
+
+	// A permit acquire's statements, in one READ COMMITTED transaction
+	// (sqlcore.PermitSteps) with myTakeOver, myAcquireState and
+	// myInsertLease. mySemInsert inserts the semaphore's record or, when
+	// it exists, locks it exclusively (a duplicate key of ON DUPLICATE KEY
+	// UPDATE is locked so, never in share mode, which two acquires would
+	// each hold and then both wait to raise); mySemLock reads it, locked.
+	// mySlotOwners, a plain read begun after that lock, gives the owners of
+	// the slots, and mySlotsHeld (completed with a placeholder per owner)
+	// locks their session rows in share mode, as a take-over locks the
+	// holder: a keep-alive in flight is waited for and its renewal read. Its
+	// clock may be stale after that wait, which only counts an owner that
+	// expired meanwhile as live and refuses the call.
+	mySemInsert = `INSERT INTO {semaphore} (name, permits, token) VALUES (?, ?, 0) ON DUPLICATE KEY UPDATE name = name`
+
+	mySemLock = `SELECT permits, token FROM {semaphore} WHERE name = ? FOR UPDATE`
+
+	mySemSet = `UPDATE {semaphore} SET permits = ?, token = ? WHERE name = ?`
+
+	mySlotOwners = `SELECT DISTINCT session_id FROM {lease} WHERE session_id IS NOT NULL AND name IN (%s)`
+
+	mySlotsHeld = `SELECT id FROM {session} WHERE expires_at > UTC_TIMESTAMP(6) AND id IN (%s) LOCK IN SHARE MODE`
 
 	// Frees the lease if the session owns it with the token: it locks the
 	// lease row alone.
@@ -262,6 +287,9 @@ const (
 	stHolder
 	stListHolders
 	stExpired
+	stSemInsert
+	stSemLock
+	stSemSet
 	stCount
 )
 
@@ -281,6 +309,9 @@ var myStatements = [stCount]string{
 	stHolder:        myHolder,
 	stListHolders:   myListHolders,
 	stExpired:       myExpired,
+	stSemInsert:     mySemInsert,
+	stSemLock:       mySemLock,
+	stSemSet:        mySemSet,
 }
 
 // dialect runs the statements above, prepared: without them database/sql would
@@ -554,10 +585,21 @@ func (s *dialect) renew(ctx context.Context, id string, lease time.Duration) err
 // lease free for everyone else; its token was used up, which a later
 // term's larger token makes harmless.
 func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, bool, error) {
-	res, err := s.exec(ctx, stTakeOver, id, id, name)
-	if waited(err) {
+	token, won, live, err := s.take(ctx, runner{s: s}, id, name, 0)
+	switch {
+	case waited(err):
 		return s.lost(ctx, id, name) // the row is held by a transaction that outlasts the call
+	case err != nil || !won:
+		return 0, false, live, err
 	}
+	return s.confirm(ctx, id, name, token)
+}
+
+// take runs the statements of an acquire with r, its token above above
+// too, and reports a win for confirm to check: with the token of a
+// take-over, 0 for a row it inserted.
+func (s *dialect) take(ctx context.Context, r runner, id, name string, above uint64) (uint64, bool, bool, error) {
+	res, err := r.exec(ctx, stTakeOver, id, int64(above), id, name)
 	if err != nil {
 		return 0, false, false, err
 	}
@@ -571,28 +613,157 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 		if token <= 0 {
 			return 0, false, false, errors.New("take-over returned no token")
 		}
-		return s.confirm(ctx, id, name, uint64(token))
+		return uint64(token), true, true, nil
 	}
-	live, token, err := s.acquireState(ctx, id, name)
-	if err != nil {
+	var live bool
+	var token *int64
+	if err := r.scanRow(ctx, stAcquireState, []any{&live, &token}, id, name); err != nil {
 		return 0, false, false, err
 	}
 	if !live || token != nil {
 		return 0, false, live, nil
 	}
-	res, err = s.exec(ctx, stInsertLease, name, id)
-	if waited(err) {
-		return s.lost(ctx, id, name)
-	}
+	res, err = r.exec(ctx, stInsertLease, name, id, int64(above))
 	if err != nil {
 		return 0, false, false, err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return 0, false, false, err
-	} else if n == 0 {
-		return 0, false, true, nil
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return 0, false, err == nil, err
 	}
-	return s.confirm(ctx, id, name, 0)
+	return 0, true, true, nil
+}
+
+// runner runs prepared statements: in autocommit, again after a deadlock,
+// when tx is nil, else in tx, where a deadlock rolls back the whole
+// transaction.
+type runner struct {
+	s  *dialect
+	tx *sql.Tx
+}
+
+func (r runner) exec(ctx context.Context, k myStmt, args ...any) (sql.Result, error) {
+	if r.tx == nil {
+		return r.s.exec(ctx, k, args...)
+	}
+	st, err := r.s.bounded(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	return r.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+}
+
+func (r runner) scanRow(ctx context.Context, k myStmt, dest []any, args ...any) error {
+	if r.tx == nil {
+		return r.s.scanRow(ctx, k, dest, args...)
+	}
+	st, err := r.s.bounded(ctx, k)
+	if err != nil {
+		return err
+	}
+	return r.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...).Scan(dest...)
+}
+
+// AcquirePermit runs sqlcore.PermitSteps in a READ COMMITTED transaction,
+// again if InnoDB rolled it back to break a deadlock, and then confirms a
+// win as Acquire does, once committed. A statement that the server ended
+// at its bound (see bound.go) rolls the transaction back: lost, as for
+// Acquire. The slot's token used up by a caller found expired is the
+// record's too, which only makes the next one larger.
+func (s *dialect) AcquirePermit(ctx context.Context, id string, p simba.Permit) (sqlcore.PermitResult, error) {
+	name := simba.PermitName(p.Semaphore, p.Slot)
+	for i := 1; ; i++ {
+		r, err := s.permit(ctx, id, p)
+		switch {
+		case i < deadlockRetries && deadlock(err) && ctx.Err() == nil:
+			continue
+		case waited(err):
+			_, _, live, err := s.lost(ctx, id, name)
+			return sqlcore.PermitResult{Live: live}, err
+		case err != nil || !r.Won:
+			return r, err
+		}
+		token, won, live, err := s.confirm(ctx, id, name, r.Token)
+		return sqlcore.PermitResult{Token: token, Won: won, Live: live}, err
+	}
+}
+
+func (s *dialect) permit(ctx context.Context, id string, p simba.Permit) (sqlcore.PermitResult, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return sqlcore.PermitResult{}, err
+	}
+	defer tx.Rollback() // a no-op after Commit
+	r, err := sqlcore.PermitSteps(ctx, permitTx{runner{s, tx}}, id, p)
+	if err != nil {
+		return r, err
+	}
+	return r, tx.Commit()
+}
+
+// permitTx runs the statements of sqlcore.PermitTx in a transaction.
+type permitTx struct{ r runner }
+
+func (t permitTx) LockSemaphore(ctx context.Context, sem string, permits int) (int, uint64, error) {
+	if _, err := t.r.exec(ctx, stSemInsert, sem, permits); err != nil {
+		return 0, 0, err
+	}
+	var recorded int
+	var token int64
+	err := t.r.scanRow(ctx, stSemLock, []any{&recorded, &token}, sem)
+	return recorded, uint64(token), err
+}
+
+func (t permitTx) Held(ctx context.Context, names []string) (bool, error) {
+	args := make([]any, len(names))
+	for i, n := range names {
+		args[i] = n
+	}
+	owners, err := t.column(ctx, mySlotOwners, args)
+	if err != nil || len(owners) == 0 {
+		return false, err
+	}
+	held, err := t.column(ctx, mySlotsHeld, owners)
+	return len(held) > 0, err
+}
+
+// column runs q, completed with a placeholder per argument, and returns
+// its one column.
+func (t permitTx) column(ctx context.Context, q string, args []any) ([]any, error) {
+	q = t.r.s.boundText(ctx, t.r.s.t.Expand(fmt.Sprintf(q, strings.TrimSuffix(strings.Repeat("?,", len(args)), ","))))
+	rows, err := t.r.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []any
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+func (t permitTx) Take(ctx context.Context, id, name string, above uint64) (uint64, bool, bool, error) {
+	token, won, live, err := t.r.s.take(ctx, t.r, id, name, above)
+	if err != nil || !won || token != 0 {
+		return token, won, live, err
+	}
+	var cur *int64 // the row inserted, which the transaction reads
+	if err := t.r.scanRow(ctx, stAcquireState, []any{&live, &cur}, id, name); err != nil {
+		return 0, false, false, err
+	}
+	if cur == nil || *cur <= 0 {
+		return 0, false, false, errors.New("inserted lease row not found")
+	}
+	return uint64(*cur), true, true, nil
+}
+
+func (t permitTx) SetSemaphore(ctx context.Context, sem string, permits int, token uint64) error {
+	_, err := t.r.exec(ctx, stSemSet, permits, int64(token), sem)
+	return err
 }
 
 // lost answers an acquire whose statement the server ended at its bound
@@ -865,6 +1036,19 @@ var migrations = []sqlcore.Migration{{
 ) ENGINE=InnoDB`,
 		`INSERT IGNORE INTO {floor} (id, token) VALUES (1, 0)`,
 	},
+}, {
+	// A record per semaphore, never deleted: the permits it was last
+	// granted under and the highest token of its slots, which a slot's
+	// next term starts above.
+	Version: 5,
+	Name:    "semaphores",
+	Creates: []string{"{semaphore}"},
+	Stmts: []string{`CREATE TABLE IF NOT EXISTS {semaphore} (
+    name    VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL,
+    permits INT NOT NULL,
+    token   BIGINT NOT NULL,
+    PRIMARY KEY (name)
+) ENGINE=InnoDB`},
 }}
 
 // addSessionColumn returns the statements of a migration step that adds

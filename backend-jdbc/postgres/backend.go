@@ -163,6 +163,7 @@ var (
 	_ simba.Sweeper        = (*Backend)(nil)
 	_ simba.HolderLister   = (*Backend)(nil)
 	_ simba.LeaseLimiter   = (*Backend)(nil)
+	_ simba.PermitAcquirer = (*Backend)(nil)
 )
 
 // New returns a backend on the database reached through pool. The caller
@@ -205,7 +206,7 @@ func newBackend(pool *pgxpool.Pool, opts Options, closeClient func()) (*Backend,
 // hand. It is the script Options.Migrate runs, its numbered migration steps
 // in order: 1 creates the tables, 2 adds the session table's identity
 // column, 3 its lease_gen column (no longer used), 4 creates the lease
-// floor table and its row. Every statement is CREATE ... IF NOT EXISTS or ALTER TABLE ...
+// floor table and its row, 5 the semaphore table. Every statement is CREATE ... IF NOT EXISTS or ALTER TABLE ...
 // ADD COLUMN IF NOT EXISTS, so applying it twice is harmless, and applying
 // it to tables of an earlier version adds what they lack and keeps their
 // rows. It fails with an *OptionsError for a prefix that is not an
@@ -307,6 +308,26 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.Ke
 // trip.
 func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
 	return b.e.Acquire(ctx, s, name)
+}
+
+// AcquirePermit acquires slot p.Slot of the semaphore p.Semaphore, the
+// lease simba.PermitName(p.Semaphore, p.Slot), with the ownership rules of
+// Acquire, in one READ COMMITTED transaction that first locks the semaphore's row
+// of <prefix>semaphore (inserted on first use), so that the permit
+// acquires of one semaphore run one at a time. When the row's permits
+// differ from p.Permits and a live session owns one of the slots they
+// count, the call fails with an error matching simba.ErrPermitsMismatch,
+// naming both numbers, and changes nothing; otherwise the row takes
+// p.Permits. The slot's token is above the row's token, the highest of
+// the semaphore, which it replaces: Sweep never deletes these rows, so a
+// semaphore's tokens increase in the order its permits are granted. It
+// returns simba.ErrSessionExpired when s is not live, and an error
+// matching simba.ErrInvalidArgument or a *simba.NameError for a permit
+// simba.ValidatePermit refuses. A serialization failure or a deadlock runs the transaction
+// again; a lock wait past three quarters of ctx's time left ends it on the
+// server (lock_timeout), and the acquire reports a loss.
+func (b *Backend) AcquirePermit(ctx context.Context, s simba.SessionID, p simba.Permit) (simba.AcquireResult, error) {
+	return b.e.AcquirePermit(ctx, s, p)
 }
 
 // Release frees name if s owns it with exactly token; otherwise it does

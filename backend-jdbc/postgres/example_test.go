@@ -132,6 +132,8 @@ func ExampleSchema() {
 	// ALTER TABLE simba_session ADD COLUMN IF NOT EXISTS lease_gen bigint NOT NULL DEFAULT 0;
 	// -- Migration 4: lease floor. Creates simba_lease_floor.
 	// CREATE TABLE IF NOT EXISTS simba_lease_floor (
+	// -- Migration 5: semaphores. Creates simba_semaphore.
+	// CREATE TABLE IF NOT EXISTS simba_semaphore (
 }
 
 // Any node can ask who holds a lease: the identity its holder's client

@@ -108,6 +108,8 @@ SELECT 2, g.group_name::text, (
 	//           a wait the statement's start can lie more than a sweep's
 	//           idle in the past, and a term stamped with it looked idle to
 	//           a sweep begun meanwhile, which deleted the row just won.
+	//           The new token is also above $3, the token of the
+	//           semaphore's record for a permit's slot (0 otherwise).
 	// It returns whether the caller is live and the new token, NULL if lost.
 	pgAcquire = `WITH me AS MATERIALIZED (
     SELECT id, expires_at FROM {session} WHERE id = $1
@@ -119,17 +121,37 @@ SELECT 2, g.group_name::text, (
     FOR SHARE
 ), won AS (
     INSERT INTO {lease} AS l (name, session_id, token, acquired_at)
-    SELECT $2, me.id, GREATEST((SELECT token FROM {floor} WHERE id = 1 FOR SHARE), (SELECT token FROM cur), 0) + 1, clock_timestamp() FROM me
+    SELECT $2, me.id, GREATEST((SELECT token FROM {floor} WHERE id = 1 FOR SHARE), (SELECT token FROM cur), $3::bigint, 0) + 1, clock_timestamp() FROM me
     WHERE me.expires_at > clock_timestamp()
       AND NOT EXISTS (SELECT 1 FROM holder WHERE expires_at > clock_timestamp())
     ON CONFLICT (name) DO UPDATE
-        SET session_id = excluded.session_id, token = l.token + 1, acquired_at = clock_timestamp()
+        SET session_id = excluded.session_id, token = GREATEST(l.token, $3::bigint) + 1, acquired_at = clock_timestamp()
         WHERE (l.session_id IS NOT DISTINCT FROM (SELECT session_id FROM cur)
                OR l.session_id = excluded.session_id OR l.session_id IS NULL)
           AND EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp())
     RETURNING l.token
 )
 SELECT EXISTS (SELECT 1 FROM me WHERE expires_at > now()), (SELECT token FROM won)`
+
+	// A permit acquire's statements, in one READ COMMITTED transaction
+	// (sqlcore.PermitSteps) with pgAcquire. pgLockSemaphore inserts the
+	// semaphore's record or, when it exists, locks it with a no-op update,
+	// which waits for the transaction holding it and returns its latest
+	// version. pgSlotsHeld, a statement begun after that lock, locks the
+	// sessions owning the slots $1 FOR SHARE, as a take-over locks the
+	// holder (a keep-alive in flight is waited for and its renewal read),
+	// and compares their expiry with clock_timestamp() once locked.
+	pgLockSemaphore = `INSERT INTO {semaphore} AS m (name, permits, token) VALUES ($1, $2, 0)
+ON CONFLICT (name) DO UPDATE SET permits = m.permits RETURNING m.permits, m.token`
+
+	pgSlotsHeld = `WITH own AS MATERIALIZED (
+    SELECT s.expires_at FROM {session} s
+    WHERE s.id IN (SELECT l.session_id FROM {lease} l WHERE l.name = ANY($1::text[]))
+    FOR SHARE
+)
+SELECT EXISTS (SELECT 1 FROM own WHERE expires_at > clock_timestamp())`
+
+	pgSetSemaphore = `UPDATE {semaphore} SET permits = $2, token = $3 WHERE name = $1`
 
 	// Frees the lease if the session owns it with the token. It locks the
 	// lease row alone.
@@ -311,6 +333,18 @@ var migrations = []sqlcore.Migration{{
 )`,
 		`INSERT INTO {floor} (id, token) VALUES (1, 0) ON CONFLICT (id) DO NOTHING`,
 	},
+}, {
+	// A record per semaphore, never deleted: the permits it was last
+	// granted under and the highest token of its slots, which a slot's
+	// next term starts above.
+	Version: 5,
+	Name:    "semaphores",
+	Creates: []string{"{semaphore}"},
+	Stmts: []string{`CREATE TABLE IF NOT EXISTS {semaphore} (
+    name    varchar(128) COLLATE "C" PRIMARY KEY,
+    permits integer NOT NULL CHECK (permits > 0),
+    token   bigint NOT NULL CHECK (token >= 0)
+)`},
 }}
 
 // dialect runs the statements above on a pgx pool.
@@ -319,6 +353,7 @@ type dialect struct {
 	t    sqlcore.Tables
 	q    struct {
 		open, keepAlive, acquire, release, join, leave, closeSession, holder, list, cleanup, sweep string
+		lockSem, slotsHeld, setSem                                                                 string
 	}
 }
 
@@ -335,6 +370,9 @@ func newDialect(pool *pgxpool.Pool, t sqlcore.Tables) *dialect {
 	s.q.list = t.Expand(pgListHolders)
 	s.q.cleanup = t.Expand(pgCleanup)
 	s.q.sweep = t.Expand(pgSweep)
+	s.q.lockSem = t.Expand(pgLockSemaphore)
+	s.q.slotsHeld = t.Expand(pgSlotsHeld)
+	s.q.setSem = t.Expand(pgSetSemaphore)
 	return s
 }
 
@@ -480,7 +518,7 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 	var live bool
 	var token *int64
 	switch err := retry(ctx, func() error {
-		return s.boundedRow(ctx, s.q.acquire, []any{id, name}, &live, &token)
+		return s.boundedRow(ctx, s.q.acquire, []any{id, name, int64(0)}, &live, &token)
 	}); {
 	case lockTimedOut(err):
 		// Rolled back at its bound (see bound.go), a row lock held past
@@ -489,10 +527,72 @@ func (s *dialect) Acquire(ctx context.Context, id, name string) (uint64, bool, b
 	case err != nil:
 		return 0, false, false, err
 	}
+	return won(live, token)
+}
+
+// won reads the answer of pgAcquire.
+func won(live bool, token *int64) (uint64, bool, bool, error) {
 	if token == nil || *token <= 0 {
 		return 0, false, live, nil
 	}
 	return uint64(*token), true, live, nil
+}
+
+// AcquirePermit runs sqlcore.PermitSteps in a READ COMMITTED transaction
+// under the lock_timeout of ctx (see bound.go), again after a deadlock or
+// a serialization failure, as retry does for one statement. A lock wait
+// that reaches the bound rolls the transaction back: lost, as for Acquire.
+func (s *dialect) AcquirePermit(ctx context.Context, id string, p simba.Permit) (sqlcore.PermitResult, error) {
+	var r sqlcore.PermitResult
+	err := retry(ctx, func() error {
+		return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
+			if bound, ok := lockTimeout(ctx); ok {
+				if _, err := tx.Exec(ctx, `SELECT set_config('lock_timeout', $1, true)`, bound); err != nil {
+					return err
+				}
+			}
+			var err error
+			r, err = sqlcore.PermitSteps(ctx, permitTx{s, tx}, id, p)
+			return err
+		})
+	})
+	if lockTimedOut(err) {
+		return sqlcore.PermitResult{Live: true}, nil
+	}
+	return r, err
+}
+
+// permitTx runs the statements of sqlcore.PermitTx in tx.
+type permitTx struct {
+	s  *dialect
+	tx pgx.Tx
+}
+
+func (t permitTx) LockSemaphore(ctx context.Context, sem string, permits int) (int, uint64, error) {
+	var recorded int32
+	var token int64
+	err := t.tx.QueryRow(ctx, t.s.q.lockSem, sem, permits).Scan(&recorded, &token)
+	return int(recorded), uint64(token), err
+}
+
+func (t permitTx) Held(ctx context.Context, names []string) (bool, error) {
+	var held bool
+	err := t.tx.QueryRow(ctx, t.s.q.slotsHeld, names).Scan(&held)
+	return held, err
+}
+
+func (t permitTx) Take(ctx context.Context, id, name string, above uint64) (uint64, bool, bool, error) {
+	var live bool
+	var token *int64
+	if err := t.tx.QueryRow(ctx, t.s.q.acquire, id, name, int64(above)).Scan(&live, &token); err != nil {
+		return 0, false, false, err
+	}
+	return won(live, token)
+}
+
+func (t permitTx) SetSemaphore(ctx context.Context, sem string, permits int, token uint64) error {
+	_, err := t.tx.Exec(ctx, t.s.q.setSem, sem, permits, int64(token))
+	return err
 }
 
 func (s *dialect) Release(ctx context.Context, id, name string, token uint64) error {

@@ -62,6 +62,9 @@ type Dialect interface {
 	// Acquire returns won when the session owns the lease with token
 	// after the call.
 	Acquire(ctx context.Context, id, name string) (token uint64, won, live bool, err error)
+	// AcquirePermit is the acquire of the slot p.Slot of p.Semaphore, a
+	// valid permit: PermitSteps in one transaction.
+	AcquirePermit(ctx context.Context, id string, p simba.Permit) (PermitResult, error)
 	// Release frees name if the session owns it with token.
 	Release(ctx context.Context, id, name string, token uint64) error
 	JoinGroup(ctx context.Context, id, group string) (members int, live bool, err error)
@@ -537,13 +540,48 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 	if err != nil {
 		return simba.AcquireResult{}, b.wrap(fmt.Sprintf("acquire %q", name), err)
 	}
-	if !live {
+	return acquired(PermitResult{Token: token, Won: won, Live: live})
+}
+
+// acquired returns the result of an acquire that ended with r.
+func acquired(r PermitResult) (simba.AcquireResult, error) {
+	switch {
+	case !r.Live:
 		return simba.AcquireResult{}, simba.ErrSessionExpired
-	}
-	if !won {
+	case !r.Won:
 		return simba.AcquireResult{}, nil
 	}
-	return simba.AcquireResult{Won: true, Token: token}, nil
+	return simba.AcquireResult{Won: true, Token: r.Token}, nil
+}
+
+// AcquirePermit is Acquire of slot p.Slot of the semaphore p.Semaphore,
+// in one transaction that also checks and records the semaphore's
+// permits and keeps its tokens increasing (see PermitSteps). While a live
+// session owns a slot of the recorded permits, a call with another
+// p.Permits fails with an error matching simba.ErrPermitsMismatch that
+// names both numbers.
+func (b *Backend) AcquirePermit(ctx context.Context, s simba.SessionID, p simba.Permit) (simba.AcquireResult, error) {
+	if err := simba.ValidatePermit(p); err != nil {
+		return simba.AcquireResult{}, err
+	}
+	if !wellFormed(s) {
+		return simba.AcquireResult{}, simba.ErrSessionExpired
+	}
+	ctx, done, err := b.enter(ctx)
+	if err != nil {
+		return simba.AcquireResult{}, err
+	}
+	defer done()
+	name := simba.PermitName(p.Semaphore, p.Slot)
+	r, err := b.d.AcquirePermit(ctx, string(s), p)
+	switch {
+	case err != nil:
+		return simba.AcquireResult{}, b.wrap(fmt.Sprintf("acquire permit %q", name), err)
+	case r.Recorded != 0:
+		return simba.AcquireResult{}, b.pkg.Errorf("acquire permit %q: semaphore %q holds permits granted under %d, asked with %d: %w",
+			name, p.Semaphore, r.Recorded, p.Permits, simba.ErrPermitsMismatch)
+	}
+	return acquired(r)
 }
 
 // Release frees name if s owns it with exactly token.

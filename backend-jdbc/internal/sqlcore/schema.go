@@ -58,17 +58,19 @@ func (p *Pkg) validatePrefix(prefix string) error {
 type Tables struct {
 	Session, Lease, Member string
 	Floor                  string // one row: the highest token a sweep removed
+	Semaphore              string // a row per semaphore: its permits and highest token
 }
 
 // NewTables returns the tables of prefix.
 func NewTables(prefix string) Tables {
-	return Tables{Session: prefix + "session", Lease: prefix + "lease", Member: prefix + "group_member", Floor: prefix + "lease_floor"}
+	return Tables{Session: prefix + "session", Lease: prefix + "lease", Member: prefix + "group_member", Floor: prefix + "lease_floor",
+		Semaphore: prefix + "semaphore"}
 }
 
 // All returns the names, the tables of the first migration step first.
-func (t Tables) All() []string { return []string{t.Session, t.Lease, t.Member, t.Floor} }
+func (t Tables) All() []string { return []string{t.Session, t.Lease, t.Member, t.Floor, t.Semaphore} }
 
-// Expand replaces {session}, {lease}, {member}, {floor} and {p} (the
+// Expand replaces {session}, {lease}, {member}, {floor}, {semaphore} and {p} (the
 // prefix, for index names) in a statement template.
 func (t Tables) Expand(q string) string {
 	prefix := strings.TrimSuffix(t.Session, "session")
@@ -77,6 +79,7 @@ func (t Tables) Expand(q string) string {
 		"{lease}", t.Lease,
 		"{member}", t.Member,
 		"{floor}", t.Floor,
+		"{semaphore}", t.Semaphore,
 		"{p}", prefix,
 	).Replace(q)
 }

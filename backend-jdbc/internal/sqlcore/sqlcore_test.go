@@ -323,6 +323,9 @@ func (d fakeDialect) KeepAlive(ctx context.Context, _ string, _ time.Duration, _
 func (fakeDialect) Acquire(context.Context, string, string) (uint64, bool, bool, error) {
 	return 1, true, true, nil
 }
+func (fakeDialect) AcquirePermit(context.Context, string, simba.Permit) (PermitResult, error) {
+	return PermitResult{Token: 1, Won: true, Live: true}, nil
+}
 func (fakeDialect) Release(context.Context, string, string, uint64) error { return nil }
 func (fakeDialect) JoinGroup(context.Context, string, string) (int, bool, error) {
 	return 1, true, nil

@@ -107,7 +107,7 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	pkg := f.h.Pkg.Name
 	wantMigration := 2
 	want := pkg + ": tables predate migration 2 (session identity): columns " + f.prefix + "session.identity, " + f.prefix +
-		"session.lease_gen and table " + f.prefix + "lease_floor missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
+		"session.lease_gen and tables " + f.prefix + "lease_floor, " + f.prefix + "semaphore missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
 	// outdated checks the error of what on the old tables; fromServer: it
 	// wraps the server's error about the column.
 	outdated := func(what string, err error, fromServer bool) {
@@ -239,5 +239,38 @@ func testMigrationUpgrade(t *testing.T, f *fixture) {
 	migrated := f.backendWith(sqlcore.Options{TablePrefix: f.prefix, Migrate: true})
 	if ka := keepAlive(t, migrated, s2, 10*time.Second, "again"); ka.Owned["again"] != 1 {
 		t.Fatalf("keep-alive after migration 4 = %+v, want again at 1", ka)
+	}
+
+	// Tables of migration 4 lack the semaphore table of migration 5: a
+	// new backend's permit acquire names the step, a ready one's names the
+	// table, and the migration creates it. A slot's lease taken as a plain
+	// lease before it is an ordinary row, whose token the slot's next term
+	// starts above, and the semaphore's tokens then increase across slots.
+	if err := f.admin.Exec(ctxT(t), "DROP TABLE "+f.prefix+"semaphore"); err != nil {
+		t.Fatal(err)
+	}
+	p := simba.Permit{Semaphore: "again-sem", Permits: 2}
+	wantMigration = 5
+	want = pkg + ": tables predate migration 5 (semaphores): table " + f.prefix +
+		"semaphore missing: run the migration (Options.Migrate or Backend.Migrate) or apply " + pkg + ".Schema"
+	_, err = f.backendWith(sqlcore.Options{TablePrefix: f.prefix}).(simba.PermitAcquirer).AcquirePermit(ctxT(t), s2, p)
+	outdated("AcquirePermit of a new backend without the semaphore table", err, false)
+	var mt *sqlcore.MissingTableError
+	if _, err := migrated.(simba.PermitAcquirer).AcquirePermit(ctxT(t), s2, p); !errors.As(err, &mt) ||
+		!errors.Is(err, f.h.Pkg.ErrSchemaMissing) || !strings.Contains(err.Error(), f.prefix+"semaphore missing: run the migration") {
+		t.Fatalf("AcquirePermit of a ready backend without the semaphore table: %v, want a *MissingTableError naming it", err)
+	}
+	if r := acquire(t, b, s2, "again-sem:0"); !r.Won || r.Token != 1 { // b was ready before the drop
+		t.Fatalf("acquire of a slot's lease as a plain lease before migration 5 = %+v", r)
+	}
+	if err := b.Migrate(ctxT(t)); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	if r, err := f.backendWith(sqlcore.Options{TablePrefix: f.prefix}).(simba.PermitAcquirer).AcquirePermit(ctxT(t), s2, p); err != nil || !r.Won || r.Token != 2 {
+		t.Fatalf("AcquirePermit after migration 5 = %+v, %v; want a win of slot 0 at token 2", r, err)
+	}
+	p.Slot = 1
+	if r, err := migrated.(simba.PermitAcquirer).AcquirePermit(ctxT(t), s2, p); err != nil || !r.Won || r.Token != 3 {
+		t.Fatalf("AcquirePermit of slot 1 after migration 5 = %+v, %v; want a win at token 3, above slot 0's", r, err)
 	}
 }

@@ -19,7 +19,7 @@ func testMissingTables(t *testing.T, f *fixture) {
 	}
 	pkg := f.h.Pkg.Name
 	want := pkg + ": tables " + f.prefix + "session, " + f.prefix + "lease, " + f.prefix + "group_member, " + f.prefix +
-		"lease_floor missing: run the migration (Options.Migrate) or apply " + pkg + ".Schema"
+		"lease_floor, " + f.prefix + "semaphore missing: run the migration (Options.Migrate) or apply " + pkg + ".Schema"
 	if err.Error() != want {
 		t.Fatalf("error = %q\nwant    %q", err, want)
 	}

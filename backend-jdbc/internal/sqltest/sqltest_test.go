@@ -186,6 +186,8 @@ var tests = []struct {
 	{"ContendedRowKeepsSession", testContendedRowKeepsSession},
 	{"FenceRowMissing", testFenceRowMissing},
 	{"FenceInTransaction", testFenceInTransaction},
+	{"PermitCheckAfterLockWait", testPermitCheckAfterLockWait},
+	{"PermitCheckWaitsForRenewalInFlight", testPermitCheckWaitsForRenewalInFlight},
 }
 
 // IsolationTests reports whether the test named name depends on the
@@ -200,6 +202,7 @@ func IsolationTests(name string) bool {
 		"ContendedRowKeepsSession", "FirstInsertAfterSweep",
 		"TakeOverRaceKeepAliveBehind", "TakeOverRaceReleaseAhead", "CloseRaceKeepAliveAhead",
 		"TakeOverStampsTermAfterWait", "GroupAndCloseEndAtTheirBound",
+		"PermitCheckAfterLockWait", "PermitCheckWaitsForRenewalInFlight",
 	}, name) || strings.HasPrefix(name, "Sweep") && name != "SweepBoundsLeaseRows"
 }
 
