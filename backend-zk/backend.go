@@ -30,6 +30,7 @@ type Backend struct {
 	opts       Options
 	log        *slog.Logger
 	leasesDir  string // Root/leases
+	permitsDir string // Root/permits
 	groupsDir  string // Root/groups
 	waitersDir string // Root/waiters
 
@@ -63,6 +64,7 @@ var (
 	_ simba.HolderReader    = (*Backend)(nil)
 	_ simba.HolderLister    = (*Backend)(nil)
 	_ simba.IdentityOpener  = (*Backend)(nil)
+	_ simba.PermitAcquirer  = (*Backend)(nil)
 )
 
 // New returns a backend on the Zookeeper servers given as "host:port".
@@ -82,6 +84,7 @@ func New(servers []string, opts Options) (*Backend, error) {
 		opts:        o,
 		log:         o.Logger.With("component", "simbazk"),
 		leasesDir:   o.Root + "/leases",
+		permitsDir:  o.Root + "/permits",
 		groupsDir:   o.Root + "/groups",
 		waitersDir:  o.Root + "/waiters",
 		closing:     make(chan struct{}),

@@ -282,7 +282,7 @@ func TestStagedLossKeepsWaiting(t *testing.T) {
 	long := time.Now().Add(-time.Hour)
 	s.waiting["n"] = long
 	s.claims["n"] = &claim{timer: time.AfterFunc(time.Hour, func() {})}
-	if r, err := s.acquire(ctx(t), "n"); err != nil || r.Won {
+	if r, err := s.acquire(ctx(t), "n", nil); err != nil || r.Won {
 		t.Fatalf("acquire = %+v, %v; want a staged loss", r, err)
 	}
 	if at := s.waiting["n"]; !at.After(long) {

@@ -18,6 +18,11 @@
 //     [Backend.Holder] reads the node (owner, czxid, creation time, data)
 //     with one request over the backend's read connection, so that asking
 //     who holds a lease needs no session and renews none.
+//   - Slot i of semaphore name is the lease name:i. The number of permits
+//     recorded for the semaphore is the data of the persistent node
+//     Root/permits/{name}; [Backend.AcquirePermit] sets it, guarded by the
+//     version it read, in the multi that creates the slot's node, so of two
+//     grants decided on one read only one succeeds.
 //   - A group member is the ephemeral node Root/groups/{group}/{session}.
 //   - A release is announced through a watch on the lease node
 //     ([Backend.WatchRelease]), which fires on a clean release and on the

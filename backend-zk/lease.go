@@ -32,10 +32,13 @@ const acquireTries = 4
 // It returns a *simba.NameError for an invalid name, and
 // simba.ErrSessionExpired once the session expired.
 func (b *Backend) Acquire(ctx context.Context, id simba.SessionID, name string) (simba.AcquireResult, error) {
-	return onSession(ctx, b, id, "acquire", name, func(s *session) (simba.AcquireResult, error) { return s.acquire(ctx, name) })
+	return onSession(ctx, b, id, "acquire", name, func(s *session) (simba.AcquireResult, error) { return s.acquire(ctx, name, nil) })
 }
 
-func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult, error) {
+// acquire takes the lease name. The requests in pre, if any, are sent in
+// the same multi as the create of the node; should they fail with a bad
+// version, acquire returns errMoved and creates nothing.
+func (s *session) acquire(ctx context.Context, name string, pre []any) (simba.AcquireResult, error) {
 	path := s.b.leasePath(name)
 	op := "acquire " + name
 	unlock, err := s.lockName(ctx, name, true)
@@ -47,6 +50,12 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 	s.note(name, nil) // the node may change from here on
 	s.mu.Unlock()
 	if c := s.takeClaim(name); c != nil {
+		if c.stat != nil && len(pre) > 0 {
+			if _, err := s.conn.Multi(pre...); err != nil { // the claim's create did not check pre
+				_ = s.conn.Delete(path, leaseVersion)
+				return simba.AcquireResult{}, s.moved(ctx, op, err)
+			}
+		}
 		if c.stat != nil {
 			return s.won(op, name, path, c.stat)
 		}
@@ -57,12 +66,12 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 		if err := ctx.Err(); err != nil {
 			return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: %w", op, err)
 		}
-		st, err := s.create(path, s.identity)
+		st, err := s.create(path, s.identity, pre...)
 		switch {
 		case err == nil:
 			return s.won(op, name, path, st)
 		case !errors.Is(err, zk.ErrNodeExists):
-			return simba.AcquireResult{}, s.failed(ctx, op, err)
+			return simba.AcquireResult{}, s.moved(ctx, op, err)
 		}
 		ok, cur, err := s.conn.Exists(path)
 		switch {
@@ -79,16 +88,18 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 		// version does not tell this node from a later one (every lease
 		// node is at version 1), but under the name's lock only an expiry
 		// or a deletion by hand can replace it in between.
-		res, err := s.conn.Multi(
+		res, err := s.conn.Multi(append(pre,
 			&zk.DeleteRequest{Path: path, Version: cur.Version},
 			&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
 			&zk.SetDataRequest{Path: path, Data: s.identity, Version: -1},
-		)
+		)...)
 		switch {
-		case err == nil && len(res) == 3 && res[2].Stat != nil:
-			return s.won(op, name, path, res[2].Stat)
+		case err == nil && len(res) == len(pre)+3 && res[len(res)-1].Stat != nil:
+			return s.won(op, name, path, res[len(res)-1].Stat)
 		case err == nil:
 			return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: unexpected multi reply", op)
+		case len(pre) > 0 && errors.Is(err, zk.ErrBadVersion):
+			return simba.AcquireResult{}, s.moved(ctx, op, err)
 		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
 			continue // changed in between: look again
 		default:
@@ -101,11 +112,11 @@ func (s *session) acquire(ctx context.Context, name string) (simba.AcquireResult
 // create creates the ephemeral node path with data and returns its stat,
 // in one request: the set-data that writes the data also gives the stat.
 // When a parent is missing, it creates the parents, then the node again.
-func (s *session) create(path string, data []byte) (*zk.Stat, error) {
-	ops := []any{
+// The requests in pre, if any, go first in the same multi.
+func (s *session) create(path string, data []byte, pre ...any) (*zk.Stat, error) {
+	ops := append(pre[:len(pre):len(pre)],
 		&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
-		&zk.SetDataRequest{Path: path, Data: data, Version: -1},
-	}
+		&zk.SetDataRequest{Path: path, Data: data, Version: -1})
 	res, err := s.conn.Multi(ops...)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err = s.b.ensureParents(s.conn, path); err == nil {
@@ -115,10 +126,10 @@ func (s *session) create(path string, data []byte) (*zk.Stat, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(res) != 2 || res[1].Stat == nil {
+	if len(res) != len(ops) || res[len(res)-1].Stat == nil {
 		return nil, errors.New("unexpected multi reply")
 	}
-	return res[1].Stat, nil
+	return res[len(res)-1].Stat, nil
 }
 
 // won records a node this session just created. A node owned by another
