@@ -332,6 +332,17 @@ func TestTimeoutBounds(t *testing.T) {
 	abiCheckOnEveryBackend(t, "timeouts")
 }
 
+// TestSemaphoresInC: permits up to n, SIMBA_ERR_PERMITS_MISMATCH, the term
+// functions on a permit, and a clear status for every bad argument, on the
+// memory backend (abi_check semaphores).
+func TestSemaphoresInC(t *testing.T) {
+	out := run(t, time.Minute, exec.Command(abiCheck(t), "semaphores", "memory://abi-semaphores"))
+	t.Log(out)
+	if !strings.Contains(out, "no handle left open") {
+		t.Error("the output lacks the handle check")
+	}
+}
+
 // TestForkedChild: a child forked from a process that loaded the library
 // sees no valid term, and every call fails at once with a message that
 // says what to do instead of hanging.

@@ -155,6 +155,7 @@ static const char *const status_names[] = {
     "SIMBA_ERR_BACKEND",
     "SIMBA_ERR_INTERNAL",
     "SIMBA_ERR_FORKED",
+    "SIMBA_ERR_PERMITS_MISMATCH",
 };
 
 const char *simba_status_name(simba_status status) {
@@ -282,6 +283,18 @@ simba_status simba_lock_try_acquire(simba_handle client, const char *name, int64
                                     simba_handle *out_term) {
 	CHECK_FORK();
 	return simbago_lock_try_acquire(client, (char *)name, timeout_ms, cancel, out_term);
+}
+
+simba_status simba_semaphore_acquire(simba_handle client, const char *name, int32_t permits, int64_t timeout_ms,
+                                     simba_handle cancel, simba_handle *out_term) {
+	CHECK_FORK();
+	return simbago_semaphore_acquire(client, (char *)name, permits, timeout_ms, cancel, out_term);
+}
+
+simba_status simba_semaphore_try_acquire(simba_handle client, const char *name, int32_t permits, int64_t timeout_ms,
+                                         simba_handle cancel, simba_handle *out_term) {
+	CHECK_FORK();
+	return simbago_semaphore_try_acquire(client, (char *)name, permits, timeout_ms, cancel, out_term);
 }
 
 simba_status simba_lock_release(simba_handle term, int64_t timeout_ms) {

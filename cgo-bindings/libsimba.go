@@ -213,6 +213,26 @@ func simbago_lock_try_acquire(client C.simba_handle, name *C.char, timeoutMS C.i
 	return acquire(client, name, timeoutMS, cancel, out, true)
 }
 
+func acquirePermit(client C.simba_handle, name *C.char, permits C.int32_t, timeoutMS C.int64_t, cancel C.simba_handle, out *C.simba_handle, try bool) C.simba_status {
+	if st := nonNull(param{"name", name == nil}, param{"out_term", out == nil}); st != C.SIMBA_OK {
+		return st
+	}
+	h, err := capi.AcquirePermit(uint64(client), C.GoString(name), int64(permits), int64(timeoutMS), uint64(cancel), try)
+	return store(out, h, err)
+}
+
+//export simbago_semaphore_acquire
+func simbago_semaphore_acquire(client C.simba_handle, name *C.char, permits C.int32_t, timeoutMS C.int64_t, cancel C.simba_handle, out *C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	return acquirePermit(client, name, permits, timeoutMS, cancel, out, false)
+}
+
+//export simbago_semaphore_try_acquire
+func simbago_semaphore_try_acquire(client C.simba_handle, name *C.char, permits C.int32_t, timeoutMS C.int64_t, cancel C.simba_handle, out *C.simba_handle) (st C.simba_status) {
+	defer guard(&st)
+	return acquirePermit(client, name, permits, timeoutMS, cancel, out, true)
+}
+
 //export simbago_lock_release
 func simbago_lock_release(term C.simba_handle, timeoutMS C.int64_t) (st C.simba_status) {
 	defer guard(&st)

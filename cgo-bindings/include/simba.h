@@ -95,6 +95,9 @@ extern "C" {
 /* A timeout that waits until the wait ends by itself or is cancelled. */
 #define SIMBA_NO_TIMEOUT (-1)
 
+/* The largest number of permits a semaphore may have. */
+#define SIMBA_MAX_PERMITS 1024
+
 /* The status of a call. The values never change meaning. */
 typedef int32_t simba_status;
 enum {
@@ -117,7 +120,8 @@ enum {
 	SIMBA_ERR_TIMEOUT = 16,            /* a wait (stop, step down, close, release) hit its timeout */
 	SIMBA_ERR_BACKEND = 17,            /* another error of the backend */
 	SIMBA_ERR_INTERNAL = 18,           /* a bug of the library */
-	SIMBA_ERR_FORKED = 19              /* this process was forked from the one that loaded the library */
+	SIMBA_ERR_FORKED = 19,             /* this process was forked from the one that loaded the library */
+	SIMBA_ERR_PERMITS_MISMATCH = 20    /* a semaphore is held with another number of permits */
 };
 
 /* Why a term ended (simba_term_reason, on_revoked). */
@@ -337,6 +341,34 @@ simba_status simba_lock_acquire(simba_handle client, const char *name, int64_t t
  */
 simba_status simba_lock_try_acquire(simba_handle client, const char *name, int64_t timeout_ms, simba_handle cancel,
                                     simba_handle *out_term);
+
+/* ------------------------------------------------------------ semaphores */
+
+/*
+ * Waits for one of the permits permits of the semaphore name, with the
+ * timeout_ms, cancel and errors of simba_lock_acquire: up to permits terms
+ * of the name are held at once across every client of the backend, each
+ * with a fencing token that strictly increases per semaphore name. A
+ * permit is slot i of the semaphore, the lease "name:i"; its term is a
+ * lock term, which simba_lock_release, simba_term_free and the simba_term_*
+ * functions take as any other. permits must be 1 to SIMBA_MAX_PERMITS
+ * (else SIMBA_ERR_INVALID_ARGUMENT) and name valid with the name of its
+ * last slot (else SIMBA_ERR_INVALID_NAME). Every holder must ask with the
+ * same permits: while permits granted under another number are held, the
+ * call fails at once with SIMBA_ERR_PERMITS_MISMATCH. A backend without
+ * semaphores gives SIMBA_ERR_BACKEND.
+ */
+simba_status simba_semaphore_acquire(simba_handle client, const char *name, int32_t permits, int64_t timeout_ms,
+                                     simba_handle cancel, simba_handle *out_term);
+
+/*
+ * Makes one attempt at each permit of the semaphore name: the term of the
+ * first it wins, or SIMBA_ERR_LOCK_HELD when all are held, with the bounds
+ * of simba_lock_try_acquire and the arguments and errors of
+ * simba_semaphore_acquire.
+ */
+simba_status simba_semaphore_try_acquire(simba_handle client, const char *name, int32_t permits, int64_t timeout_ms,
+                                         simba_handle cancel, simba_handle *out_term);
 
 /*
  * Ends a lock term and releases its lease, waiting for the backend's answer

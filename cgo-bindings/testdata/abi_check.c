@@ -542,6 +542,63 @@ static int run_fork(const char *url) {
 	return !(WIFEXITED(status) && WEXITSTATUS(status) == 0 && valid == 1);
 }
 
+/* ------------------------------------------------------------ semaphores */
+
+/* run_semaphores: permits up to n, the mismatch code, the lock term
+ * functions on a permit's term, and the refusal of every bad argument. */
+static int run_semaphores(const char *url) {
+	simba_handle a = open_client(url), b = open_client(url);
+	simba_handle p1 = 0, p2 = 0, none = 0;
+	int bad = 0;
+	check(simba_semaphore_acquire(a, "abi-pool", 2, 10000, 0, &p1), "first permit");
+	check(simba_semaphore_try_acquire(b, "abi-pool", 2, 0, 0, &p2), "second permit");
+	uint64_t t1 = 0, t2 = 0;
+	check(simba_term_token(p1, &t1), "token 1");
+	check(simba_term_token(p2, &t2), "token 2");
+	if (t2 <= t1) {
+		fprintf(stderr, "tokens %llu then %llu\n", (unsigned long long)t1, (unsigned long long)t2);
+		bad++;
+	}
+	bad += !expect("try, all held", simba_semaphore_try_acquire(b, "abi-pool", 2, 0, 0, &none), SIMBA_ERR_LOCK_HELD);
+	bad += !expect("acquire, all held", simba_semaphore_acquire(b, "abi-pool", 2, 100, 0, &none), SIMBA_ERR_LOCK_TIMEOUT);
+	bad += !expect("mismatch", simba_semaphore_try_acquire(b, "abi-pool", 3, 0, 0, &none), SIMBA_ERR_PERMITS_MISMATCH);
+	char long_name[128];
+	memset(long_name, 'n', 126);
+	long_name[126] = 0;
+	bad += !expect("NULL client", simba_semaphore_acquire(0, "abi-pool", 2, 100, 0, &none), SIMBA_ERR_BAD_HANDLE);
+	bad += !expect("a term as client", simba_semaphore_acquire(p1, "abi-pool", 2, 100, 0, &none), SIMBA_ERR_BAD_HANDLE);
+	bad += !expect("NULL name", simba_semaphore_acquire(a, NULL, 2, 100, 0, &none), SIMBA_ERR_INVALID_ARGUMENT);
+	bad += !expect("NULL out", simba_semaphore_try_acquire(a, "abi-pool", 2, 100, 0, NULL), SIMBA_ERR_INVALID_ARGUMENT);
+	bad += !expect("bad name", simba_semaphore_acquire(a, "a b", 2, 100, 0, &none), SIMBA_ERR_INVALID_NAME);
+	bad += !expect("bad UTF-8", simba_semaphore_acquire(a, "\xff", 2, 100, 0, &none), SIMBA_ERR_INVALID_NAME);
+	bad += !expect("0 permits", simba_semaphore_acquire(a, "abi-other", 0, 100, 0, &none), SIMBA_ERR_INVALID_ARGUMENT);
+	bad += !expect("-1 permits", simba_semaphore_try_acquire(a, "abi-other", -1, 100, 0, &none), SIMBA_ERR_INVALID_ARGUMENT);
+	bad += !expect("INT32_MIN permits", simba_semaphore_acquire(a, "abi-other", INT32_MIN, 100, 0, &none), SIMBA_ERR_INVALID_ARGUMENT);
+	bad += !expect("too many permits", simba_semaphore_acquire(a, "abi-other", SIMBA_MAX_PERMITS + 1, 100, 0, &none), SIMBA_ERR_INVALID_ARGUMENT);
+	bad += !expect("last slot too long", simba_semaphore_acquire(a, long_name, 100, 100, 0, &none), SIMBA_ERR_INVALID_NAME);
+	bad += !expect("negative timeout", simba_semaphore_acquire(a, "abi-other", 2, -5, 0, &none), SIMBA_ERR_INVALID_ARGUMENT);
+	if (none != 0) {
+		fprintf(stderr, "a failed call stored a handle\n");
+		bad++;
+	}
+	check(simba_lock_release(p1, 5000), "release");
+	int valid = 1;
+	check(simba_term_valid(p1, &valid), "valid");
+	if (valid) {
+		fprintf(stderr, "a released permit is valid\n");
+		bad++;
+	}
+	simba_handle p3 = 0;
+	check(simba_semaphore_acquire(b, "abi-pool", 2, 10000, 0, &p3), "permit after a release");
+	check(simba_term_free(p1), "free 1");
+	check(simba_term_free(p2), "free 2");
+	check(simba_term_free(p3), "free 3");
+	check(simba_client_close(a, 5000), "close a");
+	check(simba_client_close(b, 5000), "close b");
+	no_leaks();
+	return bad ? 1 : 0;
+}
+
 /* ------------------------------------------------------------ names */
 
 static int run_names(void) {
@@ -796,6 +853,9 @@ int main(int argc, char **argv) {
 	}
 	if (strcmp(mode, "fork") == 0 && argc == 3) {
 		return run_fork(argv[2]);
+	}
+	if (strcmp(mode, "semaphores") == 0 && argc == 3) {
+		return run_semaphores(argv[2]);
 	}
 	if (strcmp(mode, "names") == 0) {
 		return run_names();

@@ -303,6 +303,37 @@ func Acquire(client uint64, name string, timeoutMS int64, cancel uint64, try boo
 	if err := simba.ValidateName(name); err != nil {
 		return 0, err
 	}
+	l := cr.c.Lock(name)
+	return acquireTerm(cr, name, timeoutMS, cancel, try, l.Acquire, l.TryAcquire)
+}
+
+// AcquirePermit waits for one of the permits permits of the semaphore
+// name on the client, with the bounds and the meaning of timeoutMS,
+// cancel and try of Acquire. It returns the handle of the permit's lock
+// term, which Release, FreeTerm and the term functions take as any lock
+// term. The permits must be 1 to simba.MaxPermits and the name valid with
+// the name of its last slot; a semaphore held with another number of
+// permits gives an error matching simba.ErrPermitsMismatch.
+func AcquirePermit(client uint64, name string, permits int64, timeoutMS int64, cancel uint64, try bool) (uint64, error) {
+	cr, err := clientOf(client)
+	if err != nil {
+		return 0, err
+	}
+	if permits < 1 || permits > simba.MaxPermits {
+		return 0, fmt.Errorf("%w: semaphore %s: %d permits, want 1 to %d", simba.ErrInvalidArgument, name, permits, simba.MaxPermits)
+	}
+	if err := simba.ValidatePermit(simba.Permit{Semaphore: name, Permits: int(permits)}); err != nil {
+		return 0, fmt.Errorf("semaphore %q: %w", name, err)
+	}
+	s := cr.c.Semaphore(name, int(permits))
+	return acquireTerm(cr, name, timeoutMS, cancel, try, s.Acquire, s.TryAcquire)
+}
+
+// acquireTerm makes the acquisition of Acquire and AcquirePermit with the
+// waiting and the one-attempt calls of a lock or a semaphore, and returns
+// the handle of the term it won.
+func acquireTerm(cr *clientRef, name string, timeoutMS int64, cancel uint64, try bool,
+	wait, attempt func(context.Context) (*simba.LockTerm, error)) (uint64, error) {
 	// A timeout of 0 is not passed to simba as a ctx already past its
 	// deadline: simba's one attempt would then run WithoutCancel, and the
 	// cancel handle (Ctrl-C in Python) could not end it.
@@ -317,12 +348,11 @@ func Acquire(client uint64, name string, timeoutMS int64, cancel uint64, try boo
 		return 0, err
 	}
 	defer stop()
-	l := cr.c.Lock(name)
 	var lt *simba.LockTerm
 	if try || once {
-		lt, err = l.TryAcquire(ctx)
+		lt, err = attempt(ctx)
 	} else {
-		lt, err = l.Acquire(ctx)
+		lt, err = wait(ctx)
 	}
 	if once && errors.Is(err, simba.ErrLockHeld) {
 		return 0, fmt.Errorf("%w: %s: held, and the timeout of 0 allows one attempt (%s)", simba.ErrLockTimeout, name, err.Error())

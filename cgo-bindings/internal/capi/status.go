@@ -44,9 +44,10 @@ const (
 	Backend            Status = 17 // SIMBA_ERR_BACKEND: another error of the backend
 	Internal           Status = 18 // SIMBA_ERR_INTERNAL: a bug of the library (a recovered panic)
 	Forked             Status = 19 // SIMBA_ERR_FORKED: a call in a forked child (answered by bridge.c, never by Go)
+	PermitsMismatch    Status = 20 // SIMBA_ERR_PERMITS_MISMATCH: the semaphore is held with another number of permits
 
 	// LastStatus is the highest status code.
-	LastStatus = Forked
+	LastStatus = PermitsMismatch
 )
 
 var statusNames = [...]string{
@@ -55,7 +56,7 @@ var statusNames = [...]string{
 	"SIMBA_ERR_BACKEND_UNAVAILABLE", "SIMBA_ERR_CLOSED", "SIMBA_ERR_CANCELLED", "SIMBA_ERR_TERM_EXPIRED",
 	"SIMBA_ERR_ALREADY_STARTED", "SIMBA_ERR_NOT_STARTED", "SIMBA_ERR_NAME_IN_USE",
 	"SIMBA_ERR_BUFFER_TOO_SMALL", "SIMBA_ERR_TIMEOUT", "SIMBA_ERR_BACKEND", "SIMBA_ERR_INTERNAL",
-	"SIMBA_ERR_FORKED",
+	"SIMBA_ERR_FORKED", "SIMBA_ERR_PERMITS_MISMATCH",
 }
 
 // String returns the name of the code in simba.h.
@@ -102,7 +103,7 @@ var sentinels = []struct {
 	{simba.ErrClosed, Closed}, {simba.ErrBackendUnavailable, BackendUnavailable}, {context.Canceled, Cancelled},
 	{simba.ErrLockHeld, LockHeld}, {simba.ErrLockTimeout, LockTimeout}, {simba.ErrTermExpired, TermExpired},
 	{simba.ErrAlreadyStarted, AlreadyStarted}, {simba.ErrNotStarted, NotStarted}, {simba.ErrNameInUse, NameInUse},
-	{context.DeadlineExceeded, Timeout},
+	{simba.ErrPermitsMismatch, PermitsMismatch}, {context.DeadlineExceeded, Timeout},
 }
 
 // StatusOf returns the status code of err: OK for nil, else the code of

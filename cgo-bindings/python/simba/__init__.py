@@ -63,6 +63,7 @@ from .errors import (
     LockTimeout,
     NameInUse,
     NotStarted,
+    PermitsMismatch,
     SimbaError,
     TermExpired,
     Timeout,
@@ -97,6 +98,7 @@ __all__ = [
     "AlreadyStarted",
     "NotStarted",
     "NameInUse",
+    "PermitsMismatch",
     "Forked",
     "Timeout",
     "BackendError",
@@ -105,6 +107,7 @@ __all__ = [
 
 __version__ = "0.1.0"
 
+MAX_PERMITS = 1024  # the largest number of permits of a semaphore, SIMBA_MAX_PERMITS
 DEFAULT_WAIT = 10.0  # seconds the close, stop and release calls wait by default
 _SLICE = 0.05  # seconds: the longest a wait of the main thread goes without looking for Ctrl-C
 _SLICE_MS = 50
@@ -1064,6 +1067,51 @@ class Client:
             if not t._freed:
                 # The bound free first, with no Python frame before it
                 # where a Ctrl-C could land and skip it.
+                t._settle(t._free(t._h))
+
+    def _permit_fn(self, c_fn: Callable[..., int], permits: int) -> Callable[..., int]:
+        """The lock-shaped call of a semaphore function: permits checked
+        here, where a Python int could not pass through an int32_t."""
+        if isinstance(permits, bool) or not isinstance(permits, int) or not 1 <= permits <= MAX_PERMITS:
+            raise InvalidArgument(_errors.INVALID_ARGUMENT, f"permits {permits!r}: want an int from 1 to {MAX_PERMITS}")
+
+        def fn(client: int, c_name: bytes, ms: int, cancel_h: int, out: Any) -> int:
+            return c_fn(client, c_name, permits, ms, cancel_h, out)
+
+        return fn
+
+    def acquire_permit(
+        self, name: str, permits: int, timeout: Optional[float] = None, cancel: Optional[CancelToken] = None
+    ) -> Term:
+        """Waits for one of the permits permits of the semaphore name, with
+        the timeout, cancel and errors of acquire: up to permits terms of
+        the name are held at once across every client, each with a fencing
+        token that strictly increases per semaphore name. Every holder must
+        ask with the same permits (1 to MAX_PERMITS, else InvalidArgument):
+        while permits granted under another number are held, it raises
+        PermitsMismatch. The Term is a lock term of the slot's lease; its
+        name is the semaphore's."""
+        fn = self._permit_fn(_lib.lib().simba_semaphore_acquire, permits)
+        return self._acquire(fn, name, timeout, cancel, wait=True)
+
+    def try_acquire_permit(
+        self, name: str, permits: int, timeout: Optional[float] = None, cancel: Optional[CancelToken] = None
+    ) -> Term:
+        """One attempt at each permit: the term, or LockHeld when all are held."""
+        fn = self._permit_fn(_lib.lib().simba_semaphore_try_acquire, permits)
+        return self._acquire(fn, name, timeout, cancel, wait=False)
+
+    @contextlib.contextmanager
+    def semaphore(
+        self, name: str, permits: int, timeout: Optional[float] = None, cancel: Optional[CancelToken] = None
+    ) -> Iterator[Term]:
+        """with client.semaphore("pool", 3, timeout=5) as term: holds one of
+        the 3 permits of pool for the block."""
+        t = self.acquire_permit(name, permits, timeout, cancel)
+        try:
+            yield t
+        finally:
+            if not t._freed:
                 t._settle(t._free(t._h))
 
     def election(

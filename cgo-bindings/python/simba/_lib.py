@@ -97,6 +97,14 @@ _PROTOTYPES = {
     "simba_client_snapshot": (status, [handle, ctypes.POINTER(ctypes.c_void_p)]),
     "simba_lock_acquire": (status, [handle, ctypes.c_char_p, ctypes.c_int64, handle, ctypes.POINTER(handle)]),
     "simba_lock_try_acquire": (status, [handle, ctypes.c_char_p, ctypes.c_int64, handle, ctypes.POINTER(handle)]),
+    "simba_semaphore_acquire": (
+        status,
+        [handle, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64, handle, ctypes.POINTER(handle)],
+    ),
+    "simba_semaphore_try_acquire": (
+        status,
+        [handle, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64, handle, ctypes.POINTER(handle)],
+    ),
     "simba_lock_release": (status, [handle, ctypes.c_int64]),
     "simba_term_free": (status, [handle]),
     "simba_term_token": (status, [handle, ctypes.POINTER(ctypes.c_uint64)]),

@@ -22,6 +22,7 @@ TIMEOUT = 16
 BACKEND = 17
 INTERNAL = 18
 FORKED = 19
+PERMITS_MISMATCH = 20
 
 
 class SimbaError(Exception):
@@ -88,6 +89,11 @@ class NameInUse(SimbaError):
     """One client uses a name both as a lock and as an election."""
 
 
+class PermitsMismatch(SimbaError):
+    """A semaphore is held with another number of permits than the call
+    asked with."""
+
+
 class Timeout(SimbaError, TimeoutError):
     """A wait (stop, step down, close, release) hit its timeout."""
 
@@ -126,6 +132,7 @@ _BY_STATUS = {
     BACKEND: BackendError,
     INTERNAL: InternalError,
     FORKED: Forked,
+    PERMITS_MISMATCH: PermitsMismatch,
 }
 
 

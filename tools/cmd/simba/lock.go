@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	simba "github.com/simba-go/simba/core"
@@ -55,6 +56,15 @@ With --backend memory:// the lock lives in this simba process only: another
 process, even with the same URL, has a store of its own and takes the lock
 too. simba warns about it on stderr; use memory:// for trials only.
 
+With --permits N, NAME is a semaphore of N permits instead of a lock: up to
+N commands run at once, each holding one permit, and the others wait. A
+permit is the lease NAME:i of its slot i (0 to N-1), which the command finds
+in SIMBA_LEASE; SIMBA_TOKEN is its fencing token, which strictly increases
+per semaphore NAME. Every node must use the same N: while permits granted
+under another number are held, simba exits with 1 at once. N is 1 to 1024.
+Without --permits, NAME is a plain lock, which is not the same lease as a
+semaphore of one permit.
+
 Exit codes:
 ` + exitCodesFirst + `  69               the backend cannot be reached: at start, or while waiting
                    for the lock until --timeout
@@ -68,11 +78,16 @@ func runLock(ctx context.Context, a *app, args []string) int {
 	c := newCommandLine(cmd, "lock [flags] NAME -- COMMAND [ARG...]", lockAbout)
 	timeout := c.Duration("timeout", 0, "give up when the lock is not acquired within this `duration`: exit code 75 when it is held elsewhere, "+
 		"69 when the backend could not be asked; 0 waits for ever")
+	permitsFlag := c.String("permits", "", "hold one of `N` permits of the semaphore NAME (1 to 1024) instead of the lock NAME")
 	if code, ok := c.parse(a, args); !ok {
 		return code
 	}
 	if *timeout < 0 {
 		return a.usageError(cmd, fmt.Errorf("--timeout %v: must not be negative", *timeout))
+	}
+	permits, err := parsePermits(c.name, *permitsFlag)
+	if err != nil {
+		return a.usageError(cmd, err)
 	}
 	n, code := c.connect(ctx, a)
 	if n == nil {
@@ -80,12 +95,21 @@ func runLock(ctx context.Context, a *app, args []string) int {
 	}
 	defer n.close(a, cmd)
 	name := c.name
+	what := "lock " + name
+	if permits > 0 {
+		what = fmt.Sprintf("semaphore %s (%d permits)", name, permits)
+	}
 
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if *timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, *timeout)
 	}
-	lt, err := n.client.Lock(name).Acquire(actx)
+	var lt *simba.LockTerm
+	if permits > 0 {
+		lt, err = n.client.Semaphore(name, permits).Acquire(actx)
+	} else {
+		lt, err = n.client.Lock(name).Acquire(actx)
+	}
 	cancel()
 	if err != nil && ctx.Err() == nil {
 		n.close(a, cmd) // the report below is the last line
@@ -97,17 +121,17 @@ func runLock(ctx context.Context, a *app, args []string) int {
 	case errors.Is(err, simba.ErrBackendUnavailable):
 		// Checked first: such an error is a timeout too.
 		code, why := n.watch.failure()
-		a.report(cmd, "lock %s not acquired within %v on %s: %v%s", name, *timeout, n.where, err, why)
+		a.report(cmd, "%s not acquired within %v on %s: %v%s", what, *timeout, n.where, err, why)
 		return code
 	case errors.Is(err, simba.ErrLockTimeout):
-		a.report(cmd, "lock %s not acquired within %v", name, *timeout)
+		a.report(cmd, "%s not acquired within %v", what, *timeout)
 		return exitLockTimeout
 	default:
 		a.report(cmd, "acquire %s: %v", name, err)
 		return exitFailure
 	}
 	if c.client.verbose {
-		a.report(cmd, "acquired %s with token %d", name, lt.Token())
+		a.report(cmd, "acquired %s with token %d", lt.Name(), lt.Token())
 	}
 	defer releaseLock(a, lt)
 
@@ -122,18 +146,37 @@ func runLock(ctx context.Context, a *app, args []string) int {
 		if !lt.Valid() {
 			// The term ended before simba saw the command exit: part of
 			// the command may have run without the lock.
-			a.report(cmd, "lost lock %s (token %d) while the command ran: %s", name, lt.Token(), endReason(lt.Term))
+			a.report(cmd, "lost lock %s (token %d) while the command ran: %s", lt.Name(), lt.Token(), endReason(lt.Term))
 			return exitLockLost
 		}
 		return ch.exitCode()
 	case <-lt.Done():
-		a.report(cmd, "lost lock %s (token %d): %s; stopping the command", name, lt.Token(), endReason(lt.Term))
+		a.report(cmd, "lost lock %s (token %d): %s; stopping the command", lt.Name(), lt.Token(), endReason(lt.Term))
 		ch.stopGroup(a, cmd, c.grace)
 		return exitLockLost
 	case <-ctx.Done():
 		ch.stopGroup(a, cmd, c.grace)
 		return ch.exitCode()
 	}
+}
+
+// parsePermits returns the number of permits of --permits (0 when it is
+// not given), or why it is no number of permits a semaphore name may have.
+func parsePermits(name, flag string) (int, error) {
+	if flag == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(flag)
+	if err != nil {
+		return 0, fmt.Errorf("--permits %q: not a whole number", flag)
+	}
+	if n < 1 || n > simba.MaxPermits {
+		return 0, fmt.Errorf("--permits %d: must be 1 to %d", n, simba.MaxPermits)
+	}
+	if err := simba.ValidatePermit(simba.Permit{Semaphore: name, Permits: n}); err != nil {
+		return 0, fmt.Errorf("--permits %d: %w", n, err)
+	}
+	return n, nil
 }
 
 // releaseWait bounds the wait for a release at the end of a command.
