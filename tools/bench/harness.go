@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	simba "github.com/simba-go/simba/core"
 )
 
 // opGrace bounds how long one operation may overrun the end of its round
@@ -53,14 +55,17 @@ type group struct {
 
 // interleave runs rounds of every case in turn and writes one line per
 // case with the medians over its rounds. A case whose round fails is
-// reported on log and dropped; the others go on. It returns the failures
+// reported on log and dropped; the others go on. A case whose round fails
+// with an error matching simba.ErrNotSupported is dropped with a note on
+// log and counts as no failure. It returns the failures
 // joined, or ctx.Err() when ctx ends first.
 func interleave(ctx context.Context, g group, out, log io.Writer) error {
 	samples := make([][]sample, len(g.cases))
 	failed := make([]error, len(g.cases))
+	skipped := make([]bool, len(g.cases))
 	for r := range g.rounds {
 		for i, c := range g.cases {
-			if failed[i] != nil {
+			if failed[i] != nil || skipped[i] {
 				continue
 			}
 			if err := ctx.Err(); err != nil {
@@ -70,6 +75,13 @@ func interleave(ctx context.Context, g group, out, log io.Writer) error {
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
+				}
+				if errors.Is(err, simba.ErrNotSupported) {
+					// The backend lacks the capability the case measures:
+					// no line, and no failure of the run.
+					skipped[i] = true
+					fmt.Fprintf(log, "bench: %v: skipped, the backend does not support it: %v\n", c.id(), err)
+					continue
 				}
 				failed[i] = fmt.Errorf("%v: round %d: %w", c.id(), r+1, err)
 				fmt.Fprintf(log, "bench: %v\n", failed[i])

@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 
+	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/memory"
 )
 
 // memorySuite measures the engine on the in-memory backend, where a
 // backend call costs about nothing: simba is the engine's lock, floor the
-// same backend calls made directly, handover the engine's release watch.
+// same backend calls made directly, handover the engine's release watch;
+// then the same for the engine's semaphore.
 func memorySuite(ctx context.Context, s *settings, _ string, su *suite) error {
 	const backend = "memory"
 	srv := memory.New()
@@ -19,11 +21,19 @@ func memorySuite(ctx context.Context, s *settings, _ string, su *suite) error {
 	if err != nil {
 		return err
 	}
+	sem, err := s.semaphoreCases(backend, []semImpl{
+		simbaSemaphoreImpl(su, func(int) (simba.Backend, error) { return srv.Connect(), nil }),
+		memorySemaphoreFloor(ctx, func() simba.Backend { return srv.Connect() }),
+	})
+	if err != nil {
+		return err
+	}
 	ho, err := simbaHandover(su, s, backend, srv.Connect(), srv.Connect())
 	if err != nil {
 		return err
 	}
 	su.groups = append(su.groups, group{cases: cases, rounds: s.rounds},
+		group{cases: sem, rounds: s.rounds},
 		// Apart, so that its release subscriptions do not receive the
 		// releases of the loops above.
 		group{cases: []benchCase{ho}, rounds: s.rounds},

@@ -35,9 +35,10 @@ func peerKeys(impl string, ns []string) []string {
 }
 
 // redisSuite compares Simba's lock with bsm/redislock, redsync and the
-// floor (SET NX PX then DEL), then the keep-alive cost of one node holding
-// many leases: Simba's one keep-alive against redislock refreshing every
-// lock at the same interval.
+// floor (SET NX PX then DEL), Simba's semaphore with the floor of a
+// counting semaphore (a script over a sorted set of holders), then the
+// keep-alive cost of one node holding many leases: Simba's one keep-alive
+// against redislock refreshing every lock at the same interval.
 func redisSuite(ctx context.Context, s *settings, rawURL string, su *suite) error {
 	const backend = "redis"
 	base, err := redis.ParseURL(rawURL)
@@ -125,6 +126,13 @@ func redisSuite(ctx context.Context, s *settings, rawURL string, su *suite) erro
 	if err != nil {
 		return err
 	}
+	sem, err := s.semaphoreCases(backend, []semImpl{
+		simbaSemaphoreImpl(su, func(int) (simba.Backend, error) { return newBackend(newClient(nil)) }),
+		redisSemaphoreFloor(newClient(nil)),
+	})
+	if err != nil {
+		return err
+	}
 	ha, err := newBackend(newClient(nil))
 	if err != nil {
 		return err
@@ -138,6 +146,7 @@ func redisSuite(ctx context.Context, s *settings, rawURL string, su *suite) erro
 		return err
 	}
 	su.groups = append(su.groups, group{cases: cases, rounds: s.rounds},
+		group{cases: sem, rounds: s.rounds},
 		// Apart, so that its release subscriptions do not receive the
 		// releases of the loops above.
 		group{cases: []benchCase{ho}, rounds: s.rounds})

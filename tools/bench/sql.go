@@ -134,7 +134,8 @@ const sqlWorkers = 16
 
 // sqlSuite compares Simba's lock with the lean pair, the dialect's peer
 // and floor, with one goroutine and (all but the floor, which replays one
-// captured name) with sqlWorkers, then measures the keep-alive statements of one node holding many leases
+// captured name) with sqlWorkers, then Simba's semaphore (no peer, no
+// floor), then measures the keep-alive statements of one node holding many leases
 // (Simba only: the peers hold their locks on a connection and renew
 // nothing).
 func sqlSuite(ctx context.Context, s *settings, su *suite, d sqlDialect) error {
@@ -177,6 +178,13 @@ func sqlSuite(ctx context.Context, s *settings, su *suite, d sqlDialect) error {
 		return err
 	}
 	su.groups = append(su.groups, group{cases: append(cases, floor...), rounds: s.rounds})
+	sem, err := s.semaphoreCases(d.backend, []semImpl{simbaSemaphoreImpl(su, func(conns int) (simba.Backend, error) {
+		return open(nil, conns)
+	})})
+	if err != nil {
+		return err
+	}
+	su.groups = append(su.groups, group{cases: sem, rounds: s.rounds})
 
 	b, err := open(nil, 1)
 	if err != nil {

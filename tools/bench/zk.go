@@ -30,7 +30,8 @@ func (quietZK) Printf(string, ...any) {}
 
 // zkSuite compares Simba's lock with go-zookeeper's recipe (zk.NewLock:
 // Lock and Unlock) and the floor (create and delete of an ephemeral node),
-// and the clean handover of each: a release seen by the waiter's watch.
+// Simba's semaphore (no peer, no floor), and the clean handover of each
+// lock: a release seen by the waiter's watch.
 func zkSuite(ctx context.Context, s *settings, connect string, su *suite) error {
 	const backend = "zk"
 	servers, chroot, err := simbazk.ParseConnectString(connect)
@@ -105,6 +106,12 @@ func zkSuite(ctx context.Context, s *settings, connect string, su *suite) error 
 		return err
 	}
 
+	sem, err := s.semaphoreCases(backend, []semImpl{
+		simbaSemaphoreImpl(su, func(int) (simba.Backend, error) { return newBackend() }),
+	})
+	if err != nil {
+		return err
+	}
 	ha, err := newBackend()
 	if err != nil {
 		return err
@@ -135,6 +142,7 @@ func zkSuite(ctx context.Context, s *settings, connect string, su *suite) error 
 		},
 	}
 	su.groups = append(su.groups, group{cases: cases, rounds: s.rounds},
+		group{cases: sem, rounds: s.rounds},
 		group{cases: []benchCase{ho, zkho}, rounds: s.rounds})
 
 	server := mntrCounter(servers[0])
