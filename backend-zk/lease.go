@@ -51,10 +51,22 @@ func (s *session) acquire(ctx context.Context, name string, pre []any) (simba.Ac
 	s.mu.Unlock()
 	if c := s.takeClaim(name); c != nil {
 		if c.stat != nil && len(pre) > 0 {
-			if _, err := s.conn.Multi(pre...); err != nil { // the claim's create did not check pre
+			// The claim's create did not send pre, and its czxid may be
+			// below a token the semaphore got since: the node is made
+			// again in the multi that sends pre, so that the permit's
+			// token is that of its grant.
+			res, err := s.conn.Multi(append(pre,
+				&zk.DeleteRequest{Path: path, Version: leaseVersion},
+				&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
+				&zk.SetDataRequest{Path: path, Data: s.identity, Version: -1})...)
+			if err == nil && (len(res) != len(pre)+3 || res[len(res)-1].Stat == nil) {
+				err = errors.New("unexpected multi reply")
+			}
+			if err != nil {
 				_ = s.conn.Delete(path, leaseVersion)
 				return simba.AcquireResult{}, s.moved(ctx, op, err)
 			}
+			c.stat = res[len(res)-1].Stat
 		}
 		if c.stat != nil {
 			return s.won(op, name, path, c.stat)

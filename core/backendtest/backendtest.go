@@ -220,6 +220,7 @@ var checks = []struct {
 	{"PermitsAtMostN", "sem", testPermitsAtMostN},
 	{"PermitsMismatch", "semn", testPermitsMismatch},
 	{"PermitsRace", "semrace", testPermitsRace},
+	{"PermitsGrantOrder", "semord", testPermitsGrantOrder},
 	{"SweepKeepsTokensIncreasing", "sweep", testSweep},
 	{"SweepKeepsTermWonWhileItWaited", "sweeprace", testSweepRace},
 	{"UnknownSessionsAreExpired", "unknown", testUnknownSessions},

@@ -186,13 +186,14 @@ func (w *writer) lockLoop(ctx context.Context) {
 	}
 	for ctx.Err() == nil {
 		actx, cancel := context.WithTimeout(ctx, 20*w.o.lease)
+		asked := history.Mono()
 		lt, err := lock.Acquire(actx)
 		cancel()
 		if err != nil {
 			_ = wait.Sleep(ctx, 50*time.Millisecond)
 			continue
 		}
-		w.term(ctx, lt.Term, 0)
+		w.term(ctx, lt.Term, 0, asked)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.o.lease)
 		_ = lt.Release(rctx) // a failed release leaves the lease to expire
 		cancel()
@@ -207,7 +208,7 @@ func (w *writer) electionLoop(ctx context.Context) {
 	el := w.client.Election(w.name)
 	for ctx.Err() == nil {
 		err := el.RunWhileLeader(ctx, func(wctx context.Context, t *simba.Term) error {
-			w.term(wctx, t, w.o.hold)
+			w.term(wctx, t, w.o.hold, 0)
 			return nil
 		})
 		if err != nil && ctx.Err() == nil {
@@ -220,13 +221,13 @@ func (w *writer) electionLoop(ctx context.Context) {
 // term records the start of t, makes the writes of the term (-writes of
 // them, and more until hold has passed) while the term stays valid, and
 // records the end: the moment from which this node no longer counts on t.
-func (w *writer) term(ctx context.Context, t *simba.Term, hold time.Duration) {
+func (w *writer) term(ctx context.Context, t *simba.Term, hold time.Duration, asked int64) {
 	t0 := history.Mono()
 	rem := t.Remaining()
 	start := history.Record{Kind: history.KindStart, Name: t.Name(), Token: t.Token(), Session: string(t.Session()),
 		Deadline: t0 + int64(rem)}
 	if t.Name() != w.name {
-		start.Permits = w.o.permits
+		start.Permits, start.Asked = w.o.permits, asked
 	}
 	w.h.Add(start)
 	reason := "released"

@@ -177,7 +177,8 @@ type term struct {
 	end      int64 // math.MaxInt64 without an end record
 	deadline int64 // the latest local deadline seen
 	reason   string
-	permits  int // a semaphore's permit: the semaphore's number of permits; else 0
+	permits  int   // a semaphore's permit: the semaphore's number of permits; else 0
+	asked    int64 // a permit: when its Acquire call began (it was granted from then to start)
 }
 
 // validEnd is the end of the term's validity.
@@ -231,6 +232,9 @@ func Check(recs []history.Record, tm Timing, opts ...Option) *Result {
 			t.start = min(t.start, r.T)
 			t.deadline = max(t.deadline, r.Deadline)
 			t.permits = max(t.permits, r.Permits)
+			if r.Asked > 0 && (t.asked == 0 || r.Asked < t.asked) {
+				t.asked = r.Asked
+			}
 		case history.KindWrite:
 			writes = append(writes, r)
 			writeTerms = append(writeTerms, cur[k])

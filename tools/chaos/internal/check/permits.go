@@ -10,7 +10,9 @@ import (
 // with permits set, named semaphore:slot): at no instant are more of a
 // semaphore's permits valid than its number of permits, and each permit's
 // token is above that of every permit of the semaphore whose validity
-// ended before it began (permits valid at once may get their tokens in
+// ended before its Acquire call began: the backend granted it between that
+// call and its start record, which a slow reply can delay past other
+// permits' whole terms (permits valid at once may get their tokens in
 // either order). The per-name checks cover each slot on its own.
 func checkPermits(terms []*term, faults []fault, tm Timing, res *Result, phase func(int64) *Row, violate func(string, ...any)) {
 	bySem := map[string][]*term{}
@@ -24,16 +26,20 @@ func checkPermits(terms []*term, faults []fault, tm Timing, res *Result, phase f
 		for i, t := range ts {
 			p := phase(t.start)
 			p.PermitTerms++
+			asked := t.start
+			if t.asked > 0 {
+				asked = min(asked, t.asked)
+			}
 			var valid []*term
 			for _, o := range ts[:i] {
 				switch {
 				case o.validEnd() > t.start:
 					valid = append(valid, o)
-				case t.token <= o.token:
+				case t.token <= o.token && o.validEnd() <= asked:
 					p.TokenRegressions++
 					p.MaxTokenDrop = max(p.MaxTokenDrop, o.token-t.token)
 					if !res.TokensMayGoBack {
-						violate("%s: permit %s token %d of %s began after permit %s token %d of %s had ended",
+						violate("%s: permit %s token %d of %s was asked for after permit %s token %d of %s had ended",
 							sem, t.name, t.token, t.node, o.name, o.token, o.node)
 					}
 				}

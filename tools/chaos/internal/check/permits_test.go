@@ -47,9 +47,16 @@ func TestPermits(t *testing.T) {
 			permit(1000, "a", "sem:0", 10, 1900, 2), end(1100, "a", "sem:0", 10),
 			permit(1200, "b", "sem:1", 9, 2100, 2),
 		},
-		want: "token 9 of b began after permit sem:0 token 10",
+		want: "token 9 of b was asked for after permit sem:0 token 10",
 		row:  func(r check.Row) int { return r.TokenRegressions },
 	}}
+	// A permit asked for before a shorter one was granted and ended, and
+	// whose reply came late, may carry the lower token.
+	late := permit(1200, "b", "sem:1", 9, 2100, 2)
+	late.Asked = 1000 * ms
+	if res := check.Check([]history.Record{permit(1010, "a", "sem:0", 10, 1900, 2), end(1100, "a", "sem:0", 10), late}, timing); res.Failed() {
+		t.Fatalf("a permit whose reply came late: %v", res.Violations)
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := check.Check(tc.give, timing)

@@ -46,6 +46,7 @@ type Record struct {
 	Token    uint64 `json:"tok,omitempty"`
 	Deadline int64  `json:"dl,omitempty"`      // local deadline of the term seen at T, on the same clock
 	Permits  int    `json:"permits,omitempty"` // start of a semaphore's permit: its number of permits
+	Asked    int64  `json:"asked,omitempty"`   // start of a permit: when its Acquire call began
 	Session  string `json:"sid,omitempty"`
 	Reason   string `json:"reason,omitempty"`
 	OK       bool   `json:"ok,omitempty"`
