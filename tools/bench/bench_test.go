@@ -128,6 +128,12 @@ func TestRunMemory(t *testing.T) {
 		{"memory", "simba", "acquire_release_c64"},
 		{"memory", "floor", "acquire_release"},
 		{"memory", "floor", "acquire_release_c64"},
+		{"memory", "simba", opSemaphore},
+		{"memory", "simba", opSemaphoreMany(semMany)},
+		{"memory", "simba", opSemaphoreContended(semShared)},
+		{"memory", "floor", opSemaphore},
+		{"memory", "floor", opSemaphoreMany(semMany)},
+		{"memory", "floor", opSemaphoreContended(semShared)},
 		{"memory", "simba", "handover"},
 		{"memory", "simba", opListPage(250)},
 	})
