@@ -128,6 +128,12 @@ func TestRunMemory(t *testing.T) {
 		{"memory", "simba", "acquire_release_c64"},
 		{"memory", "floor", "acquire_release"},
 		{"memory", "floor", "acquire_release_c64"},
+		{"memory", "simba", opSemaphore},
+		{"memory", "simba", opSemaphoreMany(semMany)},
+		{"memory", "simba", opSemaphoreContended(semShared)},
+		{"memory", "floor", opSemaphore},
+		{"memory", "floor", opSemaphoreMany(semMany)},
+		{"memory", "floor", opSemaphoreContended(semShared)},
 		{"memory", "simba", "handover"},
 		{"memory", "simba", opListPage(250)},
 	})
@@ -318,18 +324,27 @@ func TestServers(t *testing.T) {
 		}
 		return out
 	}
+	sem := func(backend string, impls ...string) []lineID {
+		var out []lineID
+		for _, im := range impls {
+			for _, sh := range semShapes {
+				out = append(out, lineID{backend, im, sh.op})
+			}
+		}
+		return out
+	}
 	for _, tt := range []struct {
 		backend string
 		want    []lineID
 	}{
-		{"redis", slices.Concat(lines("redis", []string{"simba", "simba_async", "spi", "redislock", "redsync", "floor"}, opAcquireC64),
+		{"redis", slices.Concat(lines("redis", []string{"simba", "simba_async", "spi", "redislock", "redsync", "floor"}, opAcquireC64), sem("redis", "simba", "floor"),
 			[]lineID{{"redis", "simba", "handover"}, {"redis", "simba", opHandoverW(1)}, {"redis", "simba", opHandoverW(3)}, {"redis", "simba", opStateNames(50)}, {"redis", "simba", opListPage(250)}},
 			ka("redis", "simba", "redislock"))},
-		{"postgres", slices.Concat(lines("postgres", []string{"simba", "lean", "advisory"}, opAcquireC16), lines("postgres", []string{"floor"}, ""),
+		{"postgres", slices.Concat(lines("postgres", []string{"simba", "lean", "advisory"}, opAcquireC16), lines("postgres", []string{"floor"}, ""), sem("postgres", "simba"),
 			[]lineID{{"postgres", "simba", opStateNames(40)}, {"postgres", "simba", opListPage(250)}}, ka("postgres", "simba"))},
-		{"mysql", slices.Concat(lines("mysql", []string{"simba", "lean", "getlock"}, opAcquireC16), lines("mysql", []string{"floor"}, ""),
+		{"mysql", slices.Concat(lines("mysql", []string{"simba", "lean", "getlock"}, opAcquireC16), lines("mysql", []string{"floor"}, ""), sem("mysql", "simba"),
 			[]lineID{{"mysql", "simba", opStateNames(40)}, {"mysql", "simba", opListPage(250)}}, ka("mysql", "simba"))},
-		{"zk", slices.Concat(lines("zk", []string{"simba", "spi", "zklock", "floor"}, ""),
+		{"zk", slices.Concat(lines("zk", []string{"simba", "spi", "zklock", "floor"}, ""), sem("zk", "simba"),
 			[]lineID{{"zk", "simba", "handover"}, {"zk", "zklock", "handover"}, {"zk", "simba", opHandoverW(1)}, {"zk", "simba", opHandoverW(3)}, {"zk", "simba", opListPage(250)}})},
 	} {
 		t.Run(tt.backend, func(t *testing.T) {
