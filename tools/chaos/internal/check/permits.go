@@ -44,12 +44,15 @@ func checkPermits(terms []*term, faults []fault, tm Timing, res *Result, phase f
 					}
 				}
 			}
+			// The documented overlap of an evicted session's term counts
+			// apart, as for one name, and not in MostPermits.
+			over := len(valid) >= t.permits
+			valid = slices.DeleteFunc(valid, func(o *term) bool { return evicted(faults, o, t, tm.EvictGrace) })
+			if over && len(valid) < t.permits {
+				p.EvictOverlaps++
+			}
 			p.MostPermits = max(p.MostPermits, len(valid)+1)
 			if len(valid) < t.permits {
-				continue
-			}
-			if slices.ContainsFunc(valid, func(o *term) bool { return evicted(faults, o, t, tm.EvictGrace) }) {
-				p.EvictOverlaps++
 				continue
 			}
 			p.PermitOverlaps++
