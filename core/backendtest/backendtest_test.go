@@ -194,11 +194,14 @@ var errAuth = errors.New("authentication failed")
 // fenced is a fenced value of core/fencing; lower makes it accept lower
 // tokens too.
 type fenced struct {
+	mu    sync.Mutex // held by every call: lower replaces v
 	v     fencing.Value[string]
 	lower bool
 }
 
 func (f *fenced) Write(_ context.Context, token uint64, value string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.lower {
 		_, cur := f.v.Load()
 		if token < cur {
@@ -209,6 +212,8 @@ func (f *fenced) Write(_ context.Context, token uint64, value string) (bool, err
 }
 
 func (f *fenced) State(context.Context) (uint64, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	v, tok := f.v.Load()
 	return tok, v, nil
 }
