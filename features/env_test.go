@@ -380,12 +380,13 @@ func postgresEnv(ctx context.Context, t *testing.T, raw, run string) (*backendEn
 		return nil, err
 	}
 	return &backendEnv{
-		name:    backendPostgres,
-		idForm:  hex128,
-		t:       t,
-		prefix:  opts.TablePrefix,
-		db:      direct,
-		dialect: dialectPostgres,
+		name:       backendPostgres,
+		broadcasts: true,
+		idForm:     hex128,
+		t:          t,
+		prefix:     opts.TablePrefix,
+		db:         direct,
+		dialect:    dialectPostgres,
 		connect: func(ctx context.Context, _ *world) (nodeBackend, error) {
 			ps, err := proxyAll([]string{hostPort(u.Host, "5432")}, nil)
 			if err != nil {

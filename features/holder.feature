@@ -56,11 +56,11 @@ Feature: Holders
     And B observed the holders of "invoice" in this order: nobody, A, nobody, A, nobody
 
     @broadcast
-    Examples: the backend broadcasts releases (memory, Redis, Zookeeper)
+    Examples: the backend broadcasts releases (memory, Redis, Zookeeper, PostgreSQL)
       | how     | within                |
       | at once | half a renew interval |
 
     @polling
-    Examples: the backend does not (PostgreSQL, MySQL)
+    Examples: the backend does not (MySQL)
       | how                       | within             |
       | within one renew interval | one renew interval |

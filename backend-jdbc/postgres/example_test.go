@@ -134,6 +134,8 @@ func ExampleSchema() {
 	// CREATE TABLE IF NOT EXISTS simba_lease_floor (
 	// -- Migration 5: semaphores. Creates simba_semaphore.
 	// CREATE TABLE IF NOT EXISTS simba_semaphore (
+	// -- Migration 6: lease watch. Adds simba_lease.watched.
+	// ALTER TABLE simba_lease ADD COLUMN IF NOT EXISTS watched boolean NOT NULL DEFAULT false;
 }
 
 // Any node can ask who holds a lease: the identity its holder's client

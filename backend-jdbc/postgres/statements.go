@@ -110,6 +110,8 @@ SELECT 2, g.group_name::text, (
 	//           a sweep begun meanwhile, which deleted the row just won.
 	//           The new token is also above $3, the token of the
 	//           semaphore's record for a permit's slot (0 otherwise).
+	//           A new owner clears the watched flag (see pgWatch): the
+	//           waiters that lost to it mark the row again.
 	// It returns whether the caller is live and the new token, NULL if lost.
 	pgAcquire = `WITH me AS MATERIALIZED (
     SELECT id, expires_at FROM {session} WHERE id = $1
@@ -125,7 +127,8 @@ SELECT 2, g.group_name::text, (
     WHERE me.expires_at > clock_timestamp()
       AND NOT EXISTS (SELECT 1 FROM holder WHERE expires_at > clock_timestamp())
     ON CONFLICT (name) DO UPDATE
-        SET session_id = excluded.session_id, token = GREATEST(l.token, $3::bigint) + 1, acquired_at = clock_timestamp()
+        SET session_id = excluded.session_id, token = GREATEST(l.token, $3::bigint) + 1, acquired_at = clock_timestamp(),
+            watched = l.watched AND l.session_id IS NOT DISTINCT FROM excluded.session_id
         WHERE (l.session_id IS NOT DISTINCT FROM (SELECT session_id FROM cur)
                OR l.session_id = excluded.session_id OR l.session_id IS NULL)
           AND EXISTS (SELECT 1 FROM me WHERE expires_at > clock_timestamp())
@@ -154,8 +157,24 @@ SELECT EXISTS (SELECT 1 FROM own WHERE expires_at > clock_timestamp())`
 	pgSetSemaphore = `UPDATE {semaphore} SET permits = $2, token = $3 WHERE name = $1`
 
 	// Frees the lease if the session owns it with the token. It locks the
-	// lease row alone.
-	pgRelease = `UPDATE {lease} SET session_id = NULL WHERE name = $1 AND session_id = $2 AND token = $3`
+	// lease row alone. When a waiter marked the row watched (pgWatch), the
+	// release is broadcast on the channel {p}release, the name as payload,
+	// which PostgreSQL delivers to the listening connections when the
+	// release commits; an unwatched release sends nothing, so it does not
+	// take the lock that serialises the commits of notifying transactions.
+	pgRelease = `WITH r AS (
+    UPDATE {lease} SET session_id = NULL WHERE name = $1 AND session_id = $2 AND token = $3 RETURNING watched
+)
+SELECT pg_notify('{p}release', $1) FROM r WHERE r.watched`
+
+	// Marks the lease row watched, so that its next release is broadcast,
+	// and reports whether a live session owns it. The UPDATE locks the row
+	// and works on its latest version, after any release in flight: a
+	// release that commits after it sees the mark and notifies; one that
+	// committed before leaves no owner, and no row is returned. No row, or
+	// an owner that is not live: the lease may be free now.
+	pgWatch = `UPDATE {lease} AS l SET watched = true WHERE name = $1 AND session_id IS NOT NULL
+RETURNING EXISTS (SELECT 1 FROM {session} s WHERE s.id = l.session_id AND s.expires_at > clock_timestamp())`
 
 	// Snapshot reads only (the insert waits for nothing but a concurrent
 	// join of the same session and group), so now() is their clock. The
@@ -173,8 +192,11 @@ SELECT EXISTS (SELECT 1 FROM me),
 
 	pgLeaveGroup = `DELETE FROM {member} WHERE group_name = $1 AND session_id = $2`
 
-	pgCloseSession = `WITH g AS (DELETE FROM {member} WHERE session_id = $1)
-DELETE FROM {session} WHERE id = $1`
+	// Deleting the session row frees its leases; the watched ones are
+	// broadcast, as pgRelease does.
+	pgCloseSession = `WITH g AS (DELETE FROM {member} WHERE session_id = $1),
+d AS (DELETE FROM {session} WHERE id = $1 RETURNING id)
+SELECT pg_notify('{p}release', l.name) FROM {lease} l WHERE l.session_id IN (SELECT id FROM d) AND l.watched`
 
 	// The owner of a lease if its session is live. A snapshot read, which
 	// locks and waits for nothing, so now() is its clock, as for the group
@@ -345,20 +367,31 @@ var migrations = []sqlcore.Migration{{
     permits integer NOT NULL CHECK (permits > 0),
     token   bigint NOT NULL CHECK (token >= 0)
 )`},
+}, {
+	// Set by a waiter that listens for the lease's release, cleared by
+	// the next owner: a release broadcasts itself only when it is set.
+	// Catalog-only, as step 2.
+	Version: 6,
+	Name:    "lease watch",
+	Adds:    []sqlcore.Column{{Table: "{lease}", Name: "watched"}},
+	Stmts: []string{
+		`ALTER TABLE {lease} ADD COLUMN IF NOT EXISTS watched boolean NOT NULL DEFAULT false`,
+	},
 }}
 
 // dialect runs the statements above on a pgx pool.
 type dialect struct {
 	pool *pgxpool.Pool
 	t    sqlcore.Tables
+	l    *listener
 	q    struct {
 		open, keepAlive, acquire, release, join, leave, closeSession, holder, list, cleanup, sweep string
-		lockSem, slotsHeld, setSem                                                                 string
+		lockSem, slotsHeld, setSem, watch                                                          string
 	}
 }
 
 func newDialect(pool *pgxpool.Pool, t sqlcore.Tables) *dialect {
-	s := &dialect{pool: pool, t: t}
+	s := &dialect{pool: pool, t: t, l: newListener(pool, t.Expand("{p}release"))}
 	s.q.open = t.Expand(pgOpenSession)
 	s.q.keepAlive = t.Expand(pgKeepAlive)
 	s.q.acquire = t.Expand(pgAcquire)
@@ -373,6 +406,7 @@ func newDialect(pool *pgxpool.Pool, t sqlcore.Tables) *dialect {
 	s.q.lockSem = t.Expand(pgLockSemaphore)
 	s.q.slotsHeld = t.Expand(pgSlotsHeld)
 	s.q.setSem = t.Expand(pgSetSemaphore)
+	s.q.watch = t.Expand(pgWatch)
 	return s
 }
 
@@ -684,4 +718,21 @@ func (s *dialect) Undefined(err error) (string, bool, bool) {
 	return pgErr.Message, pgErr.Code == "42P01", true
 }
 
-func (s *dialect) Close() {}
+// Listen registers a watch of name with the listener (sqlcore.ReleaseWatcher).
+func (s *dialect) Listen(name string) (fired, ready <-chan struct{}, drop func()) {
+	return s.l.Listen(name)
+}
+
+// Watch marks the lease row of name watched and reports whether a live
+// session owns it (pgWatch).
+func (s *dialect) Watch(ctx context.Context, name string) (bool, error) {
+	var held bool
+	err := retry(ctx, func() error { return s.boundedRow(ctx, s.q.watch, []any{name}, &held) })
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	return held, err
+}
+
+// Close stops the listener.
+func (s *dialect) Close() { s.l.Close() }

@@ -199,6 +199,10 @@ func sqlSuite(ctx context.Context, s *settings, su *suite, d sqlDialect) error {
 		su.groups = append(su.groups, group{cases: []benchCase{l}, rounds: 1})
 	}
 
+	if err := sqlHandovers(ctx, s, su, d, open); err != nil {
+		return err
+	}
+
 	var ka []benchCase
 	for _, n := range s.leases {
 		ka = append(ka, &simbaKeepAlive{
@@ -211,6 +215,49 @@ func sqlSuite(ctx context.Context, s *settings, su *suite, d sqlDialect) error {
 		})
 	}
 	su.groups = append(su.groups, group{cases: ka, rounds: s.kaRounds})
+	return nil
+}
+
+// sqlMaxWaiters bounds the handover_w<n> lines of a SQL backend: every
+// node has a pool and a listening connection of its own, and the test
+// server's connections are few.
+const sqlMaxWaiters = 10
+
+// sqlHandovers adds the clean handover between two clients and, where the
+// backend broadcasts releases (PostgreSQL), the handovers among waiters,
+// whose calls_per_handover counts the statements every node sent.
+func sqlHandovers(ctx context.Context, s *settings, su *suite, d sqlDialect, open func(*wire, int) (simba.Backend, error)) error {
+	ha, err := open(nil, 1)
+	if err != nil {
+		return err
+	}
+	hb, err := open(nil, 1)
+	if err != nil {
+		return err
+	}
+	ho, err := simbaHandover(su, s, d.backend, ha, hb)
+	if err != nil {
+		return err
+	}
+	su.groups = append(su.groups, group{cases: []benchCase{ho}, rounds: s.rounds})
+	if _, ok := ha.(simba.ReleaseNotifier); !ok {
+		fmt.Fprintf(s.log, "bench: %s: no release broadcast, no %s lines\n", d.backend, opHandoverW(1))
+		return nil
+	}
+	var wires wireSet
+	var herd []benchCase
+	for _, w := range s.waiters {
+		if w > sqlMaxWaiters {
+			continue
+		}
+		herd = append(herd, &herdHandover{
+			lid: lineID{d.backend, implSimba, opHandoverW(w)}, s: s, waiters: w, server: wires.count,
+			open: func(ctx context.Context) (simba.Backend, func() error, error) {
+				return d.open(ctx, wires.add(), false, 2)
+			},
+		})
+	}
+	su.groups = append(su.groups, group{cases: herd, rounds: s.rounds})
 	return nil
 }
 

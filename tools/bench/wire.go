@@ -39,6 +39,31 @@ func (w *wire) sent(sqlText string, args []any) {
 // count is a counter of the requests sent.
 func (w *wire) count(context.Context) (int64, error) { return w.n.Load(), nil }
 
+// wireSet counts the requests of many clients, each with a wire of its own.
+type wireSet struct {
+	mu    sync.Mutex
+	wires []*wire
+}
+
+func (ws *wireSet) add() *wire {
+	w := &wire{}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.wires = append(ws.wires, w)
+	return w
+}
+
+// count is a counter of the requests every wire of the set sent.
+func (ws *wireSet) count(context.Context) (int64, error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	var n int64
+	for _, w := range ws.wires {
+		n += w.n.Load()
+	}
+	return n, nil
+}
+
 // record starts keeping statements; the returned function stops and
 // returns those kept since.
 func (w *wire) record() (stop func() []statement) {

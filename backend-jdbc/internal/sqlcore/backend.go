@@ -597,6 +597,68 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 	})
 }
 
+// ReleaseWatcher is implemented by a Dialect whose database broadcasts
+// releases (PostgreSQL's LISTEN/NOTIFY).
+type ReleaseWatcher interface {
+	// Listen registers a watch of name: fired is closed when a release of
+	// name may have been broadcast (spurious wake-ups are allowed), ready
+	// once the broadcasts are received; drop removes the watch.
+	Listen(name string) (fired, ready <-chan struct{}, drop func())
+	// Watch asks the next release of name to be broadcast and reports
+	// whether a live session owns the lease now.
+	Watch(ctx context.Context, name string) (held bool, err error)
+}
+
+// WatchWait bounds WatchRelease's wait for the broadcasts to be received
+// and its statement.
+const WatchWait = 5 * time.Second
+
+// closedChan is a channel that is closed.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// WatchRelease returns a channel that is closed once name may have been
+// released (simba.ReleaseNotifier): the watch is registered, then, once
+// the broadcasts are received, the lease row is marked watched in a
+// statement that reports whether it is held; a lease that is not is
+// reported at once. The watch is dropped when ctx is done. It fails with
+// simba.ErrNotSupported on a database without broadcasts.
+func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
+	if err := simba.ValidateName(name); err != nil {
+		return nil, err
+	}
+	w, ok := b.d.(ReleaseWatcher)
+	if !ok {
+		return nil, simba.ErrNotSupported
+	}
+	sctx, done, err := b.enter(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	sctx, cancel := context.WithTimeout(sctx, WatchWait)
+	defer cancel()
+	fired, ready, drop := w.Listen(name)
+	select {
+	case <-ready:
+	case <-fired:
+		return fired, nil
+	case <-sctx.Done():
+		drop()
+		return nil, b.pkg.Errorf("watch %q: no connection receives the broadcasts yet: %w", name, sctx.Err())
+	}
+	held, err := w.Watch(sctx, name)
+	switch {
+	case err != nil:
+		drop()
+		return nil, b.wrap(fmt.Sprintf("watch %q", name), err)
+	case !held:
+		drop()
+		return closedChan, nil
+	}
+	context.AfterFunc(ctx, drop)
+	return fired, nil
+}
+
 // JoinGroup records s as a member of group and returns the live members.
 func (b *Backend) JoinGroup(ctx context.Context, s simba.SessionID, group string) (int, error) {
 	if err := simba.ValidateName(group); err != nil {

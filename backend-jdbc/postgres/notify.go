@@ -1,0 +1,176 @@
+package simbapg
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Pauses between the attempts to listen again after the listening
+// connection was lost: from relistenPause, doubling up to relistenPauseMax.
+const (
+	relistenPause    = 100 * time.Millisecond
+	relistenPauseMax = 5 * time.Second
+)
+
+// listener holds the one connection of a backend that LISTENs on the
+// release channel, taken from the pool on the first watch and owned from
+// then on (the pool no longer counts it), and hands each notification to
+// the watches of the lease it names. When the connection fails, every
+// watch is woken, since a release may have been missed while it was down,
+// and a new connection listens as soon as one can be had: a missed
+// notification only delays a waiter to its next regular attempt.
+type listener struct {
+	pool    *pgxpool.Pool
+	channel string
+
+	mu      sync.Mutex
+	watches map[string]map[*relWatch]struct{}
+	ready   chan struct{} // closed while a connection listens
+	started bool
+	closed  bool
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// relWatch is one watch of a lease's release.
+type relWatch struct {
+	fired chan struct{}
+}
+
+func newListener(pool *pgxpool.Pool, channel string) *listener {
+	return &listener{pool: pool, channel: channel, watches: map[string]map[*relWatch]struct{}{}, ready: make(chan struct{})}
+}
+
+// Listen registers a watch of name. fired is closed on a notification of
+// name, when the listening connection is lost, or when the listener is
+// closed; ready is closed once a connection listens (it may already be).
+// drop removes the watch; calling it again, or after fired, is harmless.
+func (l *listener) Listen(name string) (fired, ready <-chan struct{}, drop func()) {
+	w := &relWatch{fired: make(chan struct{})}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		close(w.fired)
+		return w.fired, w.fired, func() {}
+	}
+	if !l.started {
+		l.started = true
+		ctx, cancel := context.WithCancel(context.Background())
+		l.stop, l.done = cancel, make(chan struct{})
+		go l.run(ctx)
+	}
+	set := l.watches[name]
+	if set == nil {
+		set = map[*relWatch]struct{}{}
+		l.watches[name] = set
+	}
+	set[w] = struct{}{}
+	return w.fired, l.ready, func() { l.drop(name, w) }
+}
+
+func (l *listener) drop(name string, w *relWatch) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if set := l.watches[name]; set != nil {
+		delete(set, w)
+		if len(set) == 0 {
+			delete(l.watches, name)
+		}
+	}
+}
+
+// notify wakes the watches of name.
+func (l *listener) notify(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for w := range l.watches[name] {
+		close(w.fired)
+	}
+	delete(l.watches, name)
+}
+
+// lost wakes every watch and marks the listener as not listening.
+func (l *listener) lost() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, set := range l.watches {
+		for w := range set {
+			close(w.fired)
+		}
+	}
+	clear(l.watches)
+	select {
+	case <-l.ready:
+		l.ready = make(chan struct{})
+	default:
+	}
+}
+
+func (l *listener) listening() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	close(l.ready)
+}
+
+// run listens until ctx ends, on one connection at a time.
+func (l *listener) run(ctx context.Context) {
+	defer close(l.done)
+	defer l.lost()
+	pause := relistenPause
+	for ctx.Err() == nil {
+		if l.listen(ctx) {
+			pause = relistenPause
+		}
+		l.lost()
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, relistenPauseMax)
+	}
+}
+
+// listen takes a connection, listens and dispatches notifications until
+// the connection fails or ctx ends. It reports whether LISTEN succeeded.
+func (l *listener) listen(ctx context.Context) bool {
+	pc, err := l.pool.Acquire(ctx)
+	if err != nil {
+		return false
+	}
+	conn := pc.Hijack()
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()); err != nil {
+		return false
+	}
+	l.listening()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return true
+		}
+		l.notify(n.Payload)
+	}
+}
+
+// Close stops the listener, closes its connection and wakes every watch.
+func (l *listener) Close() {
+	l.mu.Lock()
+	l.closed = true
+	stop, done := l.stop, l.done
+	l.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}

@@ -1,0 +1,342 @@
+package simbapg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
+)
+
+// notifyFixture is a table prefix of its own with two backends on it, and
+// the test's own pool.
+type notifyFixture struct {
+	t      *testing.T
+	raw    string
+	prefix string
+	pool   *pgxpool.Pool
+}
+
+func newNotifyFixture(t *testing.T) *notifyFixture {
+	t.Helper()
+	raw := backendtest.ServerEnv(t, "SIMBA_TEST_POSTGRES_URL")
+	f := &notifyFixture{t: t, raw: raw, prefix: fmt.Sprintf("nt%08x_", rand.Uint32()), pool: newPool(t, raw, 0)}
+	b, err := Open(t.Context(), raw, Options{TablePrefix: f.prefix, Migrate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = b.Close()
+	t.Cleanup(func() {
+		for _, tbl := range sqlTables(f.prefix) {
+			_, _ = f.pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+tbl)
+		}
+	})
+	return f
+}
+
+func sqlTables(prefix string) []string {
+	return []string{prefix + "session", prefix + "lease", prefix + "group_member", prefix + "lease_floor", prefix + "semaphore"}
+}
+
+// backend opens a backend with a pool of its own, closed when the test ends.
+func (f *notifyFixture) backend() *Backend {
+	f.t.Helper()
+	b, err := Open(f.t.Context(), f.raw, Options{TablePrefix: f.prefix})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func (f *notifyFixture) session(b *Backend) simba.SessionID {
+	f.t.Helper()
+	g, err := b.OpenSession(f.t.Context(), time.Minute)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return g.ID
+}
+
+func (f *notifyFixture) win(b *Backend, s simba.SessionID, name string) uint64 {
+	f.t.Helper()
+	r, err := b.Acquire(f.t.Context(), s, name)
+	if err != nil || !r.Won {
+		f.t.Fatalf("Acquire(%q) = %+v, %v; want a win", name, r, err)
+	}
+	return r.Token
+}
+
+func (f *notifyFixture) watch(b *Backend, ctx context.Context, name string) <-chan struct{} {
+	f.t.Helper()
+	ch, err := b.WatchRelease(ctx, name)
+	if err != nil {
+		f.t.Fatalf("WatchRelease(%q): %v", name, err)
+	}
+	return ch
+}
+
+func (f *notifyFixture) watched(name string) bool {
+	f.t.Helper()
+	var w bool
+	if err := f.pool.QueryRow(f.t.Context(), "SELECT watched FROM "+f.prefix+"lease WHERE name = $1", name).Scan(&w); err != nil {
+		f.t.Fatal(err)
+	}
+	return w
+}
+
+func wantFired(t *testing.T, ch <-chan struct{}, why string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the watch did not fire after %s", why)
+	}
+}
+
+func wantOpen(t *testing.T, ch <-chan struct{}, why string) {
+	t.Helper()
+	select {
+	case <-ch:
+		t.Fatalf("the watch fired %s", why)
+	default:
+	}
+}
+
+// A watch marks the row; the release broadcasts it and the next owner
+// clears the mark. A free or orphaned lease is reported at once.
+func TestWatchReleaseMarksAndClears(t *testing.T) {
+	f := newNotifyFixture(t)
+	a, b := f.backend(), f.backend()
+	sa, sb := f.session(a), f.session(b)
+
+	wantFired(t, f.watch(b, t.Context(), "never-used"), "a watch of a name without a row")
+
+	tok := f.win(a, sa, "job")
+	if f.watched("job") {
+		t.Fatal("a new lease row is marked watched")
+	}
+	ch := f.watch(b, t.Context(), "job")
+	if !f.watched("job") {
+		t.Fatal("the watch did not mark the row")
+	}
+	wantOpen(t, ch, "while the lease is held")
+	if err := a.Release(t.Context(), sa, "job", tok); err != nil {
+		t.Fatal(err)
+	}
+	wantFired(t, ch, "the release")
+	wantFired(t, f.watch(b, t.Context(), "job"), "a watch of a released lease")
+
+	f.win(b, sb, "job")
+	if f.watched("job") {
+		t.Fatal("the new owner did not clear the mark")
+	}
+	// The owner acquiring its own lease again keeps the mark.
+	f.watch(a, t.Context(), "job")
+	f.win(b, sb, "job")
+	if !f.watched("job") {
+		t.Fatal("the owner's own acquire cleared the mark of a waiter")
+	}
+
+	// An owner whose session ended without a release: at once.
+	if _, err := f.pool.Exec(t.Context(), "UPDATE "+f.prefix+"session SET expires_at = now() - interval '1 second' WHERE id = $1", string(sb)); err != nil {
+		t.Fatal(err)
+	}
+	wantFired(t, f.watch(a, t.Context(), "job"), "a watch of a lease whose owner expired")
+}
+
+// Only a watched release is broadcast, and closing a session broadcasts
+// its watched leases.
+func TestWatchReleaseBroadcastsOnlyWatched(t *testing.T) {
+	f := newNotifyFixture(t)
+	a, b := f.backend(), f.backend()
+	sa := f.session(a)
+
+	conn, err := pgx.Connect(t.Context(), f.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close(context.Background()) }()
+	if _, err := conn.Exec(t.Context(), `LISTEN "`+f.prefix+`release"`); err != nil {
+		t.Fatal(err)
+	}
+	next := func() string {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Payload
+	}
+
+	quiet := f.win(a, sa, "quiet")
+	loud := f.win(a, sa, "loud")
+	ch := f.watch(b, t.Context(), "loud")
+	// Notifications arrive in commit order: the first one is the watched
+	// release, though the unwatched one committed before it.
+	if err := a.Release(t.Context(), sa, "quiet", quiet); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(t.Context(), sa, "loud", loud); err != nil {
+		t.Fatal(err)
+	}
+	if got := next(); got != "loud" {
+		t.Fatalf("first broadcast: %q, want %q (the unwatched release was broadcast)", got, "loud")
+	}
+	wantFired(t, ch, "the watched release")
+
+	f.win(a, sa, "q2")
+	f.win(a, sa, "l2")
+	ch = f.watch(b, t.Context(), "l2")
+	other := f.watch(b, t.Context(), "q2")
+	if err := a.CloseSession(t.Context(), sa); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{next(): true, next(): true}
+	if !got["l2"] || !got["q2"] {
+		t.Fatalf("CloseSession broadcast %v, want l2 and q2", got)
+	}
+	wantFired(t, ch, "the owner's CloseSession")
+	wantFired(t, other, "the owner's CloseSession")
+}
+
+// A lost listening connection wakes every watch; the backend listens again
+// and later releases reach new watches. A watch dropped by its context
+// leaves nothing behind, and Close wakes the watches left.
+func TestWatchReleaseSurvivesALostConnection(t *testing.T) {
+	f := newNotifyFixture(t)
+	a, b := f.backend(), f.backend()
+	sa := f.session(a)
+	tok := f.win(a, sa, "job")
+
+	ch := f.watch(b, t.Context(), "job")
+	var n int
+	if err := f.pool.QueryRow(t.Context(),
+		`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1`,
+		`LISTEN "`+f.prefix+`release"`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("terminating the listening connection: %d terminated, %v", n, err)
+	}
+	wantFired(t, ch, "the listening connection was terminated")
+
+	ch = f.watch(b, t.Context(), "job") // waits for the new connection
+	if err := a.Release(t.Context(), sa, "job", tok); err != nil {
+		t.Fatal(err)
+	}
+	wantFired(t, ch, "a release after the listener came back")
+
+	tok = f.win(a, sa, "job")
+	kept := f.watch(b, t.Context(), "job")
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantFired(t, kept, "the backend was closed")
+	if _, err := b.WatchRelease(t.Context(), "job"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("WatchRelease after Close: %v, want ErrClosed", err)
+	}
+	if err := a.Release(t.Context(), sa, "job", tok); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A dropped watch leaves nothing registered; Close wakes the others, and a
+// watch registered after Close is woken at once.
+func TestListenerDropsAndCloses(t *testing.T) {
+	l := newListener(newPool(t, "postgres://127.0.0.1:1/none", 1), "x_release")
+	count := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		n := 0
+		for _, set := range l.watches {
+			n += len(set)
+		}
+		return n
+	}
+	dropped, _, drop := l.Listen("a")
+	kept, ready, _ := l.Listen("a")
+	other, _, dropOther := l.Listen("b")
+	drop()
+	drop()
+	dropOther()
+	if n := count(); n != 1 {
+		t.Fatalf("%d watches registered after two of three were dropped, want 1", n)
+	}
+	wantOpen(t, ready, "ready with no server to listen on")
+	l.Close()
+	wantFired(t, kept, "Close")
+	wantOpen(t, dropped, "after it was dropped")
+	wantOpen(t, other, "after it was dropped")
+	late, _, _ := l.Listen("a")
+	wantFired(t, late, "a Listen after Close")
+	if n := count(); n != 0 {
+		t.Fatalf("%d watches registered after Close", n)
+	}
+}
+
+func TestWatchReleaseRefusesBadNames(t *testing.T) {
+	b, err := New(newPool(t, "postgres://127.0.0.1:1/none", 1), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = b.Close() }()
+	var ne *simba.NameError
+	if _, err := b.WatchRelease(t.Context(), "bad name\x00"); !errors.As(err, &ne) {
+		t.Fatalf("WatchRelease of a bad name: %v, want a *simba.NameError", err)
+	}
+}
+
+// Through the engine, a lock released on one client is taken by the
+// waiter of another at once, not at its next regular attempt.
+func TestWatchReleaseHandsALockOver(t *testing.T) {
+	f := newNotifyFixture(t)
+	cfg := simba.Config{LeaseDuration: 20 * time.Second} // regular attempts every 3.3 s or so
+	clients := make([]*simba.Client, 2)
+	for i := range clients {
+		c, err := simba.New(f.backend(), simba.WithConfig(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close(context.Background()) })
+		clients[i] = c
+	}
+	held, err := clients[0].Lock("handover").Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	won := make(chan time.Time, 1)
+	go func() {
+		lt, err := clients[1].Lock("handover").Acquire(t.Context())
+		if err != nil {
+			t.Error(err)
+			close(won)
+			return
+		}
+		won <- time.Now()
+		_ = lt.Release(context.Background())
+	}()
+	// The waiter's attempt lost and its watch marked the row.
+	for deadline := time.Now().Add(10 * time.Second); !f.watched("handover"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never watched the lease")
+		}
+	}
+	start := time.Now()
+	if err := held.Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	at, ok := <-won
+	if !ok {
+		return
+	}
+	if d := at.Sub(start); d > time.Second {
+		t.Fatalf("the waiter won %v after the release; a broadcast takes milliseconds", d)
+	}
+}
