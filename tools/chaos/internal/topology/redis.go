@@ -75,7 +75,7 @@ type Redis struct {
 	opts    RedisOptions
 	cluster bool
 	script  servers.Script
-	dir     string // the servers' state directories
+	dir     string // holds a state directory per process
 
 	servers   []redisProc // the data servers
 	sentinels []redisProc // none on a cluster

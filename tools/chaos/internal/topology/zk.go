@@ -39,7 +39,7 @@ type ZKOptions struct {
 // ZKEnsemble is three Zookeeper servers of the Debian package forming one
 // ensemble on loopback, each a separate process on ports of its own.
 type ZKEnsemble struct {
-	dir     string // the members' state directories
+	dir     string // holds a state directory per member
 	script  servers.Script
 	members [zkMembers]zkMember
 	bound   time.Duration
