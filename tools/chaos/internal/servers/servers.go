@@ -2,6 +2,9 @@
 // per backend, on free loopback ports and in a state directory of their
 // own, with the start functions of tools/testenv/lib.sh. The shared test
 // servers are never touched: the suite stops and restarts only these.
+//
+// Script, FreePorts and ReadPid are the host side every script of lib.sh
+// needs; package topology runs its replicated servers with them too.
 package servers
 
 import (
