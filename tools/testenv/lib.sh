@@ -549,34 +549,54 @@ zk_runtime() {
 	printf '%s\n%s\n%s\n' "$java" "${main:-org.apache.zookeeper.server.quorum.QuorumPeerMain}" "$cp"
 }
 
-start_zk() {
-	local inst=$1 dir port max rt java main cp
-	dir=$(inst_dir "$inst")
-	port=$(port_of "$inst")
-	max=$ZK_MAX_SESSION_MS
-	[[ $inst == zk-capped ]] && max=$ZK_CAPPED_MAX_SESSION_MS
-	rt=$(zk_runtime) || exit 1
-	java=$(sed -n 1p <<<"$rt")
-	main=$(sed -n 2p <<<"$rt")
-	cp=$(sed -n 3p <<<"$rt")
-	mkdir -p "$dir/data"
-	cat >"$dir/zoo.cfg" <<EOF
-# simba test environment: standalone, loopback only
-tickTime=$ZK_TICK_MS
-minSessionTimeout=$((2 * ZK_TICK_MS))
-maxSessionTimeout=$max
-dataDir=$dir/data
-clientPort=$port
-clientPortAddress=127.0.0.1
+# zk_cfg DIR TICK_MS MAX_SESSION_MS prints the zoo.cfg settings every
+# Zookeeper server of the test environments shares: data in DIR/data,
+# sessions from two ticks to MAX_SESSION_MS, the four-letter words the
+# scripts and tests send.
+zk_cfg() {
+	cat <<EOF
+tickTime=$2
+minSessionTimeout=$((2 * $2))
+maxSessionTimeout=$3
+dataDir=$1/data
 maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=srvr,ruok,conf,stat,mntr,cons
 EOF
+}
+
+# launch_zk DIR EXTRA_CP [JAVA_OPTION...] starts the Zookeeper server of
+# the package on DIR/zoo.cfg, in DIR (its pid and log there), with
+# EXTRA_CP (may be empty) after the package's classpath and the Java
+# options after the defaults (a later -Xmx wins).
+launch_zk() {
+	local dir=$1 extra=$2 rt java main cp
+	shift 2
+	rt=$(zk_runtime) || exit 1
+	java=$(sed -n 1p <<<"$rt")
+	main=$(sed -n 2p <<<"$rt")
+	cp=$(sed -n 3p <<<"$rt")$extra
 	# forceSync=no: the transaction log is not synced to disk (test data).
-	launch "$dir" "$java" -Xms32m -Xmx256m -XX:+UseSerialGC \
+	launch "$dir" "$java" -Xms32m -Xmx256m -XX:+UseSerialGC "$@" \
 		-Dzookeeper.forceSync=no -Dzookeeper.preAllocSize=4096 \
 		-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
 		-cp "$cp" "$main" "$dir/zoo.cfg"
+}
+
+start_zk() {
+	local inst=$1 dir port max
+	dir=$(inst_dir "$inst")
+	port=$(port_of "$inst")
+	max=$ZK_MAX_SESSION_MS
+	[[ $inst == zk-capped ]] && max=$ZK_CAPPED_MAX_SESSION_MS
+	mkdir -p "$dir/data"
+	{
+		echo "# simba test environment: standalone, loopback only"
+		zk_cfg "$dir" "$ZK_TICK_MS" "$max"
+		echo "clientPort=$port"
+		echo "clientPortAddress=127.0.0.1"
+	} >"$dir/zoo.cfg"
+	launch_zk "$dir" ""
 }
 
 start_inst() {
@@ -817,26 +837,20 @@ start_mysql_tls() {
 }
 
 start_zk_tls() {
-	local dir rt java main cp tls j
+	local dir tls j netty=
 	ensure_tls
 	dir=$(inst_dir zk-tls)
 	tls=$(tls_dir)
-	rt=$(zk_runtime) || exit 1
-	java=$(sed -n 1p <<<"$rt")
-	main=$(sed -n 2p <<<"$rt")
-	cp=$(sed -n 3p <<<"$rt")
 	# The Netty connection factory, which alone serves TLS, needs the
 	# Netty jars the package's manifest does not name.
 	for j in netty-codec netty-resolver netty-transport-native-unix-common; do
-		[[ -f /usr/share/java/$j.jar ]] && cp=$cp:/usr/share/java/$j.jar
+		[[ -f /usr/share/java/$j.jar ]] && netty=$netty:/usr/share/java/$j.jar
 	done
 	mkdir -p "$dir/data"
-	cat >"$dir/zoo.cfg" <<EOF
-# simba test environment: standalone, loopback only, TLS only
-tickTime=$ZK_TICK_MS
-minSessionTimeout=$((2 * ZK_TICK_MS))
-maxSessionTimeout=$ZK_MAX_SESSION_MS
-dataDir=$dir/data
+	{
+		echo "# simba test environment: standalone, loopback only, TLS only"
+		zk_cfg "$dir" "$ZK_TICK_MS" "$ZK_MAX_SESSION_MS"
+		cat <<EOF
 secureClientPort=$ZK_TLS_PORT
 secureClientPortAddress=127.0.0.1
 serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory
@@ -845,14 +859,9 @@ ssl.keyStore.type=PEM
 ssl.trustStore.location=$tls/ca.pem
 ssl.trustStore.type=PEM
 ssl.clientAuth=none
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=srvr,ruok,conf,stat,mntr,cons
 EOF
-	launch "$dir" "$java" -Xms32m -Xmx256m -XX:+UseSerialGC \
-		-Dzookeeper.forceSync=no -Dzookeeper.preAllocSize=4096 \
-		-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
-		-cp "$cp" "$main" "$dir/zoo.cfg"
+	} >"$dir/zoo.cfg"
+	launch_zk "$dir" "$netty"
 }
 
 # tls_setup SERVER, run by up once SERVER answers, creates or updates its

@@ -3,10 +3,7 @@ package servers
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 )
 
@@ -15,13 +12,9 @@ import (
 // it strikes. The server's data stays where it was; Fresh or Down clean
 // up after it.
 func (s *Server) Kill() error {
-	data, err := os.ReadFile(filepath.Join(s.dir, "state", s.Kind, "pid"))
+	pid, err := ReadPid(filepath.Join(s.dir, "state", s.Kind, "pid"))
 	if err != nil {
 		return fmt.Errorf("servers: kill %s: %w", s.Kind, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 1 {
-		return fmt.Errorf("servers: kill %s: bad pid file %q", s.Kind, data)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("servers: kill %s: %w", s.Kind, err)

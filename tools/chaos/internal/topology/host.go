@@ -2,8 +2,7 @@ package topology
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
+	"net"
 
 	"github.com/simba-go/simba/tools/chaos/internal/proxy"
 	"github.com/simba-go/simba/tools/chaos/internal/servers"
@@ -11,29 +10,22 @@ import (
 
 // writeScript makes dir and writes script into it as the executable file
 // name, for the topology to run with tools/testenv/lib.sh, which it finds
-// above the working directory. It returns the paths of lib.sh and of the
-// script.
-func writeScript(dir, name string, script []byte) (lib, sh string, err error) {
-	if lib, err = servers.FindLib(); err != nil {
-		return "", "", fmt.Errorf("topology: %w", err)
+// above the working directory.
+func writeScript(dir, name string, script []byte) (servers.Script, error) {
+	sh, err := servers.WriteScript(dir, name, script)
+	if err != nil {
+		return servers.Script{}, fmt.Errorf("topology: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", fmt.Errorf("topology: %w", err)
-	}
-	sh = filepath.Join(dir, name)
-	if err := os.WriteFile(sh, script, 0o755); err != nil {
-		return "", "", fmt.Errorf("topology: %w", err)
-	}
-	return lib, sh, nil
+	return sh, nil
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	port, err := servers.FreePort()
+// freePorts returns n distinct loopback ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	ports, err := servers.FreePorts(n)
 	if err != nil {
-		return 0, fmt.Errorf("topology: %w", err)
+		return nil, fmt.Errorf("topology: %w", err)
 	}
-	return port, nil
+	return ports, nil
 }
 
 // listenLinks takes a free loopback port for each of links, the ports of
@@ -41,15 +33,20 @@ func freePort() (int, error) {
 // replica of that node to connect through. On an error, links holds the
 // proxies started so far, for the caller's Down to close.
 func listenLinks(links []*proxy.Proxy) (ports []int, err error) {
-	for i := range links {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
+	ports, err = freePorts(len(links))
+	if err != nil {
+		return nil, err
+	}
+	for i, port := range ports {
 		if links[i], err = proxy.Listen(fmt.Sprintf("127.0.0.1:%d", port)); err != nil {
 			return nil, fmt.Errorf("topology: %w", err)
 		}
-		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// linkPort is the port of link's address, as a script takes it.
+func linkPort(link *proxy.Proxy) string {
+	_, port, _ := net.SplitHostPort(link.Addr())
+	return port
 }

@@ -7,15 +7,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/simba-go/simba/tools/chaos/internal/proxy"
+	"github.com/simba-go/simba/tools/chaos/internal/servers"
 )
 
 //go:embed mysql.sh
@@ -44,12 +43,13 @@ type MariaDBOptions struct {
 // which connects to the host whose @@read_only is 0; it authenticates as
 // a user without READ ONLY ADMIN, whom read_only stops.
 type MariaDB struct {
-	dir, lib, sh string
-	semiSync     bool
-	linkDelay    time.Duration
-	password     string
-	nodes        [2]*mariadbNode
-	links        [2]*proxy.Proxy // to each node, for its replica
+	dir       string
+	script    servers.Script
+	semiSync  bool
+	linkDelay time.Duration
+	password  string
+	nodes     [2]*mariadbNode
+	links     [2]*proxy.Proxy // to each node, for its replica
 
 	mu        sync.Mutex
 	primary   int // index into nodes
@@ -70,13 +70,15 @@ var _ Topology = (*MariaDB)(nil)
 // and a replica there, and returns once the replica has applied the
 // primary's binary log.
 func StartMariaDBReplica(ctx context.Context, dir string, opts MariaDBOptions) (*MariaDB, error) {
-	lib, sh, err := writeScript(dir, "mysql.sh", mariadbScript)
+	sh, err := writeScript(dir, "mysql.sh", mariadbScript)
 	if err != nil {
 		return nil, err
 	}
 	secret := make([]byte, 12)
 	_, _ = rand.Read(secret)
-	m := &MariaDB{dir: dir, lib: lib, sh: sh, semiSync: opts.SemiSync, linkDelay: opts.LinkDelay, password: hex.EncodeToString(secret)}
+	m := &MariaDB{dir: dir, script: sh, semiSync: opts.SemiSync, linkDelay: opts.LinkDelay, password: hex.EncodeToString(secret)}
+	m.script.Timeout = 3 * time.Minute
+	m.script.Secret = m.password
 	ports, err := listenLinks(m.links[:])
 	if err != nil {
 		_ = m.Down(ctx)
@@ -184,7 +186,7 @@ func (m *MariaDB) Inject(ctx context.Context, fault string) error {
 	// then waits for the process to go and kills any left in its directory.
 	// The replication link to it is cut at the same instant: what was in
 	// flight on it is lost, as in a crash of its host.
-	if pid, err := mariadbReadPid(filepath.Join(old.dir, "mysql", "pid")); err == nil {
+	if pid, err := servers.ReadPid(filepath.Join(old.dir, "mysql", "pid")); err == nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	m.links[m.primaryIndex(old)].Reset()
@@ -218,8 +220,7 @@ func (m *MariaDB) switchover(ctx context.Context) error {
 		return err
 	}
 	m.promoted(start)
-	link := m.links[1-oi].Addr()
-	if err := m.run(ctx, old, "rejoin", link[strings.LastIndexByte(link, ':')+1:]); err != nil {
+	if err := m.run(ctx, old, "rejoin", linkPort(m.links[1-oi])); err != nil {
 		return err
 	}
 	return m.run(ctx, old, "caught-up", fmt.Sprint(next.port))
@@ -254,8 +255,7 @@ func (m *MariaDB) primaryIndex(n *mariadbNode) int {
 // attach rebuilds replica empty, replicating from the node at index
 // primary through its link, and waits until it has caught up.
 func (m *MariaDB) attach(ctx context.Context, replica *mariadbNode, primary int) error {
-	link := m.links[primary].Addr()
-	if err := m.run(ctx, replica, "replica", link[strings.LastIndexByte(link, ':')+1:]); err != nil {
+	if err := m.run(ctx, replica, "replica", linkPort(m.links[primary])); err != nil {
 		return err
 	}
 	return m.run(ctx, replica, "caught-up", fmt.Sprint(m.nodes[primary].port))
@@ -292,7 +292,7 @@ func (m *MariaDB) Down(ctx context.Context) error {
 			}
 		}
 	}
-	_ = os.Remove(m.sh)
+	_ = os.Remove(m.script.Path)
 	_ = os.Remove(m.dir) // when empty
 	if len(errs) > 0 {
 		return fmt.Errorf("topology: %s down: %s", m.Name(), strings.Join(errs, "; "))
@@ -300,37 +300,22 @@ func (m *MariaDB) Down(ctx context.Context) error {
 	return nil
 }
 
+// run runs the script's action on node n.
 func (m *MariaDB) run(ctx context.Context, n *mariadbNode, action string, args ...string) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
 	semi := "0"
 	if m.semiSync {
 		semi = "1"
 	}
-	cmd := exec.CommandContext(ctx, "bash", append([]string{m.sh, m.lib, action}, args...)...)
-	cmd.Env = append(os.Environ(),
+	sh := m.script
+	sh.Env = append(os.Environ(),
 		"SIMBA_TESTENV_DIR="+n.dir,
 		fmt.Sprintf("SIMBA_TESTENV_MYSQL_PORT=%d", n.port),
 		fmt.Sprintf("NODE_ID=%d", n.id),
 		"NODE_SEMISYNC="+semi,
 		"NODE_PASSWORD="+m.password,
 	)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		msg := strings.ReplaceAll(string(out), m.password, "********")
-		return fmt.Errorf("topology: mariadb node %d %s: %w\n%s", n.id, action, err, msg)
+	if _, err := sh.Run(ctx, append([]string{action}, args...)...); err != nil {
+		return fmt.Errorf("topology: mariadb node %d: %w", n.id, err)
 	}
 	return nil
-}
-
-func mariadbReadPid(file string) (int, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0, err
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		return 0, fmt.Errorf("topology: no pid in %s", file)
-	}
-	return pid, nil
 }

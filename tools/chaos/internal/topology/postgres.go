@@ -5,9 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/simba-go/simba/tools/chaos/internal/proxy"
+	"github.com/simba-go/simba/tools/chaos/internal/servers"
 )
 
 //go:embed postgres.sh
@@ -42,9 +41,8 @@ type PostgresOptions struct {
 // Postgres is a PostgreSQL primary and its streaming replica on loopback,
 // each a server of its own on a free port.
 type Postgres struct {
-	opts PostgresOptions
-	lib  string
-	sh   string
+	opts   PostgresOptions
+	script servers.Script
 
 	mu      sync.Mutex
 	nodes   [2]pgNode
@@ -64,14 +62,15 @@ var _ Topology = (*Postgres)(nil)
 // streams (and, with opts.Sync, once a commit on the primary has been
 // acknowledged by it). Down stops both.
 func StartPostgresReplica(ctx context.Context, dir string, opts PostgresOptions) (*Postgres, error) {
-	lib, sh, err := writeScript(dir, "postgres.sh", postgresScript)
+	sh, err := writeScript(dir, "postgres.sh", postgresScript)
 	if err != nil {
 		return nil, err
 	}
+	sh.Timeout = 3 * time.Minute
 	// The postgres user must reach the nodes' directories (lib.sh moves
 	// the data to /var/tmp when it cannot).
 	_ = os.Chmod(dir, 0o755)
-	p := &Postgres{opts: opts, lib: lib, sh: sh}
+	p := &Postgres{opts: opts, script: sh}
 	ports, err := listenLinks(p.links[:])
 	if err != nil {
 		_ = p.Down(ctx)
@@ -110,19 +109,13 @@ func (p *Postgres) start(ctx context.Context) error {
 func (p *Postgres) attach(ctx context.Context, r, from int) error {
 	link := p.links[from]
 	link.Set(proxy.Pass, 0)
-	if err := p.run(ctx, "replica", p.nodes[r].dir, fmt.Sprint(p.nodes[r].port), fmt.Sprint(pgPort(link.Addr()))); err != nil {
+	if err := p.run(ctx, "replica", p.nodes[r].dir, fmt.Sprint(p.nodes[r].port), linkPort(link)); err != nil {
 		return err
 	}
 	if p.opts.LinkDelay > 0 {
 		link.Set(proxy.Slow, p.opts.LinkDelay)
 	}
 	return nil
-}
-
-func pgPort(addr string) int {
-	_, port, _ := net.SplitHostPort(addr)
-	n, _ := strconv.Atoi(port)
-	return n
 }
 
 // Name is "postgres-sync" or "postgres-async", followed by the link
@@ -282,15 +275,9 @@ func (p *Postgres) run(ctx context.Context, action string, args ...string) error
 
 // output runs the script's action and returns its standard output.
 func (p *Postgres) output(ctx context.Context, action string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{p.sh, p.lib, action}, args...)...)
-	cmd.Env = os.Environ()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := p.script.Run(ctx, append([]string{action}, args...)...)
 	if err != nil {
-		return "", fmt.Errorf("topology: %s %s: %w\n%s", p.Name(), action, err, strings.TrimSpace(stderr.String()+string(out)))
+		return "", fmt.Errorf("topology: %s: %w", p.Name(), err)
 	}
-	return string(out), nil
+	return out, nil
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/simba-go/simba/tools/chaos/internal/servers"
 	"github.com/simba-go/simba/tools/internal/wait"
 )
 
@@ -74,8 +74,8 @@ const redisInjectBound = 90 * time.Second
 type Redis struct {
 	opts    RedisOptions
 	cluster bool
-	lib, sh string
-	env     []string
+	script  servers.Script
+	dir     string // holds a state directory per process
 
 	servers   []redisProc // the data servers
 	sentinels []redisProc // none on a cluster
@@ -124,31 +124,26 @@ func startRedis(ctx context.Context, dir string, opts RedisOptions, cluster bool
 }
 
 func newRedis(dir string, opts RedisOptions, cluster bool) (*Redis, error) {
-	lib, sh, err := writeScript(dir, "redis.sh", redisScript)
+	sh, err := writeScript(dir, "redis.sh", redisScript)
 	if err != nil {
 		return nil, err
 	}
-	t := &Redis{opts: opts.withDefaults(), cluster: cluster, lib: lib, sh: sh}
-	t.env = append(os.Environ(), "SIMBA_TESTENV_DIR="+filepath.Join(dir, "state"))
-	n, prefix := 2, "redis"
+	t := &Redis{opts: opts.withDefaults(), cluster: cluster, script: sh, dir: filepath.Join(dir, "state")}
+	t.script.Timeout = 2 * time.Minute
+	t.script.Env = append(os.Environ(), "SIMBA_TESTENV_DIR="+t.dir)
+	n, sentinels, prefix := 2, 3, "redis"
 	if cluster {
-		n, prefix = 6, "node"
+		n, sentinels, prefix = 6, 0, "node"
 	}
-	for i := range n {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
+	ports, err := freePorts(n + sentinels)
+	if err != nil {
+		return nil, err
+	}
+	for i, port := range ports[:n] {
 		t.servers = append(t.servers, redisProc{name: fmt.Sprintf("%s-%d", prefix, i), port: port})
 	}
-	if !cluster {
-		for i := range 3 {
-			port, err := freePort()
-			if err != nil {
-				return nil, err
-			}
-			t.sentinels = append(t.sentinels, redisProc{name: fmt.Sprintf("sentinel-%d", i), port: port})
-		}
+	for i, port := range ports[n:] {
+		t.sentinels = append(t.sentinels, redisProc{name: fmt.Sprintf("sentinel-%d", i), port: port})
 	}
 	return t, nil
 }
@@ -936,31 +931,16 @@ func (t *Redis) kill(ctx context.Context, p redisProc) error {
 }
 
 func (t *Redis) pid(p redisProc) (int, error) {
-	b, err := os.ReadFile(filepath.Join(t.stateDir(), p.name, "pid"))
-	if err != nil {
-		return 0, fmt.Errorf("pid of %s: %w", p.name, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	pid, err := servers.ReadPid(filepath.Join(t.dir, p.name, "pid"))
 	if err != nil {
 		return 0, fmt.Errorf("pid of %s: %w", p.name, err)
 	}
 	return pid, nil
 }
 
-func (t *Redis) stateDir() string {
-	return filepath.Join(filepath.Dir(t.sh), "state")
-}
-
 func (t *Redis) run(ctx context.Context, args ...string) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", append([]string{t.sh, t.lib}, args...)...)
-	cmd.Env = t.env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-	return nil
+	_, err := t.script.Run(ctx, args...)
+	return err
 }
 
 // redisPoll calls f every 50ms until it reports true, or fails with f's last

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/simba-go/simba/tools/chaos/internal/history"
+	"github.com/simba-go/simba/tools/chaos/internal/servers"
 	"github.com/simba-go/simba/tools/internal/wait"
 )
 
@@ -39,9 +39,8 @@ type ZKOptions struct {
 // ZKEnsemble is three Zookeeper servers of the Debian package forming one
 // ensemble on loopback, each a separate process on ports of its own.
 type ZKEnsemble struct {
-	dir     string
-	sh, lib string
-	env     []string
+	dir     string // holds a state directory per member
+	script  servers.Script
 	members [zkMembers]zkMember
 	bound   time.Duration
 
@@ -89,16 +88,16 @@ func StartZKEnsemble(ctx context.Context, dir string, opts ZKOptions) (*ZKEnsemb
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
 	}
-	lib, sh, err := writeScript(dir, "zk.sh", zkScript)
+	sh, err := writeScript(dir, "zk.sh", zkScript)
 	if err != nil {
 		return nil, err
 	}
-	e := &ZKEnsemble{dir: filepath.Join(dir, "state"), sh: sh, lib: lib, bound: opts.Bound}
-	ports, err := zkFreePorts(3 * zkMembers)
+	e := &ZKEnsemble{dir: filepath.Join(dir, "state"), script: sh, bound: opts.Bound}
+	ports, err := freePorts(3 * zkMembers)
 	if err != nil {
 		return nil, err
 	}
-	e.env = append(os.Environ(),
+	env := append(os.Environ(),
 		"SIMBA_TESTENV_DIR="+e.dir,
 		fmt.Sprintf("SIMBA_TESTENV_TIMEOUT=%d", int(opts.Bound/time.Second)+1),
 		fmt.Sprintf("ZK_ENSEMBLE_TICK_MS=%d", opts.Tick.Milliseconds()),
@@ -107,12 +106,13 @@ func StartZKEnsemble(ctx context.Context, dir string, opts ZKOptions) (*ZKEnsemb
 	for i := range e.members {
 		m := zkMember{id: i + 1, client: ports[3*i], peer: ports[3*i+1], election: ports[3*i+2]}
 		e.members[i] = m
-		e.env = append(e.env,
+		env = append(env,
 			fmt.Sprintf("ZK_ENSEMBLE_CLIENT_%d=%d", m.id, m.client),
 			fmt.Sprintf("ZK_ENSEMBLE_PEER_%d=%d", m.id, m.peer),
 			fmt.Sprintf("ZK_ENSEMBLE_ELECTION_%d=%d", m.id, m.election),
 		)
 	}
+	e.script.Env = env
 	if err := e.do(ctx, "up"); err != nil {
 		_ = e.do(context.WithoutCancel(ctx), "down")
 		return nil, err
@@ -280,13 +280,9 @@ func (e *ZKEnsemble) busiestFollower(ctx context.Context) (zkMember, error) {
 // wait for its end (and kill what it left).
 func (e *ZKEnsemble) kill(ctx context.Context, m zkMember) (int64, error) {
 	dir := filepath.Join(e.dir, fmt.Sprintf("zk-%d", m.id))
-	raw, err := os.ReadFile(filepath.Join(dir, "pid"))
+	pid, err := servers.ReadPid(filepath.Join(dir, "pid"))
 	if err != nil {
 		return 0, fmt.Errorf("topology: zk-%d: %w", m.id, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
-	if err != nil {
-		return 0, fmt.Errorf("topology: zk-%d: pid file: %w", m.id, err)
 	}
 	// The pid is this member's only while the process runs in its
 	// directory (a pid may be reused).
@@ -331,16 +327,13 @@ func (e *ZKEnsemble) waitServing(ctx context.Context, skip int) error {
 }
 
 func (e *ZKEnsemble) do(ctx context.Context, args ...string) error {
-	cmd := exec.CommandContext(ctx, "bash", append([]string{e.sh, e.lib}, args...)...)
-	cmd.Env = e.env
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("topology: zk.sh %s: %w\n%s", strings.Join(args, " "), err, out)
+	if _, err := e.script.Run(ctx, args...); err != nil {
+		return fmt.Errorf("topology: %w", err)
 	}
 	return nil
 }
 
-// fourLetter sends a four-letter word to a Zookeeper server and returns
+// zkFourLetter sends a four-letter word to a Zookeeper server and returns
 // its answer.
 func zkFourLetter(ctx context.Context, addr, word string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -362,18 +355,4 @@ func zkFourLetter(ctx context.Context, addr, word string) (string, error) {
 		return "", fmt.Errorf("topology: %s %s: %w", word, addr, err)
 	}
 	return b.String(), nil
-}
-
-// freePorts returns n distinct free loopback ports.
-func zkFreePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("topology: %w", err)
-		}
-		defer ln.Close() // held until all are chosen, so that they differ
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -24,39 +24,25 @@ members=(1 2 3)
 client_port() { local v=ZK_ENSEMBLE_CLIENT_$1 && echo "${!v}"; }
 
 start_member() {
-	local n=$1 dir rt java main cp m
+	local n=$1 dir m
 	dir=$(inst_dir "zk-$n")
-	rt=$(zk_runtime) || exit 1
-	java=$(sed -n 1p <<<"$rt")
-	main=$(sed -n 2p <<<"$rt")
-	cp=$(sed -n 3p <<<"$rt")
 	mkdir -p "$dir/data"
 	echo "$n" >"$dir/data/myid"
 	{
+		echo "# simba robustness suite: one member of a three-server ensemble, loopback only"
+		zk_cfg "$dir" "$ZK_ENSEMBLE_TICK_MS" "$ZK_ENSEMBLE_MAX_SESSION_MS"
 		cat <<EOF
-# simba robustness suite: one member of a three-server ensemble, loopback only
-tickTime=$ZK_ENSEMBLE_TICK_MS
 initLimit=20
 syncLimit=10
-minSessionTimeout=$((2 * ZK_ENSEMBLE_TICK_MS))
-maxSessionTimeout=$ZK_ENSEMBLE_MAX_SESSION_MS
-dataDir=$dir/data
 clientPort=$(client_port "$n")
 clientPortAddress=127.0.0.1
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=srvr,ruok,conf,stat,mntr,cons
 EOF
 		for m in "${members[@]}"; do
 			local p=ZK_ENSEMBLE_PEER_$m e=ZK_ENSEMBLE_ELECTION_$m
 			echo "server.$m=127.0.0.1:${!p}:${!e}"
 		done
 	} >"$dir/zoo.cfg"
-	# forceSync=no: the transaction log is not synced to disk (test data).
-	launch "$dir" "$java" -Xms32m -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-		-Dzookeeper.forceSync=no -Dzookeeper.preAllocSize=4096 \
-		-Dorg.slf4j.simpleLogger.showDateTime=true -Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS \
-		-cp "$cp" "$main" "$dir/zoo.cfg"
+	launch_zk "$dir" "" -Xmx128m -XX:TieredStopAtLevel=1
 }
 
 # mode N prints the mode member N reports (leader, follower), or nothing
