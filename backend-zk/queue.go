@@ -77,9 +77,7 @@ func (b *Backend) sweep(dir string) {
 		b.mu.Unlock()
 	}()
 	for wait := sweepFirst; ; wait = min(2*wait, sweepMost) {
-		select {
-		case <-time.After(wait):
-		case <-b.closing:
+		if waitFor(b.closing, wait) {
 			return
 		}
 		b.mu.Lock()
