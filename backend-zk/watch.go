@@ -290,7 +290,7 @@ func (b *Backend) watchQueued(wc *watchConn, w *releaseWatch, set chan<- error) 
 		signal(err)
 		return
 	}
-	dir := b.waitersDir + "/" + name
+	dir := b.opts.Root + "/waiters/" + name
 	me, err := b.enqueue(wc, dir)
 	if err != nil {
 		me = "" // no place in the queue: watch the lease node itself
