@@ -309,32 +309,30 @@ func (b *Backend) watchQueued(wc *watchConn, w *releaseWatch, set chan<- error) 
 			b.sweepLater(dir) // the node may still be there
 		}
 	}()
+	// Every way out fires w, before the node leaves the queue: a no-op
+	// once fired, or once the last caller left (w.quit).
+	defer b.fire(w)
 	for {
 		target := path
 		if me != "" {
 			pred, err := predecessor(wc, dir, me)
 			if err != nil {
-				b.fire(w)
 				return
 			}
 			if pred != "" {
 				target = pred
 			}
 		}
-		var (
-			ok bool
-			ev <-chan zk.Event
-		)
+		var ok bool
+		var ev <-chan zk.Event
 		wc.watching.Store(true)
 		err := wc.do(func() (err error) { ok, _, ev, err = wc.conn.ExistsW(target); return err })
 		switch {
 		case err != nil:
-			b.fire(w)
 			signal(err)
 			return
 		case !ok && target == path:
-			b.fire(w) // freed meanwhile
-			return
+			return // freed meanwhile
 		case !ok:
 			continue // the node before ours left: look again
 		}
@@ -344,19 +342,16 @@ func (b *Backend) watchQueued(wc *watchConn, w *releaseWatch, set chan<- error) 
 			if target != path && e.Type == zk.EventNodeDeleted {
 				continue
 			}
-			var claim func()
 			if target == path && e.Type == zk.EventNodeDeleted && b.waited(w) {
-				claim = b.claimFor(name) // locks the name before the wake-up
-			}
-			b.fire(w)
-			if claim != nil {
-				claim()
+				if claim := b.claimFor(name); claim != nil { // locks the name before the wake-up
+					b.fire(w)
+					claim()
+				}
 			}
 			return
 		case <-w.quit:
 			return
 		case <-b.closing:
-			b.fire(w)
 			return
 		}
 	}
