@@ -37,8 +37,8 @@ type watchConn struct {
 	links    links         // the network connection, closed by close
 	done     chan struct{} // closed when the connection's goroutines ended
 	once     sync.Once
-	auth     chan struct{} // closed once the connection is set up (Auth added)
-	err      error         // the set-up's error, readable after auth is closed
+	setUp    sync.Once // runs the set-up, see ready
+	err      error     // the set-up's error, readable once setUp ran
 }
 
 // close closes the connection and waits for its goroutines. It first lets
@@ -181,7 +181,7 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 	if b.watcher != nil {
 		return b.watcher, nil
 	}
-	w := &watchConn{done: make(chan struct{}), auth: make(chan struct{})}
+	w := &watchConn{done: make(chan struct{})}
 	w.hosts = newHostList(func() time.Duration { return watchReconnectPause })
 	conn, events, err := zk.Connect(b.servers, watchTimeout, zk.WithHostProvider(w.hosts),
 		zk.WithDialer(func(network, address string, _ time.Duration) (net.Conn, error) {
@@ -196,19 +196,6 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 		for range events {
 		}
 		close(w.done)
-	})
-	// Before the first watch: add Auth, then one plain round trip. The
-	// Zookeeper client reads its last zxid unsynchronised right after it
-	// connects when watches are already registered; letting that moment
-	// pass first keeps the race detector quiet about it.
-	b.wg.Go(func() {
-		defer close(w.auth)
-		if b.opts.Auth != "" {
-			if w.err = w.do(func() error { return conn.AddAuth("digest", []byte(b.opts.Auth)) }); w.err != nil {
-				return
-			}
-		}
-		w.err = w.do(func() error { _, _, err := conn.Exists(b.opts.Root); return err })
 	})
 	b.watcher = w
 	return w, nil
@@ -240,10 +227,22 @@ func onReadConn[T any](ctx context.Context, b *Backend, op string, f func(wc *wa
 	})
 }
 
-// ready waits until the connection is set up and returns the set-up's
-// error, after which the backend's next call dials a new one.
+// ready sets the connection up, or waits until the first caller did, and
+// returns the set-up's error, after which the backend's next call dials a
+// new one. The set-up comes before the first watch: add Auth, then one
+// plain round trip. The Zookeeper client reads its last zxid
+// unsynchronised right after it connects when watches are already
+// registered; letting that moment pass first keeps the race detector
+// quiet about it.
 func (w *watchConn) ready(b *Backend) error {
-	<-w.auth
+	w.setUp.Do(func() {
+		if b.opts.Auth != "" {
+			w.err = w.do(func() error { return w.conn.AddAuth("digest", []byte(b.opts.Auth)) })
+		}
+		if w.err == nil {
+			w.err = w.do(func() error { _, _, err := w.conn.Exists(b.opts.Root); return err })
+		}
+	})
 	if w.err != nil {
 		b.dropWatcher(w)
 	}
