@@ -57,7 +57,6 @@ type Backend struct {
 }
 
 var (
-	_ simba.Backend         = (*Backend)(nil)
 	_ simba.ReleaseNotifier = (*Backend)(nil)
 	_ simba.OpenedBackend   = (*Backend)(nil)
 	_ simba.HolderReader    = (*Backend)(nil)
