@@ -77,7 +77,7 @@ func New(servers []string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{
+	return &Backend{
 		servers:     append([]string(nil), servers...),
 		opts:        o,
 		log:         o.Logger.With("component", "simbazk"),
@@ -89,8 +89,7 @@ func New(servers []string, opts Options) (*Backend, error) {
 		queued:      make(map[string]string),
 		sweeps:      make(map[string]struct{}),
 		queuePrefix: "w-" + backendkit.NewSessionID() + "-",
-	}
-	return b, nil
+	}, nil
 }
 
 // Open is [New] with a Zookeeper connect string,
