@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendkit"
 )
 
 // ErrClosed is returned by every method of a [Backend] after Close.
@@ -26,13 +27,10 @@ var ErrClosed = errors.New("simbazk: backend closed")
 // after their context is done (the request already sent still completes
 // in the background).
 type Backend struct {
-	servers    []string
-	opts       Options
-	log        *slog.Logger
-	leasesDir  string // Root/leases
-	permitsDir string // Root/permits
-	groupsDir  string // Root/groups
-	waitersDir string // Root/waiters
+	servers   []string
+	opts      Options
+	log       *slog.Logger
+	leasesDir string // Root/leases
 
 	mu       sync.Mutex
 	closed   bool
@@ -41,9 +39,10 @@ type Backend struct {
 	conns    map[*session]struct{} // every session whose connection still runs
 	watcher  *watchConn            // nil until the first WatchRelease or Holder
 	watches  map[string]*releaseWatch
-	// The queue nodes of the backend (see watchQueued): their prefix, the
-	// node each queue dir holds for a watch of the backend that waits, and
-	// the dirs that may hold one no watch uses, each swept by a goroutine.
+	// The queue nodes of the backend (see watchQueued): their prefix, of
+	// 128 random bits like a session id's, the node each queue dir holds
+	// for a watch of the backend that waits, and the dirs that may hold
+	// one no watch uses, each swept by a goroutine.
 	queuePrefix string
 	queued      map[string]string
 	sweeps      map[string]struct{}
@@ -58,7 +57,6 @@ type Backend struct {
 }
 
 var (
-	_ simba.Backend         = (*Backend)(nil)
 	_ simba.ReleaseNotifier = (*Backend)(nil)
 	_ simba.OpenedBackend   = (*Backend)(nil)
 	_ simba.HolderReader    = (*Backend)(nil)
@@ -79,23 +77,19 @@ func New(servers []string, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{
+	return &Backend{
 		servers:     append([]string(nil), servers...),
 		opts:        o,
 		log:         o.Logger.With("component", "simbazk"),
 		leasesDir:   o.Root + "/leases",
-		permitsDir:  o.Root + "/permits",
-		groupsDir:   o.Root + "/groups",
-		waitersDir:  o.Root + "/waiters",
 		closing:     make(chan struct{}),
 		sessions:    make(map[simba.SessionID]*session),
 		conns:       make(map[*session]struct{}),
 		watches:     make(map[string]*releaseWatch),
 		queued:      make(map[string]string),
 		sweeps:      make(map[string]struct{}),
-		queuePrefix: "w-" + queueToken() + "-",
-	}
-	return b, nil
+		queuePrefix: "w-" + backendkit.NewSessionID() + "-",
+	}, nil
 }
 
 // Open is [New] with a Zookeeper connect string,
@@ -273,7 +267,7 @@ func (b *Backend) between(op string) {
 func (b *Backend) leasePath(name string) string { return b.leasesDir + "/" + name }
 
 // groupPath is the node under which the members of group live.
-func (b *Backend) groupPath(group string) string { return b.groupsDir + "/" + group }
+func (b *Backend) groupPath(group string) string { return b.opts.Root + "/groups/" + group }
 
 // ensureParents creates every missing ancestor of path (persistent nodes
 // with the configured ACL).

@@ -174,7 +174,7 @@ func TestQueueNodeLeftByLostConnection(t *testing.T) {
 	}
 	a := dialAdmin(t, testServers(t, "SIMBA_TEST_ZK_SERVERS"))
 	defer a.close()
-	queue := direct.waitersDir + "/x"
+	queue := direct.opts.Root + "/waiters/x"
 	if n := queueLen(t, a, queue); n != 1 {
 		t.Fatalf("queue of x has %d nodes, want the first backend's", n)
 	}

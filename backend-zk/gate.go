@@ -46,13 +46,7 @@ func (g *setWatchesGate) firstRead(watching bool) {
 		return
 	}
 	g.passed = true
-	if !watching {
-		return
-	}
-	t := time.NewTimer(setWatchesWait)
-	defer t.Stop()
-	select {
-	case <-g.sent:
-	case <-t.C:
+	if watching {
+		waitFor(g.sent, setWatchesWait)
 	}
 }

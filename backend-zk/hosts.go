@@ -41,13 +41,18 @@ func (h *hostList) Next() (server string, retryStart bool) {
 	if !retryStart {
 		return server, false
 	}
-	t := time.NewTimer(h.pause())
+	return server, waitFor(h.stopped, h.pause())
+}
+
+// waitFor waits until ch is closed, at most d, and reports whether it was.
+func waitFor(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
+	case <-ch:
+		return true
 	case <-t.C:
-		return server, false
-	case <-h.stopped:
-		return server, true
+		return false
 	}
 }
 

@@ -73,14 +73,8 @@ func (g *inflight) quiesce(grace, bound time.Duration, dropLink func()) {
 	}
 	idle := g.idle
 	g.mu.Unlock()
-	select {
-	case <-idle:
-		return
-	case <-time.After(grace):
-	}
-	dropLink()
-	select {
-	case <-idle:
-	case <-time.After(bound - grace):
+	if !waitFor(idle, grace) {
+		dropLink()
+		waitFor(idle, bound-grace)
 	}
 }

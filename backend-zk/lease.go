@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/go-zookeeper/zk"
 	simba "github.com/simba-go/simba/core"
@@ -55,18 +56,12 @@ func (s *session) acquire(ctx context.Context, name string, pre []any) (simba.Ac
 			// below a token the semaphore got since: the node is made
 			// again in the multi that sends pre, so that the permit's
 			// token is that of its grant.
-			res, err := s.conn.Multi(append(pre,
-				&zk.DeleteRequest{Path: path, Version: leaseVersion},
-				&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
-				&zk.SetDataRequest{Path: path, Data: s.identity, Version: -1})...)
-			if err == nil && (len(res) != len(pre)+3 || res[len(res)-1].Stat == nil) {
-				err = errors.New("unexpected multi reply")
-			}
+			st, err := s.replace(path, leaseVersion, pre)
 			if err != nil {
 				_ = s.conn.Delete(path, leaseVersion)
 				return simba.AcquireResult{}, s.moved(ctx, op, err)
 			}
-			c.stat = res[len(res)-1].Stat
+			c.stat = st
 		}
 		if c.stat != nil {
 			return s.won(op, name, path, c.stat)
@@ -100,16 +95,10 @@ func (s *session) acquire(ctx context.Context, name string, pre []any) (simba.Ac
 		// version does not tell this node from a later one (every lease
 		// node is at version 1), but under the name's lock only an expiry
 		// or a deletion by hand can replace it in between.
-		res, err := s.conn.Multi(append(pre,
-			&zk.DeleteRequest{Path: path, Version: cur.Version},
-			&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
-			&zk.SetDataRequest{Path: path, Data: s.identity, Version: -1},
-		)...)
+		st, err = s.replace(path, cur.Version, pre)
 		switch {
-		case err == nil && len(res) == len(pre)+3 && res[len(res)-1].Stat != nil:
-			return s.won(op, name, path, res[len(res)-1].Stat)
 		case err == nil:
-			return simba.AcquireResult{}, fmt.Errorf("simbazk: %s: unexpected multi reply", op)
+			return s.won(op, name, path, st)
 		case len(pre) > 0 && errors.Is(err, zk.ErrBadVersion):
 			return simba.AcquireResult{}, s.moved(ctx, op, err)
 		case errors.Is(err, zk.ErrNoNode), errors.Is(err, zk.ErrBadVersion), errors.Is(err, zk.ErrNodeExists):
@@ -126,20 +115,41 @@ func (s *session) acquire(ctx context.Context, name string, pre []any) (simba.Ac
 // When a parent is missing, it creates the parents, then the node again.
 // The requests in pre, if any, go first in the same multi.
 func (s *session) create(path string, data []byte, pre ...any) (*zk.Stat, error) {
-	ops := append(pre[:len(pre):len(pre)],
-		&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
-		&zk.SetDataRequest{Path: path, Data: data, Version: -1})
-	res, err := s.conn.Multi(ops...)
+	ops := slices.Concat(pre, s.newNode(path, data))
+	st, err := s.multi(ops...)
 	if errors.Is(err, zk.ErrNoNode) {
 		if err = s.b.ensureParents(s.conn, path); err == nil {
-			res, err = s.conn.Multi(ops...)
+			st, err = s.multi(ops...)
 		}
+	}
+	return st, err
+}
+
+// replace deletes the node at path, at version, and creates the session's
+// own lease node in its place, in one multi after the requests in pre.
+func (s *session) replace(path string, version int32, pre []any) (*zk.Stat, error) {
+	del := &zk.DeleteRequest{Path: path, Version: version}
+	return s.multi(slices.Concat(pre, []any{del}, s.newNode(path, s.identity))...)
+}
+
+// newNode returns the requests that create the ephemeral node path with
+// data: a create, and the set-data that writes the data and whose reply
+// carries the new node's stat.
+func (s *session) newNode(path string, data []byte) []any {
+	return []any{
+		&zk.CreateRequest{Path: path, Acl: s.b.opts.ACL, Flags: zk.FlagEphemeral},
+		&zk.SetDataRequest{Path: path, Data: data, Version: -1},
+	}
+}
+
+// multi sends ops in one multi and returns the stat of its last reply.
+func (s *session) multi(ops ...any) (*zk.Stat, error) {
+	res, err := s.conn.Multi(ops...)
+	if err == nil && (len(res) != len(ops) || res[len(res)-1].Stat == nil) {
+		err = errors.New("unexpected multi reply")
 	}
 	if err != nil {
 		return nil, err
-	}
-	if len(res) != len(ops) || res[len(res)-1].Stat == nil {
-		return nil, errors.New("unexpected multi reply")
 	}
 	return res[len(res)-1].Stat, nil
 }

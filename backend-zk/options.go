@@ -127,11 +127,8 @@ func (o Options) resolve() (Options, error) {
 	if problem := rootProblem(o.Root); problem != "" {
 		return o, &OptionsError{Field: "Root", Reason: problem}
 	}
-	if o.Auth != "" {
-		user, pass, ok := strings.Cut(o.Auth, ":")
-		if !ok || user == "" || pass == "" {
-			return o, &OptionsError{Field: "Auth", Reason: `want "user:password" with both parts non-empty`}
-		}
+	if o.Auth != "" && !isDigestIdentity(o.Auth) {
+		return o, &OptionsError{Field: "Auth", Reason: `want "user:password" with both parts non-empty`}
 	}
 	if o.DialTimeout < 0 {
 		return o, &OptionsError{Field: "DialTimeout", Reason: fmt.Sprintf("%v is negative", o.DialTimeout)}
@@ -149,6 +146,13 @@ func (o Options) resolve() (Options, error) {
 	}
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	return o, nil
+}
+
+// isDigestIdentity reports whether auth is "user:password" with both
+// parts non-empty.
+func isDigestIdentity(auth string) bool {
+	user, pass, ok := strings.Cut(auth, ":")
+	return ok && user != "" && pass != ""
 }
 
 // rootProblem says why root is not an absolute Zookeeper path Simba may

@@ -48,7 +48,7 @@ func (b *Backend) AcquirePermit(ctx context.Context, id simba.SessionID, p simba
 // checks p.Permits against it and returns the guarded set-data to send
 // with the slot's create.
 func (s *session) permits(ctx context.Context, p simba.Permit) ([]any, error) {
-	path := s.b.permitsDir + "/" + p.Semaphore
+	path := s.b.opts.Root + "/permits/" + p.Semaphore
 	op := "acquire permit of " + p.Semaphore
 	data := []byte(strconv.Itoa(p.Permits))
 	for {

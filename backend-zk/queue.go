@@ -1,8 +1,6 @@
 package simbazk
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"time"
@@ -20,13 +18,6 @@ import (
 // nodes with a prefix of its own, and after such a failure it sweeps the
 // queue dir: every node with its prefix that no watch of the backend uses
 // is deleted, again after a pause until a sweep succeeds.
-
-// queueToken returns the random part of a backend's queue node prefix.
-func queueToken() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return hex.EncodeToString(b[:])
-}
 
 // queueSeq returns the sequence number the server appended to a queue
 // node's name (ten digits), by which the queue is ordered.
@@ -77,9 +68,7 @@ func (b *Backend) sweep(dir string) {
 		b.mu.Unlock()
 	}()
 	for wait := sweepFirst; ; wait = min(2*wait, sweepMost) {
-		select {
-		case <-time.After(wait):
-		case <-b.closing:
+		if waitFor(b.closing, wait) {
 			return
 		}
 		b.mu.Lock()

@@ -475,18 +475,16 @@ const pipeline = 64
 // is set; a missing node gives a nil stat.
 func (s *session) existsAll(ctx context.Context, paths []string, watch bool) ([]*zk.Stat, error) {
 	stats := make([]*zk.Stat, len(paths))
-	err := inParallel(ctx, len(paths), pipeline, func(i int) error {
+	err := inParallel(ctx, len(paths), pipeline, func(i int) (err error) {
 		var ok bool
-		var st *zk.Stat
-		var err error
 		if watch {
 			s.watching.Store(true)
-			ok, st, _, err = s.conn.ExistsW(paths[i])
+			ok, stats[i], _, err = s.conn.ExistsW(paths[i])
 		} else {
-			ok, st, err = s.conn.Exists(paths[i])
+			ok, stats[i], err = s.conn.Exists(paths[i])
 		}
-		if ok {
-			stats[i] = st
+		if !ok {
+			stats[i] = nil // the client's stat of a missing node is a zero one
 		}
 		return err
 	})

@@ -48,7 +48,7 @@ func ParseURL(rawURL string) (connect, auth string, err error) {
 	connect = rest
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
 		auth, connect = rest[:at], rest[at+1:]
-		if user, pass, ok := strings.Cut(auth, ":"); !ok || user == "" || pass == "" {
+		if !isDigestIdentity(auth) {
 			return "", "", &OptionsError{Field: "URL", Reason: "user information must be USER:PASSWORD"}
 		}
 	}

@@ -37,8 +37,8 @@ type watchConn struct {
 	links    links         // the network connection, closed by close
 	done     chan struct{} // closed when the connection's goroutines ended
 	once     sync.Once
-	auth     chan struct{} // closed once the connection is set up (Auth added)
-	err      error         // the set-up's error, readable after auth is closed
+	setUp    sync.Once // runs the set-up, see ready
+	err      error     // the set-up's error, readable once setUp ran
 }
 
 // close closes the connection and waits for its goroutines. It first lets
@@ -181,7 +181,7 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 	if b.watcher != nil {
 		return b.watcher, nil
 	}
-	w := &watchConn{done: make(chan struct{}), auth: make(chan struct{})}
+	w := &watchConn{done: make(chan struct{})}
 	w.hosts = newHostList(func() time.Duration { return watchReconnectPause })
 	conn, events, err := zk.Connect(b.servers, watchTimeout, zk.WithHostProvider(w.hosts),
 		zk.WithDialer(func(network, address string, _ time.Duration) (net.Conn, error) {
@@ -196,19 +196,6 @@ func (b *Backend) watchConnLocked() (*watchConn, error) {
 		for range events {
 		}
 		close(w.done)
-	})
-	// Before the first watch: add Auth, then one plain round trip. The
-	// Zookeeper client reads its last zxid unsynchronised right after it
-	// connects when watches are already registered; letting that moment
-	// pass first keeps the race detector quiet about it.
-	b.wg.Go(func() {
-		defer close(w.auth)
-		if b.opts.Auth != "" {
-			if w.err = w.do(func() error { return conn.AddAuth("digest", []byte(b.opts.Auth)) }); w.err != nil {
-				return
-			}
-		}
-		w.err = w.do(func() error { _, _, err := conn.Exists(b.opts.Root); return err })
 	})
 	b.watcher = w
 	return w, nil
@@ -240,10 +227,22 @@ func onReadConn[T any](ctx context.Context, b *Backend, op string, f func(wc *wa
 	})
 }
 
-// ready waits until the connection is set up and returns the set-up's
-// error, after which the backend's next call dials a new one.
+// ready sets the connection up, or waits until the first caller did, and
+// returns the set-up's error, after which the backend's next call dials a
+// new one. The set-up comes before the first watch: add Auth, then one
+// plain round trip. The Zookeeper client reads its last zxid
+// unsynchronised right after it connects when watches are already
+// registered; letting that moment pass first keeps the race detector
+// quiet about it.
 func (w *watchConn) ready(b *Backend) error {
-	<-w.auth
+	w.setUp.Do(func() {
+		if b.opts.Auth != "" {
+			w.err = w.do(func() error { return w.conn.AddAuth("digest", []byte(b.opts.Auth)) })
+		}
+		if w.err == nil {
+			w.err = w.do(func() error { _, _, err := w.conn.Exists(b.opts.Root); return err })
+		}
+	})
 	if w.err != nil {
 		b.dropWatcher(w)
 	}
@@ -290,7 +289,7 @@ func (b *Backend) watchQueued(wc *watchConn, w *releaseWatch, set chan<- error) 
 		signal(err)
 		return
 	}
-	dir := b.waitersDir + "/" + name
+	dir := b.opts.Root + "/waiters/" + name
 	me, err := b.enqueue(wc, dir)
 	if err != nil {
 		me = "" // no place in the queue: watch the lease node itself
@@ -309,32 +308,30 @@ func (b *Backend) watchQueued(wc *watchConn, w *releaseWatch, set chan<- error) 
 			b.sweepLater(dir) // the node may still be there
 		}
 	}()
+	// Every way out fires w, before the node leaves the queue: a no-op
+	// once fired, or once the last caller left (w.quit).
+	defer b.fire(w)
 	for {
 		target := path
 		if me != "" {
 			pred, err := predecessor(wc, dir, me)
 			if err != nil {
-				b.fire(w)
 				return
 			}
 			if pred != "" {
 				target = pred
 			}
 		}
-		var (
-			ok bool
-			ev <-chan zk.Event
-		)
+		var ok bool
+		var ev <-chan zk.Event
 		wc.watching.Store(true)
 		err := wc.do(func() (err error) { ok, _, ev, err = wc.conn.ExistsW(target); return err })
 		switch {
 		case err != nil:
-			b.fire(w)
 			signal(err)
 			return
 		case !ok && target == path:
-			b.fire(w) // freed meanwhile
-			return
+			return // freed meanwhile
 		case !ok:
 			continue // the node before ours left: look again
 		}
@@ -344,19 +341,16 @@ func (b *Backend) watchQueued(wc *watchConn, w *releaseWatch, set chan<- error) 
 			if target != path && e.Type == zk.EventNodeDeleted {
 				continue
 			}
-			var claim func()
 			if target == path && e.Type == zk.EventNodeDeleted && b.waited(w) {
-				claim = b.claimFor(name) // locks the name before the wake-up
-			}
-			b.fire(w)
-			if claim != nil {
-				claim()
+				if claim := b.claimFor(name); claim != nil { // locks the name before the wake-up
+					b.fire(w)
+					claim()
+				}
 			}
 			return
 		case <-w.quit:
 			return
 		case <-b.closing:
-			b.fire(w)
 			return
 		}
 	}

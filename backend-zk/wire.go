@@ -398,10 +398,7 @@ func (b *Backend) probeAny(ctx context.Context) error {
 		if ctx.Err() != nil || !bounded || !silent {
 			break
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(probePause - time.Since(start)):
-		}
+		waitFor(ctx.Done(), probePause-time.Since(start))
 	}
 	if err := ctx.Err(); err != nil {
 		detail := ""
