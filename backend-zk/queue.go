@@ -30,13 +30,17 @@ func queueSeq(node string) string {
 }
 
 // queuedAs records me as the node a watch of the backend uses in the queue
-// dir ("" when it left).
+// dir; left forgets it, unless a later watch has queued meanwhile.
 func (b *Backend) queuedAs(dir, me string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if me != "" {
-		b.queued[dir] = me
-	} else {
+	b.queued[dir] = me
+}
+
+func (b *Backend) left(dir, me string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.queued[dir] == me {
 		delete(b.queued, dir)
 	}
 }

@@ -297,12 +297,14 @@ func (b *Backend) watchQueued(wc *watchConn, w *releaseWatch, set chan<- error) 
 			b.sweepLater(dir) // the create may have been done
 		}
 	}
-	b.queuedAs(dir, me)
+	if me != "" {
+		b.queuedAs(dir, me)
+	}
 	defer func() {
 		if me == "" {
 			return
 		}
-		b.queuedAs(dir, "")
+		b.left(dir, me)
 		err := wc.do(func() error { return wc.conn.Delete(me, -1) })
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			b.sweepLater(dir) // the node may still be there
