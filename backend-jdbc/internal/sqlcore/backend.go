@@ -525,8 +525,21 @@ func (b *Backend) KeepAlive(ctx context.Context, s simba.SessionID, req simba.Ke
 // Acquire makes s the owner of name when the lease is free or already
 // s's, with a new token.
 func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
-	if err := simba.ValidateName(name); err != nil {
-		return simba.AcquireResult{}, err
+	return b.acquire(ctx, s, simba.ValidateName(name), func(ctx context.Context) (simba.AcquireResult, error) {
+		token, won, live, err := b.d.Acquire(ctx, string(s), name)
+		if err != nil {
+			return simba.AcquireResult{}, b.wrap(fmt.Sprintf("acquire %q", name), err)
+		}
+		return acquired(PermitResult{Token: token, Won: won, Live: live})
+	})
+}
+
+// acquire runs fn, an acquire by s, once the checks every acquire shares
+// passed: invalid, the error of the name's validation, is nil, and s is a
+// session id (a malformed one is no live session).
+func (b *Backend) acquire(ctx context.Context, s simba.SessionID, invalid error, fn func(context.Context) (simba.AcquireResult, error)) (simba.AcquireResult, error) {
+	if invalid != nil {
+		return simba.AcquireResult{}, invalid
 	}
 	if !wellFormed(s) {
 		return simba.AcquireResult{}, simba.ErrSessionExpired
@@ -536,11 +549,7 @@ func (b *Backend) Acquire(ctx context.Context, s simba.SessionID, name string) (
 		return simba.AcquireResult{}, err
 	}
 	defer done()
-	token, won, live, err := b.d.Acquire(ctx, string(s), name)
-	if err != nil {
-		return simba.AcquireResult{}, b.wrap(fmt.Sprintf("acquire %q", name), err)
-	}
-	return acquired(PermitResult{Token: token, Won: won, Live: live})
+	return fn(ctx)
 }
 
 // acquired returns the result of an acquire that ended with r.
@@ -561,27 +570,18 @@ func acquired(r PermitResult) (simba.AcquireResult, error) {
 // p.Permits fails with an error matching simba.ErrPermitsMismatch that
 // names both numbers.
 func (b *Backend) AcquirePermit(ctx context.Context, s simba.SessionID, p simba.Permit) (simba.AcquireResult, error) {
-	if err := simba.ValidatePermit(p); err != nil {
-		return simba.AcquireResult{}, err
-	}
-	if !wellFormed(s) {
-		return simba.AcquireResult{}, simba.ErrSessionExpired
-	}
-	ctx, done, err := b.enter(ctx)
-	if err != nil {
-		return simba.AcquireResult{}, err
-	}
-	defer done()
-	name := simba.PermitName(p.Semaphore, p.Slot)
-	r, err := b.d.AcquirePermit(ctx, string(s), p)
-	switch {
-	case err != nil:
-		return simba.AcquireResult{}, b.wrap(fmt.Sprintf("acquire permit %q", name), err)
-	case r.Recorded != 0:
-		return simba.AcquireResult{}, b.pkg.Errorf("acquire permit %q: semaphore %q holds permits granted under %d, asked with %d: %w",
-			name, p.Semaphore, r.Recorded, p.Permits, simba.ErrPermitsMismatch)
-	}
-	return acquired(r)
+	return b.acquire(ctx, s, simba.ValidatePermit(p), func(ctx context.Context) (simba.AcquireResult, error) {
+		name := simba.PermitName(p.Semaphore, p.Slot)
+		r, err := b.d.AcquirePermit(ctx, string(s), p)
+		switch {
+		case err != nil:
+			return simba.AcquireResult{}, b.wrap(fmt.Sprintf("acquire permit %q", name), err)
+		case r.Recorded != 0:
+			return simba.AcquireResult{}, b.pkg.Errorf("acquire permit %q: semaphore %q holds permits granted under %d, asked with %d: %w",
+				name, p.Semaphore, r.Recorded, p.Permits, simba.ErrPermitsMismatch)
+		}
+		return acquired(r)
+	})
 }
 
 // Release frees name if s owns it with exactly token.
