@@ -343,3 +343,66 @@ func TestSynchronousStandbyDownHandsOutNoToken(t *testing.T) {
 	}
 	t.Logf("the primary alone committed tokens up to %d, none handed out", committed)
 }
+
+// TestFailoverWatchFollowsNewPrimary watches a lease on a multi-host URL
+// and promotes the replica: the lost listening connection wakes the
+// watch, the backend listens again on the new primary, and a release
+// there reaches a new watch.
+func TestFailoverWatchFollowsNewPrimary(t *testing.T) {
+	p := startReplicaPair(t, false)
+	ctx := context.Background()
+	open := func() *Backend {
+		b, err := Open(ctx, p.URL("&connect_timeout=2"), Options{TablePrefix: "simba_failwatch_", Migrate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+	holder, watcher := open(), open()
+	g, err := holder.OpenSession(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := holder.Acquire(ctx, g.ID, "job")
+	if err != nil || !got.Won {
+		t.Fatalf("Acquire = %+v, %v", got, err)
+	}
+	ch, err := watcher.WatchRelease(ctx, "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.caughtUp()
+	p.killAndPromote()
+	wantFired(t, ch, "the primary was killed")
+
+	// A watch on the new primary: the first ones may fail while the
+	// listener reconnects.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("no watch on the new primary within 20s: %v", err)
+		}
+		ch, err = watcher.WatchRelease(ctx, "job")
+		if err == nil {
+			select {
+			case <-ch: // woken by a lost connection, or the lease looked free: again
+				continue
+			default:
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for {
+		err := holder.Release(ctx, g.ID, "job", got.Token)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder did not reach the new primary within 20s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	wantFired(t, ch, "the release on the new primary")
+}
