@@ -502,3 +502,56 @@ def step_no_overlap(context, name):
     with context.mu:
         overlaps = [key for key in context.overlaps if key[0] == name]
     assert not overlaps, f"worked on by two nodes at once: {overlaps}"
+
+
+# Semaphores: a permit is remembered under a label of the scenario's own,
+# and its token joins the tokens of the semaphore.
+
+
+@given('node "{n}" holds a permit of "{name}" of {permits:d} as "{label}"')
+@then('node "{n}" holds a permit of "{name}" of {permits:d} as "{label}"')
+def step_permit(context, n, name, permits, label):
+    t = node(context, n).acquire_permit(lease(context, name), permits, timeout=10)
+    context.terms[("permit", label)] = t
+    context.tokens.setdefault(name, []).append(t.token)
+
+
+@then('node "{n}" fails with {error} trying a permit of "{name}" of {permits:d}')
+def step_permit_try_fails(context, n, name, error, permits):
+    assert_acquire_fails(n, name, error, lambda: node(context, n).try_acquire_permit(lease(context, name), permits))
+
+
+@then('node "{n}" fails with {error} acquiring a permit of "{name}" of {permits:d} within {secs:g}s')
+def step_permit_fails(context, n, name, error, permits, secs):
+    assert_acquire_fails(
+        n, name, error, lambda: node(context, n).acquire_permit(lease(context, name), permits, timeout=secs)
+    )
+
+
+@when('node "{n}" acquires a permit of "{name}" of {permits:d} within {secs:g}s in the background')
+def step_permit_background(context, n, name, permits, secs):
+    q = queue.Queue()
+
+    def run():
+        try:
+            q.put(node(context, n).acquire_permit(lease(context, name), permits, timeout=secs))
+        except simba.SimbaError as e:
+            q.put(e)
+
+    threading.Thread(target=run, daemon=True).start()
+    context.background = (n, name, q)
+
+
+@then('the background acquisition of node "{n}" wins a permit within {secs:g}s')
+def step_permit_background_won(context, n, secs):
+    bn, name, q = context.background
+    assert bn == n
+    got = q.get(timeout=secs)
+    assert isinstance(got, simba.Term), f"background acquisition failed: {got!r}"
+    context.terms[("permit", "background")] = got
+    context.tokens.setdefault(name, []).append(got.token)
+
+
+@when('permit "{label}" is released')
+def step_permit_release(context, label):
+    context.terms[("permit", label)].release()
