@@ -74,7 +74,7 @@ func (f *notifyFixture) win(b *Backend, s simba.SessionID, name string) uint64 {
 	return r.Token
 }
 
-func (f *notifyFixture) watch(b *Backend, ctx context.Context, name string) <-chan struct{} {
+func (f *notifyFixture) watch(ctx context.Context, b *Backend, name string) <-chan struct{} {
 	f.t.Helper()
 	ch, err := b.WatchRelease(ctx, name)
 	if err != nil {
@@ -117,13 +117,13 @@ func TestWatchReleaseMarksAndClears(t *testing.T) {
 	a, b := f.backend(), f.backend()
 	sa, sb := f.session(a), f.session(b)
 
-	wantFired(t, f.watch(b, t.Context(), "never-used"), "a watch of a name without a row")
+	wantFired(t, f.watch(t.Context(), b, "never-used"), "a watch of a name without a row")
 
 	tok := f.win(a, sa, "job")
 	if f.watched("job") {
 		t.Fatal("a new lease row is marked watched")
 	}
-	ch := f.watch(b, t.Context(), "job")
+	ch := f.watch(t.Context(), b, "job")
 	if !f.watched("job") {
 		t.Fatal("the watch did not mark the row")
 	}
@@ -132,14 +132,14 @@ func TestWatchReleaseMarksAndClears(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantFired(t, ch, "the release")
-	wantFired(t, f.watch(b, t.Context(), "job"), "a watch of a released lease")
+	wantFired(t, f.watch(t.Context(), b, "job"), "a watch of a released lease")
 
 	f.win(b, sb, "job")
 	if f.watched("job") {
 		t.Fatal("the new owner did not clear the mark")
 	}
 	// The owner acquiring its own lease again keeps the mark.
-	f.watch(a, t.Context(), "job")
+	f.watch(t.Context(), a, "job")
 	f.win(b, sb, "job")
 	if !f.watched("job") {
 		t.Fatal("the owner's own acquire cleared the mark of a waiter")
@@ -149,7 +149,7 @@ func TestWatchReleaseMarksAndClears(t *testing.T) {
 	if _, err := f.pool.Exec(t.Context(), "UPDATE "+f.prefix+"session SET expires_at = now() - interval '1 second' WHERE id = $1", string(sb)); err != nil {
 		t.Fatal(err)
 	}
-	wantFired(t, f.watch(a, t.Context(), "job"), "a watch of a lease whose owner expired")
+	wantFired(t, f.watch(t.Context(), a, "job"), "a watch of a lease whose owner expired")
 }
 
 // Only a watched release is broadcast, and closing a session broadcasts
@@ -180,7 +180,7 @@ func TestWatchReleaseBroadcastsOnlyWatched(t *testing.T) {
 
 	quiet := f.win(a, sa, "quiet")
 	loud := f.win(a, sa, "loud")
-	ch := f.watch(b, t.Context(), "loud")
+	ch := f.watch(t.Context(), b, "loud")
 	// Notifications arrive in commit order: the first one is the watched
 	// release, though the unwatched one committed before it.
 	if err := a.Release(t.Context(), sa, "quiet", quiet); err != nil {
@@ -196,8 +196,8 @@ func TestWatchReleaseBroadcastsOnlyWatched(t *testing.T) {
 
 	f.win(a, sa, "q2")
 	f.win(a, sa, "l2")
-	ch = f.watch(b, t.Context(), "l2")
-	other := f.watch(b, t.Context(), "q2")
+	ch = f.watch(t.Context(), b, "l2")
+	other := f.watch(t.Context(), b, "q2")
 	if err := a.CloseSession(t.Context(), sa); err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestWatchReleaseSurvivesALostConnection(t *testing.T) {
 	sa := f.session(a)
 	tok := f.win(a, sa, "job")
 
-	ch := f.watch(b, t.Context(), "job")
+	ch := f.watch(t.Context(), b, "job")
 	var n int
 	if err := f.pool.QueryRow(t.Context(),
 		`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1`,
@@ -227,14 +227,14 @@ func TestWatchReleaseSurvivesALostConnection(t *testing.T) {
 	}
 	wantFired(t, ch, "the listening connection was terminated")
 
-	ch = f.watch(b, t.Context(), "job") // waits for the new connection
+	ch = f.watch(t.Context(), b, "job") // waits for the new connection
 	if err := a.Release(t.Context(), sa, "job", tok); err != nil {
 		t.Fatal(err)
 	}
 	wantFired(t, ch, "a release after the listener came back")
 
 	tok = f.win(a, sa, "job")
-	kept := f.watch(b, t.Context(), "job")
+	kept := f.watch(t.Context(), b, "job")
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

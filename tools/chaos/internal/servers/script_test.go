@@ -2,6 +2,7 @@ package servers
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,7 +57,7 @@ func TestScriptRun(t *testing.T) {
 
 func TestFindLibMissing(t *testing.T) {
 	t.Chdir(t.TempDir())
-	if _, err := FindLib(); err != ErrNoTestenv {
+	if _, err := FindLib(); !errors.Is(err, ErrNoTestenv) {
 		t.Errorf("FindLib() error %v, want ErrNoTestenv", err)
 	}
 }
