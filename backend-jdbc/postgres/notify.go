@@ -39,24 +39,34 @@ type listener struct {
 // relWatch is one watch of a lease's release.
 type relWatch struct {
 	fired chan struct{}
+	stop  func() bool // unregisters the drop at the end of the watch's context
+}
+
+// end closes the watch. Call with l.mu held, the watch removed.
+func (w *relWatch) end() {
+	close(w.fired)
+	w.stop()
 }
 
 func newListener(pool *pgxpool.Pool, channel string) *listener {
 	return &listener{pool: pool, channel: channel, watches: map[string]map[*relWatch]struct{}{}, ready: make(chan struct{})}
 }
 
-// Listen registers a watch of name. fired is closed on a notification of
-// name, when the listening connection is lost, or when the listener is
-// closed; ready is closed once a connection listens (it may already be).
-// drop removes the watch; calling it again, or after fired, is harmless.
-func (l *listener) Listen(name string) (fired, ready <-chan struct{}, drop func()) {
+// Listen registers a watch of name until ctx ends. fired is closed on a
+// notification of name, when the listening connection is lost, or when the
+// listener is closed; ready is closed once a connection listens (it may
+// already be). drop removes the watch; calling it again, or after fired,
+// is harmless.
+func (l *listener) Listen(ctx context.Context, name string) (fired, ready <-chan struct{}, drop func()) {
 	w := &relWatch{fired: make(chan struct{})}
+	drop = func() { l.drop(name, w) }
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		close(w.fired)
 		return w.fired, w.fired, func() {}
 	}
+	w.stop = context.AfterFunc(ctx, drop)
 	if !l.started {
 		l.started = true
 		ctx, cancel := context.WithCancel(context.Background())
@@ -69,14 +79,17 @@ func (l *listener) Listen(name string) (fired, ready <-chan struct{}, drop func(
 		l.watches[name] = set
 	}
 	set[w] = struct{}{}
-	return w.fired, l.ready, func() { l.drop(name, w) }
+	return w.fired, l.ready, drop
 }
 
 func (l *listener) drop(name string, w *relWatch) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if set := l.watches[name]; set != nil {
-		delete(set, w)
+		if _, ok := set[w]; ok {
+			delete(set, w)
+			w.stop()
+		}
 		if len(set) == 0 {
 			delete(l.watches, name)
 		}
@@ -88,7 +101,7 @@ func (l *listener) notify(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for w := range l.watches[name] {
-		close(w.fired)
+		w.end()
 	}
 	delete(l.watches, name)
 }
@@ -99,7 +112,7 @@ func (l *listener) lost() {
 	defer l.mu.Unlock()
 	for _, set := range l.watches {
 		for w := range set {
-			close(w.fired)
+			w.end()
 		}
 	}
 	clear(l.watches)
@@ -123,9 +136,12 @@ func (l *listener) run(ctx context.Context) {
 	pause := relistenPause
 	for ctx.Err() == nil {
 		if l.listen(ctx) {
+			// A connection that listened was lost: wake its watches. A
+			// connection that could not listen wakes nobody: the watches
+			// wait for one that does, within WatchWait.
 			pause = relistenPause
+			l.lost()
 		}
-		l.lost()
 		t := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():

@@ -260,21 +260,27 @@ func TestListenerDropsAndCloses(t *testing.T) {
 		}
 		return n
 	}
-	dropped, _, drop := l.Listen("a")
-	kept, ready, _ := l.Listen("a")
-	other, _, dropOther := l.Listen("b")
+	dropped, _, drop := l.Listen(t.Context(), "a")
+	kept, ready, _ := l.Listen(t.Context(), "a")
+	other, _, dropOther := l.Listen(t.Context(), "b")
+	ctx, cancel := context.WithCancel(t.Context())
+	ended, _, _ := l.Listen(ctx, "c")
 	drop()
 	drop()
 	dropOther()
-	if n := count(); n != 1 {
-		t.Fatalf("%d watches registered after two of three were dropped, want 1", n)
+	cancel()
+	for deadline := time.Now().Add(10 * time.Second); count() != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watches registered after three of four were dropped or their context ended, want 1", count())
+		}
 	}
 	wantOpen(t, ready, "ready with no server to listen on")
 	l.Close()
 	wantFired(t, kept, "Close")
 	wantOpen(t, dropped, "after it was dropped")
 	wantOpen(t, other, "after it was dropped")
-	late, _, _ := l.Listen("a")
+	wantOpen(t, ended, "after its context ended")
+	late, _, _ := l.Listen(t.Context(), "a")
 	wantFired(t, late, "a Listen after Close")
 	if n := count(); n != 0 {
 		t.Fatalf("%d watches registered after Close", n)

@@ -719,8 +719,8 @@ func (s *dialect) Undefined(err error) (string, bool, bool) {
 }
 
 // Listen registers a watch of name with the listener (sqlcore.ReleaseWatcher).
-func (s *dialect) Listen(name string) (fired, ready <-chan struct{}, drop func()) {
-	return s.l.Listen(name)
+func (s *dialect) Listen(ctx context.Context, name string) (fired, ready <-chan struct{}, drop func()) {
+	return s.l.Listen(ctx, name)
 }
 
 // Watch marks the lease row of name watched and reports whether a live

@@ -600,10 +600,11 @@ func (b *Backend) Release(ctx context.Context, s simba.SessionID, name string, t
 // ReleaseWatcher is implemented by a Dialect whose database broadcasts
 // releases (PostgreSQL's LISTEN/NOTIFY).
 type ReleaseWatcher interface {
-	// Listen registers a watch of name: fired is closed when a release of
-	// name may have been broadcast (spurious wake-ups are allowed), ready
-	// once the broadcasts are received; drop removes the watch.
-	Listen(name string) (fired, ready <-chan struct{}, drop func())
+	// Listen registers a watch of name until ctx ends: fired is closed
+	// when a release of name may have been broadcast (spurious wake-ups
+	// are allowed), ready once the broadcasts are received; drop removes
+	// the watch.
+	Listen(ctx context.Context, name string) (fired, ready <-chan struct{}, drop func())
 	// Watch asks the next release of name to be broadcast and reports
 	// whether a live session owns the lease now.
 	Watch(ctx context.Context, name string) (held bool, err error)
@@ -637,7 +638,7 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 	defer done()
 	sctx, cancel := context.WithTimeout(sctx, WatchWait)
 	defer cancel()
-	fired, ready, drop := w.Listen(name)
+	fired, ready, drop := w.Listen(ctx, name)
 	select {
 	case <-ready:
 	case <-fired:
@@ -655,7 +656,6 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 		drop()
 		return closedChan, nil
 	}
-	context.AfterFunc(ctx, drop)
 	return fired, nil
 }
 
