@@ -178,9 +178,10 @@ type Backend interface {
 }
 
 // ReleaseNotifier is implemented by backends that broadcast releases
-// (Redis over pub/sub, Zookeeper through watches, the memory backend), so
-// that a candidate takes a cleanly released lease over at once (R-CAND-2).
-// The engine discovers it with a type assertion.
+// (Redis over pub/sub, Zookeeper through watches, PostgreSQL with
+// LISTEN/NOTIFY, the memory backend), so that a candidate takes a cleanly
+// released lease over at once (R-CAND-2). The engine discovers it with a
+// type assertion.
 type ReleaseNotifier interface {
 	// WatchRelease returns a channel that is closed once the lease name may
 	// have become free after the call: released, or its owner's session
