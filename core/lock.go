@@ -178,6 +178,11 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 			if r.err != nil {
 				return nil, r.err
 			}
+			// The usual case takes no lock: the caller still waits and the
+			// term is valid. Neither changes back once it changed.
+			if ctx.Err() == nil && r.lt.Valid() {
+				return r.lt, nil
+			}
 			c.lock()
 			if ctx.Err() != nil {
 				// Cancelled while the term arrived: the caller gave up, so
@@ -186,10 +191,6 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 				err := l.timeoutLocked(ctx, seen)
 				c.unlock()
 				return nil, err
-			}
-			if r.lt.Valid() {
-				c.unlock()
-				return r.lt, nil
 			}
 			// The term ended right after it was won. Taken over: another
 			// session holds the lease. Otherwise the session failed, which
