@@ -31,11 +31,18 @@ type callContext struct {
 // d from now. Call its stop method once the call has returned, as with the
 // cancel function of context.WithTimeout.
 func withCallDeadline(parent context.Context, d time.Duration) *callContext {
-	c := &callContext{parent: parent, deadline: time.Now().Add(d)}
-	if pd, ok := parent.Deadline(); ok && pd.Before(c.deadline) {
+	c := new(callContext)
+	c.init(parent, time.Now().Add(d))
+	return c
+}
+
+// init makes c, not used before, a context of parent that ends at
+// deadline, or at the deadline of parent when that comes first.
+func (c *callContext) init(parent context.Context, deadline time.Time) {
+	c.parent, c.deadline = parent, deadline
+	if pd, ok := parent.Deadline(); ok && pd.Before(deadline) {
 		c.deadline = pd
 	}
-	return c
 }
 
 // arm returns the ordinary context that stands for c from now on.

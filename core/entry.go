@@ -185,17 +185,35 @@ func (e *entry) released() {
 	e.forget()
 }
 
-// releaseNow records the release of t and returns a function that makes
-// the backend call, for callers that wait for it (the ordered handover).
-// Call with the lock held; call the function without it.
-func (e *entry) releaseNow(t *Term) func(ctx context.Context) error {
+// releaseNow records the release of t and returns the backend call to
+// make, for callers that wait for it (the ordered handover). Call with
+// the lock held; make the call without it.
+func (e *entry) releaseNow(t *Term) releaseCall {
 	c := e.c
 	s := c.sess
 	if s == nil || s.id != t.session || s.ended {
-		return func(context.Context) error { return nil }
+		return releaseCall{}
 	}
 	s.noteReleased(e.name, t.token)
-	return func(ctx context.Context) error { return c.callRelease(ctx, s, e.name, t.token) }
+	return releaseCall{c: c, s: s, name: e.name, token: t.token}
+}
+
+// releaseCall is the backend call that gives the lease of a revoked term
+// back. It is a value, so that returning it allocates nothing; the zero
+// value sends nothing (the term's session has ended).
+type releaseCall struct {
+	c     *Client
+	s     *session
+	name  string
+	token uint64
+}
+
+// do makes the call, bounded by ctx and the renew period.
+func (r releaseCall) do(ctx context.Context) error {
+	if r.s == nil {
+		return nil
+	}
+	return r.c.callRelease(ctx, r.s, r.name, r.token)
 }
 
 // lost ends the current term for a reason that is not waited for

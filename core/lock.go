@@ -138,7 +138,10 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 	}
 	c := l.c
 	// w is in no queue and its channel is empty at the top of each round.
-	w := &waiter{done: make(chan waitResult, 1), try: try, seen: waitSeen{start: time.Now()}}
+	// now is read once for the start of the wait and the first attempt's
+	// deadline.
+	now := time.Now()
+	w := &waiter{done: make(chan waitResult, 1), try: try, seen: waitSeen{start: now}}
 	seen := &w.seen
 	for {
 		if ctx.Err() != nil {
@@ -167,7 +170,8 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 		// The only waiter makes the attempt on its own goroutine: no
 		// goroutine start and no wake-up on the uncontended path. The call
 		// ends with the caller's ctx, or when Close stops it.
-		a := e.startAttempt(ctx)
+		a := e.startAttempt(ctx, now)
+		now = time.Time{} // a later round reads the clock afresh
 		c.unlock()
 		if a != nil {
 			e.runAttempt(a)
@@ -208,8 +212,8 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 			c.lock()
 			if !e.dropWaiter(w) {
 				if r := <-w.done; r.lt != nil {
-					if rel := r.lt.releaseLocked(); rel != nil {
-						c.goBackground(func(ctx context.Context) { _ = rel(ctx) })
+					if rel, ok := r.lt.releaseLocked(); ok {
+						c.goBackground(func(ctx context.Context) { _ = rel.do(ctx) })
 					}
 				}
 			}
@@ -227,8 +231,8 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 // dropTermLocked releases a term won for a caller that will not get it.
 // Call with the lock held.
 func (l *Lock) dropTermLocked(lt *LockTerm) {
-	if rel := lt.releaseLocked(); rel != nil {
-		l.c.goBackground(func(ctx context.Context) { _ = rel(ctx) })
+	if rel, ok := lt.releaseLocked(); ok {
+		l.c.goBackground(func(ctx context.Context) { _ = rel.do(ctx) })
 	}
 	lt.e.forget()
 }
@@ -301,15 +305,26 @@ func (e *entry) dropWaiter(w *waiter) bool {
 	return false
 }
 
-// lockWon hands a new term to the first waiter. Call with the lock held.
-// The TryAcquire calls still queued get ErrLockHeld: this client holds
-// the lock now.
-func (e *entry) lockWon(t *Term) {
+// newLockTerm returns the LockTerm of e for a term won with token, the
+// term and the LockTerm made in one allocation.
+func (e *entry) newLockTerm(token uint64, s *session, wonAt time.Time) *LockTerm {
+	both := new(struct {
+		lt LockTerm
+		t  Term
+	})
+	both.t.init(e.name, token, s.id, s.clock, wonAt)
+	both.lt = LockTerm{Term: &both.t, e: e}
+	return &both.lt
+}
+
+// lockWon hands a new term, lt, to the first waiter. Call with the lock
+// held. The TryAcquire calls still queued get ErrLockHeld: this client
+// holds the lock now.
+func (e *entry) lockWon(lt *LockTerm) {
 	w := e.waiters[0]
 	n := copy(e.waiters, e.waiters[1:])
 	e.waiters[n] = nil
 	e.waiters = e.waiters[:n]
-	lt := &LockTerm{Term: t, e: e}
 	e.holder = lt
 	w.done <- waitResult{lt: lt}
 	e.refuseTries("this client")
@@ -355,12 +370,12 @@ func (lt *LockTerm) Release(ctx context.Context) error {
 	}
 	c := lt.e.c
 	c.lock()
-	rel := lt.releaseLocked()
+	rel, ok := lt.releaseLocked()
 	c.unlock()
-	if rel == nil {
+	if !ok {
 		return nil
 	}
-	err := rel(ctx)
+	err := rel.do(ctx)
 	c.lock()
 	lt.e.forget()
 	c.unlock()
@@ -386,13 +401,13 @@ func (lt *LockTerm) ReleaseAsync() <-chan error {
 	c := lt.e.c
 	c.lock()
 	defer c.unlock()
-	rel := lt.releaseLocked()
-	if rel == nil {
+	rel, ok := lt.releaseLocked()
+	if !ok {
 		close(done)
 		return done
 	}
 	c.goBackground(func(ctx context.Context) {
-		err := rel(ctx)
+		err := rel.do(ctx)
 		c.lock()
 		lt.e.forget()
 		c.unlock()
@@ -407,21 +422,22 @@ func (lt *LockTerm) ReleaseAsync() <-chan error {
 func (lt *LockTerm) Close() error { return lt.Release(context.Background()) }
 
 // releaseLocked ends the term if it still holds the lock and returns the
-// backend call to make, or nil. Call with the lock held.
-func (lt *LockTerm) releaseLocked() func(context.Context) error {
+// backend call to make; ok is false when there is nothing to release.
+// Call with the lock held.
+func (lt *LockTerm) releaseLocked() (rel releaseCall, ok bool) {
 	e := lt.e
 	if e.holder != lt {
-		return nil
+		return releaseCall{}, false
 	}
 	e.holder = nil
 	if e.term == lt.Term {
 		e.term = nil
 	}
 	if !lt.revoke(Stopped) {
-		return nil
+		return releaseCall{}, false
 	}
 	e.c.emit(Event{Kind: EventRevoked, Session: lt.session, Name: e.name, Token: lt.token, Reason: Stopped, Lock: true})
-	rel := e.releaseNow(lt.Term)
+	rel = e.releaseNow(lt.Term)
 	e.contend()
-	return rel
+	return rel, true
 }
