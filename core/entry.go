@@ -259,7 +259,7 @@ func (e *entry) shutdown() *dispatcher {
 	e.endRun()
 	e.holder = nil
 	for _, w := range e.waiters {
-		w.done <- waitResult{err: ErrClosed}
+		w.deliver(waitResult{err: ErrClosed})
 	}
 	e.waiters = nil
 	return d

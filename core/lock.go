@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,16 +32,50 @@ type LockTerm struct {
 }
 
 // An Acquire or TryAcquire call queues one waiter at a time; it queues the
-// same one again when it contends again within its wait.
+// same one again when it contends again within its wait. The engine hands
+// a queued waiter its result with deliver, taking it off the queue. A call
+// that made the attempt itself usually finds the result there when the
+// attempt returns: only a call that has to block makes the channel it
+// waits on.
 type waiter struct {
-	done chan waitResult // buffered: the engine never blocks on it
 	try  bool
 	seen waitSeen // what happened to the attempts during the whole call
+
+	ready atomic.Bool   // res is set
+	res   waitResult    // written by deliver, before ready
+	wake  chan struct{} // made under the lock by a call that blocks; closed by deliver
 }
 
 type waitResult struct {
 	lt  *LockTerm
 	err error
+}
+
+// deliver hands w its result. Call with the lock held, w taken off its
+// queue. It touches nothing of w once ready is set, as the call may then
+// return.
+func (w *waiter) deliver(r waitResult) {
+	wake := w.wake
+	w.res = r
+	w.ready.Store(true)
+	if wake != nil {
+		close(wake)
+	}
+}
+
+// blockLocked makes the channel that deliver closes, unless a result is
+// there already. Call with the lock held.
+func (w *waiter) blockLocked() {
+	if !w.ready.Load() {
+		w.wake = make(chan struct{})
+	}
+}
+
+// next readies w, in no queue, for another round of its call.
+func (w *waiter) next() {
+	w.ready.Store(false)
+	w.res = waitResult{}
+	w.wake = nil
 }
 
 // waitSeen is what the backend did with the attempts made while one
@@ -137,11 +172,11 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 		return nil, err
 	}
 	c := l.c
-	// w is in no queue and its channel is empty at the top of each round.
-	// now is read once for the start of the wait and the first attempt's
+	// w is in no queue and has no result at the top of each round. now is
+	// read once for the start of the wait and the first attempt's
 	// deadline.
 	now := time.Now()
-	w := &waiter{done: make(chan waitResult, 1), try: try, seen: waitSeen{start: now}}
+	w := &waiter{try: try, seen: waitSeen{start: now}}
 	seen := &w.seen
 	for {
 		if ctx.Err() != nil {
@@ -172,46 +207,69 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 		// ends with the caller's ctx, or when Close stops it.
 		a := e.startAttempt(ctx, now)
 		now = time.Time{} // a later round reads the clock afresh
-		c.unlock()
-		if a != nil {
-			e.runAttempt(a)
+		if a == nil {
+			w.blockLocked()
 		}
-
-		select {
-		case r := <-w.done:
-			if r.err != nil {
-				return nil, r.err
-			}
-			// The usual case takes no lock: the caller still waits and the
-			// term is valid. Neither changes back once it changed.
-			if ctx.Err() == nil && r.lt.Valid() {
-				return r.lt, nil
-			}
-			c.lock()
-			if ctx.Err() != nil {
-				// Cancelled while the term arrived: the caller gave up, so
-				// the term is released, never returned (R-LOCK-2).
-				l.dropTermLocked(r.lt)
-				err := l.timeoutLocked(ctx, seen)
-				c.unlock()
-				return nil, err
-			}
-			// The term ended right after it was won. Taken over: another
-			// session holds the lease. Otherwise the session failed, which
-			// says nothing about the lease: contend again within the wait.
-			if try && r.lt.Reason() == TakenOver {
-				l.dropTermLocked(r.lt)
-				c.unlock()
-				return nil, fmt.Errorf("%w: %s: taken over by another session as it was won", ErrLockHeld, l.name)
-			}
-			if try {
-				l.dropTermLocked(r.lt)
-			}
+		c.unlock()
+		r, err := l.await(ctx, e, w, a)
+		if err != nil {
+			return nil, err
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		// The usual case takes no lock: the caller still waits and the
+		// term is valid. Neither changes back once it changed.
+		if ctx.Err() == nil && r.lt.Valid() {
+			return r.lt, nil
+		}
+		c.lock()
+		if ctx.Err() != nil {
+			// Cancelled while the term arrived: the caller gave up, so
+			// the term is released, never returned (R-LOCK-2).
+			l.dropTermLocked(r.lt)
+			err := l.timeoutLocked(ctx, seen)
 			c.unlock()
+			return nil, err
+		}
+		// The term ended right after it was won. Taken over: another
+		// session holds the lease. Otherwise the session failed, which
+		// says nothing about the lease: contend again within the wait.
+		if try && r.lt.Reason() == TakenOver {
+			l.dropTermLocked(r.lt)
+			c.unlock()
+			return nil, fmt.Errorf("%w: %s: taken over by another session as it was won", ErrLockHeld, l.name)
+		}
+		if try {
+			l.dropTermLocked(r.lt)
+		}
+		c.unlock()
+	}
+}
+
+// await waits for the result of w, queued on e, first making the attempt
+// a when the call is to make it (a is not nil). When ctx ends first, it
+// takes w off the queue, or releases the term delivered meanwhile, and
+// returns the timeout error.
+func (l *Lock) await(ctx context.Context, e *entry, w *waiter, a *attempt) (waitResult, error) {
+	c := l.c
+	if a != nil {
+		e.runAttempt(a)
+		if !w.ready.Load() {
+			// The answer went to an earlier waiter, or is still to come.
+			c.lock()
+			w.blockLocked()
+			c.unlock()
+		}
+	}
+	if !w.ready.Load() {
+		select {
+		case <-w.wake:
 		case <-ctx.Done():
 			c.lock()
+			defer c.unlock()
 			if !e.dropWaiter(w) {
-				if r := <-w.done; r.lt != nil {
+				if r := w.res; r.lt != nil {
 					if rel, ok := r.lt.releaseLocked(); ok {
 						c.goBackground(func(ctx context.Context) { _ = rel.do(ctx) })
 					}
@@ -221,11 +279,12 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 				e.abandon()
 				e.forget()
 			}
-			err := l.timeoutLocked(ctx, seen)
-			c.unlock()
-			return nil, err
+			return waitResult{}, l.timeoutLocked(ctx, &w.seen)
 		}
 	}
+	r := w.res
+	w.next()
+	return r, nil
 }
 
 // dropTermLocked releases a term won for a caller that will not get it.
@@ -326,7 +385,7 @@ func (e *entry) lockWon(lt *LockTerm) {
 	e.waiters[n] = nil
 	e.waiters = e.waiters[:n]
 	e.holder = lt
-	w.done <- waitResult{lt: lt}
+	w.deliver(waitResult{lt: lt})
 	e.refuseTries("this client")
 }
 
@@ -344,7 +403,7 @@ func (e *entry) refuseTries(by string) {
 		if err == nil {
 			err = fmt.Errorf("%w: %s is held by %s", ErrLockHeld, e.name, by)
 		}
-		w.done <- waitResult{err: err}
+		w.deliver(waitResult{err: err})
 	}
 	clear(e.waiters[len(kept):])
 	e.waiters = kept

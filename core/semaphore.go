@@ -245,7 +245,7 @@ func (e *entry) usePermit(p *Permit) error {
 // err. Call with the lock held.
 func (e *entry) failWaiters(err error) {
 	for _, w := range e.waiters {
-		w.done <- waitResult{err: err}
+		w.deliver(waitResult{err: err})
 	}
 	clear(e.waiters)
 	e.waiters = e.waiters[:0]
