@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -76,6 +77,29 @@ func (w *waiter) next() {
 	w.ready.Store(false)
 	w.res = waitResult{}
 	w.wake = nil
+}
+
+// waiterPool keeps the waiters of the calls that have returned. A call
+// returns only once its waiter is in no queue and holds no result not
+// yet taken: every sender takes the waiter off its queue as it delivers,
+// and touches nothing of it after, and a call whose ctx ended takes it
+// off itself or takes what was delivered. So nothing refers to a waiter
+// once its call has returned. A waiter keeps no channel between calls: a
+// channel belongs to the synctest bubble it was made in.
+var waiterPool = sync.Pool{New: func() any { return new(waiter) }}
+
+// newWaiter returns a waiter for a call that began at start.
+func newWaiter(try bool, start time.Time) *waiter {
+	w := waiterPool.Get().(*waiter)
+	w.try, w.seen = try, waitSeen{start: start}
+	return w
+}
+
+// free gives w back once its call has returned.
+func (w *waiter) free() {
+	w.next()
+	w.seen = waitSeen{} // drop the error it refers to
+	waiterPool.Put(w)
 }
 
 // waitSeen is what the backend did with the attempts made while one
@@ -176,7 +200,8 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 	// read once for the start of the wait and the first attempt's
 	// deadline.
 	now := time.Now()
-	w := &waiter{try: try, seen: waitSeen{start: now}}
+	w := newWaiter(try, now)
+	defer w.free()
 	seen := &w.seen
 	for {
 		if ctx.Err() != nil {
