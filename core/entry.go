@@ -61,6 +61,9 @@ type entry struct {
 	holder  *LockTerm
 	waitBuf [1]*waiter // the first backing array of waiters
 	permit  *Permit    // the semaphore slot the lock is, or nil
+	// termBuf is where the entry's first lock term goes, made with the
+	// entry, or nil once used: a lock entry mostly lives for one term.
+	termBuf *lockTermBuf
 }
 
 // entryFor returns the entry of name for kind, creating it if needed. Call
@@ -74,7 +77,17 @@ func (c *Client) entryFor(name string, kind entryKind) (*entry, error) {
 	}
 	e := c.entries[name]
 	if e == nil {
-		e = &entry{c: c, name: name, kind: kind}
+		if kind == kindLock {
+			both := new(struct {
+				e entry
+				t lockTermBuf
+			})
+			e = &both.e
+			e.termBuf = &both.t
+		} else {
+			e = new(entry)
+		}
+		e.c, e.name, e.kind = c, name, kind
 		e.waiters = e.waitBuf[:0]
 		c.entries[name] = e
 		return e, nil

@@ -389,16 +389,25 @@ func (e *entry) dropWaiter(w *waiter) bool {
 	return false
 }
 
-// newLockTerm returns the LockTerm of e for a term won with token, the
-// term and the LockTerm made in one allocation.
+// lockTermBuf holds a lock's term and its LockTerm, so that they take one
+// allocation.
+type lockTermBuf struct {
+	lt LockTerm
+	t  Term
+}
+
+// newLockTerm returns the LockTerm of e for a term won with token: in the
+// entry's own buffer for its first term, else in a new one.
 func (e *entry) newLockTerm(token uint64, s *session, wonAt time.Time) *LockTerm {
-	both := new(struct {
-		lt LockTerm
-		t  Term
-	})
-	both.t.init(e.name, token, s.id, s.clock, wonAt)
-	both.lt = LockTerm{Term: &both.t, e: e}
-	return &both.lt
+	b := e.termBuf
+	if b != nil {
+		e.termBuf = nil
+	} else {
+		b = new(lockTermBuf)
+	}
+	b.t.init(e.name, token, s.id, s.clock, wonAt)
+	b.lt = LockTerm{Term: &b.t, e: e}
+	return &b.lt
 }
 
 // lockWon hands a new term, lt, to the first waiter. Call with the lock
