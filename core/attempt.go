@@ -85,7 +85,7 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 	if !a.cut {
 		e.noteAttempt(err)
 	}
-	current := !a.abandoned && a.sess == c.sess && !a.sess.ended && c.entries[e.name] == e
+	current := !a.abandoned && a.sess == c.sess && !a.sess.ended && !e.gone
 	if err != nil || !res.Won {
 		if errors.Is(err, ErrPermitsMismatch) {
 			e.failWaiters(err)

@@ -51,7 +51,11 @@ type entry struct {
 	// term is won before the old one's OnRevoked is queued. handover is the
 	// term handed over, whose work Close waits for too (R-HO-1), and
 	// handoverDone is closed once that handover has queued the OnRevoked.
-	handingOver  bool
+	handingOver bool
+	// gone is set once forget has taken the entry out of the client's
+	// map, where it never comes back: one that refers to it then holds a
+	// stale entry. (Here, so that it fits in handingOver's word.)
+	gone         bool
 	handover     *Term
 	handoverDone chan struct{}
 	group        *groupState // the group this entry is a partition of, or nil
@@ -149,10 +153,11 @@ func (e *entry) noteQuiet() {
 // name (R-CAND-4: entries go when the election or lock is dropped).
 func (e *entry) forget() {
 	c := e.c
-	if !e.idle() || c.entries[e.name] != e {
+	if !e.idle() || e.gone {
 		return
 	}
 	e.stopTimers()
+	e.gone = true
 	delete(c.entries, e.name)
 	if c.sess != nil {
 		delete(c.sess.released, e.name)
