@@ -16,7 +16,8 @@ import (
 type Lock struct {
 	c      *Client
 	name   string
-	permit *Permit // the semaphore slot the lock is, or nil
+	permit *Permit     // the semaphore slot the lock is, or nil
+	valid  atomic.Bool // name was found valid: the name never changes
 }
 
 // Lock returns the lock of name. The name is checked by Acquire.
@@ -192,8 +193,11 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
-	if err := ValidateName(l.name); err != nil {
-		return nil, err
+	if !l.valid.Load() {
+		if err := ValidateName(l.name); err != nil {
+			return nil, err
+		}
+		l.valid.Store(true)
 	}
 	c := l.c
 	// w is in no queue and has no result at the top of each round. now is
