@@ -18,29 +18,34 @@ type attempt struct {
 	// or the caller's for an attempt made on the caller's goroutine); ctx
 	// is parent bounded by the renew period.
 	parent context.Context
-	ctx    *callContext
+	ctx    callContext
 	permit *Permit // the permit the entry served when the attempt started, or nil
 }
 
 // contend starts an acquire if the entry wants a term, the session is
 // open and no acquire is in flight (R-CAND-3).
 func (e *entry) contend() {
-	if a := e.startAttempt(e.c.loopCtx); a != nil {
+	if a := e.startAttempt(e.c.loopCtx, time.Time{}); a != nil {
 		e.c.goBackground(func(context.Context) { e.runAttempt(a) })
 	}
 }
 
 // startAttempt registers an attempt when contend would start one, made
-// under parent and bounded by the renew period, and returns it for
-// runAttempt (without the lock), or nil. Call with the lock held.
-func (e *entry) startAttempt(parent context.Context) *attempt {
+// under parent and bounded by the renew period from now (read from the
+// clock when zero, so that a caller that has just read it need not read it
+// again), and returns it for runAttempt (without the lock), or nil. Call
+// with the lock held.
+func (e *entry) startAttempt(parent context.Context, now time.Time) *attempt {
 	c := e.c
 	if !e.wants() || e.attempt != nil || c.sess == nil {
 		return nil
 	}
 	e.stopTimers()
+	if now.IsZero() {
+		now = time.Now()
+	}
 	a := &attempt{sess: c.sess, parent: parent, permit: e.permit}
-	a.ctx = withCallDeadline(parent, a.sess.renewPeriod())
+	a.ctx.init(parent, now.Add(a.sess.renewPeriod()))
 	e.attempt = a
 	return a
 }
@@ -80,7 +85,7 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 	if !a.cut {
 		e.noteAttempt(err)
 	}
-	current := !a.abandoned && a.sess == c.sess && !a.sess.ended && c.entries[e.name] == e
+	current := !a.abandoned && a.sess == c.sess && !a.sess.ended && !e.gone
 	if err != nil || !res.Won {
 		if errors.Is(err, ErrPermitsMismatch) {
 			e.failWaiters(err)
@@ -95,7 +100,7 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 		e.forget()
 		return
 	}
-	adopt := current && e.wants() && a.sess.clock.remaining() > 0 && res.Token > a.sess.released[e.name]
+	adopt := current && e.wants() && a.sess.clock.remainingAt(now) > 0 && res.Token > a.sess.released[e.name]
 	if !adopt {
 		e.release(a.sess, res.Token)
 		if current {
@@ -106,7 +111,14 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 		e.forget()
 		return
 	}
-	t := newTerm(e.name, res.Token, a.sess.id, a.sess.clock, now)
+	var t *Term
+	var lt *LockTerm
+	if e.kind == kindElection {
+		t = newTerm(e.name, res.Token, a.sess.id, a.sess.clock, now)
+	} else {
+		lt = e.newLockTerm(res.Token, a.sess, now)
+		t = lt.Term
+	}
 	e.term = t
 	elected := Event{Kind: EventElected, Time: now, Session: t.session, Name: e.name, Token: t.token, Lock: e.kind == kindLock}
 	if e.kind == kindLock && len(e.waiters) > 0 {
@@ -120,7 +132,7 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 			c.shed(g, g.ceil())
 		}
 	default:
-		e.lockWon(t)
+		e.lockWon(lt)
 	}
 }
 

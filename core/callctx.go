@@ -3,6 +3,7 @@ package simba
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,44 +22,63 @@ type callContext struct {
 	parent   context.Context
 	deadline time.Time
 
+	// The methods read armed and stopped without a lock: a call that
+	// never arms c takes none. mu makes the armed context once.
+	armed   atomic.Pointer[armedCall] // nil until Done, AfterFunc or an Err that is not nil
+	stopped atomic.Bool
 	mu      sync.Mutex
-	armed   context.Context // nil until Done, AfterFunc or stop after arming
-	cancel  context.CancelFunc
-	stopped bool
+}
+
+// armedCall is the ordinary context that stands for an armed callContext.
+type armedCall struct {
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // withCallDeadline returns a context of parent that ends at the deadline
 // d from now. Call its stop method once the call has returned, as with the
 // cancel function of context.WithTimeout.
 func withCallDeadline(parent context.Context, d time.Duration) *callContext {
-	c := &callContext{parent: parent, deadline: time.Now().Add(d)}
-	if pd, ok := parent.Deadline(); ok && pd.Before(c.deadline) {
+	c := new(callContext)
+	c.init(parent, time.Now().Add(d))
+	return c
+}
+
+// init makes c, not used before, a context of parent that ends at
+// deadline, or at the deadline of parent when that comes first.
+func (c *callContext) init(parent context.Context, deadline time.Time) {
+	c.parent, c.deadline = parent, deadline
+	if pd, ok := parent.Deadline(); ok && pd.Before(deadline) {
 		c.deadline = pd
 	}
-	return c
 }
 
 // arm returns the ordinary context that stands for c from now on.
 func (c *callContext) arm() context.Context {
+	if a := c.armed.Load(); a != nil {
+		return a.ctx
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.armed == nil {
-		c.armed, c.cancel = context.WithDeadline(c.parent, c.deadline)
-		if c.stopped {
-			c.cancel()
-		}
+	if a := c.armed.Load(); a != nil {
+		return a.ctx
 	}
-	return c.armed
+	ctx, cancel := context.WithDeadline(c.parent, c.deadline)
+	c.armed.Store(&armedCall{ctx: ctx, cancel: cancel})
+	// stop stores stopped before it loads armed, and this loads stopped
+	// after storing armed: one of the two sees the other, so a stopped c
+	// always ends up cancelled.
+	if c.stopped.Load() {
+		cancel()
+	}
+	return ctx
 }
 
 // stop ends c early; it may be called more than once.
 func (c *callContext) stop() {
-	c.mu.Lock()
-	c.stopped = true
-	cancel := c.cancel
-	c.mu.Unlock()
-	if cancel != nil {
-		cancel()
+	c.stopped.Store(true)
+	if a := c.armed.Load(); a != nil {
+		a.cancel()
 	}
 }
 
@@ -71,24 +91,18 @@ func (c *callContext) Done() <-chan struct{} { return c.arm().Done() }
 // first error on, c is armed and the armed context answers, so that Err
 // keeps returning the same error whatever happens to the parent later.
 func (c *callContext) Err() error {
-	c.mu.Lock()
-	armed, stopped := c.armed, c.stopped
-	c.mu.Unlock()
-	if armed == nil {
-		if !stopped && c.parent.Err() == nil && time.Until(c.deadline) > 0 {
-			return nil
-		}
-		armed = c.arm()
+	if a := c.armed.Load(); a != nil {
+		return a.ctx.Err()
 	}
-	return armed.Err()
+	if !c.stopped.Load() && c.parent.Err() == nil && time.Until(c.deadline) > 0 {
+		return nil
+	}
+	return c.arm().Err()
 }
 
 func (c *callContext) Value(key any) any {
-	c.mu.Lock()
-	armed := c.armed
-	c.mu.Unlock()
-	if armed != nil {
-		return armed.Value(key)
+	if a := c.armed.Load(); a != nil {
+		return a.ctx.Value(key)
 	}
 	return c.parent.Value(key)
 }

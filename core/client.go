@@ -378,7 +378,7 @@ func (c *Client) Close(ctx context.Context) error {
 			working = append(working, e.handover) // a Stop's handover still waits for its work
 		}
 		if e.attempt != nil {
-			attempts = append(attempts, e.attempt.ctx)
+			attempts = append(attempts, &e.attempt.ctx)
 		}
 		if d := e.shutdown(); d != nil {
 			dispatchers = append(dispatchers, d)

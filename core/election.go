@@ -199,7 +199,7 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 	if t != nil {
 		deadline = t.clock.deadlineTime()
 	}
-	var release func(context.Context) error
+	var release releaseCall
 	if t != nil && t.revoke(reason) {
 		c.emit(Event{Kind: EventRevoked, Session: t.session, Name: e.name, Token: t.token, Reason: reason})
 		release = e.releaseNow(t)
@@ -220,7 +220,7 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 			if workTerm(ctx) != t {
 				t.awaitWork(deadline)
 			}
-			if err := release(context.Background()); err != nil {
+			if err := release.do(context.Background()); err != nil {
 				c.lock()
 				c.emit(Event{Kind: EventBackendError, Name: el.name, Err: err})
 				c.unlock()
@@ -335,7 +335,7 @@ func (e *entry) electedRejected(t *Term) {
 		if t.revoke(SteppedDown) {
 			c.emit(Event{Kind: EventRevoked, Session: t.session, Name: e.name, Token: t.token, Reason: SteppedDown})
 			rel := e.releaseNow(t)
-			c.goBackground(func(ctx context.Context) { _ = rel(ctx) })
+			c.goBackground(func(ctx context.Context) { _ = rel.do(ctx) })
 		}
 	}
 }

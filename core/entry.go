@@ -51,7 +51,11 @@ type entry struct {
 	// term is won before the old one's OnRevoked is queued. handover is the
 	// term handed over, whose work Close waits for too (R-HO-1), and
 	// handoverDone is closed once that handover has queued the OnRevoked.
-	handingOver  bool
+	handingOver bool
+	// gone is set once forget has taken the entry out of the client's
+	// map, where it never comes back: one that refers to it then holds a
+	// stale entry. (Here, so that it fits in handingOver's word.)
+	gone         bool
 	handover     *Term
 	handoverDone chan struct{}
 	group        *groupState // the group this entry is a partition of, or nil
@@ -61,6 +65,9 @@ type entry struct {
 	holder  *LockTerm
 	waitBuf [1]*waiter // the first backing array of waiters
 	permit  *Permit    // the semaphore slot the lock is, or nil
+	// termBuf is where the entry's first lock term goes, made with the
+	// entry, or nil once used: a lock entry mostly lives for one term.
+	termBuf *lockTermBuf
 }
 
 // entryFor returns the entry of name for kind, creating it if needed. Call
@@ -74,7 +81,17 @@ func (c *Client) entryFor(name string, kind entryKind) (*entry, error) {
 	}
 	e := c.entries[name]
 	if e == nil {
-		e = &entry{c: c, name: name, kind: kind}
+		if kind == kindLock {
+			both := new(struct {
+				e entry
+				t lockTermBuf
+			})
+			e = &both.e
+			e.termBuf = &both.t
+		} else {
+			e = new(entry)
+		}
+		e.c, e.name, e.kind = c, name, kind
 		e.waiters = e.waitBuf[:0]
 		c.entries[name] = e
 		return e, nil
@@ -136,10 +153,11 @@ func (e *entry) noteQuiet() {
 // name (R-CAND-4: entries go when the election or lock is dropped).
 func (e *entry) forget() {
 	c := e.c
-	if !e.idle() || c.entries[e.name] != e {
+	if !e.idle() || e.gone {
 		return
 	}
 	e.stopTimers()
+	e.gone = true
 	delete(c.entries, e.name)
 	if c.sess != nil {
 		delete(c.sess.released, e.name)
@@ -185,17 +203,35 @@ func (e *entry) released() {
 	e.forget()
 }
 
-// releaseNow records the release of t and returns a function that makes
-// the backend call, for callers that wait for it (the ordered handover).
-// Call with the lock held; call the function without it.
-func (e *entry) releaseNow(t *Term) func(ctx context.Context) error {
+// releaseNow records the release of t and returns the backend call to
+// make, for callers that wait for it (the ordered handover). Call with
+// the lock held; make the call without it.
+func (e *entry) releaseNow(t *Term) releaseCall {
 	c := e.c
 	s := c.sess
 	if s == nil || s.id != t.session || s.ended {
-		return func(context.Context) error { return nil }
+		return releaseCall{}
 	}
 	s.noteReleased(e.name, t.token)
-	return func(ctx context.Context) error { return c.callRelease(ctx, s, e.name, t.token) }
+	return releaseCall{c: c, s: s, name: e.name, token: t.token}
+}
+
+// releaseCall is the backend call that gives the lease of a revoked term
+// back. It is a value, so that returning it allocates nothing; the zero
+// value sends nothing (the term's session has ended).
+type releaseCall struct {
+	c     *Client
+	s     *session
+	name  string
+	token uint64
+}
+
+// do makes the call, bounded by ctx and the renew period.
+func (r releaseCall) do(ctx context.Context) error {
+	if r.s == nil {
+		return nil
+	}
+	return r.c.callRelease(ctx, r.s, r.name, r.token)
 }
 
 // lost ends the current term for a reason that is not waited for
@@ -241,7 +277,7 @@ func (e *entry) shutdown() *dispatcher {
 	e.endRun()
 	e.holder = nil
 	for _, w := range e.waiters {
-		w.done <- waitResult{err: ErrClosed}
+		w.deliver(waitResult{err: ErrClosed})
 	}
 	e.waiters = nil
 	return d

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,7 +16,8 @@ import (
 type Lock struct {
 	c      *Client
 	name   string
-	permit *Permit // the semaphore slot the lock is, or nil
+	permit *Permit     // the semaphore slot the lock is, or nil
+	valid  atomic.Bool // name was found valid: the name never changes
 }
 
 // Lock returns the lock of name. The name is checked by Acquire.
@@ -31,16 +34,73 @@ type LockTerm struct {
 }
 
 // An Acquire or TryAcquire call queues one waiter at a time; it queues the
-// same one again when it contends again within its wait.
+// same one again when it contends again within its wait. The engine hands
+// a queued waiter its result with deliver, taking it off the queue. A call
+// that made the attempt itself usually finds the result there when the
+// attempt returns: only a call that has to block makes the channel it
+// waits on.
 type waiter struct {
-	done chan waitResult // buffered: the engine never blocks on it
 	try  bool
 	seen waitSeen // what happened to the attempts during the whole call
+
+	ready atomic.Bool   // res is set
+	res   waitResult    // written by deliver, before ready
+	wake  chan struct{} // made under the lock by a call that blocks; closed by deliver
 }
 
 type waitResult struct {
 	lt  *LockTerm
 	err error
+}
+
+// deliver hands w its result. Call with the lock held, w taken off its
+// queue. It touches nothing of w once ready is set, as the call may then
+// return.
+func (w *waiter) deliver(r waitResult) {
+	wake := w.wake
+	w.res = r
+	w.ready.Store(true)
+	if wake != nil {
+		close(wake)
+	}
+}
+
+// blockLocked makes the channel that deliver closes, unless a result is
+// there already. Call with the lock held.
+func (w *waiter) blockLocked() {
+	if !w.ready.Load() {
+		w.wake = make(chan struct{})
+	}
+}
+
+// next readies w, in no queue, for another round of its call.
+func (w *waiter) next() {
+	w.ready.Store(false)
+	w.res = waitResult{}
+	w.wake = nil
+}
+
+// waiterPool keeps the waiters of the calls that have returned. A call
+// returns only once its waiter is in no queue and holds no result not
+// yet taken: every sender takes the waiter off its queue as it delivers,
+// and touches nothing of it after, and a call whose ctx ended takes it
+// off itself or takes what was delivered. So nothing refers to a waiter
+// once its call has returned. A waiter keeps no channel between calls: a
+// channel belongs to the synctest bubble it was made in.
+var waiterPool = sync.Pool{New: func() any { return new(waiter) }}
+
+// newWaiter returns a waiter for a call that began at start.
+func newWaiter(try bool, start time.Time) *waiter {
+	w := waiterPool.Get().(*waiter)
+	w.try, w.seen = try, waitSeen{start: start}
+	return w
+}
+
+// free gives w back once its call has returned.
+func (w *waiter) free() {
+	w.next()
+	w.seen = waitSeen{} // drop the error it refers to
+	waiterPool.Put(w)
 }
 
 // waitSeen is what the backend did with the attempts made while one
@@ -133,12 +193,19 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalidArgument)
 	}
-	if err := ValidateName(l.name); err != nil {
-		return nil, err
+	if !l.valid.Load() {
+		if err := ValidateName(l.name); err != nil {
+			return nil, err
+		}
+		l.valid.Store(true)
 	}
 	c := l.c
-	// w is in no queue and its channel is empty at the top of each round.
-	w := &waiter{done: make(chan waitResult, 1), try: try, seen: waitSeen{start: time.Now()}}
+	// w is in no queue and has no result at the top of each round. now is
+	// read once for the start of the wait and the first attempt's
+	// deadline.
+	now := time.Now()
+	w := newWaiter(try, now)
+	defer w.free()
 	seen := &w.seen
 	for {
 		if ctx.Err() != nil {
@@ -167,48 +234,73 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 		// The only waiter makes the attempt on its own goroutine: no
 		// goroutine start and no wake-up on the uncontended path. The call
 		// ends with the caller's ctx, or when Close stops it.
-		a := e.startAttempt(ctx)
-		c.unlock()
-		if a != nil {
-			e.runAttempt(a)
+		a := e.startAttempt(ctx, now)
+		now = time.Time{} // a later round reads the clock afresh
+		if a == nil {
+			w.blockLocked()
 		}
-
-		select {
-		case r := <-w.done:
-			if r.err != nil {
-				return nil, r.err
-			}
-			c.lock()
-			if ctx.Err() != nil {
-				// Cancelled while the term arrived: the caller gave up, so
-				// the term is released, never returned (R-LOCK-2).
-				l.dropTermLocked(r.lt)
-				err := l.timeoutLocked(ctx, seen)
-				c.unlock()
-				return nil, err
-			}
-			if r.lt.Valid() {
-				c.unlock()
-				return r.lt, nil
-			}
-			// The term ended right after it was won. Taken over: another
-			// session holds the lease. Otherwise the session failed, which
-			// says nothing about the lease: contend again within the wait.
-			if try && r.lt.Reason() == TakenOver {
-				l.dropTermLocked(r.lt)
-				c.unlock()
-				return nil, fmt.Errorf("%w: %s: taken over by another session as it was won", ErrLockHeld, l.name)
-			}
-			if try {
-				l.dropTermLocked(r.lt)
-			}
+		c.unlock()
+		r, err := l.await(ctx, e, w, a)
+		if err != nil {
+			return nil, err
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		// The usual case takes no lock: the caller still waits and the
+		// term is valid. Neither changes back once it changed.
+		if ctx.Err() == nil && r.lt.Valid() {
+			return r.lt, nil
+		}
+		c.lock()
+		if ctx.Err() != nil {
+			// Cancelled while the term arrived: the caller gave up, so
+			// the term is released, never returned (R-LOCK-2).
+			l.dropTermLocked(r.lt)
+			err := l.timeoutLocked(ctx, seen)
 			c.unlock()
+			return nil, err
+		}
+		// The term ended right after it was won. Taken over: another
+		// session holds the lease. Otherwise the session failed, which
+		// says nothing about the lease: contend again within the wait.
+		if try && r.lt.Reason() == TakenOver {
+			l.dropTermLocked(r.lt)
+			c.unlock()
+			return nil, fmt.Errorf("%w: %s: taken over by another session as it was won", ErrLockHeld, l.name)
+		}
+		if try {
+			l.dropTermLocked(r.lt)
+		}
+		c.unlock()
+	}
+}
+
+// await waits for the result of w, queued on e, first making the attempt
+// a when the call is to make it (a is not nil). When ctx ends first, it
+// takes w off the queue, or releases the term delivered meanwhile, and
+// returns the timeout error.
+func (l *Lock) await(ctx context.Context, e *entry, w *waiter, a *attempt) (waitResult, error) {
+	c := l.c
+	if a != nil {
+		e.runAttempt(a)
+		if !w.ready.Load() {
+			// The answer went to an earlier waiter, or is still to come.
+			c.lock()
+			w.blockLocked()
+			c.unlock()
+		}
+	}
+	if !w.ready.Load() {
+		select {
+		case <-w.wake:
 		case <-ctx.Done():
 			c.lock()
+			defer c.unlock()
 			if !e.dropWaiter(w) {
-				if r := <-w.done; r.lt != nil {
-					if rel := r.lt.releaseLocked(); rel != nil {
-						c.goBackground(func(ctx context.Context) { _ = rel(ctx) })
+				if r := w.res; r.lt != nil {
+					if rel, ok := r.lt.releaseLocked(); ok {
+						c.goBackground(func(ctx context.Context) { _ = rel.do(ctx) })
 					}
 				}
 			}
@@ -216,18 +308,19 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 				e.abandon()
 				e.forget()
 			}
-			err := l.timeoutLocked(ctx, seen)
-			c.unlock()
-			return nil, err
+			return waitResult{}, l.timeoutLocked(ctx, &w.seen)
 		}
 	}
+	r := w.res
+	w.next()
+	return r, nil
 }
 
 // dropTermLocked releases a term won for a caller that will not get it.
 // Call with the lock held.
 func (l *Lock) dropTermLocked(lt *LockTerm) {
-	if rel := lt.releaseLocked(); rel != nil {
-		l.c.goBackground(func(ctx context.Context) { _ = rel(ctx) })
+	if rel, ok := lt.releaseLocked(); ok {
+		l.c.goBackground(func(ctx context.Context) { _ = rel.do(ctx) })
 	}
 	lt.e.forget()
 }
@@ -300,17 +393,37 @@ func (e *entry) dropWaiter(w *waiter) bool {
 	return false
 }
 
-// lockWon hands a new term to the first waiter. Call with the lock held.
-// The TryAcquire calls still queued get ErrLockHeld: this client holds
-// the lock now.
-func (e *entry) lockWon(t *Term) {
+// lockTermBuf holds a lock's term and its LockTerm, so that they take one
+// allocation.
+type lockTermBuf struct {
+	lt LockTerm
+	t  Term
+}
+
+// newLockTerm returns the LockTerm of e for a term won with token: in the
+// entry's own buffer for its first term, else in a new one.
+func (e *entry) newLockTerm(token uint64, s *session, wonAt time.Time) *LockTerm {
+	b := e.termBuf
+	if b != nil {
+		e.termBuf = nil
+	} else {
+		b = new(lockTermBuf)
+	}
+	b.t.init(e.name, token, s.id, s.clock, wonAt)
+	b.lt = LockTerm{Term: &b.t, e: e}
+	return &b.lt
+}
+
+// lockWon hands a new term, lt, to the first waiter. Call with the lock
+// held. The TryAcquire calls still queued get ErrLockHeld: this client
+// holds the lock now.
+func (e *entry) lockWon(lt *LockTerm) {
 	w := e.waiters[0]
 	n := copy(e.waiters, e.waiters[1:])
 	e.waiters[n] = nil
 	e.waiters = e.waiters[:n]
-	lt := &LockTerm{Term: t, e: e}
 	e.holder = lt
-	w.done <- waitResult{lt: lt}
+	w.deliver(waitResult{lt: lt})
 	e.refuseTries("this client")
 }
 
@@ -328,7 +441,7 @@ func (e *entry) refuseTries(by string) {
 		if err == nil {
 			err = fmt.Errorf("%w: %s is held by %s", ErrLockHeld, e.name, by)
 		}
-		w.done <- waitResult{err: err}
+		w.deliver(waitResult{err: err})
 	}
 	clear(e.waiters[len(kept):])
 	e.waiters = kept
@@ -354,12 +467,12 @@ func (lt *LockTerm) Release(ctx context.Context) error {
 	}
 	c := lt.e.c
 	c.lock()
-	rel := lt.releaseLocked()
+	rel, ok := lt.releaseLocked()
 	c.unlock()
-	if rel == nil {
+	if !ok {
 		return nil
 	}
-	err := rel(ctx)
+	err := rel.do(ctx)
 	c.lock()
 	lt.e.forget()
 	c.unlock()
@@ -385,13 +498,13 @@ func (lt *LockTerm) ReleaseAsync() <-chan error {
 	c := lt.e.c
 	c.lock()
 	defer c.unlock()
-	rel := lt.releaseLocked()
-	if rel == nil {
+	rel, ok := lt.releaseLocked()
+	if !ok {
 		close(done)
 		return done
 	}
 	c.goBackground(func(ctx context.Context) {
-		err := rel(ctx)
+		err := rel.do(ctx)
 		c.lock()
 		lt.e.forget()
 		c.unlock()
@@ -406,21 +519,22 @@ func (lt *LockTerm) ReleaseAsync() <-chan error {
 func (lt *LockTerm) Close() error { return lt.Release(context.Background()) }
 
 // releaseLocked ends the term if it still holds the lock and returns the
-// backend call to make, or nil. Call with the lock held.
-func (lt *LockTerm) releaseLocked() func(context.Context) error {
+// backend call to make; ok is false when there is nothing to release.
+// Call with the lock held.
+func (lt *LockTerm) releaseLocked() (rel releaseCall, ok bool) {
 	e := lt.e
 	if e.holder != lt {
-		return nil
+		return releaseCall{}, false
 	}
 	e.holder = nil
 	if e.term == lt.Term {
 		e.term = nil
 	}
 	if !lt.revoke(Stopped) {
-		return nil
+		return releaseCall{}, false
 	}
 	e.c.emit(Event{Kind: EventRevoked, Session: lt.session, Name: e.name, Token: lt.token, Reason: Stopped, Lock: true})
-	rel := e.releaseNow(lt.Term)
+	rel = e.releaseNow(lt.Term)
 	e.contend()
-	return rel
+	return rel, true
 }

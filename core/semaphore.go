@@ -245,7 +245,7 @@ func (e *entry) usePermit(p *Permit) error {
 // err. Call with the lock held.
 func (e *entry) failWaiters(err error) {
 	for _, w := range e.waiters {
-		w.done <- waitResult{err: err}
+		w.deliver(waitResult{err: err})
 	}
 	clear(e.waiters)
 	e.waiters = e.waiters[:0]
@@ -255,7 +255,7 @@ func (e *entry) failWaiters(err error) {
 // AcquirePermit of the permit the entry served when the attempt started.
 func (c *Client) acquireCall(a *attempt, name string) (AcquireResult, error) {
 	if a.permit != nil {
-		return c.b.(PermitAcquirer).AcquirePermit(a.ctx, a.sess.id, *a.permit)
+		return c.b.(PermitAcquirer).AcquirePermit(&a.ctx, a.sess.id, *a.permit)
 	}
-	return c.b.Acquire(a.ctx, a.sess.id, name)
+	return c.b.Acquire(&a.ctx, a.sess.id, name)
 }

@@ -303,13 +303,20 @@ func newSessionClock() *sessionClock { return &sessionClock{base: time.Now()} }
 // sealing the clock when the deadline has passed.
 // A passed deadline is reported only once it is sealed, so that no
 // renewal can move it after a reader saw it passed.
-func (s *sessionClock) remaining() time.Duration {
+func (s *sessionClock) remaining() time.Duration { return s.left(time.Since(s.base)) }
+
+// remainingAt is remaining at now, a reading of the clock just taken: for
+// a caller that has one, as it costs no second reading.
+func (s *sessionClock) remainingAt(now time.Time) time.Duration { return s.left(now.Sub(s.base)) }
+
+// left is remaining once elapsed has passed since base.
+func (s *sessionClock) left(elapsed time.Duration) time.Duration {
 	for {
 		d := s.deadline.Load()
 		if d == sealed {
 			return 0
 		}
-		if r := time.Duration(d) - time.Since(s.base); r > 0 {
+		if r := time.Duration(d) - elapsed; r > 0 {
 			return r
 		}
 		if s.deadline.CompareAndSwap(d, sealed) {

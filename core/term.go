@@ -67,7 +67,14 @@ type Term struct {
 }
 
 func newTerm(name string, token uint64, session SessionID, clock *sessionClock, wonAt time.Time) *Term {
-	return &Term{name: name, token: token, session: session, clock: clock, wonAt: wonAt}
+	t := new(Term)
+	t.init(name, token, session, clock, wonAt)
+	return t
+}
+
+// init sets the fields of a new term, not used before.
+func (t *Term) init(name string, token uint64, session SessionID, clock *sessionClock, wonAt time.Time) {
+	t.name, t.token, t.session, t.clock, t.wonAt = name, token, session, clock, wonAt
 }
 
 // context returns the term's context, making it on the first call.
