@@ -364,10 +364,12 @@ const WatchWait = sqlcore.WatchWait
 // backend listens again on a new connection, from a pause of 100 ms
 // doubling up to 5 s. A missed broadcast only delays a waiter to its
 // regular attempt. The watch is dropped when ctx is done. A connection
-// pooler in transaction mode does not keep a LISTEN: there, watches
-// receive nothing and waiters take the lease at their regular attempts.
-// It fails when no connection listens within WatchWait, and with a
-// *simba.NameError for an invalid name.
+// pooler in transaction mode does not keep a LISTEN: a probe sent once
+// the connection listens never arrives, and watches then fail with an
+// error matching simba.ErrNotSupported (waiters take the lease at their
+// regular attempts) until a connection listens again, tried once a
+// minute. It fails when no connection listens within WatchWait, and with
+// a *simba.NameError for an invalid name.
 func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
 	return b.e.WatchRelease(ctx, name)
 }

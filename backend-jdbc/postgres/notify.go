@@ -2,11 +2,15 @@ package simbapg
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	simba "github.com/simba-go/simba/core"
 )
 
 // Pauses between the attempts to listen again after the listening
@@ -15,6 +19,18 @@ const (
 	relistenPause    = 100 * time.Millisecond
 	relistenPauseMax = 5 * time.Second
 )
+
+// probeWait bounds the wait for the probe's notification; deafPause is the
+// pause before listening again after a probe that never arrived.
+const (
+	probeWait = 3 * time.Second
+	deafPause = time.Minute
+)
+
+// errDeaf is the error of a watch while the listening connection receives
+// nothing: a connection pooler in transaction mode runs LISTEN on a server
+// session that then serves other clients.
+var errDeaf = fmt.Errorf("%w: the listening connection receives no notifications (a connection pooler in transaction mode?): waiters take leases at their regular attempts", simba.ErrNotSupported)
 
 // listener holds the one connection of a backend that LISTENs on the
 // release channel, taken from the pool on the first watch and owned from
@@ -30,6 +46,7 @@ type listener struct {
 	mu      sync.Mutex
 	watches map[string]map[*relWatch]struct{}
 	ready   chan struct{} // closed while a connection listens
+	deaf    bool          // the last connection's probe never arrived
 	started bool
 	closed  bool
 	stop    context.CancelFunc
@@ -56,15 +73,19 @@ func newListener(pool *pgxpool.Pool, channel string) *listener {
 // notification of name, when the listening connection is lost, or when the
 // listener is closed; ready is closed once a connection listens (it may
 // already be). drop removes the watch; calling it again, or after fired,
-// is harmless.
-func (l *listener) Listen(ctx context.Context, name string) (fired, ready <-chan struct{}, drop func()) {
+// is harmless. It fails with an error matching simba.ErrNotSupported while
+// the last listening connection received nothing.
+func (l *listener) Listen(ctx context.Context, name string) (fired, ready <-chan struct{}, drop func(), err error) {
 	w := &relWatch{fired: make(chan struct{})}
 	drop = func() { l.drop(name, w) }
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.deaf {
+		return nil, nil, nil, errDeaf
+	}
 	if l.closed {
 		close(w.fired)
-		return w.fired, w.fired, func() {}
+		return w.fired, w.fired, func() {}, nil
 	}
 	w.stop = context.AfterFunc(ctx, drop)
 	if !l.started {
@@ -79,7 +100,7 @@ func (l *listener) Listen(ctx context.Context, name string) (fired, ready <-chan
 		l.watches[name] = set
 	}
 	set[w] = struct{}{}
-	return w.fired, l.ready, drop
+	return w.fired, l.ready, drop, nil
 }
 
 func (l *listener) drop(name string, w *relWatch) {
@@ -123,10 +144,18 @@ func (l *listener) lost() {
 	}
 }
 
-func (l *listener) listening() {
+// listening marks the listener as listening (deaf false) or as receiving
+// nothing (deaf true), which wakes every watch.
+func (l *listener) listening(deaf bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	close(l.ready)
+	l.deaf = deaf
+	if !deaf {
+		close(l.ready)
+	}
+	l.mu.Unlock()
+	if deaf {
+		l.lost()
+	}
 }
 
 // run listens until ctx ends, on one connection at a time.
@@ -135,14 +164,19 @@ func (l *listener) run(ctx context.Context) {
 	defer l.lost()
 	pause := relistenPause
 	for ctx.Err() == nil {
-		if l.listen(ctx) {
+		listened, deaf := l.listen(ctx)
+		if listened {
 			// A connection that listened was lost: wake its watches. A
 			// connection that could not listen wakes nobody: the watches
 			// wait for one that does, within WatchWait.
 			pause = relistenPause
 			l.lost()
 		}
-		t := time.NewTimer(pause)
+		wait := pause
+		if deaf {
+			wait = deafPause
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -153,12 +187,14 @@ func (l *listener) run(ctx context.Context) {
 	}
 }
 
-// listen takes a connection, listens and dispatches notifications until
-// the connection fails or ctx ends. It reports whether LISTEN succeeded.
-func (l *listener) listen(ctx context.Context) bool {
+// listen takes a connection, listens, checks that a notification reaches
+// it, and dispatches notifications until the connection fails or ctx ends.
+// It reports whether the connection listened, and whether the probe never
+// arrived.
+func (l *listener) listen(ctx context.Context) (listened, deaf bool) {
 	pc, err := l.pool.Acquire(ctx)
 	if err != nil {
-		return false
+		return false, false
 	}
 	conn := pc.Hijack()
 	defer func() {
@@ -167,13 +203,45 @@ func (l *listener) listen(ctx context.Context) bool {
 		_ = conn.Close(cctx)
 	}()
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()); err != nil {
-		return false
+		return false, false
 	}
-	l.listening()
+	switch err := l.probe(ctx, conn); {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+		l.listening(true)
+		return false, true
+	case err != nil:
+		return false, false
+	}
+	l.listening(false)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			return true
+			return true, false
+		}
+		l.notify(n.Payload)
+	}
+}
+
+// probe notifies the channel with an empty payload (no lease name is
+// empty) from another connection and waits for it on conn, dispatching
+// the names that arrive first. It fails with context.DeadlineExceeded when
+// the probe did not arrive within probeWait.
+func (l *listener) probe(ctx context.Context, conn *pgx.Conn) error {
+	ctx, cancel := context.WithTimeout(ctx, probeWait)
+	defer cancel()
+	if _, err := l.pool.Exec(ctx, "SELECT pg_notify($1, '')", l.channel); err != nil {
+		return err
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		if n.Payload == "" {
+			return nil
 		}
 		l.notify(n.Payload)
 	}

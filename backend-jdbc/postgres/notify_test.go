@@ -171,11 +171,15 @@ func TestWatchReleaseBroadcastsOnlyWatched(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			t.Fatal(err)
+		for {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Payload != "" { // "": a backend's probe of its listener
+				return n.Payload
+			}
 		}
-		return n.Payload
 	}
 
 	quiet := f.win(a, sa, "quiet")
@@ -260,11 +264,11 @@ func TestListenerDropsAndCloses(t *testing.T) {
 		}
 		return n
 	}
-	dropped, _, drop := l.Listen(t.Context(), "a")
-	kept, ready, _ := l.Listen(t.Context(), "a")
-	other, _, dropOther := l.Listen(t.Context(), "b")
+	dropped, _, drop, _ := l.Listen(t.Context(), "a")
+	kept, ready, _, _ := l.Listen(t.Context(), "a")
+	other, _, dropOther, _ := l.Listen(t.Context(), "b")
 	ctx, cancel := context.WithCancel(t.Context())
-	ended, _, _ := l.Listen(ctx, "c")
+	ended, _, _, _ := l.Listen(ctx, "c")
 	drop()
 	drop()
 	dropOther()
@@ -280,7 +284,7 @@ func TestListenerDropsAndCloses(t *testing.T) {
 	wantOpen(t, dropped, "after it was dropped")
 	wantOpen(t, other, "after it was dropped")
 	wantOpen(t, ended, "after its context ended")
-	late, _, _ := l.Listen(t.Context(), "a")
+	late, _, _, _ := l.Listen(t.Context(), "a")
 	wantFired(t, late, "a Listen after Close")
 	if n := count(); n != 0 {
 		t.Fatalf("%d watches registered after Close", n)

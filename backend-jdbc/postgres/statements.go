@@ -719,7 +719,7 @@ func (s *dialect) Undefined(err error) (string, bool, bool) {
 }
 
 // Listen registers a watch of name with the listener (sqlcore.ReleaseWatcher).
-func (s *dialect) Listen(ctx context.Context, name string) (fired, ready <-chan struct{}, drop func()) {
+func (s *dialect) Listen(ctx context.Context, name string) (fired, ready <-chan struct{}, drop func(), err error) {
 	return s.l.Listen(ctx, name)
 }
 

@@ -603,8 +603,9 @@ type ReleaseWatcher interface {
 	// Listen registers a watch of name until ctx ends: fired is closed
 	// when a release of name may have been broadcast (spurious wake-ups
 	// are allowed), ready once the broadcasts are received; drop removes
-	// the watch.
-	Listen(ctx context.Context, name string) (fired, ready <-chan struct{}, drop func())
+	// the watch. It fails with an error matching simba.ErrNotSupported
+	// while the broadcasts do not reach the backend.
+	Listen(ctx context.Context, name string) (fired, ready <-chan struct{}, drop func(), err error)
 	// Watch asks the next release of name to be broadcast and reports
 	// whether a live session owns the lease now.
 	Watch(ctx context.Context, name string) (held bool, err error)
@@ -622,7 +623,8 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // the broadcasts are received, the lease row is marked watched in a
 // statement that reports whether it is held; a lease that is not is
 // reported at once. The watch is dropped when ctx is done. It fails with
-// simba.ErrNotSupported on a database without broadcasts.
+// simba.ErrNotSupported on a database without broadcasts, and with an
+// error matching it while the broadcasts do not reach the backend.
 func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
 	if err := simba.ValidateName(name); err != nil {
 		return nil, err
@@ -638,7 +640,10 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 	defer done()
 	sctx, cancel := context.WithTimeout(sctx, WatchWait)
 	defer cancel()
-	fired, ready, drop := w.Listen(ctx, name)
+	fired, ready, drop, err := w.Listen(ctx, name)
+	if err != nil {
+		return nil, b.pkg.Errorf("watch %q: %w", name, err)
+	}
 	select {
 	case <-ready:
 	case <-fired:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	simbapg "github.com/simba-go/simba/backend-jdbc/postgres"
+	simba "github.com/simba-go/simba/core"
 )
 
 // startPooler starts a pgbouncer in pool_mode mode in front of the server
@@ -153,6 +154,24 @@ func TestPostgresThroughTransactionPooler(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "default_query_exec_mode=exec") {
 			t.Errorf("Open through a transaction pooler with pgx's statement cache: %v, want the fix named", err)
+		}
+	})
+	t.Run("WatchRefused", func(t *testing.T) {
+		// The listening connection's LISTEN runs on a server connection
+		// that then serves others: its probe never arrives, and watches
+		// are refused with ErrNotSupported once the backend knows.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b, err := simbapg.Open(ctx, pooled+"&default_query_exec_mode=exec", simbapg.Options{TablePrefix: "simba_pooler_", Migrate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		if _, err := b.WatchRelease(ctx, "job"); err != nil {
+			t.Fatalf("the first watch, while the backend finds out: %v", err)
+		}
+		if _, err := b.WatchRelease(ctx, "job"); !errors.Is(err, simba.ErrNotSupported) {
+			t.Fatalf("a watch through a transaction pooler: %v, want ErrNotSupported", err)
 		}
 	})
 	h := pgHarness()
