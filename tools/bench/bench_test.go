@@ -341,9 +341,10 @@ func TestServers(t *testing.T) {
 			[]lineID{{"redis", "simba", "handover"}, {"redis", "simba", opHandoverW(1)}, {"redis", "simba", opHandoverW(3)}, {"redis", "simba", opStateNames(50)}, {"redis", "simba", opListPage(250)}},
 			ka("redis", "simba", "redislock"))},
 		{"postgres", slices.Concat(lines("postgres", []string{"simba", "lean", "advisory"}, opAcquireC16), lines("postgres", []string{"floor"}, ""), sem("postgres", "simba"),
-			[]lineID{{"postgres", "simba", opStateNames(40)}, {"postgres", "simba", opListPage(250)}}, ka("postgres", "simba"))},
+			[]lineID{{"postgres", "simba", opStateNames(40)}, {"postgres", "simba", opListPage(250)},
+				{"postgres", "simba", "handover"}, {"postgres", "simba", opHandoverW(1)}, {"postgres", "simba", opHandoverW(3)}}, ka("postgres", "simba"))},
 		{"mysql", slices.Concat(lines("mysql", []string{"simba", "lean", "getlock"}, opAcquireC16), lines("mysql", []string{"floor"}, ""), sem("mysql", "simba"),
-			[]lineID{{"mysql", "simba", opStateNames(40)}, {"mysql", "simba", opListPage(250)}}, ka("mysql", "simba"))},
+			[]lineID{{"mysql", "simba", opStateNames(40)}, {"mysql", "simba", opListPage(250)}, {"mysql", "simba", "handover"}}, ka("mysql", "simba"))},
 		{"zk", slices.Concat(lines("zk", []string{"simba", "spi", "zklock", "floor"}, ""), sem("zk", "simba"),
 			[]lineID{{"zk", "simba", "handover"}, {"zk", "zklock", "handover"}, {"zk", "simba", opHandoverW(1)}, {"zk", "simba", opHandoverW(3)}, {"zk", "simba", opListPage(250)}})},
 	} {
