@@ -495,11 +495,18 @@ func workAgain(starts []int64, strike, ordinary, horizon int64) (time.Duration, 
 // eviction of earlier's node within grace: the session was deleted after
 // later began (earlier may have won its term just before, and learnt of
 // it just after), and earlier stopped counting on its
-// term within grace of the deletion.
+// term within grace of the deletion. The deletion is done by the fault's
+// end record (its begin when it has none): on a loaded machine the two
+// can lie most of a second apart, and a term won between them is counted
+// on until the keep-alive after the deletion.
 func evicted(faults []fault, earlier, later *term, grace time.Duration) bool {
 	for _, f := range faults {
+		deleted := f.t
+		if f.end != math.MaxInt64 && f.end > deleted {
+			deleted = f.end
+		}
 		if f.kind == Evict && f.victim == earlier.node && f.t <= later.start &&
-			earlier.validEnd() <= f.t+int64(grace) {
+			earlier.validEnd() <= deleted+int64(grace) {
 			return true
 		}
 	}
