@@ -32,6 +32,11 @@ import (
 // expiry with clock_timestamp() where the CTE's rows are used. A locked
 // session row cannot be renewed by anyone else until the statement ends,
 // so its expiry stays what was read.
+// releaseChannel is the channel of the release broadcast (a template, see
+// sqlcore.Tables.Expand): the statements notify it, the listener LISTENs
+// on it.
+const releaseChannel = "{p}release"
+
 const (
 	pgOpenSession = `INSERT INTO {session} (id, expires_at, identity) VALUES ($1, now() + $2 * interval '1 microsecond', $3)`
 
@@ -165,7 +170,7 @@ SELECT EXISTS (SELECT 1 FROM own WHERE expires_at > clock_timestamp())`
 	pgRelease = `WITH r AS (
     UPDATE {lease} SET session_id = NULL WHERE name = $1 AND session_id = $2 AND token = $3 RETURNING watched
 )
-SELECT pg_notify('{p}release', $1) FROM r WHERE r.watched`
+SELECT pg_notify('` + releaseChannel + `', $1) FROM r WHERE r.watched`
 
 	// Marks the lease row watched, so that its next release is broadcast,
 	// and reports whether a live session owns it. The UPDATE locks the row
@@ -196,7 +201,7 @@ SELECT EXISTS (SELECT 1 FROM me),
 	// broadcast, as pgRelease does.
 	pgCloseSession = `WITH g AS (DELETE FROM {member} WHERE session_id = $1),
 d AS (DELETE FROM {session} WHERE id = $1 RETURNING id)
-SELECT pg_notify('{p}release', l.name) FROM {lease} l WHERE l.session_id IN (SELECT id FROM d) AND l.watched`
+SELECT pg_notify('` + releaseChannel + `', l.name) FROM {lease} l WHERE l.session_id IN (SELECT id FROM d) AND l.watched`
 
 	// The owner of a lease if its session is live. A snapshot read, which
 	// locks and waits for nothing, so now() is its clock, as for the group
@@ -391,7 +396,7 @@ type dialect struct {
 }
 
 func newDialect(pool *pgxpool.Pool, t sqlcore.Tables) *dialect {
-	s := &dialect{pool: pool, t: t, l: newListener(pool, t.Expand("{p}release"))}
+	s := &dialect{pool: pool, t: t, l: newListener(pool, t.Expand(releaseChannel))}
 	s.q.open = t.Expand(pgOpenSession)
 	s.q.keepAlive = t.Expand(pgKeepAlive)
 	s.q.acquire = t.Expand(pgAcquire)
