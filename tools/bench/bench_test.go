@@ -367,3 +367,21 @@ func TestServers(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopCompletesOneOpPerWorker: a round whose end has passed before
+// its workers run still counts one operation of each, so a goroutine
+// scheduled late on a loaded machine cannot empty a short warm-up.
+func TestLoopCompletesOneOpPerWorker(t *testing.T) {
+	var ops [3]int
+	l := &loop{workers: len(ops), op: func(_ context.Context, w int) error { ops[w]++; return nil }}
+	s, err := l.run(t.Context(), 0)
+	if err != nil {
+		t.Fatalf("run with a zero duration: %v", err)
+	}
+	if ops != [3]int{1, 1, 1} {
+		t.Errorf("operations per worker = %v, want one each", ops)
+	}
+	if s.opsS <= 0 {
+		t.Errorf("throughput %v, want > 0", s.opsS)
+	}
+}
