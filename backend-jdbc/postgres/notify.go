@@ -20,12 +20,23 @@ const (
 	relistenPauseMax = 5 * time.Second
 )
 
-// probeWait bounds the wait for the probe's notification; deafPause is the
-// pause before listening again after a probe that never arrived.
+// probeWait bounds the sending of a probe, and apart from it the wait for
+// its notification; deafPause is the pause before listening again after a
+// first probe that never arrived.
 const (
 	probeWait = 3 * time.Second
 	deafPause = time.Minute
 )
+
+// reprobeEvery is how long a listening connection may stay quiet before
+// it is probed again: a connection whose server froze, or whose path
+// dropped without a reset, receives nothing and reports no error, while
+// the pool may already reach another primary.
+var reprobeEvery = 30 * time.Second
+
+// errUnheard is the error of a probe that was sent but did not arrive on
+// the listening connection within probeWait.
+var errUnheard = errors.New("simbapg: the probe did not reach the listening connection")
 
 // errDeaf is the error of a watch while the listening connection receives
 // nothing: a connection pooler in transaction mode runs LISTEN on a server
@@ -206,7 +217,7 @@ func (l *listener) listen(ctx context.Context) (listened, deaf bool) {
 		return false, false
 	}
 	switch err := l.probe(ctx, conn); {
-	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+	case errors.Is(err, errUnheard):
 		l.listening(true)
 		return false, true
 	case err != nil:
@@ -214,36 +225,52 @@ func (l *listener) listen(ctx context.Context) (listened, deaf bool) {
 	}
 	l.listening(false)
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
+		wctx, cancel := context.WithTimeout(ctx, reprobeEvery)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			l.notify(n.Payload)
+			continue
+		case ctx.Err() != nil || wctx.Err() == nil || conn.IsClosed():
 			return true, false
 		}
-		l.notify(n.Payload)
+		// Quiet for reprobeEvery: a probe that cannot be sent (a busy
+		// pool) says nothing about conn, one sent but not heard means
+		// conn is lost.
+		if err := l.probe(ctx, conn); errors.Is(err, errUnheard) || conn.IsClosed() {
+			return true, false
+		}
 	}
 }
 
 // probe notifies the channel with an empty payload (no lease name is
 // empty) from another connection and waits for it on conn, dispatching
-// the names that arrive first. It fails with context.DeadlineExceeded when
-// the probe did not arrive within probeWait.
+// the names that arrive first. Sending and waiting are bounded by
+// probeWait each: a pool slow to hand out a connection is not a deaf
+// listener. It fails with errUnheard when the probe was sent and did not
+// arrive in time.
 func (l *listener) probe(ctx context.Context, conn *pgx.Conn) error {
-	ctx, cancel := context.WithTimeout(ctx, probeWait)
-	defer cancel()
-	if _, err := l.pool.Exec(ctx, "SELECT pg_notify($1, '')", l.channel); err != nil {
-		return err
+	sctx, cancel := context.WithTimeout(ctx, probeWait)
+	_, err := l.pool.Exec(sctx, "SELECT pg_notify($1, '')", l.channel)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("simbapg: send the probe: %w", err)
 	}
+	wctx, cancel := context.WithTimeout(ctx, probeWait)
+	defer cancel()
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
+		n, err := conn.WaitForNotification(wctx)
+		switch {
+		case err == nil && n.Payload == "":
+			return nil
+		case err == nil:
+			l.notify(n.Payload)
+		case ctx.Err() == nil && wctx.Err() != nil && !conn.IsClosed():
+			return errUnheard
+		default:
 			return err
 		}
-		if n.Payload == "" {
-			return nil
-		}
-		l.notify(n.Payload)
 	}
 }
 

@@ -1,10 +1,15 @@
 package simbapg
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,7 +53,14 @@ func sqlTables(prefix string) []string {
 // backend opens a backend with a pool of its own, closed when the test ends.
 func (f *notifyFixture) backend() *Backend {
 	f.t.Helper()
-	b, err := Open(f.t.Context(), f.raw, Options{TablePrefix: f.prefix})
+	return f.backendAt(f.raw, f.prefix)
+}
+
+// backendAt opens a backend on raw with the table prefix, closed when the
+// test ends.
+func (f *notifyFixture) backendAt(raw, prefix string) *Backend {
+	f.t.Helper()
+	b, err := Open(f.t.Context(), raw, Options{TablePrefix: prefix})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -348,5 +360,251 @@ func TestWatchReleaseHandsALockOver(t *testing.T) {
 	}
 	if d := at.Sub(start); d > time.Second {
 		t.Fatalf("the waiter won %v after the release; a broadcast takes milliseconds", d)
+	}
+}
+
+// A CloseSession whose statement is under way when a watch marks the row
+// (its session delete waits here for a FOR SHARE lock the test holds, and
+// the watch sees the session still live) still broadcasts the release.
+func TestCloseSessionBroadcastsAConcurrentWatch(t *testing.T) {
+	f := newNotifyFixture(t)
+	a, b := f.backend(), f.backend()
+	sa := f.session(a)
+	f.win(a, sa, "job")
+	tx, err := f.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(t.Context(), "SELECT 1 FROM "+f.prefix+"session WHERE id = $1 FOR SHARE", string(sa)); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- a.CloseSession(context.Background(), sa) }()
+	waitForLockWait(t, f)
+	ch := f.watch(t.Context(), b, "job")
+	wantOpen(t, ch, "while the session closes behind a lock")
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	wantFired(t, ch, "the close of the owner's session")
+}
+
+// waitForLockWait waits until a statement of the fixture's tables waits
+// for a lock.
+func waitForLockWait(t *testing.T, f *notifyFixture) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int
+		err := f.pool.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, f.prefix).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no statement waits for the lock")
+}
+
+// Backends whose table prefixes differ in case alone share the tables
+// (PostgreSQL folds unquoted names), and so the release channel.
+func TestWatchReleaseChannelFollowsTheTables(t *testing.T) {
+	f := newNotifyFixture(t)
+	upper, lower := f.backendAt(f.raw, strings.ToUpper(f.prefix)), f.backend()
+	s := f.session(upper)
+	tok := f.win(upper, s, "job")
+	ch := f.watch(t.Context(), lower, "job")
+	wantOpen(t, ch, "while the lease is held")
+	if err := upper.Release(t.Context(), s, "job", tok); err != nil {
+		t.Fatal(err)
+	}
+	wantFired(t, ch, "a release by the backend with the upper-case prefix")
+}
+
+// A probe that cannot get a pool connection in time says nothing about
+// the listening connection: once the pool is quick again, watches are
+// taken, not refused as behind a pooler.
+func TestListenerSlowPoolIsNotDeaf(t *testing.T) {
+	f := newNotifyFixture(t)
+	cfg, err := pgxpool.ParseConfig(f.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slow atomic.Bool
+	cfg.PrepareConn = func(ctx context.Context, _ *pgx.Conn) (bool, error) {
+		if !slow.Load() {
+			return true, nil
+		}
+		select {
+		case <-time.After(probeWait + 500*time.Millisecond):
+			return true, nil
+		case <-ctx.Done():
+			return true, ctx.Err()
+		}
+	}
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	b, err := New(pool, Options{TablePrefix: f.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := f.session(b)
+	tok := f.win(b, s, "job")
+	slow.Store(true)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*probeWait)
+	_, err = b.WatchRelease(ctx, "job")
+	cancel()
+	t.Logf("a watch while the pool is slow: %v", err)
+	slow.Store(false)
+	f.heardOnceListening(b, b, s, "job", tok)
+}
+
+// heardOnceListening watches name on b until a watch is taken (within
+// 20 s; never refused as not supported), then releases the term tok of
+// session s of holder and wants the watch to fire.
+func (f *notifyFixture) heardOnceListening(b, holder *Backend, s simba.SessionID, name string, tok uint64) {
+	t := f.t
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ch, err := b.WatchRelease(t.Context(), name)
+		if errors.Is(err, simba.ErrNotSupported) {
+			t.Fatalf("a watch once a connection can listen: %v", err)
+		}
+		if err == nil {
+			wantOpen(t, ch, "while the lease is held")
+			if err := holder.Release(t.Context(), s, name, tok); err != nil {
+				t.Fatal(err)
+			}
+			wantFired(t, ch, "the release")
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no watch taken within 20s: %v", err)
+		}
+	}
+}
+
+// A listening connection that goes quiet without an error (its server
+// frozen, its path cut without a reset) is found by the next probe: its
+// watches wake, and a new connection listens.
+func TestListenerReprobesAQuietConnection(t *testing.T) {
+	f := newNotifyFixture(t)
+	saved := reprobeEvery
+	reprobeEvery = 300 * time.Millisecond
+	t.Cleanup(func() { reprobeEvery = saved }) // after the backends' Close
+	u := parseURL(t, f.raw)
+	p := newFreezeProxy(t, u.Host)
+	u.Host = p.addr
+	b, other := f.backendAt(u.String(), f.prefix), f.backend()
+	s := f.session(other)
+	tok := f.win(other, s, "job")
+	ch := f.watch(t.Context(), b, "job")
+	p.freezeListeners()
+	if err := other.Release(t.Context(), s, "job", tok); err != nil {
+		t.Fatal(err)
+	}
+	wantFired(t, ch, "the listening connection went quiet")
+	f.heardOnceListening(b, other, s, "job", f.win(other, s, "job"))
+}
+
+// freezeProxy forwards TCP connections to a server; freezeListeners stops
+// forwarding anything to the connections that sent LISTEN so far, without
+// closing them.
+type freezeProxy struct {
+	addr string
+	ln   net.Listener
+	mu   sync.Mutex
+	all  []*proxied
+	wg   sync.WaitGroup
+}
+
+type proxied struct {
+	client, server net.Conn
+	listens        atomic.Bool
+	frozen         atomic.Bool
+}
+
+func newFreezeProxy(t *testing.T, target string) *freezeProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &freezeProxy{addr: ln.Addr().String(), ln: ln}
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			srv, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			pc := &proxied{client: c, server: srv}
+			p.mu.Lock()
+			p.all = append(p.all, pc)
+			p.mu.Unlock()
+			p.wg.Go(func() { pc.pump(c, srv, true) })
+			p.wg.Go(func() { pc.pump(srv, c, false) })
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		p.mu.Lock()
+		for _, pc := range p.all {
+			_ = pc.client.Close()
+			_ = pc.server.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// pump copies from src to dst; fromClient marks the client's direction,
+// where a LISTEN marks the connection. A frozen connection's bytes are
+// read and dropped, as a path that lost them would.
+func (pc *proxied) pump(src, dst net.Conn, fromClient bool) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if fromClient && bytes.Contains(buf[:n], []byte("LISTEN ")) {
+				pc.listens.Store(true)
+			}
+			if !pc.frozen.Load() {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			_ = dst.Close()
+			return
+		}
+	}
+}
+
+func (p *freezeProxy) freezeListeners() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pc := range p.all {
+		if pc.listens.Load() {
+			pc.frozen.Store(true)
+		}
 	}
 }

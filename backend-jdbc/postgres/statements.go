@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,7 +35,11 @@ import (
 // so its expiry stays what was read.
 // releaseChannel is the channel of the release broadcast (a template, see
 // sqlcore.Tables.Expand): the statements notify it, the listener LISTENs
-// on it.
+// on it. The channel is the template in lower case (lower() in the
+// statements, strings.ToLower for the listener): the table names are
+// unquoted, so PostgreSQL folds them to lower case, and backends whose
+// prefixes differ in case alone share the tables and must share the
+// channel too.
 const releaseChannel = "{p}release"
 
 const (
@@ -170,7 +175,7 @@ SELECT EXISTS (SELECT 1 FROM own WHERE expires_at > clock_timestamp())`
 	pgRelease = `WITH r AS (
     UPDATE {lease} SET session_id = NULL WHERE name = $1 AND session_id = $2 AND token = $3 RETURNING watched
 )
-SELECT pg_notify('` + releaseChannel + `', $1) FROM r WHERE r.watched`
+SELECT pg_notify(lower('` + releaseChannel + `'), $1) FROM r WHERE r.watched`
 
 	// Marks the lease row watched, so that its next release is broadcast,
 	// and reports whether a live session owns it. The UPDATE locks the row
@@ -197,11 +202,17 @@ SELECT EXISTS (SELECT 1 FROM me),
 
 	pgLeaveGroup = `DELETE FROM {member} WHERE group_name = $1 AND session_id = $2`
 
-	// Deleting the session row frees its leases; the watched ones are
-	// broadcast, as pgRelease does.
+	// Deleting the session row frees its leases, and the lease rows are
+	// released as pgRelease does, the watched ones broadcast. The UPDATE
+	// locks each row and reads its latest version: a pgWatch that marked
+	// a row after this statement's snapshot, having seen the session
+	// still live, commits first, and its mark is read here; one that
+	// comes later waits for this statement and finds the row free. A read
+	// of the rows from the snapshot would miss the first.
 	pgCloseSession = `WITH g AS (DELETE FROM {member} WHERE session_id = $1),
-d AS (DELETE FROM {session} WHERE id = $1 RETURNING id)
-SELECT pg_notify('` + releaseChannel + `', l.name) FROM {lease} l WHERE l.session_id IN (SELECT id FROM d) AND l.watched`
+d AS (DELETE FROM {session} WHERE id = $1 RETURNING id),
+r AS (UPDATE {lease} SET session_id = NULL WHERE session_id IN (SELECT id FROM d) RETURNING name, watched)
+SELECT pg_notify(lower('` + releaseChannel + `'), r.name) FROM r WHERE r.watched`
 
 	// The owner of a lease if its session is live. A snapshot read, which
 	// locks and waits for nothing, so now() is its clock, as for the group
@@ -396,7 +407,7 @@ type dialect struct {
 }
 
 func newDialect(pool *pgxpool.Pool, t sqlcore.Tables) *dialect {
-	s := &dialect{pool: pool, t: t, l: newListener(pool, t.Expand(releaseChannel))}
+	s := &dialect{pool: pool, t: t, l: newListener(pool, strings.ToLower(t.Expand(releaseChannel)))}
 	s.q.open = t.Expand(pgOpenSession)
 	s.q.keepAlive = t.Expand(pgKeepAlive)
 	s.q.acquire = t.Expand(pgAcquire)
