@@ -80,8 +80,8 @@ func (w *waiter) next() {
 	w.wake = nil
 }
 
-// waiterPool keeps the waiters of the calls that have returned. A call
-// returns only once its waiter is in no queue and holds no result not
+// waiterPool keeps the waiters of the calls that have returned (not of
+// those a panic ended). A call returns only once its waiter is in no queue and holds no result not
 // yet taken: every sender takes the waiter off its queue as it delivers,
 // and touches nothing of it after, and a call whose ctx ended takes it
 // off itself or takes what was delivered. So nothing refers to a waiter
@@ -199,13 +199,22 @@ func (l *Lock) acquire(ctx context.Context, try bool) (*LockTerm, error) {
 		}
 		l.valid.Store(true)
 	}
-	c := l.c
-	// w is in no queue and has no result at the top of each round. now is
-	// read once for the start of the wait and the first attempt's
+	// now is read once for the start of the wait and the first attempt's
 	// deadline.
 	now := time.Now()
 	w := newWaiter(try, now)
-	defer w.free()
+	lt, err := l.wait(ctx, w, now)
+	// Back to the pool on a return only, w in no queue: a backend that
+	// panics (or calls runtime.Goexit) on this goroutine leaves w queued,
+	// and a caller that recovers must not get it again for another call.
+	w.free()
+	return lt, err
+}
+
+// wait runs the rounds of an acquire with waiter w, which is in no queue
+// and has no result at the top of each round.
+func (l *Lock) wait(ctx context.Context, w *waiter, now time.Time) (*LockTerm, error) {
+	c, try := l.c, w.try
 	seen := &w.seen
 	for {
 		if ctx.Err() != nil {

@@ -498,3 +498,63 @@ func TestTryAcquireWithAPassedDeadlineMakesOneAttempt(t *testing.T) {
 		}
 	})
 }
+
+// panickyAcquire is a backend whose Acquire of one name panics on the
+// caller's goroutine.
+type panickyAcquire struct {
+	simba.Backend
+	name string
+}
+
+func (b *panickyAcquire) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
+	if name == b.name {
+		panic("backend failure")
+	}
+	return b.Backend.Acquire(ctx, s, name)
+}
+
+// An Acquire that a backend's panic ended, recovered by its caller,
+// leaves nothing that a later call of the same goroutine shares: that
+// call waits for its own lock, and Close ends both cleanly.
+func TestLockAcquireAfterABackendPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		c := newClient(t, &panickyAcquire{Backend: s.Connect(), name: "p"})
+		other := newClient(t, s.Connect())
+		if _, err := other.Lock("q").Acquire(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		synctest.Wait() // the session is open: the attempt runs on the caller's goroutine
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("the backend's panic did not reach the caller")
+				}
+			}()
+			_, _ = c.Lock("p").Acquire(ctx)
+		}()
+		for range 3 {
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.Lock("q").Acquire(ctx)
+				done <- err
+			}()
+			synctest.Wait()
+			closed := make(chan error, 1)
+			go func() { closed <- c.Close(context.Background()) }()
+			if err := <-closed; err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			if err := <-done; !errors.Is(err, simba.ErrClosed) {
+				t.Fatalf("the waiting Acquire after Close = %v, want ErrClosed", err)
+			}
+			c = newClient(t, &panickyAcquire{Backend: s.Connect(), name: "p"})
+			synctest.Wait()
+			func() {
+				defer func() { _ = recover() }()
+				_, _ = c.Lock("p").Acquire(ctx)
+			}()
+		}
+	})
+}
