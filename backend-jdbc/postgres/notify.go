@@ -58,6 +58,7 @@ type listener struct {
 	watches map[string]map[*relWatch]struct{}
 	ready   chan struct{} // closed while a connection listens
 	deaf    bool          // the last connection's probe never arrived
+	lastErr error         // why the last attempt to listen failed; nil once one listens
 	started bool
 	closed  bool
 	stop    context.CancelFunc
@@ -162,6 +163,7 @@ func (l *listener) listening(deaf bool) {
 	l.deaf = deaf
 	if !deaf {
 		close(l.ready)
+		l.lastErr = nil
 	}
 	l.mu.Unlock()
 	if deaf {
@@ -205,6 +207,7 @@ func (l *listener) run(ctx context.Context) {
 func (l *listener) listen(ctx context.Context) (listened, deaf bool) {
 	pc, err := l.pool.Acquire(ctx)
 	if err != nil {
+		l.failed(fmt.Errorf("take a connection: %w", err))
 		return false, false
 	}
 	conn := pc.Hijack()
@@ -214,13 +217,16 @@ func (l *listener) listen(ctx context.Context) (listened, deaf bool) {
 		_ = conn.Close(cctx)
 	}()
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{l.channel}.Sanitize()); err != nil {
+		l.failed(fmt.Errorf("LISTEN: %w", err))
 		return false, false
 	}
 	switch err := l.probe(ctx, conn); {
 	case errors.Is(err, errUnheard):
+		l.failed(err)
 		l.listening(true)
 		return false, true
 	case err != nil:
+		l.failed(err)
 		return false, false
 	}
 	l.listening(false)
@@ -272,6 +278,24 @@ func (l *listener) probe(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		}
 	}
+}
+
+// failed records why an attempt to listen failed, unless the listener
+// is closing (the attempt then ends with its context).
+func (l *listener) failed(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		l.lastErr = err
+	}
+}
+
+// ListenError is why the last attempt to listen failed, or nil once a
+// connection listens.
+func (l *listener) ListenError() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastErr
 }
 
 // Close stops the listener, closes its connection and wakes every watch.

@@ -433,41 +433,73 @@ func TestWatchReleaseChannelFollowsTheTables(t *testing.T) {
 // taken, not refused as behind a pooler.
 func TestListenerSlowPoolIsNotDeaf(t *testing.T) {
 	f := newNotifyFixture(t)
-	cfg, err := pgxpool.ParseConfig(f.raw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var slow atomic.Bool
-	cfg.PrepareConn = func(ctx context.Context, _ *pgx.Conn) (bool, error) {
+	b := f.hookedBackend(func(ctx context.Context) error {
 		if !slow.Load() {
-			return true, nil
+			return nil
 		}
 		select {
 		case <-time.After(probeWait + 500*time.Millisecond):
-			return true, nil
+			return nil
 		case <-ctx.Done():
-			return true, ctx.Err()
+			return ctx.Err()
 		}
-	}
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	b, err := New(pool, Options{TablePrefix: f.prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	})
 	s := f.session(b)
 	tok := f.win(b, s, "job")
 	slow.Store(true)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*probeWait)
-	_, err = b.WatchRelease(ctx, "job")
+	_, err := b.WatchRelease(ctx, "job")
 	cancel()
 	t.Logf("a watch while the pool is slow: %v", err)
 	slow.Store(false)
 	f.heardOnceListening(b, b, s, "job", tok)
+}
+
+// hookedBackend opens a backend on a pool that runs hook before it hands
+// out a connection; an error of hook fails the call that asked for it.
+func (f *notifyFixture) hookedBackend(hook func(ctx context.Context) error) *Backend {
+	t := f.t
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(f.raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.PrepareConn = func(ctx context.Context, _ *pgx.Conn) (bool, error) { return true, hook(ctx) }
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	b, err := New(pool, Options{TablePrefix: f.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() }) // before the pool's Close
+	return b
+}
+
+// A watch that no listening connection serves in time says why the last
+// attempt to listen failed.
+func TestWatchReleaseSaysWhyItCannotListen(t *testing.T) {
+	f := newNotifyFixture(t)
+	var refuse atomic.Bool
+	refused := errors.New("connection refused by the test's pool")
+	b := f.hookedBackend(func(context.Context) error {
+		if refuse.Load() {
+			return refused
+		}
+		return nil
+	})
+	s := f.session(b)
+	f.win(b, s, "job")
+	refuse.Store(true)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	_, err := b.WatchRelease(ctx, "job")
+	if err == nil || !strings.Contains(err.Error(), refused.Error()) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WatchRelease with a pool that refuses = %v, want the pool's error and DeadlineExceeded", err)
+	}
 }
 
 // heardOnceListening watches name on b until a watch is taken (within

@@ -739,6 +739,10 @@ func (s *dialect) Listen(ctx context.Context, name string) (fired, ready <-chan 
 	return s.l.Listen(ctx, name)
 }
 
+// ListenError is why the listener's last attempt to listen failed
+// (sqlcore.ReleaseWatcher).
+func (s *dialect) ListenError() error { return s.l.ListenError() }
+
 // Watch marks the lease row of name watched and reports whether a live
 // session owns it (pgWatch).
 func (s *dialect) Watch(ctx context.Context, name string) (bool, error) {

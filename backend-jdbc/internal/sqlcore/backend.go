@@ -609,6 +609,9 @@ type ReleaseWatcher interface {
 	// Watch asks the next release of name to be broadcast and reports
 	// whether a live session owns the lease now.
 	Watch(ctx context.Context, name string) (held bool, err error)
+	// ListenError is why the last attempt to receive the broadcasts
+	// failed, or nil once they are received.
+	ListenError() error
 }
 
 // WatchWait bounds WatchRelease's wait for the broadcasts to be received
@@ -650,6 +653,9 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 		return fired, nil
 	case <-sctx.Done():
 		drop()
+		if lerr := w.ListenError(); lerr != nil {
+			return nil, b.pkg.Errorf("watch %q: no connection receives the broadcasts yet (last attempt: %v): %w", name, lerr, sctx.Err())
+		}
 		return nil, b.pkg.Errorf("watch %q: no connection receives the broadcasts yet: %w", name, sctx.Err())
 	}
 	held, err := w.Watch(sctx, name)
