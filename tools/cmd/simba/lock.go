@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"time"
@@ -85,7 +86,9 @@ func runLock(ctx context.Context, a *app, args []string) int {
 	if *timeout < 0 {
 		return a.usageError(cmd, fmt.Errorf("--timeout %v: must not be negative", *timeout))
 	}
-	permits, err := parsePermits(c.name, *permitsFlag)
+	given := false
+	c.Visit(func(f *flag.Flag) { given = given || f.Name == "permits" })
+	permits, err := parsePermits(c.name, *permitsFlag, given)
 	if err != nil {
 		return a.usageError(cmd, err)
 	}
@@ -162,9 +165,14 @@ func runLock(ctx context.Context, a *app, args []string) int {
 
 // parsePermits returns the number of permits of --permits (0 when it is
 // not given), or why it is no number of permits a semaphore name may have.
-func parsePermits(name, flag string) (int, error) {
-	if flag == "" {
+// Given empty, it is refused: an unset variable in a node's command line
+// must not turn its semaphore into a lock that the others do not share.
+func parsePermits(name, flag string, given bool) (int, error) {
+	switch {
+	case !given:
 		return 0, nil
+	case flag == "":
+		return 0, fmt.Errorf("--permits is empty: give a number of permits from 1 to %d", simba.MaxPermits)
 	}
 	n, err := strconv.Atoi(flag)
 	if err != nil {

@@ -25,6 +25,7 @@ func TestLockPermitsUsageErrors(t *testing.T) {
 		{"pool", "-1", "--permits -1: must be 1 to 1024"},
 		{"pool", "1025", "--permits 1025: must be 1 to 1024"},
 		{"pool", "abc", `--permits "abc": not a whole number`},
+		{"pool", "", "--permits is empty: give a number of permits from 1 to 1024"},
 		{"pool", "1.5", `--permits "1.5": not a whole number`},
 		{"pool", "99999999999999999999", "not a whole number"},
 		{long, "100", "--permits 100: "},
