@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -122,10 +121,8 @@ func (c *commandLine) connect(ctx context.Context, a *app) (*node, int) {
 // and warns on stderr when the given value exceeds the gap.
 func (c *commandLine) resolveGrace(a *app, cfg simba.Config) {
 	gap := safetyGap(cfg)
-	given := false
-	c.Visit(func(f *flag.Flag) { given = given || f.Name == "grace" })
 	switch {
-	case !given:
+	case !c.given("grace"):
 		c.grace = gap
 	case c.grace > gap:
 		a.report(c.cmd, "warning: --grace %v exceeds the safety gap of %v (--lease %v × drift %v + margin %v): "+

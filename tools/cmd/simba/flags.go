@@ -27,6 +27,14 @@ func newFlags(cmd, synopsis, about string) *cmdFlags {
 	return &cmdFlags{FlagSet: fs, cmd: cmd, synopsis: synopsis, about: about}
 }
 
+// given reports whether the flag name was set on the command line (an
+// empty value included), as opposed to left at its default.
+func (f *cmdFlags) given(name string) bool {
+	set := false
+	f.Visit(func(fl *flag.Flag) { set = set || fl.Name == name })
+	return set
+}
+
 // help prints the command's help to w.
 func (f *cmdFlags) help(w io.Writer) {
 	fmt.Fprintf(w, "Usage:\n  simba %s\n\n%s\n", f.synopsis, strings.TrimSpace(f.about))

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"strconv"
 	"time"
@@ -86,9 +85,7 @@ func runLock(ctx context.Context, a *app, args []string) int {
 	if *timeout < 0 {
 		return a.usageError(cmd, fmt.Errorf("--timeout %v: must not be negative", *timeout))
 	}
-	given := false
-	c.Visit(func(f *flag.Flag) { given = given || f.Name == "permits" })
-	permits, err := parsePermits(c.name, *permitsFlag, given)
+	permits, err := parsePermits(c.name, *permitsFlag, c.given("permits"))
 	if err != nil {
 		return a.usageError(cmd, err)
 	}
