@@ -156,19 +156,22 @@ func (l *listener) lost() {
 	}
 }
 
-// listening marks the listener as listening (deaf false) or as receiving
-// nothing (deaf true), which wakes every watch.
-func (l *listener) listening(deaf bool) {
+// listening marks the listener as listening.
+func (l *listener) listening() {
 	l.mu.Lock()
-	l.deaf = deaf
-	if !deaf {
-		close(l.ready)
-		l.lastErr = nil
-	}
+	defer l.mu.Unlock()
+	l.deaf, l.lastErr = false, nil
+	close(l.ready)
+}
+
+// deafened marks the listener as receiving nothing, for the reason err,
+// and wakes every watch.
+func (l *listener) deafened(err error) {
+	l.mu.Lock()
+	l.deaf = true
 	l.mu.Unlock()
-	if deaf {
-		l.lost()
-	}
+	l.failed(err)
+	l.lost()
 }
 
 // run listens until ctx ends, on one connection at a time.
@@ -222,14 +225,13 @@ func (l *listener) listen(ctx context.Context) (listened, deaf bool) {
 	}
 	switch err := l.probe(ctx, conn); {
 	case errors.Is(err, errUnheard):
-		l.failed(err)
-		l.listening(true)
+		l.deafened(err)
 		return false, true
 	case err != nil:
 		l.failed(err)
 		return false, false
 	}
-	l.listening(false)
+	l.listening()
 	for {
 		wctx, cancel := context.WithTimeout(ctx, reprobeEvery)
 		n, err := conn.WaitForNotification(wctx)

@@ -17,6 +17,15 @@ import (
 	simba "github.com/simba-go/simba/core"
 )
 
+// releaseChannel is the channel of the release broadcast (a template, see
+// sqlcore.Tables.Expand): the statements notify it, the listener LISTENs
+// on it. The channel is the template in lower case (lower() in the
+// statements, strings.ToLower for the listener): the table names are
+// unquoted, so PostgreSQL folds them to lower case, and backends whose
+// prefixes differ in case alone share the tables and must share the
+// channel too.
+const releaseChannel = "{p}release"
+
 // PostgreSQL statements. Each is one round trip and runs alone (autocommit)
 // at READ COMMITTED.
 //
@@ -33,15 +42,6 @@ import (
 // expiry with clock_timestamp() where the CTE's rows are used. A locked
 // session row cannot be renewed by anyone else until the statement ends,
 // so its expiry stays what was read.
-// releaseChannel is the channel of the release broadcast (a template, see
-// sqlcore.Tables.Expand): the statements notify it, the listener LISTENs
-// on it. The channel is the template in lower case (lower() in the
-// statements, strings.ToLower for the listener): the table names are
-// unquoted, so PostgreSQL folds them to lower case, and backends whose
-// prefixes differ in case alone share the tables and must share the
-// channel too.
-const releaseChannel = "{p}release"
-
 const (
 	pgOpenSession = `INSERT INTO {session} (id, expires_at, identity) VALUES ($1, now() + $2 * interval '1 microsecond', $3)`
 

@@ -653,10 +653,11 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 		return fired, nil
 	case <-sctx.Done():
 		drop()
+		why := ""
 		if lerr := w.ListenError(); lerr != nil {
-			return nil, b.pkg.Errorf("watch %q: no connection receives the broadcasts yet (last attempt: %v): %w", name, lerr, sctx.Err())
+			why = fmt.Sprintf(" (last attempt: %v)", lerr)
 		}
-		return nil, b.pkg.Errorf("watch %q: no connection receives the broadcasts yet: %w", name, sctx.Err())
+		return nil, b.pkg.Errorf("watch %q: no connection receives the broadcasts yet%s: %w", name, why, sctx.Err())
 	}
 	held, err := w.Watch(sctx, name)
 	switch {
