@@ -114,9 +114,9 @@ func (e *entry) acquired(a *attempt, res AcquireResult, err error, now time.Time
 	var t *Term
 	var lt *LockTerm
 	if e.kind == kindElection {
-		t = newTerm(e.name, res.Token, a.sess.id, a.sess.clock, now)
+		t = newTerm(e.name, res.Token, a.sess.id, a.sess.clock)
 	} else {
-		lt = e.newLockTerm(res.Token, a.sess, now)
+		lt = e.newLockTerm(res.Token, a.sess)
 		t = lt.Term
 	}
 	e.term = t

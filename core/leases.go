@@ -75,8 +75,12 @@ func (c *Client) renewed(s *session, sentAt time.Time, req KeepAliveRequest, rep
 		if e == nil || e.term == nil {
 			continue
 		}
-		// A term won after the keep-alive was sent is not the one checked.
-		if t := e.term; t.session == s.id && t.wonAt.Before(sentAt) && req.Held[name] == t.token {
+		// Only the term whose token the request carried was checked: a
+		// term won after the request was built is not in it, or is there
+		// with an older token (tokens strictly increase per name). One won
+		// at the instant the keep-alive was sent, but adopted before the
+		// request was built, was checked, and is lost.
+		if t := e.term; t.session == s.id && req.Held[name] == t.token {
 			e.lost(TakenOver) // R-TERM-8
 		}
 	}

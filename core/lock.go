@@ -304,14 +304,14 @@ type lockTermBuf struct {
 
 // newLockTerm returns the LockTerm of e for a term won with token: in the
 // entry's own buffer for its first term, else in a new one.
-func (e *entry) newLockTerm(token uint64, s *session, wonAt time.Time) *LockTerm {
+func (e *entry) newLockTerm(token uint64, s *session) *LockTerm {
 	b := e.termBuf
 	if b != nil {
 		e.termBuf = nil
 	} else {
 		b = new(lockTermBuf)
 	}
-	b.t.init(e.name, token, s.id, s.clock, wonAt)
+	b.t.init(e.name, token, s.id, s.clock)
 	b.lt = LockTerm{Term: &b.t, e: e}
 	return &b.lt
 }

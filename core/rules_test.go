@@ -64,6 +64,47 @@ func TestTermValidity(t *testing.T) {
 	})
 }
 
+// R-TERM-5: once the local deadline has passed, EnsureValid fails whatever
+// minRemaining, a negative one included, even before the engine has
+// revoked the term (here its keep-alive hangs past the deadline).
+func TestEnsureValidFailsAnExpiredTerm(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &hangingKeepAlive{Backend: memory.New().Connect(), release: make(chan struct{})}
+		c := newClient(t, b)
+		r := newRecorder()
+		_ = c.Election("e").Start(r)
+		term := r.elected(t, time.Second)
+		b.hang.Store(true)
+		time.Sleep(term.Remaining())
+		if term.Reason() != simba.NotRevoked {
+			t.Fatalf("term revoked (%v) at its deadline, want the engine still waiting for the keep-alive", term.Reason())
+		}
+		for _, give := range []time.Duration{0, -time.Nanosecond, -time.Hour} {
+			if err := term.EnsureValid(give); !errors.Is(err, simba.ErrTermExpired) {
+				t.Errorf("EnsureValid(%v) past the deadline = %v, want ErrTermExpired", give, err)
+			}
+		}
+		close(b.release)
+		r.revoked(t, time.Second, simba.DeadlinePassed)
+	})
+}
+
+// hangingKeepAlive makes keep-alives, once hang is set, wait for release
+// whatever their ctx, and then fail.
+type hangingKeepAlive struct {
+	simba.Backend
+	hang    atomic.Bool
+	release chan struct{}
+}
+
+func (b *hangingKeepAlive) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
+	if b.hang.Load() {
+		<-b.release
+		return simba.KeepAliveReply{}, errors.New("keep-alive hung")
+	}
+	return b.Backend.KeepAlive(ctx, s, req)
+}
+
 // R-TERM-6, R-TERM-7: revoked exactly once with the reason; revoked before
 // released.
 func TestRevokedBeforeReleased(t *testing.T) {
@@ -112,6 +153,78 @@ func TestTakenOver(t *testing.T) {
 			t.Fatalf("valid=%v, take-over token %d after %d", t1.Valid(), tok, t1.Token())
 		}
 	})
+}
+
+// R-TERM-8: a keep-alive reply that reports a lease lost revokes the term
+// it checked, even one won at the very instant the keep-alive was sent:
+// the request carried its token, so the backend checked that term. The
+// acquire reply is made to land at a keep-alive's instant, and the lease
+// is taken over by the first keep-alive that carries the term; which of
+// the two the engine sees first is up to the scheduler, so the case is
+// run several times.
+func TestTakenOverAtTheKeepAliveInstant(t *testing.T) {
+	for i := range 10 {
+		synctest.Test(t, func(t *testing.T) {
+			s := memory.New()
+			b := &takeOverOnKeepAlive{Backend: s.Connect(), srv: s, name: "e", tookOver: make(chan struct{})}
+			c := newClient(t, b)
+			awaitLive(t, c)
+			time.Sleep(1500 * time.Millisecond) // past the first keep-alive
+			r := newRecorder()
+			if err := c.Election("e").Start(r); err != nil {
+				t.Fatal(err)
+			}
+			term := r.elected(t, 2*time.Second)
+			select {
+			case <-b.tookOver:
+			case <-time.After(3 * time.Second):
+				t.Fatal("no keep-alive carried the term")
+			}
+			synctest.Wait() // the keep-alive reply is applied
+			if term.Valid() {
+				t.Fatalf("run %d: %v won at the keep-alive instant is still valid after a reply reported it lost", i, term)
+			}
+			r.revoked(t, time.Second, simba.TakenOver)
+		})
+	}
+}
+
+// takeOverOnKeepAlive delays the acquire of name to the instant of the
+// next keep-alive, and hands the lease to another session during the
+// first keep-alive whose request carries it, so that its reply reports
+// the lease lost.
+type takeOverOnKeepAlive struct {
+	simba.Backend
+	srv      *memory.Server
+	name     string
+	mu       sync.Mutex
+	lastKA   time.Time
+	done     bool
+	tookOver chan struct{}
+}
+
+func (b *takeOverOnKeepAlive) Acquire(ctx context.Context, s simba.SessionID, name string) (simba.AcquireResult, error) {
+	if name == b.name {
+		b.mu.Lock()
+		at := b.lastKA.Add(time.Second) // the next keep-alive: testConfig renews every second
+		b.mu.Unlock()
+		time.Sleep(time.Until(at))
+	}
+	return b.Backend.Acquire(ctx, s, name)
+}
+
+func (b *takeOverOnKeepAlive) KeepAlive(ctx context.Context, s simba.SessionID, req simba.KeepAliveRequest) (simba.KeepAliveReply, error) {
+	b.mu.Lock()
+	b.lastKA = time.Now()
+	_, carried := req.Held[b.name]
+	takeOver := carried && !b.done
+	b.done = b.done || carried
+	b.mu.Unlock()
+	if takeOver {
+		b.srv.TakeOver(b.name)
+		defer close(b.tookOver)
+	}
+	return b.Backend.KeepAlive(ctx, s, req)
 }
 
 // R-CAND-1: a candidate attempts every renewInterval/2 plus jitter in

@@ -47,7 +47,6 @@ type Term struct {
 	token   uint64
 	clock   *sessionClock
 	session SessionID
-	wonAt   time.Time // when the acquire reply arrived
 
 	ended  atomic.Bool
 	muted  atomic.Bool // OnElected was rejected: no OnRevoked either (R-CB-6)
@@ -66,15 +65,15 @@ type Term struct {
 	workIdle chan struct{} // closed when workers drops to zero
 }
 
-func newTerm(name string, token uint64, session SessionID, clock *sessionClock, wonAt time.Time) *Term {
+func newTerm(name string, token uint64, session SessionID, clock *sessionClock) *Term {
 	t := new(Term)
-	t.init(name, token, session, clock, wonAt)
+	t.init(name, token, session, clock)
 	return t
 }
 
 // init sets the fields of a new term, not used before.
-func (t *Term) init(name string, token uint64, session SessionID, clock *sessionClock, wonAt time.Time) {
-	t.name, t.token, t.session, t.clock, t.wonAt = name, token, session, clock, wonAt
+func (t *Term) init(name string, token uint64, session SessionID, clock *sessionClock) {
+	t.name, t.token, t.session, t.clock = name, token, session, clock
 }
 
 // context returns the term's context, making it on the first call.
@@ -117,17 +116,22 @@ func (t *Term) Remaining() time.Duration {
 }
 
 // EnsureValid returns nil when the term stays valid for more than
-// minRemaining, and
-// an error wrapping ErrTermExpired otherwise (R-TERM-5). Call it before a
-// step that should not start when the term is about to end; it narrows the
+// minRemaining, and an error wrapping ErrTermExpired otherwise (R-TERM-5).
+// A term that has ended, or whose local deadline has passed, always fails,
+// whatever minRemaining (a negative one included). Call it before a step
+// that should not start when the term is about to end; it narrows the
 // window for a stale owner, it does not close it (pass Token to the
 // resource for that).
 func (t *Term) EnsureValid(minRemaining time.Duration) error {
 	if t.ended.Load() {
 		return fmt.Errorf("%w: %s token %d ended: %s", ErrTermExpired, t.name, t.token, t.Reason())
 	}
-	if r := t.clock.remaining(); r <= minRemaining {
-		return fmt.Errorf("%w: %s token %d has %v left, %v needed", ErrTermExpired, t.name, t.token, max(r, 0), minRemaining)
+	r := t.clock.remaining()
+	if r <= 0 {
+		return fmt.Errorf("%w: %s token %d: the local deadline passed", ErrTermExpired, t.name, t.token)
+	}
+	if r <= minRemaining {
+		return fmt.Errorf("%w: %s token %d has %v left, %v needed", ErrTermExpired, t.name, t.token, r, minRemaining)
 	}
 	return nil
 }

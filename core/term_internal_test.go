@@ -48,11 +48,11 @@ func TestLocalValidityClamped(t *testing.T) {
 func TestTermContextMadeOnDemand(t *testing.T) {
 	clock := newSessionClock()
 	clock.start(time.Now().Add(time.Hour))
-	before := newTerm("n", 1, "s", clock, time.Now())
+	before := newTerm("n", 1, "s", clock)
 	done := before.Done()
 	before.revoke(TakenOver)
 	<-done
-	after := newTerm("n", 2, "s", clock, time.Now())
+	after := newTerm("n", 2, "s", clock)
 	after.revoke(SteppedDown)
 	for _, c := range []struct {
 		term *Term
