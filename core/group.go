@@ -79,7 +79,12 @@ func (g *groupState) mayTake() bool {
 // fn runs again on the partition's next term, here or on another node.
 // It fails on an invalid name, n outside [1, MaxPartitions], partition
 // names longer than the name limit, a nil fn, a group already running on
-// this client, and a closed client.
+// this client, and a closed client. A Run of a group whose previous Run
+// is still returning fails with ErrAlreadyStarted until that Run has
+// stopped every partition; started after that, while the previous Run
+// still waits for partition work to exit, it runs as usual: the previous
+// Run leaves its partitions and the group's membership to it (the new
+// terms still wait for the old handovers, R-HO-1).
 func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) error {
 	if ctx == nil || fn == nil {
 		return fmt.Errorf("%w: nil context or partition function", ErrInvalidArgument)
@@ -166,10 +171,14 @@ func (g *Group) Run(ctx context.Context, fn PartitionFunc, opts ...WorkOption) e
 	}
 	c.lock()
 	for _, e := range gs.parts {
-		e.group = nil
-		e.forget()
+		// A new Run of the group may have started since the Stops above
+		// ended the partitions' runs: its partitions are its own.
+		if e.group == gs {
+			e.group = nil
+			e.forget()
+		}
 	}
-	if sess != nil && !sess.ended && !c.closed {
+	if sess != nil && !sess.ended && !c.closed && c.groups[g.name] == nil {
 		c.leave(sess, g.name)
 	}
 	c.unlock()

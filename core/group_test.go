@@ -279,3 +279,103 @@ func TestGroupRunWaitsForUnkeptWins(t *testing.T) {
 		}
 	})
 }
+
+// A Group.Run started again while the previous Run of the same group still
+// waits for partition work to exit is left alone by that Run's cleanup: the
+// node stays a member, and the new Run's partitions keep to the node's
+// share (R-GRP-2).
+func TestGroupRunAgainDuringTheOldCleanup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		ctx := context.Background()
+		// A second member, holding g.0 and g.1 at first: this node's share
+		// is two partitions of four.
+		other, err := s.OpenSession(ctx, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = s.CloseSession(ctx, other.ID) }()
+		if _, err := s.JoinGroup(ctx, other.ID, "g"); err != nil {
+			t.Fatal(err)
+		}
+		var tokens [2]uint64
+		for p := range tokens {
+			res, err := s.Acquire(ctx, other.ID, fmt.Sprintf("g.%d", p))
+			if err != nil || !res.Won {
+				t.Fatalf("Acquire g.%d: %+v %v", p, res, err)
+			}
+			tokens[p] = res.Token
+		}
+		held := func() int {
+			n := 0
+			for p := range 4 {
+				if id, _, ok := s.Owner(fmt.Sprintf("g.%d", p)); ok && id != other.ID {
+					n++
+				}
+			}
+			return n
+		}
+
+		c := newClient(t, s.Connect())
+		awaitLive(t, c)
+		workUntil := time.Now().Add(2 * time.Second)
+		oldCtx, cancelOld := context.WithCancel(ctx)
+		oldDone := make(chan error, 1)
+		go func() {
+			oldDone <- c.Group("g", 4).Run(oldCtx, func(context.Context, int, *simba.Term) error {
+				time.Sleep(time.Until(workUntil)) // ignores its ctx
+				return nil
+			})
+		}()
+		time.Sleep(time.Second)
+		if n := held(); n != 2 {
+			t.Fatalf("the first Run holds %d partitions, want 2", n)
+		}
+		cancelOld()
+		synctest.Wait() // the old Run stops its partitions, and waits for the work
+
+		newCtx, cancelNew := context.WithCancel(ctx)
+		newDone := make(chan error, 1)
+		go func() {
+			newDone <- c.Group("g", 4).Run(newCtx, func(ctx context.Context, _ int, _ *simba.Term) error {
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		defer func() {
+			cancelNew()
+			if err := <-newDone; err != nil {
+				t.Errorf("the second Run: %v", err)
+			}
+		}()
+		for p, tok := range tokens {
+			if err := s.Release(ctx, other.ID, fmt.Sprintf("g.%d", p), tok); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := <-oldDone; err != nil {
+			t.Fatalf("the first Run: %v", err)
+		}
+		synctest.Wait()
+		if m := s.Members("g"); m != 2 {
+			t.Errorf("%d members once the first Run returned, want 2: the second Run still runs", m)
+		}
+
+		// The other member leaves, so this node takes every partition, then
+		// joins again: this node gives two back, and keeps to two.
+		if err := s.LeaveGroup(ctx, other.ID, "g"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		if n := held(); n != 4 {
+			t.Fatalf("the second Run alone holds %d partitions, want 4", n)
+		}
+		if _, err := s.JoinGroup(ctx, other.ID, "g"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Second)
+		if n := held(); n != 2 {
+			t.Errorf("the second Run holds %d partitions of a group of two members, want 2", n)
+		}
+	})
+}
