@@ -58,7 +58,9 @@ func workTerm(ctx context.Context) *Term { return contextValue[*Term](ctx, workK
 // a ctx that ends with the term (R-WORK-1). It blocks until one of these,
 // and always stops the election with the ordered handover before it
 // returns (the work has exited, or the term's deadline passed, before the
-// lease is released: R-HO-1):
+// lease is released: R-HO-1). It returns only once every work it started
+// has exited, or its term's deadline passed, that of a term lost before
+// (taken over, or past its deadline) included:
 //
 //   - ctx is done: it returns nil;
 //   - fn returns while its term lasts: the work is over, so the node stops
@@ -96,6 +98,9 @@ func (el *Election) RunWhileLeader(ctx context.Context, fn WorkFunc, opts ...Wor
 		return nil
 	}
 	err = el.end(context.WithoutCancel(ctx), Stopped, 0, run, nil)
+	// The stop waited for the work of the term held then; the work of a
+	// term lost before may still be exiting.
+	w.awaitWork()
 	if errors.Is(err, ErrClosed) && result == nil && ctx.Err() == nil {
 		return fmt.Errorf("simba: election %s: %w", el.name, ErrClosed)
 	}

@@ -500,6 +500,54 @@ func TestRunWhileLeaderReturnsAfterItsWorkExited(t *testing.T) {
 	}
 }
 
+// RunWhileLeader returns only once every work it started has exited, the
+// work of a term lost by a take-over included: when its ctx ends, or when
+// the work of a later term returns, the call still waits for the work of
+// the term lost before, which ignores its ctx (R-HO-1).
+func TestRunWhileLeaderWaitsForTheWorkOfALostTerm(t *testing.T) {
+	for _, how := range []string{"ctx done", "work done"} {
+		t.Run(how, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := memory.New()
+				c := newClient(t, s.Connect())
+				workUntil := time.Now().Add(2 * time.Second)
+				var exited atomic.Bool
+				lost := make(chan struct{})
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				done := make(chan error, 1)
+				go func() {
+					done <- c.Election("job").RunWhileLeader(ctx, func(ctx context.Context, term *simba.Term) error {
+						if term.Token() > 1 {
+							return nil // the later term's work is done at once
+						}
+						s.TakeOver("job")
+						<-ctx.Done()
+						close(lost)
+						time.Sleep(time.Until(workUntil)) // ignores the end of its term
+						exited.Store(true)
+						return nil
+					})
+				}()
+				<-lost
+				if how == "ctx done" {
+					cancel()
+				} else {
+					id, _, _ := s.Owner("job")
+					s.ExpireSession(id) // the phantom goes: the next term is won
+				}
+				if err := <-done; err != nil {
+					t.Fatalf("RunWhileLeader = %v", err)
+				}
+				if !exited.Load() {
+					t.Errorf("RunWhileLeader returned %v before the work of the term taken over exited", time.Until(workUntil))
+					time.Sleep(time.Until(workUntil)) // the work exits
+				}
+			})
+		})
+	}
+}
+
 // Work that returns because its term's deadline passed (here: it sleeps
 // past it on a stalled connection) was interrupted, not failed: no
 // EventWorkFailed, and RunWhileLeader goes on to the next term.
