@@ -196,6 +196,11 @@ type Client struct {
 	sess       *session // nil while opening
 	entries    map[string]*entry
 	groups     map[string]*groupState
+	// draining holds the dispatchers of election runs that ended (Stop)
+	// while callbacks of theirs may still be queued or to come (the
+	// OnRevoked of a handover still running): Close waits for them too.
+	// The drained ones are dropped whenever one is added.
+	draining []*dispatcher
 
 	loopCtx  context.Context // ends the session loop and cancels calls in flight
 	loopStop context.CancelFunc
@@ -367,23 +372,27 @@ func (c *Client) Close(ctx context.Context) error {
 	close(c.done)
 	c.status = StatusClosed
 	started := c.started
-	var dispatchers []*dispatcher
 	var working []*Term
+	var handovers []chan struct{}
 	var attempts []*callContext
 	for _, e := range c.entries {
 		if e.term != nil {
 			working = append(working, e.term)
 		}
 		if e.handover != nil {
-			working = append(working, e.handover) // a Stop's handover still waits for its work
+			// A Stop's or StepDown's handover still waits for its work, and
+			// queues its term's OnRevoked once it is over.
+			working = append(working, e.handover)
+			handovers = append(handovers, e.handoverDone)
 		}
 		if e.attempt != nil {
 			attempts = append(attempts, &e.attempt.ctx)
 		}
-		if d := e.shutdown(); d != nil {
-			dispatchers = append(dispatchers, d)
-		}
+		e.shutdown()
 	}
+	// Every run has ended now: the last callbacks are on these.
+	dispatchers := c.draining
+	c.draining = nil
 	sess := c.sess
 	c.sess = nil
 	if sess != nil {
@@ -458,6 +467,15 @@ func (c *Client) Close(ctx context.Context) error {
 		return err
 	}
 	c.lingerEnded()
+	for _, done := range handovers {
+		// The handover queues its OnRevoked before done is closed: wait
+		// for that before waiting for the queue to drain.
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		}
+	}
 	for _, l := range c.listeners {
 		dispatchers = append(dispatchers, l.d)
 	}

@@ -184,6 +184,13 @@ func (d *dispatcher) barrier() <-chan struct{} {
 	return done
 }
 
+// isDrained reports whether the queue is empty and nothing of it runs.
+func (d *dispatcher) isDrained() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.busy && d.head == len(d.queue)
+}
+
 // idle returns a channel closed when the queue is empty.
 func (d *dispatcher) idle() <-chan struct{} {
 	d.kick()

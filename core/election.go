@@ -59,12 +59,27 @@ func newElectionRun(c *Client, l Listener) *electionRun {
 	return &electionRun{l: l, d: newDispatcher(c.exec), ended: make(chan struct{})}
 }
 
-// endRun ends the entry's election run, if any. Call with the lock held.
+// endRun ends the entry's election run, if any; its dispatcher is kept
+// for Close until its last callbacks ran. Call with the lock held.
 func (e *entry) endRun() {
 	if e.run != nil {
 		close(e.run.ended)
+		e.c.noteDraining(e.run.d)
 		e.run = nil
 	}
+}
+
+// noteDraining keeps d, the dispatcher of an ended run, among those Close
+// waits for, and drops the ones already drained. Call with the lock held.
+func (c *Client) noteDraining(d *dispatcher) {
+	kept := c.draining[:0]
+	for _, x := range c.draining {
+		if x != d && !x.isDrained() {
+			kept = append(kept, x)
+		}
+	}
+	clear(c.draining[len(kept):])
+	c.draining = append(kept, d)
 }
 
 // Election returns the election of name. The name is checked by Start.
@@ -229,6 +244,12 @@ func (el *Election) end(ctx context.Context, reason RevokeReason, cooldown time.
 		}
 		done := run.d.barrier()
 		c.lock()
+		if t != nil && e.run != run {
+			// The run ended meanwhile (this Stop, or a later one): its
+			// dispatcher may have been dropped as drained before the
+			// OnRevoked was queued, so Close is told of it again.
+			c.noteDraining(run.d)
+		}
 		if mine != nil {
 			// Only the call that began the handover ends it: a later Stop
 			// or StepDown, with no term of its own, leaves it running.

@@ -48,9 +48,11 @@ type entry struct {
 	run      *electionRun // nil while the election is not started
 	cooldown time.Time    // no contention before this instant (R-HO-4)
 	// handingOver is set while Stop or StepDown hands a term over: no new
-	// term is won before the old one's OnRevoked is queued. handover is the
-	// term handed over, whose work Close waits for too (R-HO-1), and
-	// handoverDone is closed once that handover has queued the OnRevoked.
+	// term is won before the old one's OnRevoked is queued, and the entry
+	// stays in the client's map (see idle). handover is the term handed
+	// over, whose work Close waits for too (R-HO-1), and handoverDone is
+	// closed once that handover has queued the OnRevoked, which Close
+	// waits for before it waits for the callbacks to drain.
 	handingOver bool
 	// gone is set once forget has taken the entry out of the client's
 	// map, where it never comes back: one that refers to it then holds a
@@ -122,9 +124,12 @@ func (e *entry) inUse() bool {
 	return e.run != nil || e.term != nil || len(e.waiters) > 0 || e.holder != nil
 }
 
-// idle reports whether nothing uses the entry any more.
+// idle reports whether nothing uses the entry any more: no run, term,
+// lock holder or waiter, no attempt or release in flight, and no handover
+// of a Stop or StepDown still running (its work may run yet, and Close
+// finds it through the entry; settle forgets the entry once it ends).
 func (e *entry) idle() bool {
-	return !e.inUse() && e.attempt == nil && e.unkept == 0
+	return !e.inUse() && e.attempt == nil && e.unkept == 0 && !e.handingOver
 }
 
 // awaitQuiet returns a channel closed once no attempt and no release of
@@ -256,15 +261,12 @@ func (e *entry) lost(reason RevokeReason) {
 	e.contend()
 }
 
-// shutdown ends everything of the entry at Close and returns the
-// dispatcher to wait for, if any. The session is closed afterwards, which
-// frees the leases at once, so no release is sent.
-func (e *entry) shutdown() *dispatcher {
+// shutdown ends everything of the entry at Close; the dispatcher of its
+// run, if any, joins the client's draining ones, for Close to wait for.
+// The session is closed afterwards, which frees the leases at once, so no
+// release is sent.
+func (e *entry) shutdown() {
 	e.abandon()
-	var d *dispatcher
-	if e.run != nil {
-		d = e.run.d
-	}
 	if t := e.term; t != nil {
 		e.term = nil
 		if t.revoke(Stopped) {
@@ -280,5 +282,4 @@ func (e *entry) shutdown() *dispatcher {
 		w.deliver(waitResult{err: ErrClosed})
 	}
 	e.waiters = nil
-	return d
 }

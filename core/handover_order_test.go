@@ -215,3 +215,87 @@ func TestStopDuringAStepDownHandoverReturnsAfterItsOnRevoked(t *testing.T) {
 		}
 	})
 }
+
+// stepDownThenStopDuringSlowWork leads x with work that ignores its ctx
+// until workUntil, then steps it down and stops it, each with a ctx that
+// ends before the step-down's handover does.
+func stepDownThenStopDuringSlowWork(t *testing.T, c *simba.Client, workUntil time.Time) {
+	t.Helper()
+	el := c.Election("x")
+	elected := make(chan struct{})
+	go func() {
+		_ = el.RunWhileLeader(context.Background(), func(context.Context, *simba.Term) error {
+			close(elected)
+			time.Sleep(time.Until(workUntil)) // work that ignores its ctx
+			return nil
+		})
+	}()
+	select {
+	case <-elected:
+	case <-time.After(5 * time.Second):
+		t.Fatal("x was not won")
+	}
+	for _, end := range []func(context.Context) error{
+		func(ctx context.Context) error { return el.StepDown(ctx, 0) },
+		el.Stop,
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		err := end(ctx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("StepDown or Stop while the work runs = %v, want the handover to go on in the background", err)
+		}
+	}
+}
+
+// A Stop after a StepDown whose handover still waits for the work does not
+// drop the election's state: an election started again wins no term on
+// the same session before the old term's work exited (R-HO-1).
+func TestStartAfterStepDownAndStopWaitsForTheHandover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memory.New()
+		c := newClient(t, srv.Connect())
+		awaitLive(t, c)
+		workUntil := time.Now().Add(2 * time.Second)
+		stepDownThenStopDuringSlowWork(t, c, workUntil)
+		rec := newRecorder()
+		if err := c.Election("x").Start(rec); err != nil {
+			t.Fatalf("Start during the handover: %v", err)
+		}
+		got := rec.next(t, 10*time.Second)
+		if !got.elected {
+			t.Fatalf("first callback is OnRevoked(%v), want OnElected", got.term)
+		}
+		if got.at.Before(workUntil) {
+			t.Errorf("term %d elected %v before the work of the term handed over exited",
+				got.term.Token(), workUntil.Sub(got.at))
+		}
+		time.Sleep(time.Until(workUntil)) // the old work exits
+	})
+}
+
+// Close after a StepDown and a Stop that both returned before the
+// handover ended still waits for that handover's work before it frees the
+// lease (R-HO-1).
+func TestCloseAfterStepDownAndStopWaitsForTheHandoverWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := memory.New()
+		c := newClient(t, srv.Connect())
+		awaitLive(t, c)
+		workUntil := time.Now().Add(2 * time.Second)
+		stepDownThenStopDuringSlowWork(t, c, workUntil)
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close(context.Background()) }()
+		time.Sleep(200 * time.Millisecond)
+		if _, _, owned := srv.Owner("x"); !owned {
+			t.Errorf("x was freed %v before the work of its handover exited", time.Until(workUntil))
+		}
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		if early := time.Until(workUntil); early > 0 {
+			t.Errorf("Close returned %v before the work of the handover exited", early)
+			time.Sleep(early) // the work exits
+		}
+	})
+}

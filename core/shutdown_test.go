@@ -209,3 +209,66 @@ func TestStopFromACallbackDropsAQueuedOnElected(t *testing.T) {
 		l.quiet(t, 10*time.Second)
 	})
 }
+
+// Close waits for the last callbacks, the OnRevoked of a Stop or StepDown
+// that returned on its ctx included: queued behind a slow OnElected, with
+// the release still in flight or already answered, it runs before Close
+// returns (R-CB-1, R-CB-3).
+func TestCloseWaitsForTheOnRevokedOfAStopThatTimedOut(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		stepDown     bool
+		releaseDelay time.Duration
+	}{
+		{name: "Stop, release answered", releaseDelay: 0},
+		{name: "Stop, release in flight", releaseDelay: 500 * time.Millisecond},
+		{name: "StepDown, release answered", stepDown: true, releaseDelay: 0},
+		{name: "StepDown, release in flight", stepDown: true, releaseDelay: 500 * time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				conn := memory.New().Connect()
+				c := newClient(t, conn)
+				rec := newRecorder()
+				slow := simba.ListenerFuncs{
+					Elected: func(ctx context.Context, term *simba.Term) {
+						rec.OnElected(ctx, term)
+						time.Sleep(time.Second) // a slow callback, past the Stop's ctx
+					},
+					Revoked: rec.OnRevoked,
+				}
+				el := c.Election("x")
+				if err := el.Start(slow); err != nil {
+					t.Fatal(err)
+				}
+				rec.elected(t, 5*time.Second)
+				conn.Delay(tt.releaseDelay)
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				end := el.Stop
+				if tt.stepDown {
+					end = func(ctx context.Context) error { return el.StepDown(ctx, time.Minute) }
+				}
+				if err := end(ctx); !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("Stop or StepDown behind a slow OnElected = %v, want the handover to go on in the background", err)
+				}
+				conn.Delay(0)
+				if err := c.Close(context.Background()); err != nil {
+					t.Fatalf("Close: %v", err)
+				}
+				closed := time.Now()
+				select {
+				case got := <-rec.ch:
+					if got.elected || got.at.After(closed) {
+						t.Fatalf("callback elected=%v %v came %v after Close returned, want OnRevoked before",
+							got.elected, got.term, got.at.Sub(closed))
+					}
+				default:
+					got := rec.next(t, 5*time.Second)
+					t.Fatalf("callback elected=%v %v reason %v came %v after Close returned",
+						got.elected, got.term, got.reason, got.at.Sub(closed))
+				}
+			})
+		})
+	}
+}
