@@ -13,7 +13,9 @@ import (
 // Backend issue at the same time in one pipeline: one round trip and one
 // read and write on each side for the whole batch. Each script still runs
 // atomically on its own, so every name's step stays one atomic step. A call
-// alone runs at once on the caller's goroutine, with no added latency.
+// alone runs at once on the caller's goroutine, with no added latency; a
+// batch of several goes from a goroutine of its own, so that every caller
+// waits for its reply only as long as its own context allows.
 type coalescer struct {
 	client redis.UniversalClient
 
@@ -55,16 +57,30 @@ func (q *coalescer) run(ctx context.Context, wait bool, script *redis.Script, ke
 	c := &scriptCall{ctx: ctx, script: script, keys: keys, args: args, wait: wait && q.replicas > 0, done: make(chan struct{})}
 	q.mu.Lock()
 	q.pending = append(q.pending, c)
-	lead := !q.busy
-	q.busy = true
+	var batch []*scriptCall
+	if !q.busy {
+		// Nothing in flight: this call leads, with what is pending.
+		q.busy = true
+		batch, q.pending = q.pending, nil
+	}
 	q.mu.Unlock()
-	// The leader sends the pending calls as one batch. Calls that arrived
-	// meanwhile are sent by a goroutine of its own, so that the leader's
-	// latency does not grow with the load.
-	if lead && q.sendBatch() {
+	switch {
+	case len(batch) == 1:
+		// Alone: sent at once on the caller's goroutine, bounded by its
+		// own ctx. Calls that arrived meanwhile are sent by a goroutine
+		// of their own, so that the leader's latency does not grow with
+		// the load.
+		q.flush(batch)
+		if q.more() {
+			go q.drain()
+		}
+	case len(batch) > 1:
+		// With other calls: sent by a goroutine of its own, bounded by
+		// the latest of their deadlines, while this caller waits below
+		// for its own ctx only.
 		go func() {
-			for q.sendBatch() {
-			}
+			q.flush(batch)
+			q.drain()
 		}()
 	}
 	select {
@@ -98,6 +114,12 @@ func (q *coalescer) waited(ctx context.Context, script *redis.Script, keys []str
 	return c.val, c.acked, c.err
 }
 
+// drain sends the pending calls, batch after batch, until none is left.
+func (q *coalescer) drain() {
+	for q.sendBatch() {
+	}
+}
+
 // sendBatch sends what is pending and reports whether more arrived.
 func (q *coalescer) sendBatch() bool {
 	q.mu.Lock()
@@ -109,22 +131,32 @@ func (q *coalescer) sendBatch() bool {
 		return false
 	}
 	q.mu.Unlock()
+	q.flush(batch)
+	return q.more()
+}
 
-	if len(batch) == 1 && !batch[0].wait {
-		c := batch[0]
-		c.val, c.err = c.script.Run(c.ctx, q.client, c.keys, c.args...).Result()
-		close(c.done)
-	} else {
-		q.pipeline(batch)
-	}
-
+// more reports whether calls are pending, and otherwise ends the busy
+// spell of the goroutine that sent the last batch.
+func (q *coalescer) more() bool {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	more := len(q.pending) > 0
 	if !more {
 		q.busy = false
 	}
-	q.mu.Unlock()
 	return more
+}
+
+// flush sends batch: one call without WAIT as a plain EVALSHA under its
+// own ctx, anything else as a pipeline.
+func (q *coalescer) flush(batch []*scriptCall) {
+	if len(batch) == 1 && !batch[0].wait {
+		c := batch[0]
+		c.val, c.err = c.script.Run(c.ctx, q.client, c.keys, c.args...).Result()
+		close(c.done)
+		return
+	}
+	q.pipeline(batch)
 }
 
 // pipeline sends a batch as EVALSHA commands in one pipeline, bounded by

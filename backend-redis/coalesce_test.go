@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	simba "github.com/simba-go/simba/core"
+	"github.com/simba-go/simba/core/backendtest"
 )
 
 // TestCoalescedCalls runs many acquires and releases of one Backend at once,
@@ -67,5 +69,31 @@ func TestCoalescedCalls(t *testing.T) {
 	cancel()
 	if _, err := b.Acquire(cctx, g.ID, "cancelled"); err == nil {
 		t.Fatal("Acquire with a cancelled context succeeded")
+	}
+}
+
+// TestCoalescedLeaderKeepsItsDeadline: a call that finds other calls
+// pending (they came in between its enqueue and its send) returns when its
+// own context ends, not at the latest deadline of the batch it leads,
+// here against a server that never answers.
+func TestCoalescedLeaderKeepsItsDeadline(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: backendtest.SilentListener(t), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	q := &coalescer{client: client}
+	late, cancelLate := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancelLate()
+	mate := &scriptCall{ctx: late, script: releaseScript, keys: []string{"k"}, done: make(chan struct{})}
+	q.pending = []*scriptCall{mate}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	within(t, 600*time.Millisecond, "a call with a 100ms deadline leading a batch with a 1.5s one", func() {
+		if _, _, err := q.run(ctx, false, releaseScript, []string{"k"}, "s", "1", "c", "k"); err == nil {
+			t.Error("a call to a server that never answers succeeded")
+		}
+	})
+	select {
+	case <-mate.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the batch-mate got no reply 5s after its deadline")
 	}
 }
