@@ -112,6 +112,10 @@ func parseURL(rawURL string) (target, error) {
 			return t, badURL(" %s: %w", t.where, err)
 		}
 	}
+	if _, err := url.ParseQuery(query); err != nil {
+		// go-redis would skip the pairs it cannot decode.
+		return t, badURL(" %s: a query that is not valid", t.where)
+	}
 	if query != u.RawQuery {
 		u.RawQuery, u.ForceQuery = query, false
 		rawURL = u.String()

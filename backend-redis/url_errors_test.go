@@ -2,10 +2,13 @@ package simbaredis
 
 import (
 	"context"
+	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
+	simba "github.com/simba-go/simba/core"
 	"github.com/simba-go/simba/core/backendtest"
 )
 
@@ -39,4 +42,30 @@ func TestOpenWaitsForItsContext(t *testing.T) {
 	backendtest.OpenWaitsForContext(t, 2500*time.Millisecond, func(ctx context.Context) (io.Closer, error) {
 		return Open(ctx, url, Options{})
 	})
+}
+
+// TestOpenRefusesUndecodableQuery: a query pair of a redis:// URL that
+// cannot be decoded (a bad percent escape, pairs separated by ';') is
+// refused like an unknown parameter, before any dial, as the Sentinel
+// and Cluster forms refuse it; go-redis alone would skip it silently.
+func TestOpenRefusesUndecodableQuery(t *testing.T) {
+	for _, give := range []string{
+		"redis://127.0.0.1:1/0?%zz=1",
+		"redis://127.0.0.1:1/0?dial_timeout=1s&%zz=1",
+		"redis://127.0.0.1:1/0?dial_timeout=1s;read_timeout=1s",
+		"rediss://127.0.0.1:1/0?a%=1",
+		"unix:///tmp/simba-none.sock?db=0;x=1",
+	} {
+		t.Run(give, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			b, err := Open(ctx, give, Options{})
+			if err == nil {
+				_ = b.Close()
+			}
+			if !errors.Is(err, ErrInvalidOptions) || !errors.Is(err, simba.ErrInvalidURL) || !strings.Contains(err.Error(), "query") {
+				t.Fatalf("Open(%q) = %v, want an invalid URL error about its query", give, err)
+			}
+		})
+	}
 }
