@@ -169,7 +169,8 @@ func newBackend(client redis.UniversalClient, opts Options, secrets []string) (*
 // Every form takes Simba's own parameters min_replicas and
 // replica_timeout (Options.MinReplicas and ReplicaTimeout, which win when
 // set), removed before go-redis reads the query; any parameter neither
-// knows is refused.
+// knows is refused, as is a query that cannot be decoded (a bad percent
+// escape, pairs separated by ';').
 //
 // Importing this package registers Open, with zero Options, for the
 // schemes redis, rediss, redis+sentinel, rediss+sentinel, redis+cluster
@@ -314,13 +315,19 @@ func clientOptions(client redis.UniversalClient) (password string, ctxTimeouts, 
 	return "", false, false
 }
 
-// Close stops the release subscription, wakes every release watcher and,
-// when the Backend was made by Open, closes its client. It waits for no
-// answer from the server, so it returns at once even when the server
-// hangs; calls in flight on the client it closes fail. Sessions are left
-// to expire on the server (close them first with CloseSession to free
-// their leases at once). Close is idempotent; every other method returns
-// ErrClosed afterwards.
+// Close stops the release subscription, wakes every release watcher,
+// takes the Backend out of the waiter queues of the leases it watched
+// (so that their next release wakes a live waiter) and, when the Backend
+// was made by Open, closes its client. Taking it out of the queues is one
+// request, sent only when the Backend watched a lease and waited for at
+// most 250ms (when the client honours context deadlines, see New); Close
+// waits for no other answer from the server, so it returns that soon even
+// when the server hangs, and calls in flight on the client it closes fail.
+// On a client Close does not own, the Backend's last best-effort requests
+// (a release handed on, a queue left) may still be in flight: they end
+// within a second. Sessions are left to expire on the server (close them
+// first with CloseSession to free their leases at once). Close is
+// idempotent; every other method returns ErrClosed afterwards.
 func (b *Backend) Close() error {
 	if !b.closed.CompareAndSwap(false, true) {
 		return nil
@@ -328,7 +335,9 @@ func (b *Backend) Close() error {
 	b.notify.close()
 	driverLogs.remove(b.driverLog)
 	if b.ownsClient {
-		return wrapErr("close", b.client.Close())
+		err := b.client.Close()
+		b.notify.wait() // they fail at once on the closed client
+		return wrapErr("close", err)
 	}
 	return nil
 }
@@ -667,7 +676,8 @@ func (b *Backend) Holder(ctx context.Context, name string) (h simba.Holder, ok b
 // before the subscription is live, with the server's error when the
 // request fails, and with ErrClosed after Close. When ctx is done the
 // watch is dropped (the last watch of a name also takes the Backend out of
-// its queue) and the channel may never be closed.
+// its queue; a new watch of the name waits for that request, so that it
+// cannot undo the new watch's place) and the channel may never be closed.
 func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{}, error) {
 	if err := simba.ValidateName(name); err != nil {
 		return nil, err
@@ -713,11 +723,17 @@ func (b *Backend) passRelease(ctx context.Context, name string) {
 	}
 }
 
-// leaveQueue takes this Backend out of the queue of name once none of its
-// watches waits for it any more.
-func (b *Backend) leaveQueue(ctx context.Context, name string) {
-	if err := b.client.ZRem(ctx, b.waitersKey(name), b.notify.id).Err(); err != nil {
-		b.log.Debug("simbaredis: leaving the waiter queue failed", "name", name, "error", err)
+// leaveQueue takes this Backend out of the queues of names, in one round
+// trip, once none of its watches waits for them any more or it closes.
+func (b *Backend) leaveQueue(ctx context.Context, names ...string) {
+	_, err := b.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, name := range names {
+			p.ZRem(ctx, b.waitersKey(name), b.notify.id)
+		}
+		return nil
+	})
+	if err != nil {
+		b.log.Debug("simbaredis: leaving the waiter queue failed", "names", names, "error", err)
 	}
 }
 

@@ -42,18 +42,22 @@ type notifier struct {
 	// for another id is not for this one's waiters.
 	id string
 	// pass hands a wake this notifier has no waiter for on to the next
-	// in line; forget takes this notifier out of name's queue once its
-	// last waiter of name is gone. Both run on goroutines of their own,
-	// which close waits for.
-	pass, forget func(ctx context.Context, name string)
-	// tasks are the subscription goroutine and those of pass and forget,
-	// which run under ctx; close cancels it and waits for them.
+	// in line; forget takes this notifier out of the queues of names once
+	// its last waiter of them is gone. Both run on goroutines of their own
+	// (tasks), and close calls forget too.
+	pass   func(ctx context.Context, name string)
+	forget func(ctx context.Context, names ...string)
+	// sub is the subscription goroutine, tasks those of pass and forget;
+	// they run under ctx, which close cancels. close waits for sub; wait
+	// waits for tasks.
+	sub    sync.WaitGroup
 	tasks  sync.WaitGroup
 	ctx    context.Context
 	cancel context.CancelFunc
 
 	mu            sync.Mutex
 	waiters       map[string]map[*waiter]struct{}
+	forgets       map[string]chan struct{} // names whose forget task runs, closed when it ends
 	started       bool
 	closed        bool
 	ps            *redis.PubSub // the current subscription, closed by close
@@ -69,7 +73,9 @@ type waiter struct {
 	stop func() bool // deregisters the context.AfterFunc that drops it
 }
 
-func newNotifier(client redis.UniversalClient, channel, id string, log *slog.Logger, pass, forget func(context.Context, string)) *notifier {
+func newNotifier(client redis.UniversalClient, channel, id string, log *slog.Logger,
+	pass func(context.Context, string), forget func(context.Context, ...string),
+) *notifier {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &notifier{
 		client:  client,
@@ -80,30 +86,71 @@ func newNotifier(client redis.UniversalClient, channel, id string, log *slog.Log
 		forget:  forget,
 		health:  defaultHealthInterval,
 		waiters: make(map[string]map[*waiter]struct{}),
+		forgets: make(map[string]chan struct{}),
 		ready:   make(chan struct{}),
 		ctx:     ctx,
 		cancel:  cancel,
 	}
 }
 
-// taskTimeout bounds a pass or forget request.
-const taskTimeout = 5 * time.Second
+// taskTimeout bounds a pass or forget request. Those are best effort (a
+// wake they lose costs a candidate its next regular attempt), and a
+// Backend whose client is not its own does not wait for them in Close:
+// they end by this deadline on their own.
+const taskTimeout = time.Second
 
-// spawn runs f(name) on a goroutine of its own, unless f is nil or the
-// notifier is closed. n.mu must be held.
-func (n *notifier) spawn(f func(ctx context.Context, name string), name string) {
-	if f == nil || n.closed {
+// leaveTimeout bounds the one request of close that takes the notifier
+// out of the queues of the names it still watched or was leaving.
+const leaveTimeout = 250 * time.Millisecond
+
+// spawn runs f on a goroutine of its own, with a context that ends after
+// taskTimeout or with close, unless the notifier is closed. n.mu must be
+// held.
+func (n *notifier) spawn(f func(ctx context.Context)) {
+	if n.closed {
 		return
 	}
 	n.tasks.Go(func() {
 		ctx, cancel := context.WithTimeout(n.ctx, taskTimeout)
 		defer cancel()
-		f(ctx, name)
+		f(ctx)
+	})
+}
+
+// leaveLocked takes the notifier out of name's queue on the server, its
+// last waiter of name being gone, on a goroutine of its own. n.mu must be
+// held.
+//
+// Until that request is answered, n.forgets[name] is open and a new watch
+// of name waits for it before it queues the notifier again: the ZREM must
+// not land after the new watch's ZADD, which would leave the notifier out
+// of the queue while it watches. When a new watch of name registered
+// before the request was sent, none is sent: the notifier keeps its place.
+// A forget already under way covers a later one, since a watch registered
+// meanwhile has not queued the notifier yet.
+func (n *notifier) leaveLocked(name string) {
+	if n.forget == nil || n.closed || n.forgets[name] != nil {
+		return
+	}
+	done := make(chan struct{})
+	n.forgets[name] = done
+	n.spawn(func(ctx context.Context) {
+		n.mu.Lock()
+		if len(n.waiters[name]) == 0 {
+			n.mu.Unlock()
+			n.forget(ctx, name)
+			n.mu.Lock()
+		}
+		delete(n.forgets, name)
+		close(done)
+		n.mu.Unlock()
 	})
 }
 
 // watch registers a waiter for name that lives until it is woken or ctx
-// is done. It first waits, bounded by ctx, until the subscription is live.
+// is done. It first waits, bounded by ctx, until the subscription is live,
+// and then, when the notifier is leaving name's queue, until that request
+// is answered (see leaveLocked), so that the caller may queue it again.
 func (n *notifier) watch(ctx context.Context, name string) (<-chan struct{}, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -136,6 +183,19 @@ func (n *notifier) watch(ctx context.Context, name string) (<-chan struct{}, err
 	set[w] = struct{}{}
 	// Registered under n.mu: drop cannot run before w.stop is set.
 	w.stop = context.AfterFunc(ctx, func() { n.drop(w) })
+	if leaving := n.forgets[name]; leaving != nil {
+		n.mu.Unlock()
+		select {
+		case <-leaving:
+		case <-ctx.Done(): // w is dropped
+			n.mu.Lock()
+			return nil, ctx.Err()
+		case <-n.ctx.Done(): // closed: w was woken
+			n.mu.Lock()
+			return nil, ErrClosed
+		}
+		n.mu.Lock()
+	}
 	return w.ch, nil
 }
 
@@ -151,7 +211,7 @@ func (n *notifier) drop(w *waiter) {
 	delete(set, w)
 	if len(set) == 0 {
 		delete(n.waiters, w.name)
-		n.spawn(n.forget, w.name)
+		n.leaveLocked(w.name)
 	}
 }
 
@@ -193,8 +253,8 @@ func (n *notifier) message(channel, name string) {
 	switch {
 	case channel != n.own() || len(n.waiters[name]) > 0:
 		n.wakeLocked(name)
-	default:
-		n.spawn(n.pass, name)
+	case n.pass != nil:
+		n.spawn(func(ctx context.Context) { n.pass(ctx, name) })
 	}
 }
 
@@ -229,11 +289,16 @@ func (n *notifier) lost() {
 // start launches the subscription goroutine. n.mu must be held.
 func (n *notifier) start() {
 	n.started = true
-	n.tasks.Go(func() { n.run(n.ctx) })
+	n.sub.Go(func() { n.run(n.ctx) })
 }
 
-// close stops the subscription, waits for its goroutine and wakes every
-// waiter. It is idempotent.
+// close stops the subscription, waits for its goroutine, wakes every
+// waiter and takes the notifier out of the queues of the names it watched
+// or was leaving (their forget tasks are cancelled): a release must not be
+// handed to a notifier that is gone while live waiters queue behind it.
+// That is one request, waited for at most leaveTimeout; close waits for
+// no other answer of the server, and not for the pass and forget tasks
+// (see wait). It is idempotent.
 func (n *notifier) close() {
 	n.mu.Lock()
 	if n.closed {
@@ -243,6 +308,15 @@ func (n *notifier) close() {
 	n.closed = true
 	n.cancel()
 	ps := n.ps
+	var queued []string
+	for name := range n.waiters {
+		queued = append(queued, name)
+	}
+	for name := range n.forgets {
+		if n.waiters[name] == nil {
+			queued = append(queued, name)
+		}
+	}
 	n.wakeAllLocked()
 	if !n.live {
 		close(n.ready) // watches waiting for a subscription return ErrClosed
@@ -251,8 +325,17 @@ func (n *notifier) close() {
 	if ps != nil {
 		_ = ps.Close() // interrupts a blocked receive
 	}
-	n.tasks.Wait()
+	if len(queued) > 0 && n.forget != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+		n.forget(ctx, queued...)
+		cancel()
+	}
+	n.sub.Wait()
 }
+
+// wait waits for the pass and forget tasks, which end by their deadline,
+// or at once once the client is closed.
+func (n *notifier) wait() { n.tasks.Wait() }
 
 // setPS makes ps the current subscription, or reports false when the
 // notifier was closed meanwhile.

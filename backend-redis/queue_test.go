@@ -2,6 +2,7 @@ package simbaredis
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -93,5 +94,93 @@ func TestSubscribedAfterCloseIsIgnored(t *testing.T) {
 	}
 	if n.live {
 		t.Fatal("the notifier went live after close")
+	}
+}
+
+// TestCloseLeavesTheQueue: a Backend that closes while queued for a lease,
+// or right after its watch of it ended, leaves the lease's queue, so the
+// next release wakes the live waiter behind it (ADR 0011), rather than
+// being announced to the closed Backend's channel, where nobody listens.
+func TestCloseLeavesTheQueue(t *testing.T) {
+	url := serverURL(t)
+	for _, tt := range []struct {
+		give        string
+		cancelFirst bool // the application ends the watch, then closes
+	}{
+		{give: "while watching"},
+		{give: "right after its watch ended", cancelFirst: true},
+	} {
+		t.Run(tt.give, func(t *testing.T) {
+			prefix := testPrefix()
+			holder := openBackend(t, url, Options{KeyPrefix: prefix})
+			gone := openBackend(t, url, Options{KeyPrefix: prefix})
+			live := openBackend(t, url, Options{KeyPrefix: prefix})
+			ctx := callCtx(t)
+			g, err := holder.OpenSession(ctx, 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok := mustWin(t, holder, g.ID, "n").Token
+			gctx, gcancel := context.WithCancel(ctx)
+			defer gcancel()
+			watchSubscribed(gctx, t, gone, "n")
+			woken := watchSubscribed(ctx, t, live, "n")
+			if tt.cancelFirst {
+				gcancel()
+			}
+			if err := gone.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := holder.Release(ctx, g.ID, "n", tok); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-woken:
+			case <-time.After(2 * time.Second):
+				t.Fatalf("the live waiter was not woken 2s after the release; queue %v, closed Backend %s",
+					rawClient(t, url).ZRange(ctx, prefix+"waiters:n", 0, -1).Val(), gone.notify.id)
+			}
+		})
+	}
+}
+
+// TestRewatchStaysQueued: a watch of a name made right after the last
+// watch of it ended keeps the Backend in the lease's queue: the ZREM of
+// the watch that ended never lands after the new watch's queueing.
+func TestRewatchStaysQueued(t *testing.T) {
+	url := serverURL(t)
+	prefix := testPrefix()
+	holder := openBackend(t, url, Options{KeyPrefix: prefix})
+	w := openBackend(t, url, Options{KeyPrefix: prefix})
+	raw := rawClient(t, url)
+	ctx := callCtx(t)
+	g, err := holder.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWin(t, holder, g.ID, "n")
+	wctx, cancel := context.WithCancel(ctx)
+	watchSubscribed(wctx, t, w, "n")
+	missing := 0
+	const rounds = 100
+	for range rounds {
+		cancel()
+		for w.notify.count("n") != 0 { // dropped: its ZREM is on the way
+			time.Sleep(50 * time.Microsecond)
+		}
+		wctx, cancel = context.WithCancel(ctx)
+		if _, err := w.WatchRelease(wctx, "n"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond)
+		if err := raw.ZScore(ctx, prefix+"waiters:n", w.notify.id).Err(); errors.Is(err, redis.Nil) {
+			missing++
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	if missing > 0 {
+		t.Fatalf("the Backend was out of the queue after %d of %d watches made right after one ended", missing, rounds)
 	}
 }
