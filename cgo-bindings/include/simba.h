@@ -295,7 +295,10 @@ simba_status simba_client_open(const char *url, const simba_options *options, si
  * terms end, its session closes so that the backend frees every lease at
  * once, and its backend connection closes. The client's handle is freed at
  * once; the handles of its terms and elections when the close ends (before
- * the return, unless it timed out), whatever the status. timeout_ms bounds
+ * the return, unless it timed out), whatever the status, except that of an
+ * election's term, valid until its on_revoked returned. Called from outside
+ * a callback, it also waits for the callbacks and the release of an
+ * election whose simba_election_stop timed out. timeout_ms bounds
  * the whole call, callbacks and backend alike (0: do not wait, see the
  * top of this file): when it passes first, the
  * call returns SIMBA_ERR_TIMEOUT and the close goes on in the background
@@ -431,7 +434,9 @@ void simba_holder_clear(simba_holder *holder);
  * term to listener (copied), and stores the election's handle in
  * *out_election. user_data must stay valid until the last callback
  * returned: after a stop or close that returned SIMBA_OK, or, after one that
- * timed out, until the callback running then returned; prefer
+ * timed out, until the callback running then returned and the on_revoked of
+ * its term, which still follows an on_elected, returned too; a later
+ * simba_client_close that returns SIMBA_OK waits for them. Prefer
  * simba_election_start_ex, which says when.
  */
 simba_status simba_election_start(simba_handle client, const char *name, const simba_listener *listener,

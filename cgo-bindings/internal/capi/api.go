@@ -49,7 +49,10 @@ type clientRef struct {
 
 	mu     sync.Mutex
 	closed bool
-	owned  map[uint64]struct{} // terms and elections, freed with the client
+	owned  map[uint64]struct{} // lock terms and elections, freed with the client
+	// The adapters of the elections not released yet: started ones, and
+	// stopped ones whose stop still runs; a close waits for their release.
+	unreleased map[*adapter]struct{}
 }
 
 // own records h as freed with the client; it fails when the client was
@@ -68,6 +71,28 @@ func (cr *clientRef) disown(h uint64) {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	delete(cr.owned, h)
+}
+
+// ownElection records the election h as freed with the client, and its
+// adapter as one whose release the client's close waits for; it fails
+// when the client was closed meanwhile.
+func (cr *clientRef) ownElection(h uint64, a *adapter) bool {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if cr.closed {
+		return false
+	}
+	cr.owned[h] = struct{}{}
+	cr.unreleased[a] = struct{}{}
+	return true
+}
+
+// forget drops the adapter a, released or never started, from what the
+// client's close waits for.
+func (cr *clientRef) forget(a *adapter) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	delete(cr.unreleased, a)
 }
 
 type termRef struct {
@@ -203,17 +228,21 @@ func OpenClient(url string, o Options) (uint64, error) {
 		_ = b.Close()
 		return 0, err
 	}
-	return handles.add(&clientRef{c: c, b: b, hub: hub, owned: make(map[uint64]struct{})}), nil
+	return handles.add(&clientRef{c: c, b: b, hub: hub, owned: make(map[uint64]struct{}),
+		unreleased: make(map[*adapter]struct{})}), nil
 }
 
 // CloseClient closes the client: its elections stop, its terms end, its
 // session is closed so that the backend frees every lease at once, and its
 // backend is closed. The client's handle is freed at once; the handles of
-// its terms and elections when the close ends, whatever the outcome.
+// its lock terms and elections when the close ends, whatever the outcome;
+// the handle of an election's term after its revoked callback returned.
 // timeoutMS bounds the whole call: past it, the call returns a Timeout
 // error and the close goes on in the background. Once the close ended, no
-// callback of the client's elections starts. Called from a callback (cb
-// non-zero), it does not wait for that callback.
+// callback of the client's elections starts, and every Listener of them
+// was released, also that of an election whose stop timed out before.
+// Called from a callback (cb non-zero), it waits for no callback: the
+// Listeners are released once their callbacks returned.
 func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 	cr, wait, stop, err := ending[*clientRef](client, kindClient, "closed", timeoutMS)
 	if err != nil {
@@ -224,6 +253,12 @@ func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 	cr.closed = true
 	owned := cr.owned
 	cr.owned = nil
+	var unreleased []*adapter
+	if cb == 0 {
+		for a := range cr.unreleased {
+			unreleased = append(unreleased, a)
+		}
+	}
 	cr.mu.Unlock()
 	done := make(chan error, 1)
 	go func() {
@@ -234,6 +269,11 @@ func CloseClient(client uint64, timeoutMS int64, cb uint64) error {
 					er.ad.mute()
 				}
 			}
+		}
+		// A stop that timed out still runs: its callbacks, then the
+		// release, come before the close ends.
+		for _, a := range unreleased {
+			<-a.released
 		}
 		cr.hub.end() // the streams give their last events, then end
 		if berr := cr.b.Close(); berr != nil && err == nil {
@@ -473,17 +513,19 @@ type Listener interface {
 // OnElected reaches the Listener any more, and an OnRevoked only for a
 // term whose OnElected did (a stop called from a callback ends before the
 // engine delivers that term's OnRevoked), so callbacks stay paired
-// (R-CB-1). Released follows the last of them.
+// (R-CB-1). Released follows the last of them; released is closed once
+// it returned.
 type adapter struct {
-	ref *electionRef
-	h   uint64
-	l   Listener
+	ref      *electionRef
+	h        uint64
+	l        Listener
+	released chan struct{}
 
-	mu       sync.Mutex
-	shown    map[*simba.Term]bool // terms whose OnElected reached the Listener, until their OnRevoked did
-	running  int                  // callbacks in the Listener now
-	muted    bool                 // the stop ended: no OnElected starts
-	released bool                 // Released was called
+	mu      sync.Mutex
+	shown   map[*simba.Term]bool // terms whose OnElected reached the Listener, until their OnRevoked did
+	running int                  // callbacks in the Listener now
+	muted   bool                 // the stop ended: no OnElected starts
+	done    bool                 // Released was called
 }
 
 // enter reports whether the callback of t may start, and counts it.
@@ -523,13 +565,28 @@ func (a *adapter) mute() {
 
 func (a *adapter) releaseIfDone() {
 	a.mu.Lock()
-	release := a.muted && a.running == 0 && len(a.shown) == 0 && !a.released
+	release := a.muted && a.running == 0 && len(a.shown) == 0 && !a.done
 	if release {
-		a.released = true
+		a.done = true
 	}
 	a.mu.Unlock()
 	if release {
 		a.l.Released()
+		a.ref.client.forget(a)
+		close(a.released)
+	}
+}
+
+// abandon ends the adapter of an election whose start failed without
+// calling Released: a close that began meanwhile does not wait for it.
+func (a *adapter) abandon() {
+	a.mu.Lock()
+	abandoned := !a.done
+	a.done = true
+	a.mu.Unlock()
+	if abandoned {
+		a.ref.client.forget(a)
+		close(a.released)
 	}
 }
 
@@ -538,7 +595,10 @@ func (a *adapter) OnElected(ctx context.Context, t *simba.Term) {
 	a.ref.mu.Lock()
 	a.ref.terms[t] = th
 	a.ref.mu.Unlock()
-	a.ref.client.own(th) // freed with the client, should the revoked callback never come
+	// Not owned by the client: the handle stays valid until the revoked
+	// callback returned, also through a close of the client from the
+	// elected callback; OnRevoked, which the engine pairs with every
+	// OnElected (R-CB-1), frees it.
 	if !a.enter(t, true) {
 		return
 	}
@@ -553,10 +613,7 @@ func (a *adapter) OnRevoked(ctx context.Context, t *simba.Term, reason simba.Rev
 	th := a.ref.terms[t]
 	delete(a.ref.terms, t)
 	a.ref.mu.Unlock()
-	defer func() {
-		a.ref.client.disown(th)
-		handles.remove(th)
-	}()
+	defer handles.remove(th)
 	if !a.enter(t, false) {
 		return
 	}
@@ -582,13 +639,14 @@ func StartElection(client uint64, name string, l Listener) (uint64, error) {
 	}
 	ref := &electionRef{client: cr, el: cr.c.Election(name), terms: make(map[*simba.Term]uint64)}
 	h := handles.add(ref)
-	ref.ad = &adapter{ref: ref, h: h, l: l, shown: make(map[*simba.Term]bool)}
-	if !cr.own(h) {
+	ref.ad = &adapter{ref: ref, h: h, l: l, released: make(chan struct{}), shown: make(map[*simba.Term]bool)}
+	if !cr.ownElection(h, ref.ad) {
 		handles.remove(h)
 		return 0, fmt.Errorf("start %s: %w", name, simba.ErrClosed)
 	}
 	if err := ref.el.Start(ref.ad); err != nil {
 		cr.disown(h)
+		ref.ad.abandon()
 		handles.remove(h)
 		return 0, err
 	}
@@ -602,7 +660,9 @@ func StartElection(client uint64, name string, l Listener) (uint64, error) {
 // non-zero), it does not wait for that callback (R-CB-5), and the only
 // callback still to come is the OnRevoked of the term whose OnElected ran.
 // Otherwise, after a return without timeout no callback comes. The
-// Listener's Released follows the last one.
+// Listener's Released follows the last one. After a stop that timed out,
+// the callback running then returns, the OnRevoked of its term follows,
+// and the client's close waits for the Released.
 func StopElection(election uint64, timeoutMS int64, cb uint64) error {
 	er, wait, stop, err := ending[*electionRef](election, kindElection, "stopped", timeoutMS)
 	if err != nil {

@@ -126,3 +126,70 @@ func TestStopAndCloseOfZero(t *testing.T) {
 		t.Fatalf("close(0): status %v", st)
 	}
 }
+
+// TestCloseFromElectedKeepsTheTerm: a close of the client from on_elected
+// does not free the handle of the term whose callbacks still run: it is
+// valid in on_elected after the close and in its on_revoked.
+func TestCloseFromElectedKeepsTheTerm(t *testing.T) {
+	c, err := OpenClient(storeURL(), Options{LeaseMS: 3000})
+	wantStatus(t, "open", err, OK)
+	errs := make(chan error, 3)
+	r := &recorder{events: make(chan string, 16)}
+	r.onElect = func(_, term, cb uint64) {
+		errs <- CloseClient(c, 5000, cb)
+		_, err := Token(term)
+		errs <- err
+	}
+	r.revokeCB = func(_, term, _ uint64) {
+		_, err := Token(term)
+		errs <- err
+	}
+	_, err = StartElection(c, "leader", r)
+	wantStatus(t, "start", err, OK)
+	next(t, r.events, "elected 1")
+	wantStatus(t, "close from on_elected", <-errs, OK)
+	wantStatus(t, "token in on_elected after the close", <-errs, OK)
+	next(t, r.events, "revoked 1 STOPPED")
+	wantStatus(t, "token in on_revoked", <-errs, OK)
+	next(t, r.events, "released")
+	deadline := time.Now().Add(5 * time.Second)
+	for HandleCounts().Total() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	noHandles(t)
+}
+
+// TestCloseWaitsForATimedOutStop: after a stop that timed out while
+// on_elected blocks, a close of the client returns SIMBA_OK only after
+// that on_elected, its on_revoked and the release: the release is the
+// moment the caller may free what the callbacks use.
+func TestCloseWaitsForATimedOutStop(t *testing.T) {
+	c, err := OpenClient(storeURL(), Options{LeaseMS: 3000})
+	wantStatus(t, "open", err, OK)
+	unblock := make(chan struct{})
+	r := &recorder{events: make(chan string, 16), onElect: func(_, _, _ uint64) { <-unblock }}
+	el, err := StartElection(c, "leader", r)
+	wantStatus(t, "start", err, OK)
+	next(t, r.events, "elected 1")
+	wantStatus(t, "stop while on_elected blocks", StopElection(el, 50, 0), Timeout)
+	closed := make(chan error, 1)
+	go func() { closed <- CloseClient(c, 5000, 0) }()
+	select {
+	case err := <-closed:
+		t.Fatalf("close returned %v while on_elected of the stopped election still runs", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(unblock)
+	wantStatus(t, "close", <-closed, OK)
+	for _, want := range []string{"revoked 1 STOPPED", "released"} {
+		select {
+		case got := <-r.events:
+			if got != want {
+				t.Fatalf("callback %q, want %q", got, want)
+			}
+		default:
+			t.Fatalf("the close returned before %q", want)
+		}
+	}
+	noHandles(t)
+}
