@@ -271,7 +271,9 @@ def stats() -> Dict[str, int]:
 
 class CancelToken:
     """Cancels blocking acquisitions from another thread: pass it as cancel=
-    and call cancel(). A cancelled token stays cancelled."""
+    and call cancel(). A cancelled token stays cancelled; a closed one is
+    cancelled, and a call given it raises Cancelled. A token dropped without
+    close() is freed when it is collected."""
 
     def __init__(self) -> None:
         _lib.check_fork()
@@ -281,6 +283,8 @@ class CancelToken:
         self._mu = threading.Lock()
         self._cancelled = False
         self._linked: Set[int] = set()  # cancel handles of the waits that also end with this token
+        self._finalizer = weakref.finalize(self, _lib.lib().simba_cancel_free, self._h)
+        self._finalizer.atexit = False
 
     def cancel(self) -> None:
         with self._mu:
@@ -302,11 +306,25 @@ class CancelToken:
         with self._mu:
             self._linked.discard(h)
 
+    def _handle(self) -> int:
+        """The handle to pass to the library; raises Cancelled once the token
+        is closed, which cancelled it."""
+        h = self._h
+        if not h:
+            raise Cancelled(_errors.CANCELLED, "simba: the cancel token is closed, and a closed token is cancelled")
+        return h
+
     def close(self) -> None:
-        """Frees the token (it cancels it first); idempotent."""
-        if self._h:
-            h, self._h = self._h, 0
-            _lib.check(_lib.lib().simba_cancel_free(h))
+        """Frees the token (it cancels it first, with the waits given it);
+        idempotent."""
+        with self._mu:
+            self._cancelled = True
+            self._h = 0
+            for h in self._linked:
+                _lib.lib().simba_cancel(h)
+        st = self._finalizer()  # simba_cancel_free, once; None after the first
+        if st:
+            _lib.check(st)
 
     def __enter__(self) -> "CancelToken":
         return self
@@ -612,11 +630,12 @@ class Election:
         callback, it returns at once, and only the on_revoked of the term of
         that callback follows."""
         _lib.check_fork()
-        if not self._h or self._client.closed:
+        if self._client.closed:
             return
-        h = self._h
         with self._cond:
-            self._h = 0
+            h, self._h = self._h, 0  # under _cond: of two stops at once, one stops
+            if not h:
+                return
             self._cond.notify_all()
         self._client._elections.discard(self)
         _lib.check(_lib.lib().simba_election_stop(h, _lib.millis("timeout", timeout)))
@@ -787,8 +806,9 @@ def _run_interruptibly(
     nothing (a question to the backend) is not waited for: a driver may
     answer a cancel only at its own deadline."""
     lib = _lib.lib()
+    cancel_h = cancel._handle() if cancel else 0
     if threading.current_thread() is not threading.main_thread():
-        st = call(cancel._h if cancel else 0)
+        st = call(cancel_h)
         _lib.check(st)
         return
     own = _lib.handle(0)
@@ -900,6 +920,10 @@ class Client:
         h = _lib.handle()
         _lib.check(_lib.lib().simba_client_open(_lib.c_text("url", url, InvalidURL), ctypes.byref(opts), ctypes.byref(h)))
         self._h = h.value
+        # A client dropped without close() is closed when it is collected,
+        # without waiting: the close goes on in the background.
+        self._finalizer = weakref.finalize(self, _lib.lib().simba_client_close, self._h, 0)
+        self._finalizer.atexit = False
         _open_clients.add(self)
 
     def _check_open(self) -> None:
@@ -917,7 +941,7 @@ class Client:
         self._check_open()
         c_name = _lib.c_text("name", name, InvalidName)
         ms = _lib.millis("timeout", timeout)
-        cancel_h = cancel._h if cancel else 0
+        cancel_h = cancel._handle() if cancel else 0
         if 0 < ms <= _SLICE_MS or threading.current_thread() is not threading.main_thread():
             # A call bounded by one slice returns soon enough to see a
             # Ctrl-C, and only the main thread gets KeyboardInterrupt: wait
@@ -1264,17 +1288,19 @@ class Client:
         the background (a backend that cannot be reached frees the leases
         when the session expires, at most one lease later); a timeout of 0
         does not wait. A client still open at the interpreter's exit is
-        closed then."""
+        closed then; one dropped without close(), when it is collected."""
         _lib.check_fork()
         if self.closed:
             return
+        ms = _lib.millis("timeout", timeout)
         self.closed = True
         _open_clients.discard(self)
         for el in list(self._elections):
             with el._cond:
                 el._h = 0
                 el._cond.notify_all()
-        _lib.check(_lib.lib().simba_client_close(self._h, _lib.millis("timeout", timeout)))
+        self._finalizer.detach()
+        _lib.check(_lib.lib().simba_client_close(self._h, ms))
 
     def __enter__(self) -> "Client":
         return self

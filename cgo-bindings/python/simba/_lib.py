@@ -245,6 +245,10 @@ def take_string(p: ctypes.c_void_p) -> str:
         lib().simba_string_free(p)
 
 
+# The status of each exception class c_text raises.
+_STATUS_OF = {errors.InvalidURL: errors.INVALID_URL, errors.InvalidName: errors.INVALID_NAME}
+
+
 def c_text(what: str, value: str, exc: type) -> bytes:
     """Encodes a string for C. NUL characters cannot cross (C would cut the
     string there), so they raise exc; lone surrogates (bytes that are not
@@ -253,7 +257,9 @@ def c_text(what: str, value: str, exc: type) -> bytes:
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str, not {type(value).__name__}")
     if "\x00" in value:
-        raise exc(errors.INVALID_ARGUMENT, f"{what} {value!r} contains a NUL character")
+        # Not quoted: a URL's password would be in the message.
+        at = value.index("\x00")
+        raise exc(_STATUS_OF.get(exc, errors.INVALID_ARGUMENT), f"{what} contains a NUL character at offset {at}")
     return value.encode("utf-8", "surrogateescape")
 
 

@@ -31,6 +31,19 @@ def test_url_password_never_in_errors():
     assert "hunter2" not in str(e.value)
 
 
+def test_nul_errors_quote_no_password_and_keep_their_status(client):
+    with pytest.raises(simba.InvalidURL) as e:
+        simba.Client("redis://:s3cr3tPW@127.0.0.1:16379/0\x00")
+    assert "s3cr3tPW" not in str(e.value) and "offset 35" in str(e.value)
+    assert e.value.status == 3  # SIMBA_ERR_INVALID_URL
+    with pytest.raises(simba.InvalidName) as e:
+        client.acquire("a\x00b", timeout=1)
+    assert e.value.status == 2  # SIMBA_ERR_INVALID_NAME
+    with pytest.raises(simba.InvalidArgument) as e:
+        simba.Client("memory://x", identity="a\x00")
+    assert e.value.status == 1  # SIMBA_ERR_INVALID_ARGUMENT
+
+
 @pytest.mark.parametrize(
     "kwargs, exc",
     [

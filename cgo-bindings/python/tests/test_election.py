@@ -1,5 +1,6 @@
 import queue
 import threading
+import time
 
 import pytest
 
@@ -110,3 +111,27 @@ def test_failover_between_clients(memory_url):
         assert get(qb) == ("elected", 2)
         elb.stop()
         ela.stop()
+
+
+def test_stops_from_two_threads_stop_once(client):
+    """Two stops of one election at once: one stops it, the other returns,
+    neither raises (the second once raised BadHandle)."""
+    el = client.election("leader")
+    el.wait_elected(10)
+    errors = []
+
+    def stop():
+        try:
+            el.stop()
+        except simba.SimbaError as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=stop) for _ in range(2)]
+    with el._cond:  # both stops get as far as the election's lock
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+    for t in threads:
+        t.join(10)
+    assert errors == []
+    assert el.wait_released(10)

@@ -1,4 +1,6 @@
+import gc
 import threading
+import time
 
 import pytest
 
@@ -66,6 +68,72 @@ def test_cancel_token(memory_url):
             t.join(10)
             assert not t.is_alive()
             assert len(errors) == 1 and isinstance(errors[0], simba.Cancelled)
+
+
+def test_close_of_a_token_cancels_its_waits(memory_url):
+    """close() cancels the token first: a wait given it ends at once with
+    Cancelled, not at its timeout."""
+    with simba.Client(memory_url, lease=3) as a, simba.Client(memory_url, lease=3) as b:
+        with a.lock("job", timeout=5):
+            cancel = simba.CancelToken()
+            closer = threading.Timer(0.3, cancel.close)
+            closer.start()
+            start = time.monotonic()
+            with pytest.raises(simba.Cancelled):
+                b.acquire("job", timeout=3, cancel=cancel)  # on the main thread
+            assert time.monotonic() - start < 2
+            closer.join()
+
+
+def test_a_closed_token_stays_cancelled(memory_url, unique):
+    """A closed token is a cancelled one: every call given it raises
+    Cancelled at once, on the main thread and on others, instead of
+    waiting as if there were no token."""
+    with simba.Client(memory_url, lease=3) as a, simba.Client(memory_url, lease=3) as b:
+        with a.lock("job", timeout=5):
+            cancel = simba.CancelToken()
+            cancel.close()
+
+            def calls():
+                start = time.monotonic()
+                with pytest.raises(simba.Cancelled):
+                    b.acquire("job", timeout=3, cancel=cancel)
+                with pytest.raises(simba.Cancelled):
+                    b.try_acquire("job", cancel=cancel)
+                with pytest.raises(simba.Cancelled):
+                    b.holder("job", cancel=cancel)
+                with pytest.raises(simba.Cancelled):
+                    b.run_while_leader(unique, lambda term: None, timeout=3, cancel=cancel)
+                with pytest.raises(simba.Cancelled):
+                    b.run_group(unique, 2, lambda p, term: None, timeout=3, cancel=cancel)
+                assert time.monotonic() - start < 2
+
+            calls()
+            errors = []
+            t = threading.Thread(target=lambda: errors.extend(_failure(calls)))
+            t.start()
+            t.join(20)
+            assert not t.is_alive() and errors == []
+
+
+def _failure(fn):
+    try:
+        fn()
+    except BaseException as e:  # noqa: BLE001 - handed to the test's thread
+        return [e]
+    return []
+
+
+def test_dropped_token_and_client_are_freed(memory_url):
+    """A CancelToken and a Client dropped without close() free their
+    handles when collected (the client's close goes on in the background)."""
+    cancel = simba.CancelToken()
+    c = simba.Client(memory_url, lease=3)
+    c.acquire("job", timeout=5).close()
+    assert simba.stats()["cancels"] == 1 and simba.stats()["clients"] == 1
+    del cancel, c
+    gc.collect()
+    assert simba.stats()["cancels"] == 0 and simba.stats()["clients"] == 0
 
 
 def test_snapshot(client):
