@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,7 +51,9 @@ import (
 // masked (password, sslpassword, and any name that is or ends in password,
 // pwd, pass, secret, token, credential, auth ..., in any case:
 // backendkit.IsCredentialParam; not require_auth, whose value names
-// methods) and every other byte as written; pgx's other messages are
+// methods) and every other byte as written; a URL holding a '=' elsewhere
+// (sslmode=disable password=abc12: a credential inside another value) or
+// a '`' is not quoted at all. pgx's other messages are
 // masked of those values and of the password when they have 6 bytes or
 // more and are not numbers (backendkit.Maskable): a shorter one cannot be
 // told from an address or a port there, and pgx quotes neither.
@@ -149,19 +152,49 @@ func poolerHint(err error) error {
 // "cannot parse `URL`: why", with URL printed by backendkit.RedactURL:
 // pgx masks the password and the password and sslpassword parameters,
 // but not the other credentials' values, which may be too short for
-// backendkit.MaskText to look for. A message of another shape, or a URL
-// holding a '`' that would make the quoted part ambiguous, is returned as
-// it is.
+// backendkit.MaskText to look for. A URL that RedactURL would not print
+// without a credential (quotable), or that holds a '`' that would make the
+// quoted part ambiguous, is left out: "cannot parse the URL: why", why
+// being what follows the last "`: ", after every byte of the URL. A
+// message of another shape is returned as it is.
 func parseErrorMessage(msg string, u *url.URL, rawURL string) string {
-	const prefix = "cannot parse `"
+	const prefix, end = "cannot parse `", "`: "
 	rest, ok := strings.CutPrefix(msg, prefix)
-	if !ok || strings.Contains(rawURL, "`") {
+	switch {
+	case !ok:
 		return msg
+	case strings.Contains(rawURL, "`") || !quotable(u):
+		if i := strings.LastIndex(rest, end); i >= 0 {
+			return "cannot parse the URL: " + rest[i+len(end):]
+		}
+	default:
+		if _, why, ok := strings.Cut(rest, end); ok {
+			return prefix + backendkit.RedactURL(u) + end + why
+		}
 	}
-	if _, why, ok := strings.Cut(rest, "`: "); ok {
-		return prefix + backendkit.RedactURL(u) + "`: " + why
+	return "cannot parse the URL"
+}
+
+// quotable reports whether backendkit.RedactURL prints u without a
+// credential. It masks the password and the value of every credential
+// parameter, and prints the rest as written: a '=' there, as written or
+// percent-encoded, may be the separator of a credential it does not see,
+// however short (the value of sslmode in sslmode=disable password=abc12,
+// which pgx refuses as one more separator).
+func quotable(u *url.URL) bool {
+	parts := []string{u.User.Username(), u.Host, u.Path, u.RawPath}
+	for pair := range strings.SplitSeq(u.RawQuery, "&") {
+		key, value, _ := strings.Cut(pair, "=")
+		if k, err := url.QueryUnescape(key); err == nil {
+			key = k
+		}
+		if !backendkit.IsCredentialParam(key) { // a credential's value is masked whole
+			parts = append(parts, value)
+		}
 	}
-	return msg
+	return !slices.ContainsFunc(parts, func(p string) bool {
+		return strings.Contains(p, "=") || strings.Contains(strings.ToUpper(p), "%3D")
+	})
 }
 
 // connectError is Open's failure to reach the database or log in. It

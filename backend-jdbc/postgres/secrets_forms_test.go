@@ -127,3 +127,29 @@ func TestOpenParseErrorPrintsTheURLStructurally(t *testing.T) {
 		t.Errorf("Open(%q) = %v, want it to say %q", raw, err, want)
 	}
 }
+
+// TestOpenParseErrorQuotesNoCredentialInAValue: a URL that pgx cannot
+// parse and that holds a credential as key=value inside another part (the
+// value of sslmode in "sslmode=disable password=abc12", as written or
+// percent-encoded), or a '`', is not quoted: backendkit.RedactURL would
+// print that credential as written, and backendkit.MaskText does not look
+// for a short or numeric one. The error still says why.
+func TestOpenParseErrorQuotesNoCredentialInAValue(t *testing.T) {
+	const base = "postgres://u@127.0.0.1:1/db?"
+	tests := []struct {
+		give, secret, want string
+	}{
+		{give: base + "sslmode=disable password=abc12", secret: "abc12", want: "failed to parse as URL"},
+		{give: base + "sslmode=disable password=98761", secret: "98761", want: "failed to parse as URL"},
+		{give: base + "sslmode=disable%20password%3Dq7", secret: "q7", want: "sslmode is invalid"},
+		{give: base + "application_name=a%20pwd=zq9&connect_timeout=bogus", secret: "zq9", want: `parameter: "application_name"`},
+		{give: base + "x_auth=zz&application_name=`&connect_timeout=bogus", secret: "zz", want: "connect_timeout"},
+	}
+	for _, tt := range tests {
+		_, err := Open(context.Background(), tt.give, Options{Logger: slog.New(slog.DiscardHandler)})
+		if err == nil || !strings.Contains(err.Error(), "cannot parse the URL: ") || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Open(%q) = %v, want a parse error that quotes no URL and says %q", tt.give, err, tt.want)
+		}
+		backendtest.NoSecret(t, fmt.Sprintf("Open(%q)", tt.give), err, tt.secret)
+	}
+}
