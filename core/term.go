@@ -58,6 +58,10 @@ type Term struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	revoked bool
+	// endedBy is the session's local deadline when the term was revoked:
+	// the latest instant its work is waited for once the term is over,
+	// however long the session is renewed afterwards.
+	endedBy time.Time
 
 	// Leader work running on the term; the ordered handover waits for it.
 	workMu   sync.Mutex
@@ -160,6 +164,7 @@ func (t *Term) revoke(reason RevokeReason) bool {
 	t.reason.Store(int32(reason))
 	t.workMu.Lock()
 	t.revoked = true
+	t.endedBy = t.clock.deadlineTime()
 	cancel := t.cancel
 	t.workMu.Unlock()
 	if cancel != nil {
@@ -207,6 +212,15 @@ func (t *Term) working() bool {
 	t.workMu.Lock()
 	defer t.workMu.Unlock()
 	return t.workers > 0
+}
+
+// awaitEnded waits, after the term was revoked, until its work has exited
+// or the session's local deadline at the revoke has passed.
+func (t *Term) awaitEnded() {
+	t.workMu.Lock()
+	deadline := t.endedBy
+	t.workMu.Unlock()
+	t.awaitWork(deadline)
 }
 
 // awaitWork waits, after the term was revoked, until its work has exited

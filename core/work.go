@@ -268,7 +268,9 @@ func (w *workRunner) OnElected(_ context.Context, t *Term) {
 func (w *workRunner) OnRevoked(context.Context, *Term, RevokeReason) {}
 
 // awaitWork waits until the work of every term of w has exited, each
-// bounded by its term's deadline (R-HO-1). The terms have been revoked.
+// bounded by the deadline its term had when it was revoked (R-HO-1): a
+// session renewed since does not make it wait longer. The terms have been
+// revoked.
 func (w *workRunner) awaitWork() {
 	w.mu.Lock()
 	terms := make([]*Term, 0, len(w.active))
@@ -277,6 +279,6 @@ func (w *workRunner) awaitWork() {
 	}
 	w.mu.Unlock()
 	for _, t := range terms {
-		t.awaitWork(t.clock.deadlineTime())
+		t.awaitEnded()
 	}
 }

@@ -548,6 +548,41 @@ func TestRunWhileLeaderWaitsForTheWorkOfALostTerm(t *testing.T) {
 	}
 }
 
+// The wait for the work of a lost term is bounded by the deadline that
+// term had when it was revoked: the session renewed since, for other
+// terms or none, does not make RunWhileLeader wait longer for work that
+// ignores its ctx.
+func TestRunWhileLeaderWaitsForLostWorkOnlyUntilItsTermsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.New()
+		c := newClient(t, s.Connect())
+		lease := testConfig().LeaseDuration
+		revoked := make(chan time.Time, 1)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Election("job").RunWhileLeader(ctx, func(ctx context.Context, term *simba.Term) error {
+				s.TakeOver("job") // a live phantom holds it from now on
+				<-ctx.Done()
+				revoked <- time.Now()
+				time.Sleep(time.Hour) // ignores the end of its term
+				return nil
+			})
+		}()
+		at := <-revoked
+		time.Sleep(lease / 2) // keep-alives renew the session meanwhile
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("RunWhileLeader = %v", err)
+		}
+		if waited := time.Since(at); waited > lease {
+			t.Fatalf("RunWhileLeader returned %v after the term was revoked, past the %v its deadline was then at most", waited, lease)
+		}
+		time.Sleep(time.Hour) // the work returns at last
+	})
+}
+
 // Work that returns because its term's deadline passed (here: it sleeps
 // past it on a stalled connection) was interrupted, not failed: no
 // EventWorkFailed, and RunWhileLeader goes on to the next term.
