@@ -48,8 +48,12 @@ var envOf = map[string]string{
 func ConfigFromEnv() (simba.Config, error) { return ConfigFromLookup(os.LookupEnv) }
 
 // ConfigFromLookup is ConfigFromEnv with the variables read through lookup
-// instead of the environment: a map, flags, a secrets store.
+// instead of the environment: a map, flags, a secrets store. A nil lookup
+// is an error wrapping simba.ErrInvalidArgument.
 func ConfigFromLookup(lookup func(key string) (string, bool)) (simba.Config, error) {
+	if lookup == nil {
+		return simba.Config{}, fmt.Errorf("fxsimba: ConfigFromLookup: nil lookup function: %w", simba.ErrInvalidArgument)
+	}
 	var cfg simba.Config
 	get := func(key string) string {
 		v, _ := lookup(key)

@@ -57,6 +57,17 @@ func TestConfigFromLookup(t *testing.T) {
 	}
 }
 
+// TestConfigFromLookupNil: a nil lookup is an error, not a panic.
+func TestConfigFromLookupNil(t *testing.T) {
+	cfg, err := fxsimba.ConfigFromLookup(nil)
+	if !errors.Is(err, simba.ErrInvalidArgument) || !strings.Contains(err.Error(), "nil lookup") {
+		t.Errorf("error %v, want one about the nil lookup that matches simba.ErrInvalidArgument", err)
+	}
+	if cfg != (simba.Config{}) {
+		t.Errorf("config %+v with the error, want the zero Config", cfg)
+	}
+}
+
 func TestConfigFromLookupErrors(t *testing.T) {
 	tests := []struct {
 		name       string

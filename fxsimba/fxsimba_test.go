@@ -596,6 +596,44 @@ func noSessionFor(t *testing.T, store *memory.Server, d time.Duration) {
 	}
 }
 
+// shutdowner is an fx.Shutdowner outside fx.
+type shutdowner struct{}
+
+func (shutdowner) Shutdown(...fx.ShutdownOption) error { return nil }
+
+// TestModuleOutsideFxRefusesMissingParams: Module called with a Params
+// literal that lacks the Lifecycle, the Shutdowner or the Backend returns
+// an error wrapping simba.ErrInvalidArgument, not a panic now or, for the
+// Shutdowner, in a work's goroutine when the work fails.
+func TestModuleOutsideFxRefusesMissingParams(t *testing.T) {
+	backend := memory.New().Connect()
+	tests := []struct {
+		name string
+		give fxsimba.Params
+		want string
+	}{
+		{name: "no lifecycle", give: fxsimba.Params{Shutdowner: shutdowner{}, Backend: backend}, want: "Params.Lifecycle is nil"},
+		{name: "backend only", give: fxsimba.Params{Backend: backend}, want: "Params.Lifecycle is nil"},
+		{name: "no shutdowner", give: fxsimba.Params{Lifecycle: fxtest.NewLifecycle(t), Backend: backend}, want: "Params.Shutdowner is nil"},
+		{name: "no backend", give: fxsimba.Params{Lifecycle: fxtest.NewLifecycle(t), Shutdowner: shutdowner{}}, want: "nil simba.Backend"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := fxsimba.Module(tt.give)
+			if err == nil {
+				_ = res.Client.Close(context.Background())
+				t.Fatal("Module accepted the params")
+			}
+			if !strings.Contains(err.Error(), tt.want) || !errors.Is(err, simba.ErrInvalidArgument) {
+				t.Errorf("error %q, want one saying %q that matches simba.ErrInvalidArgument", err, tt.want)
+			}
+			if res.Client != nil {
+				t.Error("Module returned a client with its error")
+			}
+		})
+	}
+}
+
 // A session lives only between a successful start and the stop: an app
 // that fails before Simba's start hook ran (at fx.New, or in a start hook
 // that runs before Simba's) opens none and leaves nothing running.

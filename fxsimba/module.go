@@ -26,10 +26,12 @@ const (
 // failed while it ran.
 const ExitCode = 1
 
-// Params is what Module takes from the graph. Only the Backend is
-// required; the zero Config means the defaults, and a missing Logger means
-// slog.Default for this package's own lines and core's quiet default for
-// the client's.
+// Params is what Module takes from the graph. The Lifecycle and the
+// Shutdowner, which fx provides, and the Backend are required: Module
+// returns an error wrapping simba.ErrInvalidArgument when one is nil (as
+// when Module is called outside fx with a Params literal). The zero Config
+// means the defaults, and a missing Logger means slog.Default for this
+// package's own lines and core's quiet default for the client's.
 type Params struct {
 	fx.In
 
@@ -90,6 +92,12 @@ type Result struct {
 // RunWhileLeader work that returns nil has finished: that is logged, and the
 // app goes on.
 func Module(p Params) (Result, error) {
+	if p.Lifecycle == nil {
+		return Result{}, fmt.Errorf("fxsimba: Params.Lifecycle is nil: %w", simba.ErrInvalidArgument)
+	}
+	if p.Shutdowner == nil {
+		return Result{}, fmt.Errorf("fxsimba: Params.Shutdowner is nil: %w", simba.ErrInvalidArgument)
+	}
 	if p.Backend == nil {
 		return Result{}, fmt.Errorf("fxsimba: the graph provides a nil simba.Backend: %w", simba.ErrInvalidArgument)
 	}
