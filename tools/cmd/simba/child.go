@@ -89,6 +89,17 @@ func lookCommand(program string) (string, int, error) {
 	}
 }
 
+// startFailureCode is the exit code for err of startChild, as a shell
+// reports it: exitNotFound for a program that is gone (removed after
+// lookCommand found it, at a later term of simba leader, say),
+// exitCannotRun for one that is there but cannot run.
+func startFailureCode(err error) int {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) {
+		return exitNotFound
+	}
+	return exitCannotRun
+}
+
 // safetyGap is how long the backend keeps a lease after the local deadline
 // of the session that holds it has passed (R-DL-1): the deadline,
 // sentAt + lease*(1-drift) - margin, comes lease*drift + margin before the

@@ -25,6 +25,7 @@ type clientFlags struct {
 	connectTimeout time.Duration
 	migrate        bool
 	tablePrefix    string // SQL: "" for the backends' default, simba_
+	tablePrefixSet bool   // --table-prefix given, "" included
 	verbose        bool
 	identity       string // "" for the client's default, HOST:PID
 }
@@ -38,8 +39,11 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 		"session lease: how long the backend keeps this node's leases after its last keep-alive")
 	fs.DurationVar(&c.connectTimeout, "connect-timeout", 10*time.Second, "how long connecting to the backend may take")
 	fs.BoolVar(&c.migrate, "migrate", false, "PostgreSQL and MySQL: create the tables when they are missing")
-	fs.StringVar(&c.tablePrefix, "table-prefix", "", "PostgreSQL and MySQL: `PREFIX` of the table names, "+
-		"the TablePrefix of the applications sharing them (default simba_)")
+	fs.Func("table-prefix", "PostgreSQL and MySQL: `PREFIX` of the table names, "+
+		"the TablePrefix of the applications sharing them (default simba_; an empty PREFIX is bad usage)", func(v string) error {
+		c.tablePrefix, c.tablePrefixSet = v, true
+		return nil
+	})
 	fs.BoolVar(&c.verbose, "verbose", false, "log the client's debug records on stderr")
 	fs.Func("identity", "identity `ID` of this node's session, which other nodes see as the holder of its leases "+
 		"(simba status --holder): 1 to "+fmt.Sprint(simba.MaxIdentity)+" bytes of printable UTF-8 (default: HOST:PID)",
@@ -83,9 +87,9 @@ func (n *node) warnInProcessThat(a *app, cmd, consequence string) {
 
 // connect opens the backend and a client on it. On failure it has printed
 // the error and returns the exit code: exitUsage for a missing or bad URL,
-// lease or table prefix (a lease above the backend's maximum included),
-// exitConfig for tables that are missing or outdated, exitUnavailable for
-// a backend that cannot be reached.
+// lease or table prefix (a lease above the backend's maximum and an empty
+// --table-prefix included), exitConfig for tables that are missing or
+// outdated, exitUnavailable for a backend that cannot be reached.
 func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...simba.Option) (*node, int) {
 	rawURL := c.backend
 	if c.backendSet && rawURL == "" {
@@ -98,6 +102,11 @@ func (c *clientFlags) connect(ctx context.Context, a *app, cmd string, opts ...s
 	if rawURL == "" {
 		return nil, a.usageError(cmd, errors.New("no backend: give --backend URL or set "+backendEnv+
 			" (memory:// for a trial in this process only)"))
+	}
+	if c.tablePrefixSet && c.tablePrefix == "" {
+		// --table-prefix "$PREFIX" of an unset variable: not the default
+		// prefix, whose tables may be another application's.
+		return nil, a.usageError(cmd, errors.New("--table-prefix is empty: give a table prefix, or leave the flag out for simba_"))
 	}
 	u := parseBackendURL(rawURL)
 	// From here on no line simba prints, a driver's message or a log

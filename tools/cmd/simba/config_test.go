@@ -88,6 +88,26 @@ func TestTablePrefixIsForSQLOnly(t *testing.T) {
 	}
 }
 
+// TestEmptyTablePrefixIsBadUsage: an empty --table-prefix, as
+// --table-prefix "$PREFIX" of an unset variable gives, is bad usage
+// reported before the backend is contacted, never the default prefix,
+// whose tables may be another application's.
+func TestEmptyTablePrefixIsBadUsage(t *testing.T) {
+	const url = "postgres://u@127.0.0.1:1/db?sslmode=disable"
+	for _, args := range [][]string{
+		{"status", "--backend", url, "--connect-timeout", "300ms", "--table-prefix", ""},
+		{"status", "--backend", url, "--connect-timeout", "300ms", "--table-prefix="},
+		{"lock", "--backend", url, "--connect-timeout", "300ms", "--table-prefix", "", "job", "--", "true"},
+		{"leader", "--backend", url, "--connect-timeout", "300ms", "--table-prefix=", "job", "--", "true"},
+	} {
+		r := runSimba(t, args...)
+		want := "simba " + args[0] + ": --table-prefix is empty"
+		if r.code != exitUsage || !strings.Contains(r.stderr, want) || r.stdout != "" {
+			t.Errorf("%q: exit code %d, stdout %q, stderr %q; want %d and %q", args, r.code, r.stdout, r.stderr, exitUsage, want)
+		}
+	}
+}
+
 // TestHelpListsConfigurationExitCode: every command that opens a client
 // documents 78.
 func TestHelpListsConfigurationExitCode(t *testing.T) {

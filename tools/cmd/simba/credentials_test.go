@@ -19,6 +19,8 @@ var credentialKeys = []string{
 	"password", "Password", "PASSWORD", "pass", "passwd", "pwd", "sslpassword", "sentinel_password",
 	"sentinelPassword", "sentinel-password", "requirepass", "auth_token", "client_secret", "auth", "x_auth",
 	"api_key", "access_token",
+	// Percent-encoded, as the drivers decode them.
+	"pass%77ord", "%50ASSWORD", "sslpass%77ord", "pass%57ord",
 }
 
 // credentialURLs are backend URLs, and a DSN and a keyword/value string,
@@ -117,6 +119,8 @@ func TestStatusShowsNoCredential(t *testing.T) {
 		// The test server trusts its users: the password is not checked.
 		pg + "&password=" + credentialSecret,
 		pg + "&sslpassword=" + credentialSecret,
+		pg + "&pass%77ord=" + credentialSecret,
+		pg + "&sslpass%77ord=" + credentialSecret,
 		"zk://simba:" + credentialSecret + "@" + zk + "/simba-cli-test",
 	} {
 		for _, format := range []string{"table", "json"} {

@@ -55,8 +55,9 @@ const (
   1                simba itself failed
   2                bad usage: unknown flag, missing NAME or COMMAND, invalid
                    name, bad backend URL (scheme, host or port), --lease above
-                   the backend's maximum (24h on PostgreSQL and MySQL),
-                   --table-prefix on a backend without tables
+                   the backend's maximum (24h on PostgreSQL and MySQL), an
+                   empty --table-prefix, --table-prefix on a backend without
+                   tables
 `
 	exitCodesLast = `  78               the backend is not set up: PostgreSQL or MySQL tables of
                    --table-prefix missing or outdated (create them with
@@ -119,7 +120,7 @@ func runLeader(ctx context.Context, a *app, args []string) int {
 		ch, err := startChild(a, c, t)
 		if err != nil {
 			a.report(cmd, "start %s: %v", argv[0], err)
-			return exitCannotRun
+			return startFailureCode(err)
 		}
 		select {
 		case <-ch.done:

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,5 +66,28 @@ func TestLeaderCommandNotFound(t *testing.T) {
 	r := runSimba(t, "leader", "--backend", memoryURL(t), "scheduler", "--", "simba-no-such-command")
 	if r.code != exitNotFound || !strings.Contains(r.stderr, "not found") {
 		t.Errorf("exit code %d, stderr %q; want %d", r.code, r.stderr, exitNotFound)
+	}
+}
+
+// TestLeaderCommandGoneAtALaterTerm: a command found at start but removed
+// before a later term is not found (127), as a shell reports it, not
+// "not executable" (126).
+func TestLeaderCommandGoneAtALaterTerm(t *testing.T) {
+	link := filepath.Join(t.TempDir(), "command")
+	if err := os.Symlink(helper(t)[0], link); err != nil {
+		t.Fatal(err)
+	}
+	url := memoryURL(t)
+	store := memoryStore(t, strings.TrimPrefix(url, "memory://"))
+	inv := start(t, "leader", "--backend", url, "--lease", "1s", "scheduler", "--", link, "wait")
+	inv.waitOutput(t, "started token=1\n", 10*time.Second)
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	id, _, _ := store.Owner("scheduler")
+	store.ExpireSession(id)
+	r := inv.wait(t, 10*time.Second)
+	if r.code != exitNotFound {
+		t.Errorf("exit code %d, want %d; stderr %q", r.code, exitNotFound, r.stderr)
 	}
 }

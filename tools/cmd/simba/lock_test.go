@@ -297,6 +297,52 @@ func TestLockCommandThatCannotRun(t *testing.T) {
 	}
 }
 
+// TestLockCommandChangedWhileWaiting: a command found at start but
+// removed while simba waited for the lock is not found (127), as a shell
+// reports it, not "not executable" (126); one made not executable is 126.
+func TestLockCommandChangedWhileWaiting(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(path string) error
+		want   int
+	}{
+		{"removed", os.Remove, exitNotFound},
+		{"made not executable", func(path string) error { return os.Chmod(path, 0o644) }, exitCannotRun},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "command")
+			if err := os.WriteFile(path, []byte("#!/bin/sh\necho ran\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			url := memoryURL(t)
+			store := memoryStore(t, strings.TrimPrefix(url, "memory://"))
+			store.TakeOver("job")
+			inv := start(t, "lock", "--backend", url, "job", "--", path)
+			// The session opens after simba found the command.
+			deadline := time.Now().Add(10 * time.Second)
+			for len(store.Sessions()) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("simba opened no session; stderr %q", inv.stderr.String())
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			if err := tt.change(path); err != nil {
+				t.Fatal(err)
+			}
+			id, _, _ := store.Owner("job")
+			store.ExpireSession(id)
+			r := inv.wait(t, 10*time.Second)
+			if r.code != tt.want || r.stdout != "" {
+				t.Errorf("exit code %d, stdout %q, want %d; stderr %q", r.code, r.stdout, tt.want, r.stderr)
+			}
+			if tok := store.LastToken("job"); tok != 2 {
+				t.Errorf("last token %d, want 2: simba did not take the lock before it started the command", tok)
+			}
+		})
+	}
+}
+
 func TestLockReadsBackendFromEnvironment(t *testing.T) {
 	url := memoryURL(t)
 	var stdout, stderr syncBuffer

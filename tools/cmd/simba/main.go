@@ -19,10 +19,11 @@
 //
 // Exit codes: 0 success; 1 failure of simba itself; 2 bad usage (unknown
 // command or flag, missing argument, bad URL, name or identity, --lease
-// above the backend's maximum, --table-prefix on a backend without tables;
-// status --holder on a backend that cannot tell who holds a lease); 69
-// backend unavailable, at start or until --timeout; 75 lock held elsewhere
-// until --timeout; 76 lock or leadership lost while the command ran; 78
+// above the backend's maximum, an empty --table-prefix, --table-prefix on a
+// backend without tables; status --holder on a backend that cannot tell who
+// holds a lease); 69 backend unavailable, at start or until --timeout; 75
+// lock held elsewhere until --timeout; 76 lock or leadership lost while the
+// command ran; 78
 // backend not set up (SQL tables missing or outdated: --migrate creates
 // them; the URL's database missing; the tables refused to its user); 126 command not executable; 127 command not found; 128+N the command died of signal N, or simba was stopped by
 // signal N (SIGINT, SIGTERM, SIGHUP, SIGQUIT) while no command ran.

@@ -127,8 +127,10 @@ func userinfoEnd(scheme, rest string) int {
 
 // passwordValue returns the offset in s of the value of the first
 // parameter that names a credential (a name backendkit.IsCredentialParam
-// accepts, after the start, '?', '&', ';' or a space, and before '='), or
-// -1.
+// accepts once percent-decoded, after the start, '?', '&', ';' or a space,
+// and before '='), or -1. The name is decoded as the drivers decode it
+// (pgx takes "pass%77ord" for "password"); a name that does not decode
+// counts as a credential's.
 func passwordValue(s string) int {
 	for i := 0; i < len(s); i++ {
 		if i > 0 && strings.IndexByte("?&; ", s[i-1]) < 0 {
@@ -138,7 +140,8 @@ func passwordValue(s string) int {
 		if end <= 0 || s[i+end] != '=' {
 			continue
 		}
-		if backendkit.IsCredentialParam(s[i : i+end]) {
+		name, err := url.QueryUnescape(s[i : i+end])
+		if err != nil || backendkit.IsCredentialParam(name) {
 			return i + end + 1
 		}
 	}

@@ -72,11 +72,11 @@ Exit codes:
   1    simba itself failed
   2    bad usage: unknown flag or format, invalid lease name or identity, bad
        backend URL, --lease above the backend's maximum (24h on PostgreSQL
-       and MySQL), --table-prefix on a backend without tables; or --holder
-       on a backend that cannot tell who holds a lease (nothing is printed
-       then); a bad --prefix, --limit or --after, or one without --list, or
-       --list on a backend that cannot list leases or an --after it refuses
-       (nothing is printed then either)
+       and MySQL), an empty --table-prefix, --table-prefix on a backend
+       without tables; or --holder on a backend that cannot tell who holds
+       a lease (nothing is printed then); a bad --prefix, --limit or
+       --after, or one without --list, or --list on a backend that cannot
+       list leases or an --after it refuses (nothing is printed then either)
   69   the backend cannot be reached, no session opened within --timeout, or
        a holder or the page could not be read within --timeout (the rest is
        printed anyway)
