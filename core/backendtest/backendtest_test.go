@@ -73,6 +73,8 @@ var mutants = map[string][]string{
 	"holder-outlives-expiry":    {"HolderReader"},
 	"keepalive-cost-grows":      {"KeepAliveCost"},
 	"permits-unchecked":         {"PermitsAtMostN", "PermitsMismatch", "PermitsRace"},
+	"release-lost-when-busy":    {"ConcurrentCallsOfOneSession"},
+	"owned-by-anyone":           {"OpenSessionGrantsFreshIDs", "LeaseHeldByOtherSessionNotWon"},
 }
 
 // TestSuiteCatchesBrokenBackends runs the suite against backends with one
@@ -146,6 +148,10 @@ func TestMutants(t *testing.T) {
 	}
 }
 
+// busyLeases is how many names a session of release-lost-when-busy wins
+// before its releases are lost.
+const busyLeases = 20
+
 // mutant is a memory connection with one defect, named by kind.
 type mutant struct {
 	*memory.Conn
@@ -155,7 +161,7 @@ type mutant struct {
 	gate *gate
 
 	mu    sync.Mutex
-	won   map[simba.SessionID]map[string]uint64 // for lists-lost-leases and keepalive-cost-grows
+	won   map[simba.SessionID]map[string]uint64 // for lists-lost-leases, keepalive-cost-grows and release-lost-when-busy
 	swept bool                                  // for sweep-forgets-tokens: a sweep ran
 	leak  chan struct{}                         // closed when the test ends, for close-leaks-goroutine
 	work  atomic.Int64                          // the store's work for this connection: one a call, for KeepAliveCost
@@ -336,6 +342,17 @@ func (m *mutant) KeepAlive(ctx context.Context, s simba.SessionID, req simba.Kee
 	switch {
 	case m.kind == "revives" && errors.Is(err, simba.ErrSessionExpired):
 		return simba.KeepAliveReply{Remaining: lease}, nil
+	case m.kind == "owned-by-anyone" && err == nil:
+		// It reports the holder's token of every unsure name, whoever
+		// holds it.
+		for _, name := range req.Unsure {
+			if _, tok, ok := m.srv.Owner(name); ok {
+				if r.Owned == nil {
+					r.Owned = map[string]uint64{}
+				}
+				r.Owned[name] = tok
+			}
+		}
 	case m.kind == "lists-lost-leases" && err == nil:
 		// It answers from what its replies won, as a backend that keeps a
 		// record of its own would, blind to a lease lost since.
@@ -397,7 +414,7 @@ func (m *mutant) Acquire(ctx context.Context, s simba.SessionID, name string) (s
 		m.gate.mu.Lock()
 		m.gate.terms[name] = simba.Holder{Session: s, Token: r.Token}
 		m.gate.mu.Unlock()
-	case (m.kind == "lists-lost-leases" || m.kind == "keepalive-cost-grows") && r.Won:
+	case (m.kind == "lists-lost-leases" || m.kind == "keepalive-cost-grows" || m.kind == "release-lost-when-busy") && r.Won:
 		m.mu.Lock()
 		if m.won[s] == nil {
 			m.won[s] = make(map[string]uint64)
@@ -418,6 +435,16 @@ func (m *mutant) Release(ctx context.Context, s simba.SessionID, name string, to
 	owner, current, ok := m.srv.Owner(name)
 	if m.kind == "unknown-release-fails" && !slices.Contains(m.srv.Sessions(), s) {
 		return errors.New("release: no such session")
+	}
+	if m.kind == "release-lost-when-busy" {
+		// A session that won many names loses its releases, as a store
+		// that drops requests under load while answering them.
+		m.mu.Lock()
+		busy := len(m.won[s]) >= busyLeases
+		m.mu.Unlock()
+		if busy {
+			return nil
+		}
 	}
 	switch {
 	case m.kind == "release-ignores-token" && ok && owner == s:

@@ -12,10 +12,13 @@ import (
 )
 
 // testOpenSession: ids are non-empty and never repeat, grants lie in
-// (0, Lease], and a fresh session owns nothing.
+// (0, Lease], and a fresh session owns nothing, not even the lease the
+// session opened before it holds, which it asks about as unsure.
 func testOpenSession(e *env) {
 	a, b := e.node(), e.node()
+	n := e.name("n")
 	seen := make(map[simba.SessionID]bool)
+	var prev *session
 	for i := range 6 {
 		node := a
 		if i%2 == 1 {
@@ -26,9 +29,15 @@ func testOpenSession(e *env) {
 			e.t.Fatalf("OpenSession returned session id %s twice", s.id)
 		}
 		seen[s.id] = true
+		s.touched[n] = true
 		r := s.keepAlive()
 		s.wantLeases(r, nil, "a fresh session owns no lease")
 		s.wantGroups(r, nil, "a fresh session is in no group")
+		if prev != nil {
+			prev.release(n, prev.held[n])
+		}
+		s.win(n)
+		prev = s
 	}
 }
 
