@@ -141,7 +141,9 @@ func RedactURL(u *url.URL) string {
 // [MaskError]: the password of its user information and the value of every
 // credential parameter, each as written and percent-decoded, without
 // duplicates or empty strings. A value that a ';' may end is returned
-// whole and up to that ';'.
+// whole and up to that ';', and so is the value of every credential
+// parameter that follows a ';' in the same pair (password=a;password=b),
+// which a parser that splits there reads.
 func URLSecrets(u *url.URL) []string {
 	if u == nil {
 		return nil
@@ -167,10 +169,18 @@ func URLSecrets(u *url.URL) []string {
 		if cred < 0 {
 			return
 		}
-		_, value, _ := strings.Cut(pair[cred:], "=")
-		add(value)
-		if before, _, cut := strings.Cut(value, ";"); cut {
-			add(before)
+		// A parser that splits the pair at ';' reads the value of every
+		// credential part (password=a;password=b, password=a;token=b).
+		for off := cred; off < len(pair); {
+			part, _, _ := strings.Cut(pair[off:], ";")
+			if key, _, ok := strings.Cut(part, "="); ok && IsCredentialParam(unescapeKey(key)) {
+				value := pair[off+len(key)+1:]
+				add(value)
+				if before, _, cut := strings.Cut(value, ";"); cut {
+					add(before)
+				}
+			}
+			off += len(part) + 1
 		}
 	})
 	return out

@@ -93,6 +93,9 @@ func TestURLSecrets(t *testing.T) {
 		{"redis://u:p%40ss@h/0", []string{"p@ss"}},
 		{"redis://h/0?password=a%26b&protocol=9&auth_token=" + secret, []string{"a%26b", "a&b", secret}},
 		{"redis://h/0?a=1;password=ab;cd", []string{"ab;cd", "ab"}},
+		// A parser that splits at ';' reads every credential of the pair.
+		{"redis://h/0?password=ab;password=" + secret, []string{"ab;password=" + secret, "ab", secret}},
+		{"redis://h/0?x=1;password=ab;auth_token=" + secret + ";y=2", []string{"ab;auth_token=" + secret + ";y=2", "ab", secret + ";y=2", secret}},
 		{"mysql://u@h/db?allowCleartextPasswords=1&require_auth=md5&x_auth=1", []string{"1"}},
 		{"redis://u@h/0?password=", nil},
 	}

@@ -22,9 +22,10 @@
 // lives as long as the process. It is for tests, demos and a first try,
 // never for nodes in different processes.
 //
-// Tokens per name start at 1 and grow by one per term; lease records are
-// never deleted, so a token is never reused. Session identifiers are 128
-// random bits in hex.
+// Tokens per name start at 1 and grow by one per term; only
+// [Server.Sweep] deletes lease records, and it raises a floor that the
+// next term of a swept name starts above, so a token is never reused.
+// Session identifiers are 128 random bits in hex.
 package memory
 
 import (
