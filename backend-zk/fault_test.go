@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,6 +73,39 @@ func TestExpiresWithoutKeepAlive(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	wantExpiredForever(t, b, a)
+}
+
+// TestIdleSessionAfterOpenExpires: a session opened and then left alone
+// (no call at all, not even a keep-alive) must expire after its timeout.
+// The read deadline armed while the connect response was read must not
+// outlive the handshake: it would end the idle connection after one
+// response timeout, and the reconnect would renew the session on the
+// server (R-SES-3).
+func TestIdleSessionAfterOpenExpires(t *testing.T) {
+	var dials atomic.Int32
+	b, _ := newTestBackend(t, Options{Dialer: func(ctx context.Context, network, address string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, address)
+	}})
+	const timeout = 3 * time.Second
+	g, err := b.OpenSession(ctx(t), timeout)
+	if err != nil {
+		t.Fatalf("OpenSession: %v", err)
+	}
+	if g.Remaining != timeout {
+		t.Skipf("server negotiated %v, want %v", g.Remaining, timeout)
+	}
+	// Past the timeout (and the server's tick), before a second response
+	// timeout would have ended a reconnected connection again.
+	const idle = timeout * 13 / 10
+	time.Sleep(idle)
+	if n := dials.Load(); n != 1 {
+		t.Errorf("an idle session dialed %d times in %v, want once: a reconnect renews it", n, idle)
+	}
+	_, err = b.KeepAlive(ctx(t), g.ID, simba.KeepAliveRequest{})
+	if !errors.Is(err, simba.ErrSessionExpired) {
+		t.Fatalf("KeepAlive %v after the open of a %v session never renewed = %v, want ErrSessionExpired", idle, timeout, err)
+	}
 }
 
 func TestKeepAliveKeepsSession(t *testing.T) {

@@ -148,20 +148,26 @@ func (c *sessionConn) scan(b []byte) {
 			id := int64(binary.BigEndian.Uint64(c.head[12:20]))
 			c.handshake.Store(false)
 			c.s.connected(id, timeout)
+			// The deadline the connect wait armed must not outlive it: on
+			// an idle connection it would end the connection, and the
+			// reconnect would renew the session.
+			c.rearm(0)
 		case int32(binary.BigEndian.Uint32(c.head[4:8])) >= 0: // a reply, not an event
 			c.answered()
 		}
 	}
 }
 
-// answered re-arms the read deadline after a reply: cleared when nothing
-// is pending, one response timeout from now otherwise.
-func (c *sessionConn) answered() {
+// answered re-arms the read deadline after a reply (see rearm).
+func (c *sessionConn) answered() { c.rearm(1) }
+
+// rearm takes the given number of replies off the pending requests and
+// re-arms the read deadline: cleared when nothing is pending, one
+// response timeout from now otherwise.
+func (c *sessionConn) rearm(replies int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.outstanding > 0 {
-		c.outstanding--
-	}
+	c.outstanding = max(0, c.outstanding-replies)
 	if c.outstanding == 0 {
 		_ = c.Conn.SetReadDeadline(time.Time{})
 	} else {

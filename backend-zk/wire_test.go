@@ -98,3 +98,23 @@ func TestWireDropsPingsAndArmsDeadline(t *testing.T) {
 		t.Fatal("the client's read deadline was applied after the handshake")
 	}
 }
+
+func TestWireHandshakeDeadlineEndsWithIt(t *testing.T) {
+	s := newWireSession()
+	s.timeout.Store(int64(3 * time.Second))
+	rc := &recordConn{}
+	c := &sessionConn{Conn: rc, s: s}
+	c.handshake.Store(true)
+	_ = c.SetReadDeadline(time.Time{}) // the client, between the length and the rest of the connect response
+	if rc.deadline.IsZero() {
+		t.Fatal("no read deadline while connecting, want one response timeout")
+	}
+	connect := binary.BigEndian.AppendUint32(nil, 0)         // protocol version
+	connect = binary.BigEndian.AppendUint32(connect, 3000)   // timeout ms
+	connect = binary.BigEndian.AppendUint64(connect, 0x1234) // session id
+	connect = binary.BigEndian.AppendUint32(connect, 16)     // password length
+	c.scan(packet(append(connect, make([]byte, 16)...)))
+	if !rc.deadline.IsZero() {
+		t.Fatalf("read deadline %v after the connect response with nothing pending, want none: an idle connection would end and its reconnect renew the session", rc.deadline)
+	}
+}
