@@ -48,7 +48,8 @@ func (b *Backend) checkAuth(ctx context.Context) error {
 	var node string // read only once call returned the ACL: the goroutine is done with it
 	acl, err := call(ctx, b, "open: read the ACL of the root", func() ([]zk.ACL, error) {
 		for node = b.opts.Root; ; node = path.Dir(node) {
-			acl, _, err := s.conn.GetACL(node)
+			var acl []zk.ACL
+			err := s.do(func() (err error) { acl, _, err = s.conn.GetACL(node); return err })
 			if !errors.Is(err, zk.ErrNoNode) || node == "/" {
 				return acl, err
 			}

@@ -94,8 +94,9 @@ func New(servers []string, opts Options) (*Backend, error) {
 
 // Open is [New] with a Zookeeper connect string,
 // "host:port,host:port[/chroot]", that checks before it returns that a
-// server answers. A chroot is placed before opts.Root (or its default):
-// "zk1:2181/app" keeps the leases under /app/simba/leases.
+// server answers. A chroot is placed before opts.Root (or its default),
+// which must be a valid Root on its own: "zk1:2181/app" keeps the leases
+// under /app/simba/leases.
 //
 // The check is a probe of the servers in the order given, until one
 // answers: a connection made as every connection of the backend is (Dialer,
@@ -130,6 +131,13 @@ func Open(ctx context.Context, connect string, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	if chroot != "" {
+		// Root is checked on its own first: "simba" after the chroot
+		// /app would otherwise pass as the node /appsimba.
+		if opts.Root != "" {
+			if problem := rootProblem(opts.Root); problem != "" {
+				return nil, &OptionsError{Field: "Root", Reason: problem}
+			}
+		}
 		opts.Root = chroot + cmp.Or(opts.Root, DefaultRoot)
 	}
 	b, err := New(servers, opts)
@@ -154,12 +162,12 @@ func (b *Backend) Root() string { return b.opts.Root }
 // session at once on the server (their leases are freed and their group
 // memberships end), and waits for the backend's goroutines. It gives each
 // server up to a second to confirm the end of its sessions, then closes
-// the network connections whatever the server does (the watch connection
+// the network connections whatever the server does (each connection
 // first lets its requests in flight end, for half a second at most, see
-// watchConn.close), so it returns within a few seconds even when a server
-// hangs (sessions whose close was not confirmed expire after their
-// timeout). Calls in flight fail; later
-// calls return ErrClosed. Close is idempotent and always returns nil.
+// session.shut and watchConn.close), so it returns within a few seconds
+// even when a server hangs (sessions whose close was not confirmed expire
+// after their timeout). Calls in flight fail; later calls return
+// ErrClosed. Close is idempotent and always returns nil.
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	if b.closed {

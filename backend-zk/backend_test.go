@@ -568,3 +568,18 @@ func TestOpenChroot(t *testing.T) {
 		t.Fatalf("Open with a chroot: root %q, want /app/simba", b.Root())
 	}
 }
+
+// TestOpenChrootRefusesBadRoot: a chroot does not make a Root valid that
+// New refuses; "simba" after the chroot /app would otherwise be the node
+// /appsimba.
+func TestOpenChrootRefusesBadRoot(t *testing.T) {
+	for _, root := range []string{"simba", "simba/", "x/.."} {
+		b, err := Open(context.Background(), "127.0.0.1:1/app", Options{Root: root, Logger: quiet()})
+		if err == nil {
+			_ = b.Close()
+		}
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Root") {
+			t.Errorf("Open with chroot /app and Root %q = %v, want an *OptionsError about Root", root, err)
+		}
+	}
+}

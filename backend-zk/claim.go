@@ -22,6 +22,10 @@ const claimHold = time.Second
 type claim struct {
 	stat  *zk.Stat
 	timer *time.Timer
+	// tried is set once a give-back sent its delete and it failed: the
+	// server may have done it, so the claim's node may be gone and the
+	// claim is no longer an answer for an Acquire. Guarded by session.mu.
+	tried bool
 }
 
 // noteLost records that the session lost an Acquire of name to another
@@ -47,8 +51,10 @@ func (s *session) noteLost(name string) {
 // are left in it.
 const minWaitingMax = 64
 
-// takeClaim removes and returns the staged claim of name, if any. Call
-// with the name's lock held.
+// takeClaim removes and returns the staged claim of name, if any; nil
+// for a claim whose give-back may have deleted its node (see claim.tried),
+// which it removes too: the Acquire then reads the node. Call with the
+// name's lock held.
 func (s *session) takeClaim(name string) *claim {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -58,6 +64,9 @@ func (s *session) takeClaim(name string) *claim {
 	}
 	delete(s.claims, name)
 	c.timer.Stop()
+	if c.tried {
+		return nil
+	}
 	return c
 }
 
@@ -133,7 +142,11 @@ func (s *session) holdClaim(name string, c *claim) {
 // engine does not know it. The claim stays staged until then, under the
 // name's lock: when the lock or the delete cannot be had (the connection
 // is down), the give-back is tried again a claimHold later, while the
-// session lives (its nodes go with it).
+// session lives (its nodes go with it). The delete is sent only once the
+// node was read as the claim's (owner and czxid): a delete that failed
+// may have been done, and every lease node is at version 1, so a retry
+// must not delete the node another session created since; an Acquire no
+// longer takes such a claim as its answer.
 func (s *session) dropClaim(name string, c *claim) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.responseTimeout())
 	defer cancel()
@@ -144,9 +157,14 @@ func (s *session) dropClaim(name string, c *claim) {
 		staged := s.claims[name] == c
 		s.mu.Unlock()
 		if staged && c.stat != nil && c.stat.EphemeralOwner == s.zid.Load() {
-			err = s.conn.Delete(s.b.leasePath(name), c.stat.Version)
+			err = s.releaseChecked(s.b.leasePath(name), c.stat.Czxid)
 			if errors.Is(err, zk.ErrNoNode) || errors.Is(err, zk.ErrBadVersion) {
 				err = nil // gone, or no longer the claim's node
+			}
+			if err != nil {
+				s.mu.Lock()
+				c.tried = true
+				s.mu.Unlock()
 			}
 		}
 	}

@@ -289,3 +289,70 @@ func TestStagedLossKeepsWaiting(t *testing.T) {
 		t.Errorf("the staged loss left the session's last loss at %v", at)
 	}
 }
+
+// TestClaimGiveBackRetryKeepsAnotherTerm: a give-back of a staged claim
+// whose delete fails may still have been done by the server (its answer
+// lost with the connection). The claim's node is then gone, and another
+// session may hold the name by the time the give-back is tried again:
+// every lease node is at version 1, so the retry must check the node's
+// owner and czxid, and must not delete that session's node. (The admin's
+// delete stands for the delete whose answer was lost.)
+func TestClaimGiveBackRetryKeepsAnotherTerm(t *testing.T) {
+	wb, direct, p := newProxiedBackend(t)
+	a := dialAdmin(t, testServers(t, "SIMBA_TEST_ZK_SERVERS"))
+	defer a.close()
+	holder := mustOpen(t, direct, 10*time.Second)
+	const name = "given-back-retry"
+	held := mustAcquire(t, direct, holder, name)
+	w := mustOpen(t, wb, 10*time.Second)
+	if r := mustAcquire(t, wb, w, name); r.Won {
+		t.Fatal("the waiter won a held lease")
+	}
+	fired, err := wb.WatchRelease(ctx(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := direct.Release(ctx(t), holder, name, held.Token); err != nil {
+		t.Fatal(err)
+	}
+	<-fired
+	s, err := wb.session(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := s.lockName(ctx(t), name, true) // the claim was answered
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if ok, owner, _ := a.node(wb, name); !ok || owner != s.zid.Load() {
+		t.Fatal("no staged claim: the waiter did not create the node")
+	}
+	p.Cut() // the give-back fails
+	if err := a.conn.Delete(wb.leasePath(name), -1); err != nil {
+		t.Fatal(err)
+	}
+	other := mustOpen(t, direct, 10*time.Second)
+	taken := mustAcquire(t, direct, other, name)
+	if !taken.Won {
+		t.Fatal("the name is not free after the claim's node went")
+	}
+	time.Sleep(claimHold + 500*time.Millisecond)
+	p.Restore()
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		if _, err := wb.KeepAlive(ctx(t), w, simba.KeepAliveRequest{Lease: 10 * time.Second}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the waiter's session did not come back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := mustAcquire(t, wb, w, name); r.Won {
+		t.Errorf("the waiter's Acquire won token %d while another session holds the name at %d", r.Token, taken.Token)
+	}
+	time.Sleep(2 * claimHold)
+	if ok, owner, czxid := a.node(direct, name); !ok || czxid != int64(taken.Token) {
+		t.Fatalf("the other session's node: exists %v, owner %x, czxid %d; want it kept at %d (the waiter's session is %x)", ok, owner, czxid, taken.Token, s.zid.Load())
+	}
+}

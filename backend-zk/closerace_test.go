@@ -2,6 +2,7 @@ package simbazk
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -61,4 +62,54 @@ func TestCloseDuringQueueDirCreate(t *testing.T) {
 		wg.Wait()
 	}
 	t.Logf("%d rounds", rounds)
+}
+
+// TestCloseSessionWithCallsInFlight: closing a session while its calls
+// still send requests returns within a few seconds. The Zookeeper client
+// answers a request queued while it closes once more than the request's
+// channel holds when its write then fails, which blocks the client's
+// goroutines for good, and with them CloseSession and Close, unless the
+// session lets its requests end before it closes the client.
+func TestCloseSessionWithCallsInFlight(t *testing.T) {
+	b, _ := newTestBackend(t, Options{})
+	paths := make([]string, 4*pipeline)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("%s/n%d", b.leasesDir, i)
+	}
+	for round := range 20 {
+		id := mustOpen(t, b, 10*time.Second)
+		s, err := b.session(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		callCtx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				// The reads of a keep-alive, as its calls send them, until
+				// the session refuses them.
+				for callCtx.Err() == nil {
+					if _, err := s.existsAll(callCtx, paths, false); errors.Is(err, errConnClosing) {
+						return
+					}
+				}
+			})
+		}
+		time.Sleep(30 * time.Millisecond)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			closeCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+			defer stop()
+			_ = b.CloseSession(closeCtx, id)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: CloseSession with requests in flight still runs after 5s", round)
+		}
+		cancel()
+		wg.Wait()
+	}
+	within(t, 3*time.Second, "Close after the sessions' calls", func() { _ = b.Close() })
 }

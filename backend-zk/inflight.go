@@ -19,8 +19,8 @@ import (
 // CreateContainer does so, and only the watch connection sends it. A
 // request queued while Close runs can also be answered three times, one
 // more than its channel holds, which blocks the library's goroutines (and
-// so Close) for good. Every request of the watch connection therefore runs
-// through [inflight.do].
+// so Close) for good. Every request of the watch connection and of each
+// session's connection therefore runs through [inflight.do].
 type inflight struct {
 	mu      sync.Mutex
 	n       int

@@ -58,7 +58,7 @@ func (s *session) acquire(ctx context.Context, name string, pre []any) (simba.Ac
 			// token is that of its grant.
 			st, err := s.replace(path, leaseVersion, pre)
 			if err != nil {
-				_ = s.conn.Delete(path, leaseVersion)
+				_ = s.do(func() error { return s.conn.Delete(path, leaseVersion) })
 				return simba.AcquireResult{}, s.moved(ctx, op, err)
 			}
 			c.stat = st
@@ -80,7 +80,9 @@ func (s *session) acquire(ctx context.Context, name string, pre []any) (simba.Ac
 		case !errors.Is(err, zk.ErrNodeExists):
 			return simba.AcquireResult{}, s.moved(ctx, op, err)
 		}
-		ok, cur, err := s.conn.Exists(path)
+		var ok bool
+		var cur *zk.Stat
+		err = s.do(func() (err error) { ok, cur, err = s.conn.Exists(path); return err })
 		switch {
 		case err != nil:
 			return simba.AcquireResult{}, s.failed(ctx, op, err)
@@ -118,7 +120,7 @@ func (s *session) create(path string, data []byte, pre ...any) (*zk.Stat, error)
 	ops := slices.Concat(pre, s.newNode(path, data))
 	st, err := s.multi(ops...)
 	if errors.Is(err, zk.ErrNoNode) {
-		if err = s.b.ensureParents(s.conn, path); err == nil {
+		if err = s.do(func() error { return s.b.ensureParents(s.conn, path) }); err == nil {
 			st, err = s.multi(ops...)
 		}
 	}
@@ -144,7 +146,8 @@ func (s *session) newNode(path string, data []byte) []any {
 
 // multi sends ops in one multi and returns the stat of its last reply.
 func (s *session) multi(ops ...any) (*zk.Stat, error) {
-	res, err := s.conn.Multi(ops...)
+	var res []zk.MultiResponse
+	err := s.do(func() (err error) { res, err = s.conn.Multi(ops...); return err })
 	if err == nil && (len(res) != len(ops) || res[len(res)-1].Stat == nil) {
 		err = errors.New("unexpected multi reply")
 	}
@@ -159,7 +162,7 @@ func (s *session) multi(ops ...any) (*zk.Stat, error) {
 // node is removed and the session is expired.
 func (s *session) won(op, name, path string, st *zk.Stat) (simba.AcquireResult, error) {
 	if st.EphemeralOwner != s.zid.Load() {
-		_ = s.conn.Delete(path, st.Version)
+		_ = s.do(func() error { return s.conn.Delete(path, st.Version) })
 		s.expire("a node was created by another session on its connection")
 		return simba.AcquireResult{}, s.failed(context.Background(), op, zk.ErrSessionExpired)
 	}
@@ -238,7 +241,7 @@ func (s *session) release(ctx context.Context, name string, token int64) error {
 	s.mu.Unlock()
 	s.b.between(op)
 	if known {
-		err = s.conn.Delete(path, leaseVersion)
+		err = s.do(func() error { return s.conn.Delete(path, leaseVersion) })
 	}
 	if !known || errors.Is(err, zk.ErrBadVersion) {
 		err = s.releaseChecked(path, token)
@@ -252,11 +255,13 @@ func (s *session) release(ctx context.Context, name string, token int64) error {
 // releaseChecked deletes the node at path when it is this session's at
 // czxid token, whatever its version: the slow path of a release.
 func (s *session) releaseChecked(path string, token int64) error {
-	ok, st, err := s.conn.Exists(path)
+	var ok bool
+	var st *zk.Stat
+	err := s.do(func() (err error) { ok, st, err = s.conn.Exists(path); return err })
 	if err != nil || !ok || st.EphemeralOwner != s.zid.Load() || st.Czxid != token {
 		return err
 	}
-	return s.conn.Delete(path, st.Version)
+	return s.do(func() error { return s.conn.Delete(path, st.Version) })
 }
 
 // nameLock serialises the requests of one lease name within a session. The
@@ -328,7 +333,8 @@ func (s *session) join(ctx context.Context, group string) (int, error) {
 	s.mu.Lock()
 	s.groups[group] = struct{}{}
 	s.mu.Unlock()
-	_, st, err := s.conn.Exists(dir)
+	var st *zk.Stat
+	err := s.do(func() (err error) { _, st, err = s.conn.Exists(dir); return err })
 	if err != nil {
 		return 0, s.failed(ctx, op, err)
 	}
@@ -351,7 +357,7 @@ func (b *Backend) LeaveGroup(ctx context.Context, id simba.SessionID, group stri
 		s.mu.Lock()
 		delete(s.groups, group)
 		s.mu.Unlock()
-		err := s.conn.Delete(s.b.groupPath(group)+"/"+string(s.id()), -1)
+		err := s.do(func() error { return s.conn.Delete(s.b.groupPath(group)+"/"+string(s.id()), -1) })
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return struct{}{}, s.failed(ctx, "leave group "+group, err)
 		}

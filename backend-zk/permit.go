@@ -55,10 +55,12 @@ func (s *session) permits(ctx context.Context, p simba.Permit) ([]any, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("simbazk: %s: %w", op, err)
 		}
-		got, st, err := s.conn.Get(path)
+		var got []byte
+		var st *zk.Stat
+		err := s.do(func() (err error) { got, st, err = s.conn.Get(path); return err })
 		if errors.Is(err, zk.ErrNoNode) {
-			if err = s.b.ensureParents(s.conn, path); err == nil {
-				if _, err = s.conn.Create(path, data, 0, s.b.opts.ACL); errors.Is(err, zk.ErrNodeExists) {
+			if err = s.do(func() error { return s.b.ensureParents(s.conn, path) }); err == nil {
+				if err = s.do(func() error { _, err := s.conn.Create(path, data, 0, s.b.opts.ACL); return err }); errors.Is(err, zk.ErrNodeExists) {
 					err = nil
 				}
 			}
@@ -74,7 +76,11 @@ func (s *session) permits(ctx context.Context, p simba.Permit) ([]any, error) {
 			n = 0 // not a record this backend wrote: no slot to check
 		}
 		for i := 0; i < n && n != p.Permits; i++ {
-			held, _, err := s.conn.Exists(s.b.leasePath(simba.PermitName(p.Semaphore, i)))
+			var held bool
+			err := s.do(func() (err error) {
+				held, _, err = s.conn.Exists(s.b.leasePath(simba.PermitName(p.Semaphore, i)))
+				return err
+			})
 			if err != nil {
 				return nil, s.failed(ctx, op, err)
 			}

@@ -37,6 +37,7 @@ type session struct {
 	renewed  atomic.Int64  // time.Now().UnixNano() of the open or the last KeepAlive call
 	watching atomic.Bool   // an exists-watch was set (see setWatchesGate)
 
+	reqs      inflight // every request on conn goes through do
 	closeOnce sync.Once
 	hosts     *hostList             // stopped by closeConn
 	links     links                 // the network connection, closed by closeConn
@@ -175,20 +176,29 @@ func (s *session) closeConn() {
 	<-s.done
 }
 
-// shut closes the connection, once. The library asks the server to end
-// the session and waits up to a second for its answer; the network
-// connection is closed then, so that a server that does not answer cannot
-// hold the library's goroutines.
+// shut closes the connection, once. It first lets the requests in flight
+// end and refuses new ones, for closeGrace at most, as watchConn.close
+// does: a request queued while the library closes can be answered once
+// more than its channel holds, which blocks the library's goroutines, and
+// so closeConn, for good. The library then asks the server to end the
+// session and waits up to a second for its answer; the network connection
+// is closed then, so that a server that does not answer cannot hold the
+// library's goroutines.
 func (s *session) shut() {
 	s.closeOnce.Do(func() {
 		// The connect response of an expired session can arrive before
 		// OpenSessionAs recorded the connection it belongs to.
 		<-s.connSet
 		s.hosts.stop()
+		s.reqs.quiesce(closeGrace, closeGrace+time.Second, s.links.close)
 		s.conn.Close()
 		s.links.close()
 	})
 }
+
+// do runs f, a request on the session's connection, unless the connection
+// is closing (see inflight).
+func (s *session) do(f func() error) error { return s.reqs.do(f) }
 
 // failed maps an error of the Zookeeper client for op, marking the session
 // expired when the server says so. After a lost connection it waits (at
@@ -323,7 +333,7 @@ func (b *Backend) OpenSessionAs(ctx context.Context, lease time.Duration, identi
 	}
 	if b.opts.Auth != "" {
 		if _, err := call(ctx, b, "open session: add auth", func() (struct{}, error) {
-			return struct{}{}, conn.AddAuth("digest", []byte(b.opts.Auth))
+			return struct{}{}, s.do(func() error { return conn.AddAuth("digest", []byte(b.opts.Auth)) })
 		}); err != nil {
 			return abandon(err)
 		}
@@ -477,12 +487,15 @@ func (s *session) existsAll(ctx context.Context, paths []string, watch bool) ([]
 	stats := make([]*zk.Stat, len(paths))
 	err := inParallel(ctx, len(paths), pipeline, func(i int) (err error) {
 		var ok bool
-		if watch {
-			s.watching.Store(true)
-			ok, stats[i], _, err = s.conn.ExistsW(paths[i])
-		} else {
-			ok, stats[i], err = s.conn.Exists(paths[i])
-		}
+		err = s.do(func() (err error) {
+			if watch {
+				s.watching.Store(true)
+				ok, stats[i], _, err = s.conn.ExistsW(paths[i])
+			} else {
+				ok, stats[i], err = s.conn.Exists(paths[i])
+			}
+			return err
+		})
 		if !ok {
 			stats[i] = nil // the client's stat of a missing node is a zero one
 		}

@@ -63,8 +63,9 @@ func (w *watchConn) close() {
 	<-w.done
 }
 
-// closeGrace is how long close lets the requests in flight on the watch
-// connection end before it drops the network connection.
+// closeGrace is how long the close of a connection (the watch
+// connection's, a session's) lets its requests in flight end before it
+// drops the network connection.
 const closeGrace = 500 * time.Millisecond
 
 // releaseWatch is one Zookeeper watch on a lease node, shared by every
