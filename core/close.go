@@ -150,6 +150,13 @@ func (c *Client) Close(ctx context.Context) error {
 			return errors.Join(err, ctx.Err())
 		}
 	}
+	// A handover's dispatcher may have been dropped from draining as
+	// drained before its OnRevoked was queued (another run ending, or this
+	// Close ending the others); the handover added it again then.
+	c.lock()
+	dispatchers = append(dispatchers, c.draining...)
+	c.draining = nil
+	c.unlock()
 	for _, l := range c.listeners {
 		dispatchers = append(dispatchers, l.d)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -271,4 +272,45 @@ func TestCloseWaitsForTheOnRevokedOfAStopThatTimedOut(t *testing.T) {
 			})
 		})
 	}
+}
+
+// Beside another election, Close still waits for the OnRevoked of a
+// handover a Stop left running: the handover's dispatcher, idle until that
+// OnRevoked is queued, is dropped from the ended runs the client keeps
+// when another run ends (here, Close ending the other election's run).
+func TestCloseWaitsForTheOnRevokedOfAHandoverBesideAnotherElection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		conn := memory.New().Connect()
+		c := newClient(t, conn)
+		rec := newRecorder()
+		var revokedAt atomic.Int64
+		a := c.Election("a")
+		if err := a.Start(simba.ListenerFuncs{
+			Elected: rec.OnElected,
+			Revoked: func(context.Context, *simba.Term, simba.RevokeReason) {
+				time.Sleep(time.Second) // a slow OnRevoked
+				revokedAt.Store(time.Now().UnixNano())
+			},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		rec.elected(t, 5*time.Second)
+		if err := c.Election("b").Start(newRecorder()); err != nil {
+			t.Fatal(err)
+		}
+		conn.Delay(500 * time.Millisecond) // the release of a's term is still in flight at Close
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if err := a.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Stop with the release in flight = %v, want the handover to go on in the background", err)
+		}
+		if err := c.Close(context.Background()); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+		closed := time.Now()
+		if at := revokedAt.Load(); at == 0 {
+			time.Sleep(2 * time.Second)
+			t.Fatalf("the OnRevoked of a's handover ended %v after Close returned", time.Unix(0, revokedAt.Load()).Sub(closed))
+		}
+	})
 }
