@@ -89,13 +89,20 @@ func lookCommand(program string) (string, int, error) {
 	}
 }
 
-// startFailureCode is the exit code for err of startChild, as a shell
-// reports it: exitNotFound for a program that is gone (removed after
-// lookCommand found it, at a later term of simba leader, say),
-// exitCannotRun for one that is there but cannot run.
-func startFailureCode(err error) int {
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) {
+// startFailureCode is the exit code for err of startChild on the program
+// at path, as a shell reports it: exitNotFound for a program that is gone
+// (removed after lookCommand found it, at a later term of simba leader,
+// say), exitCannotRun for one that is there but cannot run, a script
+// whose interpreter is missing included (the start fails with ENOENT for
+// the interpreter, and the program itself is still there).
+func startFailureCode(path string, err error) int {
+	if errors.Is(err, exec.ErrNotFound) {
 		return exitNotFound
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, serr := os.Stat(path); serr != nil {
+			return exitNotFound
+		}
 	}
 	return exitCannotRun
 }

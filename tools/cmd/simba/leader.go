@@ -120,7 +120,7 @@ func runLeader(ctx context.Context, a *app, args []string) int {
 		ch, err := startChild(a, c, t)
 		if err != nil {
 			a.report(cmd, "start %s: %v", argv[0], err)
-			return startFailureCode(err)
+			return startFailureCode(c.path, err)
 		}
 		select {
 		case <-ch.done:

@@ -138,7 +138,7 @@ func runLock(ctx context.Context, a *app, args []string) int {
 	ch, err := startChild(a, c, lt.Term)
 	if err != nil {
 		a.report(cmd, "start %s: %v", c.argv[0], err)
-		return startFailureCode(err)
+		return startFailureCode(c.path, err)
 	}
 	select {
 	case <-ch.done:

@@ -299,7 +299,8 @@ func TestLockCommandThatCannotRun(t *testing.T) {
 
 // TestLockCommandChangedWhileWaiting: a command found at start but
 // removed while simba waited for the lock is not found (127), as a shell
-// reports it, not "not executable" (126); one made not executable is 126.
+// reports it, not "not executable" (126); one made not executable, or a
+// script whose interpreter is gone, is 126.
 func TestLockCommandChangedWhileWaiting(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -308,6 +309,11 @@ func TestLockCommandChangedWhileWaiting(t *testing.T) {
 	}{
 		{"removed", os.Remove, exitNotFound},
 		{"made not executable", func(path string) error { return os.Chmod(path, 0o644) }, exitCannotRun},
+		// The start fails with ENOENT for the interpreter; the command is
+		// there but cannot run, as a shell's "bad interpreter" says.
+		{"interpreter gone", func(path string) error {
+			return os.WriteFile(path, []byte("#!/nonexistent/simba-test-shell\n"), 0o755)
+		}, exitCannotRun},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
