@@ -688,6 +688,15 @@ func (b *Backend) WatchRelease(ctx context.Context, name string) (<-chan struct{
 	}
 	keys := []string{b.leaseKey(name), b.waitersKey(name)}
 	held, err := watchScript.Run(ctx, b.client, keys, b.prefix, b.notify.id, name).Int64()
+	if b.closed.Load() {
+		// Close ran meanwhile: its removal from the queues may have come
+		// before this queueing, which would leave the closed Backend first
+		// in line for the next release.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
+		b.leaveQueue(lctx, name)
+		cancel()
+		return nil, ErrClosed
+	}
 	if err != nil {
 		return nil, wrapErr(fmt.Sprintf("watch %q", name), err)
 	}

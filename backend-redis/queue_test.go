@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,4 +185,75 @@ func TestRewatchStaysQueued(t *testing.T) {
 	if missing > 0 {
 		t.Fatalf("the Backend was out of the queue after %d of %d watches made right after one ended", missing, rounds)
 	}
+}
+
+// TestWatchRacingCloseLeavesNoQueueEntry: a watch whose queueing reaches
+// the server after Close took the Backend out of the queues takes it out
+// again: the closed Backend would otherwise be first in line for the next
+// release, which would then wake nobody.
+func TestWatchRacingCloseLeavesNoQueueEntry(t *testing.T) {
+	url := serverURL(t)
+	prefix := testPrefix()
+	holder := openBackend(t, url, Options{KeyPrefix: prefix})
+	ctx := callCtx(t)
+	g, err := holder.OpenSession(ctx, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustWin(t, holder, g.ID, "n")
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	gate := &scriptGate{key: prefix + "waiters:n", reached: make(chan struct{}), open: make(chan struct{})}
+	client.AddHook(gate)
+	b, err := New(client, Options{KeyPrefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.WatchRelease(ctx, "n")
+		done <- err
+	}()
+	<-gate.reached // the queueing script is about to be sent
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(gate.open)
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Fatalf("WatchRelease across Close = %v, want ErrClosed", err)
+	}
+	if q := rawClient(t, url).ZRange(ctx, prefix+"waiters:n", 0, -1).Val(); slices.Contains(q, b.notify.id) {
+		t.Fatalf("the closed Backend %s is still in the queue %v", b.notify.id, q)
+	}
+}
+
+// scriptGate holds the first script call that names key until open is
+// closed, and closes reached when it gets there.
+type scriptGate struct {
+	key     string
+	once    sync.Once
+	reached chan struct{}
+	open    chan struct{}
+}
+
+func (g *scriptGate) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (g *scriptGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); (name == "evalsha" || name == "eval") && slices.Contains(cmd.Args(), any(g.key)) {
+			g.once.Do(func() {
+				close(g.reached)
+				<-g.open
+			})
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (g *scriptGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
