@@ -557,6 +557,17 @@ func TestParseConnectString(t *testing.T) {
 	}
 }
 
+// A digest identity written into a connect string, as in a URL, is
+// refused without quoting it: the error would show the password.
+func TestParseConnectStringQuotesNoUserInformation(t *testing.T) {
+	for _, give := range []string{"simba:Zq7SecretPW@127.0.0.1:2181", "a:1,simba:Zq7SecretPW@b:2/app", "simba:Zq7SecretPW@"} {
+		_, _, err := ParseConnectString(give)
+		if !errors.Is(err, ErrInvalidOptions) || strings.Contains(err.Error(), "Zq7SecretPW") {
+			t.Errorf("ParseConnectString(%q) = %v, want an options error without the password", give, err)
+		}
+	}
+}
+
 func TestOpenChroot(t *testing.T) {
 	servers := testServers(t, "SIMBA_TEST_ZK_SERVERS")
 	b, err := Open(ctx(t), strings.Join(servers, ",")+"/app", Options{Logger: quiet()})

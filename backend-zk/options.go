@@ -225,6 +225,11 @@ func splitConnect(s string) (servers []string, chroot, problem string) {
 		return nil, "", fmt.Sprintf("%q names no server", s)
 	}
 	for _, h := range servers {
+		if strings.ContainsRune(h, '@') {
+			// USER:PASSWORD@HOST written where a connect string goes:
+			// quoting the server would print the password.
+			return nil, "", "a server with user information (USER:PASSWORD@HOST): a connect string carries no credentials; set Options.Auth, or give a zk:// URL"
+		}
 		if _, _, err := backendkit.SplitAddress(h, true); err != nil {
 			return nil, "", fmt.Sprintf("server %q: %v", h, err)
 		}
