@@ -64,9 +64,6 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 		e.shutdown()
 	}
-	// Every run has ended now: the last callbacks are on these.
-	dispatchers := c.draining
-	c.draining = nil
 	sess := c.sess
 	c.sess = nil
 	if sess != nil {
@@ -150,11 +147,13 @@ func (c *Client) Close(ctx context.Context) error {
 			return errors.Join(err, ctx.Err())
 		}
 	}
-	// A handover's dispatcher may have been dropped from draining as
-	// drained before its OnRevoked was queued (another run ending, or this
-	// Close ending the others); the handover added it again then.
+	// Every run has ended (shutdown), and every handover has queued its
+	// OnRevoked: the last callbacks of the runs are on the dispatchers
+	// kept in draining, read only now because a handover's may have been
+	// dropped from it as drained before its OnRevoked was queued (another
+	// run ending, or this Close ending the others), and added again then.
 	c.lock()
-	dispatchers = append(dispatchers, c.draining...)
+	dispatchers := c.draining
 	c.draining = nil
 	c.unlock()
 	for _, l := range c.listeners {
