@@ -171,16 +171,19 @@ func URLSecrets(u *url.URL) []string {
 		}
 		// A parser that splits the pair at ';' reads the value of every
 		// credential part (password=a;password=b, password=a;token=b).
-		for off := cred; off < len(pair); {
-			part, _, _ := strings.Cut(pair[off:], ";")
-			if key, _, ok := strings.Cut(part, "="); ok && IsCredentialParam(unescapeKey(key)) {
-				value := pair[off+len(key)+1:]
-				add(value)
-				if before, _, cut := strings.Cut(value, ";"); cut {
-					add(before)
-				}
+		for rest := pair[cred:]; ; {
+			_, value, _ := strings.Cut(rest, "=")
+			add(value)
+			before, after, cut := strings.Cut(value, ";")
+			if !cut {
+				break
 			}
-			off += len(part) + 1
+			add(before)
+			next := credentialPart(after)
+			if next < 0 {
+				break
+			}
+			rest = after[next:]
 		}
 	})
 	return out
