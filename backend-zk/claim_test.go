@@ -190,50 +190,15 @@ func TestUnclaimedCreateGivenBack(t *testing.T) {
 // so the name does not stay held by a session whose keep-alive does not
 // list it.
 func TestClaimGivenBackAfterConnectionLoss(t *testing.T) {
-	wb, direct, p := newProxiedBackend(t)
-	a := dialAdmin(t, testServers(t, "SIMBA_TEST_ZK_SERVERS"))
-	defer a.close()
-	holder := mustOpen(t, direct, 10*time.Second)
 	const name = "given-back-late"
-	held := mustAcquire(t, direct, holder, name)
-	w := mustOpen(t, wb, 10*time.Second)
-	if r := mustAcquire(t, wb, w, name); r.Won {
-		t.Fatal("the waiter won a held lease")
-	}
-	fired, err := wb.WatchRelease(ctx(t), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := direct.Release(ctx(t), holder, name, held.Token); err != nil {
-		t.Fatal(err)
-	}
-	<-fired
-	s, err := wb.session(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock, err := s.lockName(ctx(t), name, true) // the claim was answered
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock()
-	if ok, owner, _ := a.node(wb, name); !ok || owner != s.zid.Load() {
-		t.Fatal("no staged claim: the waiter did not create the node")
-	}
+	c := stageProxiedClaim(t, name)
+	wb, direct, p, a, s := c.wb, c.direct, c.p, c.a, c.s
 	p.Cut() // down when the claim is given back
 	time.Sleep(claimHold + time.Second)
 	p.Restore()
-	deadline := time.Now().Add(8 * time.Second)
-	for {
-		if _, err := wb.KeepAlive(ctx(t), w, simba.KeepAliveRequest{Lease: 10 * time.Second}); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the waiter's session did not come back: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	c.awaitBack(t)
 	other := mustOpen(t, direct, 10*time.Second)
-	deadline = time.Now().Add(3 * claimHold)
+	deadline := time.Now().Add(3 * claimHold)
 	for {
 		r := mustAcquire(t, direct, other, name)
 		if r.Won {
@@ -298,36 +263,9 @@ func TestStagedLossKeepsWaiting(t *testing.T) {
 // owner and czxid, and must not delete that session's node. (The admin's
 // delete stands for the delete whose answer was lost.)
 func TestClaimGiveBackRetryKeepsAnotherTerm(t *testing.T) {
-	wb, direct, p := newProxiedBackend(t)
-	a := dialAdmin(t, testServers(t, "SIMBA_TEST_ZK_SERVERS"))
-	defer a.close()
-	holder := mustOpen(t, direct, 10*time.Second)
 	const name = "given-back-retry"
-	held := mustAcquire(t, direct, holder, name)
-	w := mustOpen(t, wb, 10*time.Second)
-	if r := mustAcquire(t, wb, w, name); r.Won {
-		t.Fatal("the waiter won a held lease")
-	}
-	fired, err := wb.WatchRelease(ctx(t), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := direct.Release(ctx(t), holder, name, held.Token); err != nil {
-		t.Fatal(err)
-	}
-	<-fired
-	s, err := wb.session(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock, err := s.lockName(ctx(t), name, true) // the claim was answered
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock()
-	if ok, owner, _ := a.node(wb, name); !ok || owner != s.zid.Load() {
-		t.Fatal("no staged claim: the waiter did not create the node")
-	}
+	c := stageProxiedClaim(t, name)
+	wb, direct, p, a, w, s := c.wb, c.direct, c.p, c.a, c.w, c.s
 	p.Cut() // the give-back fails
 	if err := a.conn.Delete(wb.leasePath(name), -1); err != nil {
 		t.Fatal(err)
@@ -339,20 +277,75 @@ func TestClaimGiveBackRetryKeepsAnotherTerm(t *testing.T) {
 	}
 	time.Sleep(claimHold + 500*time.Millisecond)
 	p.Restore()
-	deadline := time.Now().Add(8 * time.Second)
-	for {
-		if _, err := wb.KeepAlive(ctx(t), w, simba.KeepAliveRequest{Lease: 10 * time.Second}); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the waiter's session did not come back: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	c.awaitBack(t)
 	if r := mustAcquire(t, wb, w, name); r.Won {
 		t.Errorf("the waiter's Acquire won token %d while another session holds the name at %d", r.Token, taken.Token)
 	}
 	time.Sleep(2 * claimHold)
 	if ok, owner, czxid := a.node(direct, name); !ok || czxid != int64(taken.Token) {
 		t.Fatalf("the other session's node: exists %v, owner %x, czxid %d; want it kept at %d (the waiter's session is %x)", ok, owner, czxid, taken.Token, s.zid.Load())
+	}
+}
+
+// proxiedClaim is a claim staged by a waiter whose backend reaches the
+// server through a proxy: the pieces the claim give-back tests use.
+type proxiedClaim struct {
+	wb, direct *Backend // the waiter's backend (through p), and one dialled directly
+	p          *proxy
+	a          *admin
+	w          simba.SessionID // the waiter's session
+	s          *session        // and its state
+}
+
+// stageProxiedClaim makes a session of direct hold name and a waiter
+// behind a proxy watch it, then releases it: the waiter's release watch
+// stages its claim, which no Acquire takes. The admin connection is closed
+// when t ends.
+func stageProxiedClaim(t *testing.T, name string) proxiedClaim {
+	t.Helper()
+	var c proxiedClaim
+	c.wb, c.direct, c.p = newProxiedBackend(t)
+	c.a = dialAdmin(t, testServers(t, "SIMBA_TEST_ZK_SERVERS"))
+	t.Cleanup(c.a.close)
+	holder := mustOpen(t, c.direct, 10*time.Second)
+	held := mustAcquire(t, c.direct, holder, name)
+	c.w = mustOpen(t, c.wb, 10*time.Second)
+	if r := mustAcquire(t, c.wb, c.w, name); r.Won {
+		t.Fatal("the waiter won a held lease")
+	}
+	fired, err := c.wb.WatchRelease(ctx(t), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.direct.Release(ctx(t), holder, name, held.Token); err != nil {
+		t.Fatal(err)
+	}
+	<-fired
+	if c.s, err = c.wb.session(c.w); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := c.s.lockName(ctx(t), name, true) // the claim was answered
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
+	if ok, owner, _ := c.a.node(c.wb, name); !ok || owner != c.s.zid.Load() {
+		t.Fatal("no staged claim: the waiter did not create the node")
+	}
+	return c
+}
+
+// awaitBack waits, 8 s at most, until the waiter's session answers a
+// keep-alive again after the proxy was restored.
+func (c proxiedClaim) awaitBack(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(8 * time.Second)
+	for {
+		if _, err := c.wb.KeepAlive(ctx(t), c.w, simba.KeepAliveRequest{Lease: 10 * time.Second}); err == nil {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the waiter's session did not come back: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -11,11 +11,9 @@ import (
 	"github.com/simba-go/simba/core/memory"
 )
 
-// stopDuringSlowWork leads x with work that ignores its ctx until
-// workUntil, then stops the election with a ctx that ends before the
-// handover does, so that the handover goes on in the background. It returns
-// once Stop has returned.
-func stopDuringSlowWork(t *testing.T, c *simba.Client, workUntil time.Time) {
+// leadWithSlowWork leads x with work that ignores its ctx until
+// workUntil, and returns the election once that work runs.
+func leadWithSlowWork(t *testing.T, c *simba.Client, workUntil time.Time) *simba.Election {
 	t.Helper()
 	el := c.Election("x")
 	elected := make(chan struct{})
@@ -31,11 +29,28 @@ func stopDuringSlowWork(t *testing.T, c *simba.Client, workUntil time.Time) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("x was not won")
 	}
+	return el
+}
+
+// endBeforeTheHandover calls end, the election's Stop or StepDown named
+// by verb, with a ctx that ends before the handover does, and fails t
+// unless end says the handover goes on in the background.
+func endBeforeTheHandover(t *testing.T, verb string, end func(context.Context) error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if err := el.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Stop while the work runs = %v, want the handover to go on in the background", err)
+	if err := end(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("%s while the work runs = %v, want the handover to go on in the background", verb, err)
 	}
+}
+
+// stopDuringSlowWork leads x with work that ignores its ctx until
+// workUntil, then stops the election with a ctx that ends before the
+// handover does, so that the handover goes on in the background. It returns
+// once Stop has returned.
+func stopDuringSlowWork(t *testing.T, c *simba.Client, workUntil time.Time) {
+	t.Helper()
+	endBeforeTheHandover(t, "Stop", leadWithSlowWork(t, c, workUntil).Stop)
 }
 
 // An election started again while the handover of its last Stop still runs
@@ -221,31 +236,9 @@ func TestStopDuringAStepDownHandoverReturnsAfterItsOnRevoked(t *testing.T) {
 // ends before the step-down's handover does.
 func stepDownThenStopDuringSlowWork(t *testing.T, c *simba.Client, workUntil time.Time) {
 	t.Helper()
-	el := c.Election("x")
-	elected := make(chan struct{})
-	go func() {
-		_ = el.RunWhileLeader(context.Background(), func(context.Context, *simba.Term) error {
-			close(elected)
-			time.Sleep(time.Until(workUntil)) // work that ignores its ctx
-			return nil
-		})
-	}()
-	select {
-	case <-elected:
-	case <-time.After(5 * time.Second):
-		t.Fatal("x was not won")
-	}
-	for _, end := range []func(context.Context) error{
-		func(ctx context.Context) error { return el.StepDown(ctx, 0) },
-		el.Stop,
-	} {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-		err := end(ctx)
-		cancel()
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("StepDown or Stop while the work runs = %v, want the handover to go on in the background", err)
-		}
-	}
+	el := leadWithSlowWork(t, c, workUntil)
+	endBeforeTheHandover(t, "StepDown", func(ctx context.Context) error { return el.StepDown(ctx, 0) })
+	endBeforeTheHandover(t, "Stop", el.Stop)
 }
 
 // A Stop after a StepDown whose handover still waits for the work does not
